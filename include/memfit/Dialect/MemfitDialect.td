@@ -1,0 +1,83 @@
+//===- MemfitDialect.td - the memfit dialect ---------------*- tablegen -*-===//
+
+#ifndef MEMFIT_DIALECT_MEMFITDIALECT_TD
+#define MEMFIT_DIALECT_MEMFITDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+include "mlir/IR/AttrTypeBase.td"
+include "mlir/IR/EnumAttr.td"
+include "memfit/Dialect/MemfitInterfaces.td"
+
+def Memfit_Dialect : Dialect {
+  let name = "memfit";
+  let cppNamespace = "::mlir::memfit";
+  let summary = "Tensor ops of transformer training graphs, with ONNX semantics";
+  let description = [{
+    The `memfit` dialect holds the tensor programs that memfit compiles: the
+    forward pass imported from ONNX and, later, the training step built from
+    it. Ops follow the semantics of their ONNX counterparts (numpy-style
+    broadcasting, negative axes counted from the back) on statically shaped
+    tensors; shapes are inferred by one set of functions shared by the
+    verifiers, the builders and the ONNX importer.
+
+    Attributes are kept in the attribute dictionary rather than in inherent
+    properties so that the importer can infer result types from a plain
+    attribute dictionary before it builds an op, and report a failed inference
+    as a diagnostic on the ONNX node instead of aborting.
+  }];
+  let usePropertiesForAttributes = 0;
+  let hasConstantMaterializer = 1;
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
+//===----------------------------------------------------------------------===//
+// Enums
+//===----------------------------------------------------------------------===//
+
+def Memfit_GeluApproximation : I32EnumAttr<"GeluApproximation",
+    "approximation used by gelu", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Tanh", 1, "tanh">]> {
+  let cppNamespace = "::mlir::memfit";
+}
+
+def Memfit_LossReduction : I32EnumAttr<"LossReduction",
+    "how a loss reduces its per-element values", [
+      I32EnumAttrCase<"None", 0, "none">,
+      I32EnumAttrCase<"Sum", 1, "sum">,
+      I32EnumAttrCase<"Mean", 2, "mean">]> {
+  let cppNamespace = "::mlir::memfit";
+}
+
+//===----------------------------------------------------------------------===//
+// Type constraints
+//===----------------------------------------------------------------------===//
+
+def Memfit_FloatElt : AnyTypeOf<[F16, BF16, F32, F64]>;
+def Memfit_IntElt : AnyTypeOf<[AnySignlessInteger, AnyUnsignedInteger]>;
+def Memfit_IndexElt : AnyTypeOf<[I32, I64]>;
+
+def Memfit_Tensor : StaticShapeTensorOf<[AnyType]>;
+def Memfit_FloatTensor : StaticShapeTensorOf<[Memfit_FloatElt]>;
+def Memfit_NumericTensor : StaticShapeTensorOf<[Memfit_FloatElt, Memfit_IntElt]>;
+def Memfit_BoolTensor : StaticShapeTensorOf<[I1]>;
+def Memfit_IndexTensor : StaticShapeTensorOf<[Memfit_IndexElt]>;
+
+//===----------------------------------------------------------------------===//
+// Base op classes
+//===----------------------------------------------------------------------===//
+
+// Every memfit op states its computation class; `opClass` names a case of
+// OpClass. Ops put their own C++ declarations in `extraDecls`.
+class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
+    : Op<Memfit_Dialect, mnemonic,
+         !listconcat([Memfit_OpClassInterface], traits)> {
+  code extraDecls = "";
+  let extraClassDeclaration = [{
+    ::mlir::memfit::OpClass getOpClass() {
+      return ::mlir::memfit::OpClass::}] # opClass # [{;
+    }
+  }] # extraDecls;
+}
+
+#endif // MEMFIT_DIALECT_MEMFITDIALECT_TD

@@ -1,0 +1,22 @@
+//===- MemfitOps.h - memfit ops -----------------------------------*- C++ -*-===//
+
+#ifndef MEMFIT_DIALECT_MEMFITOPS_H
+#define MEMFIT_DIALECT_MEMFITOPS_H
+
+#include "mlir/Bytecode/BytecodeOpInterface.h"
+#include "mlir/IR/BuiltinAttributeInterfaces.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "mlir/IR/OpDefinition.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/InferTypeOpInterface.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include "memfit/Dialect/MemfitDialect.h"
+#include "memfit/Dialect/MemfitEnums.h.inc"
+#include "memfit/Dialect/MemfitInterfaces.h.inc"
+
+#define GET_OP_CLASSES
+#include "memfit/Dialect/MemfitOps.h.inc"
+
+#endif // MEMFIT_DIALECT_MEMFITOPS_H

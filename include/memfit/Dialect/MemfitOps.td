@@ -1,0 +1,623 @@
+//===- MemfitOps.td - memfit op definitions ----------------*- tablegen -*-===//
+
+#ifndef MEMFIT_DIALECT_MEMFITOPS_TD
+#define MEMFIT_DIALECT_MEMFITOPS_TD
+
+include "memfit/Dialect/MemfitDialect.td"
+include "mlir/IR/SymbolInterfaces.td"
+include "mlir/IR/BuiltinAttributeInterfaces.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+// Ops whose result types follow from operands and attributes implement
+// inferReturnTypes in MemfitOps.cpp with the functions of ShapeInference.h.
+class Memfit_InferredOp<string mnemonic, string opClass, list<Trait> traits = []>
+    : Memfit_Op<mnemonic, opClass, !listconcat([Pure, InferTypeOpAdaptor], traits)>;
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+def Memfit_ParameterOp : Memfit_Op<"parameter", "Constant",
+    [Symbol, HasParent<"::mlir::ModuleOp">]> {
+  let summary = "a named model weight (an ONNX initializer)";
+  let description = [{
+    Declares a weight of the model at module level. Its value is an elements
+    attribute, a `dense_resource` blob for anything but the smallest weights,
+    so the IR never prints weights as literals. Functions read it with
+    `memfit.load_parameter`. The symbol is the ONNX initializer's name.
+
+    ```mlir
+    memfit.parameter @"wte.weight" = dense_resource<wte> : tensor<96x32xf32>
+    ```
+  }];
+  let arguments = (ins SymbolNameAttr:$sym_name, ElementsAttr:$value);
+  let assemblyFormat = "$sym_name `=` $value attr-dict";
+  let hasVerifier = 1;
+  let extraDecls = [{
+    ::mlir::RankedTensorType getType() {
+      return ::llvm::cast<::mlir::RankedTensorType>(getValue().getType());
+    }
+  }];
+}
+
+def Memfit_LoadParameterOp : Memfit_Op<"load_parameter", "Constant",
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+  let summary = "reads a model weight";
+  let description = [{
+    Yields the tensor of the `memfit.parameter` named by `name`; the result
+    type equals the parameter's.
+
+    ```mlir
+    %w = memfit.load_parameter @"wte.weight" : tensor<96x32xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$name attr-dict `:` type($result)";
+}
+
+def Memfit_ConstantOp : Memfit_Op<"constant", "Constant",
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+  let summary = "a constant tensor";
+  let description = [{
+    A constant tensor, from an ONNX Constant or ConstantOfShape node, a small
+    or non-float initializer, or a folded shape computation.
+
+    ```mlir
+    %c = memfit.constant dense<[2, 16, 4, 8]> : tensor<4xi64>
+    ```
+  }];
+  let arguments = (ins ElementsAttr:$value);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "attr-dict $value";
+  let hasFolder = 1;
+}
+
+def Memfit_RangeOp : Memfit_Op<"range", "Constant", [Pure]> {
+  let summary = "an arithmetic sequence (ONNX Range)";
+  let description = [{
+    `result[i] = start + i * delta` for `i` in `[0, n)`, where `n` is the
+    static length of the 1-D result. `start` and `delta` are typed like the
+    result's elements. Folds to a constant when the result is small.
+
+    ```mlir
+    %p = memfit.range {start = 0 : i64, delta = 1 : i64} : tensor<16xi64>
+    ```
+  }];
+  let arguments = (ins TypedAttrInterface:$start, TypedAttrInterface:$delta);
+  let results = (outs StaticShapeTensorOf<[Memfit_FloatElt, Memfit_IndexElt]>:$result);
+  let assemblyFormat = "attr-dict `:` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise unary ops
+//===----------------------------------------------------------------------===//
+
+class Memfit_UnaryOp<string mnemonic, string what, Type tensorType = Memfit_FloatTensor,
+                     list<Trait> traits = []>
+    : Memfit_Op<mnemonic, "ElementWise",
+                !listconcat([Pure, SameOperandsAndResultType], traits)> {
+  let summary = "element-wise " # what;
+  let description = "Computes " # what # [{ of each element (ONNX semantics).
+
+    ```mlir
+    %y = memfit.}] # mnemonic # [{ %x : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins tensorType:$input);
+  let results = (outs tensorType:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+def Memfit_NegOp : Memfit_UnaryOp<"neg", "negation", Memfit_NumericTensor> {
+  let hasFolder = 1;
+}
+def Memfit_ExpOp : Memfit_UnaryOp<"exp", "the exponential">;
+def Memfit_LogOp : Memfit_UnaryOp<"log", "the natural logarithm">;
+def Memfit_SqrtOp : Memfit_UnaryOp<"sqrt", "the square root">;
+def Memfit_ReciprocalOp : Memfit_UnaryOp<"reciprocal", "the reciprocal 1/x">;
+def Memfit_ErfOp : Memfit_UnaryOp<"erf", "the Gauss error function">;
+def Memfit_TanhOp : Memfit_UnaryOp<"tanh", "the hyperbolic tangent">;
+def Memfit_SigmoidOp : Memfit_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+exp(-x))">;
+def Memfit_ReluOp : Memfit_UnaryOp<"relu", "max(x, 0)">;
+def Memfit_SinOp : Memfit_UnaryOp<"sin", "the sine">;
+def Memfit_CosOp : Memfit_UnaryOp<"cos", "the cosine">;
+def Memfit_NotOp : Memfit_UnaryOp<"not", "the logical negation", Memfit_BoolTensor> {
+  let hasFolder = 1;
+}
+
+def Memfit_GeluOp : Memfit_Op<"gelu", "ElementWise", [Pure, SameOperandsAndResultType]> {
+  let summary = "element-wise Gaussian error linear unit";
+  let description = [{
+    `x * Phi(x)` with `Phi` the standard normal CDF (`none`, through erf) or
+    its tanh approximation (`tanh`), as ONNX Gelu and torch.nn.GELU. The
+    importer also recognises the decomposed forms older opsets export.
+
+    ```mlir
+    %y = memfit.gelu tanh %x : tensor<2x16x128xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_GeluApproximation:$approximate, Memfit_FloatTensor:$input);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = "$approximate $input attr-dict `:` type($input)";
+}
+
+def Memfit_DropoutOp : Memfit_Op<"dropout", "ElementWise", [SameOperandsAndResultType]> {
+  let summary = "training-mode dropout";
+  let description = [{
+    Zeroes each element with probability `ratio` and scales the rest by
+    `1/(1-ratio)`. Only dropout in training mode is an op: the importer
+    forwards the input of an inference-mode ONNX Dropout. Not pure: it draws
+    random numbers.
+
+    ```mlir
+    %y = memfit.dropout %x {ratio = 1.000000e-01 : f32} : tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input, F32Attr:$ratio,
+                       OptionalAttr<I64Attr>:$seed);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Memfit_CastOp : Memfit_Op<"cast", "ElementWise", [Pure, SameOperandsAndResultShape]> {
+  let summary = "element type conversion (ONNX Cast)";
+  let description = [{
+    Converts each element to the result's element type: floats round to
+    nearest even, floats to integers truncate toward zero, any non-zero value
+    becomes true.
+
+    ```mlir
+    %y = memfit.cast %x : tensor<2x16xi64> to tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasFolder = 1;
+}
+
+def Memfit_TriluOp : Memfit_Op<"trilu", "ElementWise", [Pure, SameOperandsAndResultType]> {
+  let summary = "keeps the upper or lower triangle of the last two dimensions";
+  let description = [{
+    ONNX Trilu: with `upper`, keeps elements with `j - i >= k`, otherwise
+    those with `j - i <= k`; the rest become zero. Causal masks come from it.
+
+    ```mlir
+    %m = memfit.trilu %x {upper = false, k = 0 : i64} : tensor<16x16xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$upper,
+                       DefaultValuedAttr<I64Attr, "0">:$k);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops with broadcasting
+//===----------------------------------------------------------------------===//
+
+class Memfit_BroadcastOp<string mnemonic, string what, Type lhsType,
+                         Type rhsType, Type resultType, list<Trait> traits = []>
+    : Memfit_InferredOp<mnemonic, "ElementWise", traits> {
+  let summary = "element-wise " # what # " with broadcasting";
+  let description = "Computes " # what # [{ with numpy-style multidirectional
+    broadcasting, as the ONNX op.
+
+    ```mlir
+    %z = memfit.}] # mnemonic # [{ %x, %y : tensor<2x16x32xf32>, tensor<32xf32> -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins lhsType:$lhs, rhsType:$rhs);
+  let results = (outs resultType:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Memfit_AddOp : Memfit_BroadcastOp<"add", "addition", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor, [Commutative]>;
+def Memfit_SubOp : Memfit_BroadcastOp<"sub", "subtraction", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor>;
+def Memfit_MulOp : Memfit_BroadcastOp<"mul", "multiplication", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor, [Commutative]>;
+def Memfit_DivOp : Memfit_BroadcastOp<"div", "division", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor>;
+def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
+                                      Memfit_NumericTensor, Memfit_FloatTensor>;
+def Memfit_EqualOp : Memfit_BroadcastOp<"equal", "equality", Memfit_Tensor,
+                                        Memfit_Tensor, Memfit_BoolTensor, [Commutative]>;
+def Memfit_LessOp : Memfit_BroadcastOp<"less", "less-than", Memfit_NumericTensor,
+                                       Memfit_NumericTensor, Memfit_BoolTensor>;
+def Memfit_GreaterOp : Memfit_BroadcastOp<"greater", "greater-than", Memfit_NumericTensor,
+                                          Memfit_NumericTensor, Memfit_BoolTensor>;
+
+def Memfit_WhereOp : Memfit_InferredOp<"where", "ElementWise"> {
+  let summary = "element-wise selection with broadcasting";
+  let description = [{
+    `cond ? lhs : rhs` with three-way broadcasting (ONNX Where).
+
+    ```mlir
+    %y = memfit.where %m, %x, %ninf : tensor<16x16xi1>, tensor<2x4x16x16xf32>, tensor<f32> -> tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_BoolTensor:$condition, Memfit_Tensor:$lhs, Memfit_Tensor:$rhs);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = [{
+    $condition `,` $lhs `,` $rhs attr-dict `:` type($condition) `,` type($lhs) `,`
+    type($rhs) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+def Memfit_MatMulOp : Memfit_InferredOp<"matmul", "Contraction"> {
+  let summary = "matrix product with numpy semantics (ONNX MatMul)";
+  let description = [{
+    Multiplies the last two dimensions and broadcasts the leading (batch)
+    dimensions; a 1-D operand is promoted to a matrix and the added
+    dimension removed from the result, as numpy.matmul.
+
+    ```mlir
+    %y = memfit.matmul %x, %w : tensor<2x16x32xf32>, tensor<32x96xf32> -> tensor<2x16x96xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_NumericTensor:$lhs, Memfit_NumericTensor:$rhs);
+  let results = (outs Memfit_NumericTensor:$result);
+  let assemblyFormat = [{
+    $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
+  }];
+}
+
+def Memfit_GemmOp : Memfit_InferredOp<"gemm", "Contraction"> {
+  let summary = "general matrix multiply (ONNX Gemm)";
+  let description = [{
+    `alpha * op(a) * op(b) + beta * c` on 2-D operands, where `op` transposes
+    when `trans_a` / `trans_b` is set and `c` is optional and
+    unidirectionally broadcast to the result.
+
+    ```mlir
+    %y = memfit.gemm %x, %w, %b {trans_b = true} : (tensor<2x32xf32>, tensor<3x32xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$a, Memfit_FloatTensor:$b,
+                       Optional<Memfit_FloatTensor>:$c,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$alpha,
+                       DefaultValuedAttr<F32Attr, "1.0f">:$beta,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $a `,` $b (`,` $c^)? attr-dict `:` functional-type(operands, results)
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+class Memfit_SoftmaxBase<string mnemonic, string what>
+    : Memfit_Op<mnemonic, "Normalization", [Pure, SameOperandsAndResultType]> {
+  let summary = what # " along one axis";
+  let description = "Computes " # what # [{ along `axis` (ONNX opset 13
+    semantics: one axis, negative counts from the back).
+
+    ```mlir
+    %p = memfit.}] # mnemonic # [{ %x {axis = -1 : i64} : tensor<2x4x16x16xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Memfit_SoftmaxOp : Memfit_SoftmaxBase<"softmax", "the softmax">;
+def Memfit_LogSoftmaxOp : Memfit_SoftmaxBase<"log_softmax", "the logarithm of the softmax">;
+
+def Memfit_LayerNormOp : Memfit_Op<"layer_norm", "Normalization",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "layer normalization (ONNX LayerNormalization)";
+  let description = [{
+    Normalizes over the dimensions from `axis` to the last to zero mean and
+    unit variance (`epsilon` added to the variance), then multiplies by
+    `scale` and adds `bias`; both broadcast to the normalized shape.
+
+    ```mlir
+    %y = memfit.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 9.99999974E-6 : f32} : tensor<2x16x32xf32>, tensor<32xf32>, tensor<32xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input, Memfit_FloatTensor:$scale,
+                       Optional<Memfit_FloatTensor>:$bias,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale (`,` $bias^)? attr-dict `:` type($input) `,` type($scale)
+    (`,` type($bias)^)?
+  }];
+  let hasVerifier = 1;
+}
+
+def Memfit_RMSNormOp : Memfit_Op<"rms_norm", "Normalization",
+    [Pure, AllTypesMatch<["input", "result"]>]> {
+  let summary = "root-mean-square normalization";
+  let description = [{
+    `x / sqrt(mean(x^2) + epsilon) * scale`, the mean taken over the
+    dimensions from `axis` to the last (ONNX RMSNormalization, opset 23). The
+    importer also builds it from the decomposed Pow/ReduceMean/Add/Sqrt/Div
+    (or Reciprocal/Mul) form that exporters emit for older opsets.
+
+    ```mlir
+    %y = memfit.rms_norm %x, %g {axis = -1 : i64, epsilon = 9.99999997E-7 : f32} : tensor<2x16x64xf32>, tensor<64xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input, Memfit_FloatTensor:$scale,
+                       DefaultValuedAttr<I64Attr, "-1">:$axis,
+                       DefaultValuedAttr<F32Attr, "1e-5f">:$epsilon);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $scale attr-dict `:` type($input) `,` type($scale)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+class Memfit_ReduceOp<string mnemonic, string what>
+    : Memfit_InferredOp<mnemonic, "Reduction"> {
+  let summary = what # " over axes";
+  let description = "Reduces `input` by " # what # [{ over `axes` (negative
+    allowed; empty means all), keeping reduced dimensions as 1 when
+    `keepdims` is set.
+
+    ```mlir
+    %s = memfit.}] # mnemonic # [{ %x {axes = array<i64: -1>, keepdims = true} : tensor<2x16x32xf32> -> tensor<2x16x1xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+                       DefaultValuedAttr<BoolAttr, "true">:$keepdims);
+  let results = (outs Memfit_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Memfit_ReduceSumOp : Memfit_ReduceOp<"reduce_sum", "the sum">;
+def Memfit_ReduceMeanOp : Memfit_ReduceOp<"reduce_mean", "the mean">;
+def Memfit_ReduceMaxOp : Memfit_ReduceOp<"reduce_max", "the maximum">;
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+def Memfit_TransposeOp : Memfit_InferredOp<"transpose", "DataMovement"> {
+  let summary = "permutes dimensions";
+  let description = [{
+    Output dimension `i` is input dimension `perm[i]`.
+
+    ```mlir
+    %y = memfit.transpose %x {perm = array<i64: 0, 2, 1, 3>} : tensor<2x16x4x8xf32> -> tensor<2x4x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, DenseI64ArrayAttr:$perm);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Memfit_ReshapeOp : Memfit_Op<"reshape", "DataMovement", [Pure]> {
+  let summary = "reinterprets the elements with another static shape";
+  let description = [{
+    Same elements in row-major order; the result type gives the shape (the
+    importer resolves ONNX's 0 and -1 entries).
+
+    ```mlir
+    %y = memfit.reshape %x : tensor<2x16x32xf32> to tensor<2x16x4x8xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Memfit_FlattenOp : Memfit_InferredOp<"flatten", "DataMovement"> {
+  let summary = "flattens into a matrix at an axis (ONNX Flatten)";
+  let description = [{
+    Result is 2-D: the product of dimensions before `axis` by the product of
+    the rest.
+
+    ```mlir
+    %y = memfit.flatten %x {axis = 1 : i64} : tensor<2x3x4xf32> -> tensor<2x12xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, DefaultValuedAttr<I64Attr, "1">:$axis);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+}
+
+def Memfit_SqueezeOp : Memfit_InferredOp<"squeeze", "DataMovement"> {
+  let summary = "removes dimensions of size 1";
+  let description = [{
+    Removes the listed dimensions, each of which must be 1; with no axes,
+    every dimension of size 1.
+
+    ```mlir
+    %y = memfit.squeeze %x {axes = array<i64: 1>} : tensor<2x1x16xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Memfit_UnsqueezeOp : Memfit_InferredOp<"unsqueeze", "DataMovement"> {
+  let summary = "inserts dimensions of size 1";
+  let description = [{
+    `axes` index the output (negative counts from the output's back).
+
+    ```mlir
+    %y = memfit.unsqueeze %x {axes = array<i64: 1, 2>} : tensor<2x16xi64> -> tensor<2x1x1x16xi64>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, DenseI64ArrayAttr:$axes);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Memfit_ConcatOp : Memfit_InferredOp<"concat", "DataMovement"> {
+  let summary = "joins tensors along an axis";
+  let description = [{
+    All inputs agree but on `axis`.
+
+    ```mlir
+    %y = memfit.concat %a, %b {axis = -1 : i64} : tensor<2x8xf32>, tensor<2x8xf32> -> tensor<2x16xf32>
+    ```
+  }];
+  let arguments = (ins Variadic<Memfit_Tensor>:$inputs, I64Attr:$axis);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$inputs attr-dict `:` type($inputs) `->` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+def Memfit_SplitOp : Memfit_InferredOp<"split", "DataMovement"> {
+  let summary = "cuts a tensor into pieces along an axis";
+  let description = [{
+    Result `i` holds `sizes[i]` consecutive slices along `axis`; the sizes add
+    up to the input's dimension.
+
+    ```mlir
+    %q, %k, %v = memfit.split %x {axis = 2 : i64, sizes = array<i64: 32, 32, 32>} : tensor<2x16x96xf32> -> tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, I64Attr:$axis, DenseI64ArrayAttr:$sizes);
+  let results = (outs Variadic<Memfit_Tensor>:$results);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
+}
+
+def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement"> {
+  let summary = "strided slice (ONNX Slice)";
+  let description = [{
+    For each listed axis, takes `starts[i]` to `ends[i]` (exclusive) by
+    `steps[i]`; negative starts and ends count from the back and both are
+    clamped as ONNX specifies, so `ends = INT64_MAX` means "to the end".
+
+    ```mlir
+    %y = memfit.slice %x {starts = array<i64: 0>, ends = array<i64: 16>, axes = array<i64: 2>, steps = array<i64: 1>} : tensor<1x1x64x64xi1> -> tensor<1x1x16x64xi1>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, DenseI64ArrayAttr:$starts,
+                       DenseI64ArrayAttr:$ends, DenseI64ArrayAttr:$axes,
+                       DenseI64ArrayAttr:$steps);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+}
+
+def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement"> {
+  let summary = "selects entries along an axis by index (ONNX Gather)";
+  let description = [{
+    Embedding lookups and index selection: the result shape is
+    `data.shape[:axis] + indices.shape + data.shape[axis+1:]`; negative
+    indices count from the back.
+
+    ```mlir
+    %e = memfit.gather %wte, %ids {axis = 0 : i64} : tensor<96x32xf32>, tensor<2x16xi64> -> tensor<2x16x32xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$data, Memfit_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Memfit_ExpandOp : Memfit_Op<"expand", "DataMovement", [Pure]> {
+  let summary = "broadcasts a tensor to a larger shape (ONNX Expand)";
+  let description = [{
+    The result shape is the broadcast of the input shape with the ONNX shape
+    operand, which the importer resolves into the result type.
+
+    ```mlir
+    %y = memfit.expand %x : tensor<1x1x16x16xi1> to tensor<2x4x16x16xi1>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let hasVerifier = 1;
+  let hasFolder = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+def Memfit_SoftmaxCrossEntropyLossOp
+    : Memfit_InferredOp<"softmax_cross_entropy_loss", "Loss"> {
+  let summary = "softmax cross-entropy against integer labels";
+  let description = [{
+    ONNX SoftmaxCrossEntropyLoss: `scores` is `[N, C, d1, ...]`, `labels` is
+    `[N, d1, ...]`; optional per-class `weights` of shape `[C]`. Labels equal
+    to `ignore_index` contribute nothing. `reduction` is `none` (result
+    shaped like the labels), `sum` or `mean` (scalar; the mean divides by the
+    total weight of the labels not ignored).
+
+    ```mlir
+    %l = memfit.softmax_cross_entropy_loss mean %logits, %labels {ignore_index = -100 : i64} : (tensor<32x96xf32>, tensor<32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction, Memfit_FloatTensor:$scores,
+                       Memfit_IndexTensor:$labels,
+                       Optional<Memfit_FloatTensor>:$weights,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $scores `,` $labels (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Memfit_NegativeLogLikelihoodLossOp
+    : Memfit_InferredOp<"negative_log_likelihood_loss", "Loss"> {
+  let summary = "negative log-likelihood against integer targets";
+  let description = [{
+    ONNX NegativeLogLikelihoodLoss: `input` holds log-probabilities
+    `[N, C, d1, ...]`, `target` is `[N, d1, ...]`; weights, `ignore_index` and
+    `reduction` as in `softmax_cross_entropy_loss`.
+
+    ```mlir
+    %l = memfit.negative_log_likelihood_loss mean %logp, %target : (tensor<32x96xf32>, tensor<32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction, Memfit_FloatTensor:$input,
+                       Memfit_IndexTensor:$target,
+                       Optional<Memfit_FloatTensor>:$weights,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `,` $target (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+#endif // MEMFIT_DIALECT_MEMFITOPS_TD

@@ -1,0 +1,871 @@
+//===- MemfitOps.cpp - memfit op inference, verifiers, folders --------------===//
+
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/OpImplementation.h"
+#include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/APSInt.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+#include "memfit/Dialect/MemfitEnums.cpp.inc"
+#include "memfit/Dialect/MemfitInterfaces.cpp.inc"
+
+#define GET_OP_CLASSES
+#include "memfit/Dialect/MemfitOps.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Helpers
+//===----------------------------------------------------------------------===//
+
+static ArrayRef<int64_t> shapeOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getShape();
+}
+static Type eltOf(Value v) {
+  return cast<RankedTensorType>(v.getType()).getElementType();
+}
+static LogicalResult pushTensor(SmallVectorImpl<Type> &types,
+                                ArrayRef<int64_t> shape, Type elt) {
+  types.push_back(RankedTensorType::get(shape, elt));
+  return success();
+}
+
+/// Constant folding materializes at most this many elements, so that a fold
+/// never turns a large computed tensor (a 2048x2048 mask) into a literal.
+/// Splat results are folded at any size.
+static constexpr int64_t kMaxFoldElements = 1 << 14;
+
+static DenseElementsAttr getDense(Attribute a) {
+  return dyn_cast_if_present<DenseElementsAttr>(a);
+}
+
+/// Row-major strides of `shape`.
+static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
+    strides[i] = strides[i + 1] * shape[i + 1];
+  return strides;
+}
+
+/// Builds the `resultType` constant whose element at each multi-index is
+/// `src[index(multiIndex)]`. Fails (null) when the result is too large.
+static Attribute
+remapElements(DenseElementsAttr src, RankedTensorType resultType,
+              function_ref<int64_t(ArrayRef<int64_t>)> index) {
+  if (src.isSplat())
+    return DenseElementsAttr::get(resultType, src.getSplatValue<Attribute>());
+  int64_t n = resultType.getNumElements();
+  if (n > kMaxFoldElements)
+    return {};
+  SmallVector<Attribute> in(src.getValues<Attribute>());
+  SmallVector<Attribute> out;
+  out.reserve(n);
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<int64_t> idx(shape.size(), 0);
+  for (int64_t linear = 0; linear < n; ++linear) {
+    out.push_back(in[index(idx)]);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return DenseElementsAttr::get(resultType, out);
+}
+
+/// Index into `srcShape` (broadcast to `outShape`) for an output index.
+static int64_t broadcastIndex(ArrayRef<int64_t> srcShape,
+                              ArrayRef<int64_t> srcStrides,
+                              ArrayRef<int64_t> outIdx) {
+  size_t offset = outIdx.size() - srcShape.size();
+  int64_t linear = 0;
+  for (size_t i = 0; i < srcShape.size(); ++i)
+    if (srcShape[i] != 1)
+      linear += outIdx[offset + i] * srcStrides[i];
+  return linear;
+}
+
+/// Folds an element-wise op with broadcasting over constant operands by
+/// applying `fn` to each tuple of operand elements; `fn` returns null to
+/// give up (a division by zero, say).
+static Attribute
+foldElementwise(ArrayRef<Attribute> operands, RankedTensorType resultType,
+                function_ref<Attribute(ArrayRef<Attribute>)> fn) {
+  SmallVector<DenseElementsAttr> dense;
+  for (Attribute a : operands) {
+    DenseElementsAttr d = getDense(a);
+    if (!d)
+      return {};
+    dense.push_back(d);
+  }
+  if (llvm::all_of(dense, [](DenseElementsAttr d) { return d.isSplat(); })) {
+    SmallVector<Attribute> args;
+    for (DenseElementsAttr d : dense)
+      args.push_back(d.getSplatValue<Attribute>());
+    Attribute r = fn(args);
+    return r ? DenseElementsAttr::get(resultType, r) : Attribute();
+  }
+  int64_t n = resultType.getNumElements();
+  if (n > kMaxFoldElements)
+    return {};
+  SmallVector<SmallVector<Attribute>> values;
+  SmallVector<SmallVector<int64_t>> strides;
+  for (DenseElementsAttr d : dense) {
+    values.emplace_back(d.getValues<Attribute>());
+    strides.push_back(stridesOf(d.getType().getShape()));
+  }
+  ArrayRef<int64_t> shape = resultType.getShape();
+  SmallVector<int64_t> idx(shape.size(), 0);
+  SmallVector<Attribute> out, args(dense.size());
+  out.reserve(n);
+  for (int64_t linear = 0; linear < n; ++linear) {
+    for (auto [k, d] : llvm::enumerate(dense))
+      args[k] = d.isSplat() ? values[k][0]
+                            : values[k][broadcastIndex(d.getType().getShape(),
+                                                       strides[k], idx)];
+    Attribute r = fn(args);
+    if (!r)
+      return {};
+    out.push_back(r);
+    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
+      if (++idx[d] < shape[d])
+        break;
+      idx[d] = 0;
+    }
+  }
+  return DenseElementsAttr::get(resultType, out);
+}
+
+static bool isUnsigned(Type t) { return t.isUnsignedInteger(); }
+
+/// Folds an arithmetic binary op given integer and float implementations.
+template <typename IntFn, typename FloatFn>
+static Attribute foldArith(ArrayRef<Attribute> operands, Type resultType,
+                           IntFn intFn, FloatFn floatFn) {
+  auto tensorType = cast<RankedTensorType>(resultType);
+  Type elt = tensorType.getElementType();
+  return foldElementwise(operands, tensorType,
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+    if (auto x = dyn_cast<IntegerAttr>(a[0])) {
+      auto y = dyn_cast<IntegerAttr>(a[1]);
+      if (!y)
+        return {};
+      std::optional<APInt> r = intFn(x.getValue(), y.getValue(), isUnsigned(elt));
+      return r ? IntegerAttr::get(elt, *r) : Attribute();
+    }
+    auto x = dyn_cast<FloatAttr>(a[0]);
+    auto y = dyn_cast<FloatAttr>(a[1]);
+    if (!x || !y)
+      return {};
+    return FloatAttr::get(elt, floatFn(x.getValue(), y.getValue()));
+  });
+}
+
+/// Folds a comparison given integer and float predicates.
+template <typename IntFn, typename FloatFn>
+static Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
+                             Type operandElt, IntFn intFn, FloatFn floatFn) {
+  auto tensorType = cast<RankedTensorType>(resultType);
+  Builder b(resultType.getContext());
+  return foldElementwise(operands, tensorType,
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+    if (auto x = dyn_cast<IntegerAttr>(a[0])) {
+      auto y = dyn_cast<IntegerAttr>(a[1]);
+      return y ? b.getBoolAttr(intFn(x.getValue(), y.getValue(),
+                                     isUnsigned(operandElt)))
+               : Attribute();
+    }
+    auto x = dyn_cast<FloatAttr>(a[0]);
+    auto y = dyn_cast<FloatAttr>(a[1]);
+    return x && y ? b.getBoolAttr(floatFn(x.getValue(), y.getValue()))
+                  : Attribute();
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Parameters and constants
+//===----------------------------------------------------------------------===//
+
+LogicalResult ParameterOp::verify() {
+  auto type = dyn_cast<RankedTensorType>(getValue().getType());
+  if (!type || !type.hasStaticShape())
+    return emitOpError("value must be a statically shaped tensor, got ")
+           << getValue().getType();
+  return success();
+}
+
+LogicalResult
+LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError("'") << getName() << "' does not name a memfit.parameter";
+  if (param.getType() != getType())
+    return emitOpError("result type ")
+           << getType() << " differs from parameter type " << param.getType();
+  return success();
+}
+
+OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
+
+LogicalResult RangeOp::verify() {
+  RankedTensorType type = getType();
+  if (type.getRank() != 1)
+    return emitOpError("result must be 1-D, got ") << type;
+  Type elt = type.getElementType();
+  if (getStart().getType() != elt || getDelta().getType() != elt)
+    return emitOpError("start and delta must be of the element type ") << elt;
+  if (auto d = dyn_cast<IntegerAttr>(getDelta()); d && d.getValue().isZero())
+    return emitOpError("delta must not be zero");
+  if (auto d = dyn_cast<FloatAttr>(getDelta()); d && d.getValue().isZero())
+    return emitOpError("delta must not be zero");
+  return success();
+}
+
+OpFoldResult RangeOp::fold(FoldAdaptor) {
+  RankedTensorType type = getType();
+  int64_t n = type.getNumElements();
+  if (n > kMaxFoldElements)
+    return {};
+  SmallVector<Attribute> values;
+  Type elt = type.getElementType();
+  for (int64_t i = 0; i < n; ++i) {
+    if (auto s = dyn_cast<IntegerAttr>(getStart())) {
+      APInt v = s.getValue() + cast<IntegerAttr>(getDelta()).getValue() *
+                                   APInt(s.getValue().getBitWidth(), i, true);
+      values.push_back(IntegerAttr::get(elt, v));
+    } else {
+      double start = cast<FloatAttr>(getStart()).getValueAsDouble();
+      double delta = cast<FloatAttr>(getDelta()).getValueAsDouble();
+      values.push_back(
+          FloatAttr::get(elt, start + delta * static_cast<double>(i)));
+    }
+  }
+  return DenseElementsAttr::get(type, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
+  Type elt = getType().getElementType();
+  return foldElementwise({adaptor.getInput()}, getType(),
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+    if (auto x = dyn_cast<IntegerAttr>(a[0]))
+      return IntegerAttr::get(elt, -x.getValue());
+    return FloatAttr::get(elt, neg(cast<FloatAttr>(a[0]).getValue()));
+  });
+}
+
+OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
+  Builder b(getContext());
+  return foldElementwise({adaptor.getInput()}, getType(),
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+    return b.getBoolAttr(!cast<IntegerAttr>(a[0]).getValue().getBoolValue());
+  });
+}
+
+LogicalResult DropoutOp::verify() {
+  float r = getRatio().convertToFloat();
+  if (!(r >= 0.0f && r < 1.0f))
+    return emitOpError("ratio must be in [0, 1), got ") << r;
+  return success();
+}
+
+/// Converts one constant element to `to` with ONNX Cast semantics.
+static Attribute castElement(Attribute a, Type from, Type to) {
+  bool toBool = to.isInteger(1);
+  if (auto i = dyn_cast<IntegerAttr>(a)) {
+    const APInt &v = i.getValue();
+    bool srcSigned = !from.isUnsignedInteger() && !from.isInteger(1);
+    if (toBool)
+      return IntegerAttr::get(to, APInt(1, !v.isZero()));
+    if (auto intTo = dyn_cast<IntegerType>(to))
+      return IntegerAttr::get(to, srcSigned ? v.sextOrTrunc(intTo.getWidth())
+                                            : v.zextOrTrunc(intTo.getWidth()));
+    APFloat f(cast<FloatType>(to).getFloatSemantics());
+    (void)f.convertFromAPInt(v, srcSigned, APFloat::rmNearestTiesToEven);
+    return FloatAttr::get(to, f);
+  }
+  APFloat v = cast<FloatAttr>(a).getValue();
+  if (toBool)
+    return IntegerAttr::get(to, APInt(1, !v.isZero()));
+  if (auto intTo = dyn_cast<IntegerType>(to)) {
+    if (v.isNaN() || v.isInfinity())
+      return {};
+    APSInt r(intTo.getWidth(), intTo.isUnsigned());
+    bool exact;
+    (void)v.convertToInteger(r, APFloat::rmTowardZero, &exact);
+    return IntegerAttr::get(to, r);
+  }
+  bool losesInfo;
+  (void)v.convert(cast<FloatType>(to).getFloatSemantics(),
+                  APFloat::rmNearestTiesToEven, &losesInfo);
+  return FloatAttr::get(to, v);
+}
+
+OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  Type from = eltOf(getInput()), to = getType().getElementType();
+  return foldElementwise({adaptor.getInput()}, getType(),
+                         [&](ArrayRef<Attribute> a) {
+                           return castElement(a[0], from, to);
+                         });
+}
+
+LogicalResult TriluOp::verify() {
+  if (getType().getRank() < 2)
+    return emitOpError("input must have rank >= 2, got ") << getType();
+  return success();
+}
+
+OpFoldResult TriluOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr in = getDense(adaptor.getInput());
+  RankedTensorType type = getType();
+  if (!in || type.getNumElements() > kMaxFoldElements)
+    return {};
+  SmallVector<Attribute> values(in.getValues<Attribute>());
+  Attribute zero = Builder(getContext()).getZeroAttr(type.getElementType());
+  int64_t rows = type.getDimSize(type.getRank() - 2);
+  int64_t cols = type.getDimSize(type.getRank() - 1);
+  int64_t k = getK();
+  for (auto [linear, v] : llvm::enumerate(values)) {
+    int64_t j = linear % cols, i = (linear / cols) % rows;
+    bool keep = getUpper() ? j - i >= k : j - i <= k;
+    if (!keep)
+      v = zero;
+  }
+  return DenseElementsAttr::get(type, values);
+}
+
+//===----------------------------------------------------------------------===//
+// Broadcasting element-wise ops
+//===----------------------------------------------------------------------===//
+
+/// Infers a binary broadcasting op's type; `resultElt` null means the lhs
+/// element type, and `sameElt` requires equal operand element types.
+static LogicalResult inferBinary(OptLoc loc, StringRef opName, Value lhs,
+                                 Value rhs, Type resultElt, bool sameElt,
+                                 SmallVectorImpl<Type> &types) {
+  if (sameElt && eltOf(lhs) != eltOf(rhs))
+    return emitOptionalError(loc, opName, " operands have different element "
+                             "types ", eltOf(lhs), " and ", eltOf(rhs));
+  Shape shape;
+  if (failed(inferBroadcastShape({shapeOf(lhs), shapeOf(rhs)}, shape, loc)))
+    return failure();
+  return pushTensor(types, shape, resultElt ? resultElt : eltOf(lhs));
+}
+
+#define MEMFIT_BINARY_INFER(OP, NAME, RESULT_ELT, SAME_ELT)                    \
+  LogicalResult OP::inferReturnTypes(MLIRContext *ctx, OptLoc loc,             \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    return inferBinary(loc, NAME, adaptor.getLhs(), adaptor.getRhs(),          \
+                       RESULT_ELT, SAME_ELT, types);                           \
+  }
+MEMFIT_BINARY_INFER(AddOp, "add", Type(), true)
+MEMFIT_BINARY_INFER(SubOp, "sub", Type(), true)
+MEMFIT_BINARY_INFER(MulOp, "mul", Type(), true)
+MEMFIT_BINARY_INFER(DivOp, "div", Type(), true)
+MEMFIT_BINARY_INFER(PowOp, "pow", Type(), false)
+MEMFIT_BINARY_INFER(EqualOp, "equal", IntegerType::get(ctx, 1), true)
+MEMFIT_BINARY_INFER(LessOp, "less", IntegerType::get(ctx, 1), true)
+MEMFIT_BINARY_INFER(GreaterOp, "greater", IntegerType::get(ctx, 1), true)
+#undef MEMFIT_BINARY_INFER
+
+using IntResult = std::optional<APInt>;
+
+OpFoldResult AddOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &a, const APInt &b, bool) -> IntResult { return a + b; },
+      [](APFloat a, const APFloat &b) {
+        a.add(b, APFloat::rmNearestTiesToEven);
+        return a;
+      });
+}
+
+OpFoldResult SubOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &a, const APInt &b, bool) -> IntResult { return a - b; },
+      [](APFloat a, const APFloat &b) {
+        a.subtract(b, APFloat::rmNearestTiesToEven);
+        return a;
+      });
+}
+
+OpFoldResult MulOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &a, const APInt &b, bool) -> IntResult { return a * b; },
+      [](APFloat a, const APFloat &b) {
+        a.multiply(b, APFloat::rmNearestTiesToEven);
+        return a;
+      });
+}
+
+OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+        if (b.isZero())
+          return std::nullopt;
+        return isUnsigned ? a.udiv(b) : a.sdiv(b);
+      },
+      [](APFloat a, const APFloat &b) {
+        a.divide(b, APFloat::rmNearestTiesToEven);
+        return a;
+      });
+}
+
+OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
+  Type elt = getType().getElementType();
+  return foldElementwise(adaptor.getOperands(), getType(),
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+    auto base = dyn_cast<FloatAttr>(a[0]);
+    if (!base)
+      return {};
+    double e;
+    if (auto f = dyn_cast<FloatAttr>(a[1]))
+      e = f.getValueAsDouble();
+    else if (auto i = dyn_cast<IntegerAttr>(a[1]))
+      e = static_cast<double>(i.getValue().getSExtValue());
+    else
+      return {};
+    return FloatAttr::get(elt, std::pow(base.getValueAsDouble(), e));
+  });
+}
+
+OpFoldResult EqualOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(), eltOf(getLhs()),
+      [](const APInt &a, const APInt &b, bool) { return a == b; },
+      [](const APFloat &a, const APFloat &b) {
+        return a.compare(b) == APFloat::cmpEqual;
+      });
+}
+
+OpFoldResult LessOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(), eltOf(getLhs()),
+      [](const APInt &a, const APInt &b, bool u) {
+        return u ? a.ult(b) : a.slt(b);
+      },
+      [](const APFloat &a, const APFloat &b) {
+        return a.compare(b) == APFloat::cmpLessThan;
+      });
+}
+
+OpFoldResult GreaterOp::fold(FoldAdaptor adaptor) {
+  return foldCompare(
+      adaptor.getOperands(), getType(), eltOf(getLhs()),
+      [](const APInt &a, const APInt &b, bool u) {
+        return u ? a.ugt(b) : a.sgt(b);
+      },
+      [](const APFloat &a, const APFloat &b) {
+        return a.compare(b) == APFloat::cmpGreaterThan;
+      });
+}
+
+LogicalResult WhereOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+  if (eltOf(lhs) != eltOf(rhs))
+    return emitOptionalError(loc, "where branches have different element "
+                             "types ", eltOf(lhs), " and ", eltOf(rhs));
+  Shape shape;
+  if (failed(inferBroadcastShape(
+          {shapeOf(adaptor.getCondition()), shapeOf(lhs), shapeOf(rhs)}, shape,
+          loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(lhs));
+}
+
+OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  return foldElementwise(adaptor.getOperands(), getType(),
+                         [](ArrayRef<Attribute> a) -> Attribute {
+    return cast<IntegerAttr>(a[0]).getValue().getBoolValue() ? a[1] : a[2];
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Value lhs = adaptor.getLhs(), rhs = adaptor.getRhs();
+  if (eltOf(lhs) != eltOf(rhs))
+    return emitOptionalError(loc, "matmul operands have different element "
+                             "types ", eltOf(lhs), " and ", eltOf(rhs));
+  Shape shape;
+  if (failed(inferMatMulShape(shapeOf(lhs), shapeOf(rhs), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(lhs));
+}
+
+LogicalResult GemmOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                       Adaptor adaptor,
+                                       SmallVectorImpl<Type> &types) {
+  std::optional<ArrayRef<int64_t>> c;
+  if (Value bias = adaptor.getC())
+    c = shapeOf(bias);
+  Shape shape;
+  if (failed(inferGemmShape(shapeOf(adaptor.getA()), shapeOf(adaptor.getB()),
+                            c, adaptor.getTransA(), adaptor.getTransB(), shape,
+                            loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getA()));
+}
+
+//===----------------------------------------------------------------------===//
+// Normalizations
+//===----------------------------------------------------------------------===//
+
+template <typename OpTy>
+static LogicalResult verifySoftmaxAxis(OpTy op) {
+  return normalizeAxis(op.getAxis(), op.getType().getRank(), op.getLoc());
+}
+LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
+
+LogicalResult LayerNormOp::verify() {
+  ArrayRef<int64_t> shape = getType().getShape();
+  if (failed(verifyNormParam(shape, getAxis(), shapeOf(getScale()), "scale",
+                             getLoc())))
+    return failure();
+  if (getBias() && failed(verifyNormParam(shape, getAxis(), shapeOf(getBias()),
+                                          "bias", getLoc())))
+    return failure();
+  return success();
+}
+
+LogicalResult RMSNormOp::verify() {
+  return verifyNormParam(getType().getShape(), getAxis(), shapeOf(getScale()),
+                         "scale", getLoc());
+}
+
+//===----------------------------------------------------------------------===//
+// Reductions
+//===----------------------------------------------------------------------===//
+
+#define MEMFIT_REDUCE_INFER(OP)                                                \
+  LogicalResult OP::inferReturnTypes(MLIRContext *, OptLoc loc,                \
+                                     Adaptor adaptor,                          \
+                                     SmallVectorImpl<Type> &types) {           \
+    Shape shape;                                                               \
+    if (failed(inferReduceShape(shapeOf(adaptor.getInput()), adaptor.getAxes(), \
+                                adaptor.getKeepdims(), shape, loc)))           \
+      return failure();                                                        \
+    return pushTensor(types, shape, eltOf(adaptor.getInput()));                \
+  }
+MEMFIT_REDUCE_INFER(ReduceSumOp)
+MEMFIT_REDUCE_INFER(ReduceMeanOp)
+MEMFIT_REDUCE_INFER(ReduceMaxOp)
+#undef MEMFIT_REDUCE_INFER
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferTransposeShape(shapeOf(adaptor.getInput()),
+                                 adaptor.getPerm(), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getInput()));
+}
+
+OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
+  ArrayRef<int64_t> perm = getPerm();
+  bool identity = true;
+  for (auto [i, p] : llvm::enumerate(perm))
+    identity &= static_cast<int64_t>(i) == p;
+  if (identity)
+    return getInput();
+  DenseElementsAttr in = getDense(adaptor.getInput());
+  if (!in)
+    return {};
+  SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
+  return remapElements(in, getType(), [&](ArrayRef<int64_t> idx) {
+    int64_t linear = 0;
+    for (auto [i, p] : llvm::enumerate(perm))
+      linear += idx[i] * strides[p];
+    return linear;
+  });
+}
+
+LogicalResult ReshapeOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  if (in.getNumElements() != out.getNumElements())
+    return emitOpError("cannot reshape ")
+           << in << " (" << in.getNumElements() << " elements) to " << out
+           << " (" << out.getNumElements() << " elements)";
+  return success();
+}
+
+/// Reshape-like folds: identity, or a constant with a new shape.
+static OpFoldResult foldReshapeLike(Value input, Attribute constant,
+                                    RankedTensorType type) {
+  if (input.getType() == type)
+    return input;
+  if (DenseElementsAttr in = getDense(constant))
+    return in.reshape(type);
+  return {};
+}
+
+OpFoldResult ReshapeOp::fold(FoldAdaptor adaptor) {
+  return foldReshapeLike(getInput(), adaptor.getInput(), getType());
+}
+
+LogicalResult FlattenOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferFlattenShape(shapeOf(adaptor.getInput()), adaptor.getAxis(),
+                               shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getInput()));
+}
+
+LogicalResult SqueezeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                          Adaptor adaptor,
+                                          SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferSqueezeShape(shapeOf(adaptor.getInput()), adaptor.getAxes(),
+                               shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getInput()));
+}
+
+OpFoldResult SqueezeOp::fold(FoldAdaptor adaptor) {
+  return foldReshapeLike(getInput(), adaptor.getInput(), getType());
+}
+
+LogicalResult UnsqueezeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferUnsqueezeShape(shapeOf(adaptor.getInput()),
+                                 adaptor.getAxes(), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getInput()));
+}
+
+OpFoldResult UnsqueezeOp::fold(FoldAdaptor adaptor) {
+  return foldReshapeLike(getInput(), adaptor.getInput(), getType());
+}
+
+LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  SmallVector<ArrayRef<int64_t>> shapes;
+  for (Value v : adaptor.getInputs())
+    shapes.push_back(shapeOf(v));
+  Shape shape;
+  if (failed(inferConcatShape(shapes, adaptor.getAxis(), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getInputs().front()));
+}
+
+LogicalResult ConcatOp::verify() {
+  Type elt = eltOf(getInputs().front());
+  for (Value v : getInputs())
+    if (eltOf(v) != elt)
+      return emitOpError("inputs have different element types ")
+             << elt << " and " << eltOf(v);
+  return success();
+}
+
+OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
+  if (getInputs().size() == 1)
+    return getInputs().front();
+  RankedTensorType type = getType();
+  if (type.getNumElements() > kMaxFoldElements)
+    return {};
+  int64_t axis = *normalizeAxis(getAxis(), type.getRank(), std::nullopt);
+  // Walk the result in row-major order: each input contributes a run of
+  // `dim * inner` elements per outer index.
+  int64_t inner = getNumElements(type.getShape().drop_front(axis + 1));
+  int64_t outer = getNumElements(type.getShape().take_front(axis));
+  SmallVector<SmallVector<Attribute>> inputs;
+  for (Attribute a : adaptor.getInputs()) {
+    DenseElementsAttr d = getDense(a);
+    if (!d)
+      return {};
+    inputs.emplace_back(d.getValues<Attribute>());
+  }
+  SmallVector<Attribute> out;
+  out.reserve(type.getNumElements());
+  for (int64_t o = 0; o < outer; ++o)
+    for (auto [k, v] : llvm::enumerate(getInputs())) {
+      int64_t run = shapeOf(v)[axis] * inner;
+      llvm::append_range(out, ArrayRef(inputs[k]).slice(o * run, run));
+    }
+  return DenseElementsAttr::get(type, out);
+}
+
+LogicalResult SplitOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  SmallVector<Shape> shapes;
+  if (failed(inferSplitShapes(shapeOf(adaptor.getInput()), adaptor.getAxis(),
+                              adaptor.getSizes(), shapes, loc)))
+    return failure();
+  for (const Shape &s : shapes)
+    (void)pushTensor(types, s, eltOf(adaptor.getInput()));
+  return success();
+}
+
+LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  SmallVector<SliceDim> dims;
+  if (failed(resolveSlice(shapeOf(adaptor.getInput()), adaptor.getStarts(),
+                          adaptor.getEnds(), adaptor.getAxes(),
+                          adaptor.getSteps(), dims, loc)))
+    return failure();
+  Shape shape;
+  for (const SliceDim &d : dims)
+    shape.push_back(d.size);
+  return pushTensor(types, shape, eltOf(adaptor.getInput()));
+}
+
+OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  DenseElementsAttr in = getDense(adaptor.getInput());
+  if (!in)
+    return {};
+  SmallVector<SliceDim> dims;
+  if (failed(resolveSlice(shapeOf(getInput()), getStarts(), getEnds(),
+                          getAxes(), getSteps(), dims, std::nullopt)))
+    return {};
+  SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
+  return remapElements(in, getType(), [&](ArrayRef<int64_t> idx) {
+    int64_t linear = 0;
+    for (auto [i, d] : llvm::enumerate(dims))
+      linear += (d.start + idx[i] * d.step) * strides[i];
+    return linear;
+  });
+}
+
+LogicalResult GatherOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                         Adaptor adaptor,
+                                         SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferGatherShape(shapeOf(adaptor.getData()),
+                              shapeOf(adaptor.getIndices()), adaptor.getAxis(),
+                              shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getData()));
+}
+
+OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr data = getDense(adaptor.getData());
+  DenseElementsAttr indices = getDense(adaptor.getIndices());
+  if (!data || !indices)
+    return {};
+  ArrayRef<int64_t> dataShape = shapeOf(getData());
+  int64_t axis = *normalizeAxis(getAxis(), dataShape.size(), std::nullopt);
+  int64_t dim = dataShape[axis];
+  SmallVector<int64_t> idxValues;
+  for (const APInt &v : indices.getValues<APInt>()) {
+    int64_t i = v.getSExtValue();
+    if (i < -dim || i >= dim)
+      return {};
+    idxValues.push_back(i < 0 ? i + dim : i);
+  }
+  SmallVector<int64_t> strides = stridesOf(dataShape);
+  SmallVector<int64_t> idxStrides = stridesOf(shapeOf(getIndices()));
+  int64_t idxRank = shapeOf(getIndices()).size();
+  return remapElements(data, getType(), [&](ArrayRef<int64_t> idx) {
+    int64_t linear = 0, which = 0;
+    for (int64_t k = 0; k < idxRank; ++k)
+      which += idx[axis + k] * idxStrides[k];
+    for (int64_t d = 0; d < static_cast<int64_t>(dataShape.size()); ++d) {
+      int64_t pos = d < axis    ? idx[d]
+                    : d == axis ? idxValues[which]
+                                : idx[d - 1 + idxRank];
+      linear += pos * strides[d];
+    }
+    return linear;
+  });
+}
+
+LogicalResult ExpandOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  Shape shape;
+  if (failed(inferBroadcastShape({in.getShape(), out.getShape()}, shape,
+                                 getLoc())))
+    return failure();
+  if (ArrayRef<int64_t>(shape) != out.getShape())
+    return emitOpError("result shape ")
+           << shapeToString(out.getShape()) << " is not the broadcast "
+           << shapeToString(shape) << " of the input shape";
+  return success();
+}
+
+OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
+  if (getInput().getType() == getType())
+    return getInput();
+  DenseElementsAttr in = getDense(adaptor.getInput());
+  if (!in)
+    return {};
+  ArrayRef<int64_t> inShape = shapeOf(getInput());
+  SmallVector<int64_t> strides = stridesOf(inShape);
+  return remapElements(in, getType(), [&](ArrayRef<int64_t> idx) {
+    return broadcastIndex(inShape, strides, idx);
+  });
+}
+
+//===----------------------------------------------------------------------===//
+// Losses
+//===----------------------------------------------------------------------===//
+
+template <typename Adaptor>
+static LogicalResult inferLoss(OptLoc loc, Value scores, Value labels,
+                               Value weights, LossReduction reduction,
+                               SmallVectorImpl<Type> &types) {
+  std::optional<ArrayRef<int64_t>> w;
+  if (weights)
+    w = shapeOf(weights);
+  Shape shape;
+  if (failed(inferLossShape(shapeOf(scores), shapeOf(labels), w,
+                            reduction != LossReduction::None, shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(scores));
+}
+
+LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
+    MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferLoss<Adaptor>(loc, adaptor.getScores(), adaptor.getLabels(),
+                            adaptor.getWeights(), adaptor.getReduction(),
+                            types);
+}
+
+LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
+    MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferLoss<Adaptor>(loc, adaptor.getInput(), adaptor.getTarget(),
+                            adaptor.getWeights(), adaptor.getReduction(),
+                            types);
+}

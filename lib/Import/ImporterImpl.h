@@ -1,0 +1,154 @@
+//===- ImporterImpl.h - ONNX importer internals --------------------*- C++ -*-===//
+//
+// The state one ONNX node's conversion sees (NodeContext) and the table of
+// op converters, keyed by ONNX op type and the first opset each handles.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_LIB_IMPORT_IMPORTERIMPL_H
+#define MEMFIT_LIB_IMPORT_IMPORTERIMPL_H
+
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Diagnostics.h"
+#include "llvm/ADT/StringMap.h"
+
+#include <onnx/onnx_pb.h>
+
+namespace mlir::memfit::onnx_import {
+
+/// ONNX TensorProto data type to an MLIR element type (null if unsupported).
+Type convertElementType(int32_t onnxType, MLIRContext *ctx);
+/// Name of an ONNX data type, for diagnostics.
+std::string onnxTypeName(int32_t onnxType);
+
+class NodeContext {
+public:
+  using TensorLoaderFn =
+      function_ref<FailureOr<ElementsAttr>(const onnx::TensorProto &)>;
+  NodeContext(const onnx::NodeProto &node, Location loc, OpBuilder &builder,
+              int64_t opset, llvm::StringMap<Value> &values,
+              TensorLoaderFn loader)
+      : node(node), loc(loc), b(builder), opset(opset), values(values),
+        loader(loader) {}
+
+  const onnx::NodeProto &node;
+  Location loc;
+  OpBuilder &b;
+  int64_t opset;
+
+  /// Emits an error at the node that names it and its op type.
+  InFlightDiagnostic error();
+
+  /// Number of inputs, trailing omitted (empty-named) ones not counted.
+  int64_t numInputs() const;
+  bool hasInput(int64_t i) const;
+  Value input(int64_t i) const;
+  RankedTensorType inputType(int64_t i) const;
+  /// Number of outputs that have names (that the graph may use).
+  int64_t numOutputs() const;
+  /// Whether output `i` exists and is used (named).
+  bool hasOutput(int64_t i) const;
+
+  /// The constant value of input `i`, if it is known at compile time.
+  DenseElementsAttr constantInput(int64_t i) const;
+  /// Input `i` as compile-time integers; an error naming the input when it
+  /// is not a constant (shape operands must be known to specialize shapes).
+  FailureOr<SmallVector<int64_t>> constantInts(int64_t i, StringRef what);
+  /// Input `i` as one compile-time number (scalar or 1-element tensor).
+  FailureOr<Attribute> constantScalar(int64_t i, StringRef what);
+
+  const onnx::AttributeProto *attr(StringRef name) const;
+  int64_t intAttr(StringRef name, int64_t dflt) const;
+  float floatAttr(StringRef name, float dflt) const;
+  std::string stringAttr(StringRef name, StringRef dflt) const;
+  std::optional<SmallVector<int64_t>> intsAttr(StringRef name) const;
+
+  /// Builds `OpTy` with result types inferred from operands and attributes,
+  /// then folds it; an inference failure becomes an error on the node that
+  /// names its inputs and their types.
+  template <typename OpTy>
+  FailureOr<SmallVector<Value>> buildMulti(ValueRange operands,
+                                           ArrayRef<NamedAttribute> attrs = {});
+  template <typename OpTy>
+  FailureOr<Value> build(ValueRange operands,
+                         ArrayRef<NamedAttribute> attrs = {}) {
+    FailureOr<SmallVector<Value>> r = buildMulti<OpTy>(operands, attrs);
+    if (failed(r))
+      return failure();
+    return r->front();
+  }
+  /// Builds `OpTy` with the given result type, then folds it.
+  template <typename OpTy>
+  Value buildTyped(Type type, ValueRange operands,
+                   ArrayRef<NamedAttribute> attrs = {}) {
+    auto op = OpTy::create(b, loc, TypeRange{type}, operands, attrs);
+    return foldOp(op)[0];
+  }
+  /// Converts a tensor attribute (of a Constant node, say).
+  FailureOr<ElementsAttr> loadTensor(const onnx::TensorProto &t) {
+    return loader(t);
+  }
+  /// A `memfit.constant`.
+  Value constant(ElementsAttr value);
+
+  /// Binds the node's outputs, in order, to `results`.
+  LogicalResult setResults(ValueRange results);
+
+  NamedAttribute named(StringRef name, Attribute value) {
+    return b.getNamedAttr(name, value);
+  }
+
+private:
+  SmallVector<Value> foldOp(Operation *op);
+  std::string describeInputs() const;
+  llvm::StringMap<Value> &values;
+  TensorLoaderFn loader;
+};
+
+template <typename OpTy>
+FailureOr<SmallVector<Value>>
+NodeContext::buildMulti(ValueRange operands, ArrayRef<NamedAttribute> attrs) {
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Type> types;
+  std::string why;
+  {
+    // Capture the rule's message so the error can carry the node's context.
+    ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
+      if (why.empty())
+        why = diag.str();
+      return success();
+    });
+    if (failed(OpTy::inferReturnTypes(ctx, loc, operands,
+                                      DictionaryAttr::get(ctx, attrs),
+                                      OpaqueProperties(nullptr), RegionRange(),
+                                      types))) {
+      if (why.empty())
+        why = "invalid operands";
+    }
+  }
+  if (types.empty() || !why.empty()) {
+    error() << why << " (inputs: " << describeInputs() << ")";
+    return failure();
+  }
+  auto op = OpTy::create(b, loc, types, operands, attrs);
+  return foldOp(op);
+}
+
+using Converter = LogicalResult (*)(NodeContext &);
+
+struct OpConverter {
+  /// The first opset of the default domain this entry handles.
+  int64_t sinceVersion;
+  int64_t minInputs, maxInputs;
+  Converter convert;
+};
+
+/// The converter of `opType` for `opset`, or null when unsupported.
+const OpConverter *lookupConverter(StringRef opType, int64_t opset);
+
+} // namespace mlir::memfit::onnx_import
+
+#endif // MEMFIT_LIB_IMPORT_IMPORTERIMPL_H

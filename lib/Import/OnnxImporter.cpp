@@ -1,0 +1,768 @@
+//===- OnnxImporter.cpp - ONNX model to memfit IR ----------------------------===//
+//
+// Reads the protobuf, checks the model's opsets and ops up front (so that an
+// unsupported graph gets one diagnostic listing what is missing), creates
+// parameters and constants for initializers, specializes the graph inputs'
+// dynamic dimensions, and converts the nodes in order through the op table.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Import/OnnxImporter.h"
+#include "ImporterImpl.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
+
+#include <google/protobuf/io/coded_stream.h>
+#include <map>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::onnx_import;
+
+//===----------------------------------------------------------------------===//
+// Element types and tensors
+//===----------------------------------------------------------------------===//
+
+Type onnx_import::convertElementType(int32_t t, MLIRContext *ctx) {
+  Builder b(ctx);
+  switch (t) {
+  case onnx::TensorProto::FLOAT: return b.getF32Type();
+  case onnx::TensorProto::DOUBLE: return b.getF64Type();
+  case onnx::TensorProto::FLOAT16: return b.getF16Type();
+  case onnx::TensorProto::BFLOAT16: return b.getBF16Type();
+  case onnx::TensorProto::BOOL: return b.getI1Type();
+  case onnx::TensorProto::INT8: return b.getIntegerType(8);
+  case onnx::TensorProto::INT16: return b.getIntegerType(16);
+  case onnx::TensorProto::INT32: return b.getI32Type();
+  case onnx::TensorProto::INT64: return b.getI64Type();
+  case onnx::TensorProto::UINT8: return b.getIntegerType(8, false);
+  case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
+  case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
+  case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
+  default: return {};
+  }
+}
+
+std::string onnx_import::onnxTypeName(int32_t t) {
+  if (onnx::TensorProto_DataType_IsValid(t))
+    return onnx::TensorProto_DataType_Name(
+        static_cast<onnx::TensorProto_DataType>(t));
+  return "data type " + std::to_string(t);
+}
+
+namespace {
+
+/// Loads initializer and Constant tensors into attributes.
+class TensorLoader {
+public:
+  TensorLoader(MLIRContext *ctx, StringRef fileName, int64_t maxInline)
+      : ctx(ctx), fileName(fileName), maxInline(maxInline) {}
+
+  /// Converts `t`; `loc` is where errors go. Large tensors become dense
+  /// resources named `resourceName`.
+  FailureOr<ElementsAttr> load(const onnx::TensorProto &t, Location loc,
+                               StringRef resourceName);
+
+private:
+  FailureOr<std::vector<char>> readBytes(const onnx::TensorProto &t,
+                                         RankedTensorType type, size_t eltSize,
+                                         Location loc);
+  MLIRContext *ctx;
+  std::string fileName;
+  int64_t maxInline;
+};
+
+} // namespace
+
+static size_t byteWidth(Type elt) {
+  if (elt.isInteger(1))
+    return 1;
+  return (elt.getIntOrFloatBitWidth() + 7) / 8;
+}
+
+FailureOr<std::vector<char>>
+TensorLoader::readBytes(const onnx::TensorProto &t, RankedTensorType type,
+                        size_t eltSize, Location loc) {
+  int64_t n = type.getNumElements();
+  size_t want = static_cast<size_t>(n) * eltSize;
+  std::vector<char> out;
+  auto sizeError = [&](size_t got) {
+    return emitError(loc) << "tensor '" << t.name() << "' of shape "
+                          << shapeToString(type.getShape()) << " needs "
+                          << want << " bytes of data but has " << got;
+  };
+  if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string location;
+    uint64_t offset = 0;
+    std::optional<uint64_t> length;
+    for (const auto &kv : t.external_data()) {
+      if (kv.key() == "location")
+        location = kv.value();
+      else if (kv.key() == "offset")
+        offset = std::strtoull(kv.value().c_str(), nullptr, 10);
+      else if (kv.key() == "length")
+        length = std::strtoull(kv.value().c_str(), nullptr, 10);
+    }
+    SmallString<256> path(llvm::sys::path::parent_path(fileName));
+    llvm::sys::path::append(path, location);
+    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                           /*RequiresNullTerminator=*/false);
+    if (!buf)
+      return emitError(loc) << "cannot read external data of tensor '"
+                            << t.name() << "' from '" << path
+                            << "': " << buf.getError().message();
+    StringRef bytes = (*buf)->getBuffer();
+    uint64_t len = length.value_or(bytes.size() - std::min<uint64_t>(offset, bytes.size()));
+    if (offset + len > bytes.size() || len != want)
+      return sizeError(offset > bytes.size() ? 0 : std::min<uint64_t>(len, bytes.size() - offset)),
+             failure();
+    out.assign(bytes.data() + offset, bytes.data() + offset + len);
+    return out;
+  }
+  if (t.has_raw_data()) {
+    if (t.raw_data().size() != want)
+      return sizeError(t.raw_data().size()), failure();
+    out.assign(t.raw_data().begin(), t.raw_data().end());
+    return out;
+  }
+  out.resize(want);
+  auto fill = [&](const auto &field, auto convert) -> LogicalResult {
+    if (static_cast<size_t>(field.size()) != static_cast<size_t>(n))
+      return sizeError(field.size() * eltSize), failure();
+    for (int64_t i = 0; i < n; ++i)
+      convert(field.Get(i), out.data() + i * eltSize);
+    return success();
+  };
+  auto store = [eltSize](auto v, char *dst) {
+    std::memcpy(dst, &v, eltSize); // little-endian low bytes
+  };
+  LogicalResult ok = success();
+  switch (t.data_type()) {
+  case onnx::TensorProto::FLOAT:
+    ok = fill(t.float_data(), [&](float v, char *d) { std::memcpy(d, &v, 4); });
+    break;
+  case onnx::TensorProto::DOUBLE:
+    ok = fill(t.double_data(), [&](double v, char *d) { std::memcpy(d, &v, 8); });
+    break;
+  case onnx::TensorProto::INT64:
+    ok = fill(t.int64_data(), [&](int64_t v, char *d) { store(v, d); });
+    break;
+  case onnx::TensorProto::UINT32:
+  case onnx::TensorProto::UINT64:
+    ok = fill(t.uint64_data(), [&](uint64_t v, char *d) { store(v, d); });
+    break;
+  default: // int32_data carries every narrower type, f16 and bf16 as bits
+    ok = fill(t.int32_data(), [&](int32_t v, char *d) { store(v, d); });
+    break;
+  }
+  if (failed(ok))
+    return failure();
+  return out;
+}
+
+FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
+                                           Location loc,
+                                           StringRef resourceName) {
+  Type elt = convertElementType(t.data_type(), ctx);
+  if (!elt)
+    return emitError(loc) << "tensor '" << t.name() << "' has unsupported "
+                          << onnxTypeName(t.data_type());
+  SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
+  if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
+    return emitError(loc) << "tensor '" << t.name()
+                          << "' has a negative dimension";
+  auto type = RankedTensorType::get(shape, elt);
+  size_t eltSize = byteWidth(elt);
+  FailureOr<std::vector<char>> bytes = readBytes(t, type, eltSize, loc);
+  if (failed(bytes))
+    return failure();
+  if (type.getNumElements() <= maxInline || elt.isInteger(1)) {
+    if (elt.isInteger(1) && type.getNumElements() <= maxInline) {
+      SmallVector<bool> bits;
+      for (char c : *bytes)
+        bits.push_back(c != 0);
+      return cast<ElementsAttr>(DenseElementsAttr::get(type, bits));
+    }
+    if (!elt.isInteger(1))
+      return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+          type, ArrayRef<char>(bytes->data(), bytes->size())));
+  }
+  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
+      ArrayRef<char>(bytes->data(), bytes->size()), alignof(uint64_t));
+  return cast<ElementsAttr>(
+      DenseResourceElementsAttr::get(type, resourceName, std::move(blob)));
+}
+
+//===----------------------------------------------------------------------===//
+// NodeContext
+//===----------------------------------------------------------------------===//
+
+InFlightDiagnostic NodeContext::error() {
+  return emitError(loc) << "ONNX node '" << node.name() << "' ("
+                        << node.op_type() << "): ";
+}
+
+int64_t NodeContext::numInputs() const {
+  int64_t n = node.input_size();
+  while (n > 0 && node.input(n - 1).empty())
+    --n;
+  return n;
+}
+
+bool NodeContext::hasInput(int64_t i) const {
+  return i < node.input_size() && !node.input(i).empty();
+}
+
+Value NodeContext::input(int64_t i) const {
+  return hasInput(i) ? values.lookup(node.input(i)) : Value();
+}
+
+RankedTensorType NodeContext::inputType(int64_t i) const {
+  return cast<RankedTensorType>(input(i).getType());
+}
+
+int64_t NodeContext::numOutputs() const { return node.output_size(); }
+
+bool NodeContext::hasOutput(int64_t i) const {
+  return i < node.output_size() && !node.output(i).empty();
+}
+
+DenseElementsAttr NodeContext::constantInput(int64_t i) const {
+  Value v = input(i);
+  if (!v)
+    return {};
+  if (auto c = v.getDefiningOp<ConstantOp>())
+    return dyn_cast<DenseElementsAttr>(c.getValue());
+  return {};
+}
+
+FailureOr<SmallVector<int64_t>> NodeContext::constantInts(int64_t i,
+                                                          StringRef what) {
+  DenseElementsAttr c = constantInput(i);
+  if (!c || !isa<IntegerType>(c.getElementType())) {
+    error() << what << " (input " << i << ", '" << node.input(i)
+            << "') must be an integer tensor known at compile time, but it is "
+               "computed at run time";
+    return failure();
+  }
+  SmallVector<int64_t> out;
+  for (const APInt &v : c.getValues<APInt>())
+    out.push_back(v.getSExtValue());
+  return out;
+}
+
+FailureOr<Attribute> NodeContext::constantScalar(int64_t i, StringRef what) {
+  DenseElementsAttr c = constantInput(i);
+  if (!c || c.getNumElements() != 1) {
+    error() << what << " (input " << i << ", '" << node.input(i)
+            << "') must be a single value known at compile time";
+    return failure();
+  }
+  return *c.getValues<Attribute>().begin();
+}
+
+const onnx::AttributeProto *NodeContext::attr(StringRef name) const {
+  for (const auto &a : node.attribute())
+    if (a.name() == name)
+      return &a;
+  return nullptr;
+}
+
+int64_t NodeContext::intAttr(StringRef name, int64_t dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->i() : dflt;
+}
+
+float NodeContext::floatAttr(StringRef name, float dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->f() : dflt;
+}
+
+std::string NodeContext::stringAttr(StringRef name, StringRef dflt) const {
+  const onnx::AttributeProto *a = attr(name);
+  return a ? a->s() : dflt.str();
+}
+
+std::optional<SmallVector<int64_t>>
+NodeContext::intsAttr(StringRef name) const {
+  const onnx::AttributeProto *a = attr(name);
+  if (!a)
+    return std::nullopt;
+  return SmallVector<int64_t>(a->ints().begin(), a->ints().end());
+}
+
+Value NodeContext::constant(ElementsAttr value) {
+  return ConstantOp::create(b, loc, value);
+}
+
+SmallVector<Value> NodeContext::foldOp(Operation *op) {
+  SmallVector<Value> results;
+  if (succeeded(b.tryFold(op, results)) && !results.empty()) {
+    op->erase();
+    return results;
+  }
+  return SmallVector<Value>(op->getResults());
+}
+
+std::string NodeContext::describeInputs() const {
+  std::string s;
+  llvm::raw_string_ostream os(s);
+  for (int64_t i = 0; i < node.input_size(); ++i) {
+    if (i)
+      os << ", ";
+    if (node.input(i).empty()) {
+      os << "<omitted>";
+      continue;
+    }
+    os << "'" << node.input(i) << "' ";
+    if (Value v = input(i))
+      os << v.getType();
+  }
+  return s;
+}
+
+LogicalResult NodeContext::setResults(ValueRange results) {
+  if (static_cast<int64_t>(results.size()) < numOutputs()) {
+    for (int64_t i = results.size(); i < numOutputs(); ++i)
+      if (hasOutput(i))
+        return error() << "output " << i << " ('" << node.output(i)
+                       << "') is not supported by memfit";
+  }
+  for (int64_t i = 0; i < numOutputs(); ++i)
+    if (hasOutput(i))
+      values[node.output(i)] = results[i];
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Graph import
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+class GraphImporter {
+public:
+  GraphImporter(MLIRContext *ctx, StringRef fileName,
+                const OnnxImportOptions &options)
+      : ctx(ctx), fileName(fileName), options(options), builder(ctx),
+        tensors(ctx, fileName, options.maxInlineElements) {}
+
+  OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
+
+private:
+  Location fileLoc() { return FileLineColLoc::get(ctx, fileName, 0, 0); }
+  Location nodeLoc(const onnx::NodeProto &node, int64_t index);
+  LogicalResult checkOpsets(const onnx::ModelProto &model);
+  LogicalResult checkOps(const onnx::GraphProto &graph);
+  FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  LogicalResult importInitializers(const onnx::GraphProto &graph,
+                                   ModuleOp module);
+  LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
+  LogicalResult checkOutput(const onnx::ValueInfoProto &info, Value v);
+
+  MLIRContext *ctx;
+  std::string fileName;
+  const OnnxImportOptions &options;
+  OpBuilder builder;
+  TensorLoader tensors;
+  int64_t opset = 0;
+  llvm::StringMap<Value> values;
+  /// Initializers, created lazily at first use in the function.
+  llvm::StringMap<std::pair<ElementsAttr, bool>> initializers;
+  llvm::StringMap<int64_t> dimBindings;
+};
+
+} // namespace
+
+Location GraphImporter::nodeLoc(const onnx::NodeProto &node, int64_t index) {
+  std::string name = node.name().empty()
+                         ? node.op_type() + "_" + std::to_string(index)
+                         : node.name();
+  return NameLoc::get(StringAttr::get(ctx, name), fileLoc());
+}
+
+LogicalResult GraphImporter::checkOpsets(const onnx::ModelProto &model) {
+  for (const auto &o : model.opset_import()) {
+    if (o.domain().empty() || o.domain() == "ai.onnx")
+      opset = o.version();
+  }
+  if (opset == 0)
+    return emitError(fileLoc())
+           << "model imports no opset of the default ONNX domain";
+  if (opset > kMaxOnnxOpset)
+    return emitError(fileLoc())
+           << "model uses opset " << opset << " of domain 'ai.onnx'; memfit "
+           << "supports opsets " << kMinOnnxOpset << " to " << kMaxOnnxOpset
+           << " (re-export with an older opset_version)";
+  if (opset < kMinOnnxOpset)
+    return emitError(fileLoc())
+           << "model uses opset " << opset << " of domain 'ai.onnx'; memfit "
+           << "supports opsets " << kMinOnnxOpset << " to " << kMaxOnnxOpset
+           << " (re-export with opset_version >= " << kMinOnnxOpset << ")";
+  return success();
+}
+
+LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
+  // Collect every unsupported (domain, op type) first, so one diagnostic
+  // says how much of the graph is missing.
+  const onnx::NodeProto *first = nullptr;
+  int64_t firstIndex = 0;
+  std::map<std::string, int64_t> unsupported;
+  for (auto [i, node] : llvm::enumerate(graph.node())) {
+    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
+    if (defaultDomain && lookupConverter(node.op_type(), opset))
+      continue;
+    std::string key = (defaultDomain ? "" : node.domain() + ".") + node.op_type();
+    if (!first) {
+      first = &node;
+      firstIndex = i;
+    }
+    ++unsupported[key];
+  }
+  if (!first)
+    return success();
+  std::string domain = first->domain().empty() ? "ai.onnx" : first->domain();
+  InFlightDiagnostic diag = emitError(nodeLoc(*first, firstIndex));
+  diag << "unsupported ONNX op '" << first->op_type() << "' (domain '"
+       << domain << "', opset " << opset << ") at node '" << first->name()
+       << "'";
+  std::string firstKey =
+      (first->domain().empty() || first->domain() == "ai.onnx"
+           ? ""
+           : first->domain() + ".") +
+      first->op_type();
+  int64_t others = -1;
+  for (auto &[k, n] : unsupported)
+    others += n;
+  if (others == 0) {
+    diag << "; it is the only unsupported op in the graph";
+  } else {
+    diag << "; the graph has " << others << " other unsupported op"
+         << (others == 1 ? "" : "s") << ":";
+    for (auto &[k, n] : unsupported) {
+      int64_t count = k == firstKey ? n - 1 : n;
+      if (count > 0)
+        diag << " " << k << " x" << count;
+    }
+  }
+  return failure();
+}
+
+FailureOr<RankedTensorType>
+GraphImporter::inputType(const onnx::ValueInfoProto &info) {
+  const onnx::TypeProto &tp = info.type();
+  if (!tp.has_tensor_type())
+    return emitError(fileLoc()) << "graph input '" << info.name()
+                                << "' is not a tensor", failure();
+  const auto &tt = tp.tensor_type();
+  Type elt = convertElementType(tt.elem_type(), ctx);
+  if (!elt)
+    return emitError(fileLoc())
+               << "graph input '" << info.name() << "' has unsupported "
+               << onnxTypeName(tt.elem_type()),
+           failure();
+  auto given = options.inputShapes.find(info.name());
+  if (!tt.has_shape()) {
+    if (given == options.inputShapes.end())
+      return emitError(fileLoc())
+                 << "graph input '" << info.name()
+                 << "' has no shape in the model; give one with "
+                    "--input-shape="
+                 << info.name() << "=DxD...",
+             failure();
+    return RankedTensorType::get(given->second, elt);
+  }
+  const auto &dims = tt.shape().dim();
+  if (given != options.inputShapes.end() &&
+      given->second.size() != static_cast<size_t>(dims.size()))
+    return emitError(fileLoc())
+               << "--input-shape gives '" << info.name() << "' rank "
+               << given->second.size() << " but the model declares rank "
+               << dims.size(),
+           failure();
+  SmallVector<int64_t> shape;
+  for (auto [i, d] : llvm::enumerate(dims)) {
+    std::optional<int64_t> fromUser;
+    if (given != options.inputShapes.end())
+      fromUser = given->second[i];
+    if (d.has_dim_value() && d.dim_value() >= 0) {
+      if (fromUser && *fromUser != d.dim_value())
+        return emitError(fileLoc())
+                   << "--input-shape gives dimension " << i << " of '"
+                   << info.name() << "' as " << *fromUser
+                   << " but the model fixes it to " << d.dim_value(),
+               failure();
+      shape.push_back(d.dim_value());
+      continue;
+    }
+    std::string param = d.has_dim_param() ? d.dim_param() : "";
+    if (!fromUser && !param.empty()) {
+      auto bound = dimBindings.find(param);
+      if (bound != dimBindings.end())
+        fromUser = bound->second;
+      else if (auto v = options.dimValues.find(param);
+               v != options.dimValues.end())
+        fromUser = v->second;
+    }
+    if (!fromUser)
+      return emitError(fileLoc())
+                 << "dimension " << i << " of graph input '" << info.name()
+                 << "' is dynamic"
+                 << (param.empty() ? "" : " ('" + param + "')")
+                 << " and no size was given; pass --input-shape="
+                 << info.name() << "=" << [&] {
+                      std::string s;
+                      for (int k = 0; k < dims.size(); ++k)
+                        s += (k ? "x" : "") +
+                             (dims[k].has_dim_value()
+                                  ? std::to_string(dims[k].dim_value())
+                                  : std::string("N"));
+                      return s;
+                    }(),
+             failure();
+    if (!param.empty()) {
+      auto [it, inserted] = dimBindings.try_emplace(param, *fromUser);
+      if (!inserted && it->second != *fromUser)
+        return emitError(fileLoc())
+                   << "dimension '" << param << "' is " << it->second
+                   << " for an earlier input but " << *fromUser << " for '"
+                   << info.name() << "'",
+               failure();
+    }
+    shape.push_back(*fromUser);
+  }
+  return RankedTensorType::get(shape, elt);
+}
+
+LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
+                                                ModuleOp module) {
+  OpBuilder::InsertionGuard guard(builder);
+  builder.setInsertionPointToEnd(module.getBody());
+  for (const auto &t : graph.initializer()) {
+    Location loc = NameLoc::get(StringAttr::get(ctx, t.name()), fileLoc());
+    FailureOr<ElementsAttr> value = tensors.load(t, loc, t.name());
+    if (failed(value))
+      return failure();
+    auto type = cast<RankedTensorType>(value->getType());
+    // Float tensors of rank >= 1 are model weights; scalars and integer or
+    // boolean tensors are constants (exporters lift those out of the graph
+    // as initializers too).
+    bool isParameter = isa<FloatType>(type.getElementType()) &&
+                       type.getRank() >= 1;
+    if (isParameter)
+      ParameterOp::create(builder, loc, t.name(), *value);
+    initializers[t.name()] = {*value, isParameter};
+  }
+  return success();
+}
+
+LogicalResult GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
+                                         Value v) {
+  if (!info.type().has_tensor_type() || !info.type().tensor_type().has_shape())
+    return success();
+  auto type = cast<RankedTensorType>(v.getType());
+  const auto &dims = info.type().tensor_type().shape().dim();
+  bool mismatch = dims.size() != type.getRank();
+  for (int i = 0; !mismatch && i < dims.size(); ++i)
+    mismatch = dims[i].has_dim_value() && dims[i].dim_value() != type.getDimSize(i);
+  if (mismatch)
+    return emitError(v.getLoc())
+           << "graph output '" << info.name() << "' is declared with "
+           << dims.size() << " dimensions that do not match its computed type "
+           << type;
+  return success();
+}
+
+LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
+                                        int64_t index) {
+  Location loc = nodeLoc(node, index);
+  const OpConverter *conv = lookupConverter(node.op_type(), opset);
+  auto loadConstant = [&](const onnx::TensorProto &t) {
+    return tensors.load(t, loc, node.name().empty() ? "constant" : node.name());
+  };
+  NodeContext nc(node, loc, builder, opset, values, loadConstant);
+  // Resolve inputs: earlier results, graph inputs, or initializers.
+  for (const std::string &name : node.input()) {
+    if (name.empty() || values.count(name))
+      continue;
+    auto init = initializers.find(name);
+    if (init == initializers.end())
+      return nc.error() << "input '" << name
+                        << "' is neither a graph input, an initializer nor "
+                           "the output of an earlier node";
+    auto [value, isParameter] = init->second;
+    Location iloc = NameLoc::get(StringAttr::get(ctx, name), fileLoc());
+    if (isParameter)
+      values[name] = LoadParameterOp::create(
+          builder, iloc, cast<RankedTensorType>(value.getType()),
+          FlatSymbolRefAttr::get(ctx, name));
+    else
+      values[name] = ConstantOp::create(builder, iloc, value);
+  }
+  int64_t n = nc.numInputs();
+  if (n < conv->minInputs || n > conv->maxInputs) {
+    InFlightDiagnostic d = nc.error();
+    d << "has " << n << " input" << (n == 1 ? "" : "s") << " but "
+      << node.op_type() << " takes ";
+    if (conv->minInputs == conv->maxInputs)
+      d << conv->minInputs;
+    else
+      d << conv->minInputs << " to " << conv->maxInputs;
+    return failure();
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    Value v = nc.input(i);
+    if (v && !isa<RankedTensorType>(v.getType()))
+      return nc.error() << "input '" << node.input(i) << "' is not a tensor";
+  }
+  return conv->convert(nc);
+}
+
+OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
+  if (!model.has_graph())
+    return emitError(fileLoc()) << "not an ONNX model: it has no graph", nullptr;
+  if (failed(checkOpsets(model)))
+    return nullptr;
+  const onnx::GraphProto &graph = model.graph();
+  if (failed(checkOps(graph)))
+    return nullptr;
+
+  OwningOpRef<ModuleOp> module = ModuleOp::create(fileLoc());
+  if (failed(importInitializers(graph, *module)))
+    return nullptr;
+
+  // Graph inputs that are not initializers become function arguments.
+  SmallVector<Type> argTypes;
+  SmallVector<std::string> argNames;
+  for (const auto &in : graph.input()) {
+    if (initializers.count(in.name()))
+      continue;
+    FailureOr<RankedTensorType> t = inputType(in);
+    if (failed(t))
+      return nullptr;
+    argTypes.push_back(*t);
+    argNames.push_back(in.name());
+  }
+  builder.setInsertionPointToEnd(module->getBody());
+  auto func = func::FuncOp::create(builder, fileLoc(), options.funcName,
+                                   builder.getFunctionType(argTypes, {}));
+  Block *entry = func.addEntryBlock();
+  for (auto [i, name] : llvm::enumerate(argNames)) {
+    func.setArgAttr(i, "onnx.name", builder.getStringAttr(name));
+    values[name] = entry->getArgument(i);
+  }
+  builder.setInsertionPointToStart(entry);
+
+  for (auto [i, node] : llvm::enumerate(graph.node()))
+    if (failed(importNode(node, i)))
+      return nullptr;
+
+  SmallVector<Value> results;
+  for (const auto &out : graph.output()) {
+    Value v = values.lookup(out.name());
+    if (!v) {
+      auto init = initializers.find(out.name());
+      if (init == initializers.end())
+        return emitError(fileLoc()) << "graph output '" << out.name()
+                                    << "' is not computed by any node",
+               nullptr;
+      v = ConstantOp::create(builder, fileLoc(), init->second.first);
+    }
+    if (failed(checkOutput(out, v)))
+      return nullptr;
+    results.push_back(v);
+  }
+  func::ReturnOp::create(builder, fileLoc(), results);
+  func.setFunctionType(
+      builder.getFunctionType(argTypes, ValueRange(results).getTypes()));
+  for (auto [i, out] : llvm::enumerate(graph.output()))
+    func.setResultAttr(i, "onnx.name", builder.getStringAttr(out.name()));
+
+  // Shape computations folded to constants leave their inputs unused.
+  SmallVector<Operation *> ops;
+  func.walk([&](Operation *op) { ops.push_back(op); });
+  for (Operation *op : llvm::reverse(ops))
+    if (isOpTriviallyDead(op))
+      op->erase();
+
+  if (failed(verify(*module)))
+    return nullptr;
+  return module;
+}
+
+//===----------------------------------------------------------------------===//
+// Entry points
+//===----------------------------------------------------------------------===//
+
+std::string mlir::memfit::parseInputShapes(StringRef spec,
+                                           OnnxImportOptions &options) {
+  SmallVector<StringRef> entries;
+  spec.split(entries, ',', -1, /*KeepEmpty=*/false);
+  for (StringRef entry : entries) {
+    auto [name, dims] = entry.trim().rsplit('=');
+    if (name.empty() || dims.empty())
+      return ("malformed shape '" + entry + "': expected name=DxD...").str();
+    std::vector<int64_t> shape;
+    SmallVector<StringRef> parts;
+    dims.split(parts, 'x');
+    for (StringRef p : parts) {
+      int64_t d;
+      if (p.getAsInteger(10, d) || d < 0)
+        return ("malformed dimension '" + p + "' in '" + entry + "'").str();
+      shape.push_back(d);
+    }
+    options.inputShapes[name] = shape;
+    if (shape.size() == 1 && !dims.contains('x'))
+      options.dimValues[name] = shape.front();
+  }
+  return "";
+}
+
+bool mlir::memfit::looksLikeOnnx(StringRef fileName, StringRef bytes) {
+  if (fileName.ends_with_insensitive(".onnx"))
+    return true;
+  if (fileName.ends_with_insensitive(".mlir") ||
+      fileName.ends_with_insensitive(".mlirbc") || bytes.starts_with("ML\xEFR"))
+    return false;
+  // A serialized ModelProto starts with field 1 (ir_version, varint): 0x08.
+  return !bytes.empty() && bytes.front() == 0x08;
+}
+
+OwningOpRef<ModuleOp>
+mlir::memfit::importOnnxModel(StringRef bytes, StringRef fileName,
+                              MLIRContext *context,
+                              const OnnxImportOptions &options) {
+  context->loadDialect<MemfitDialect, func::FuncDialect>();
+  Location loc = FileLineColLoc::get(context, fileName, 0, 0);
+  if (bytes.empty())
+    return emitError(loc) << "not an ONNX model: the file is empty", nullptr;
+  onnx::ModelProto model;
+  google::protobuf::io::CodedInputStream stream(
+      reinterpret_cast<const uint8_t *>(bytes.data()),
+      static_cast<int>(bytes.size()));
+  stream.SetTotalBytesLimit(std::numeric_limits<int>::max());
+  if (!model.ParseFromCodedStream(&stream) ||
+      !stream.ConsumedEntireMessage())
+    return emitError(loc) << "not an ONNX model, or a truncated one: the "
+                             "protobuf does not parse ("
+                          << bytes.size() << " bytes)",
+           nullptr;
+  if (model.ir_version() <= 0 || !model.has_graph())
+    return emitError(loc) << "not an ONNX model: "
+                          << (model.ir_version() <= 0 ? "no IR version"
+                                                      : "no graph"),
+           nullptr;
+  GraphImporter importer(context, fileName, options);
+  return importer.run(model);
+}
+
+void mlir::memfit::registerOnnxImportDialects(DialectRegistry &registry) {
+  registry.insert<MemfitDialect, func::FuncDialect>();
+}

@@ -1,0 +1,637 @@
+//===- OnnxOps.cpp - ONNX op converters ---------------------------------------===//
+//
+// One converter per ONNX op type, registered in a table keyed by op type and
+// the first opset the converter handles (torch-mlir's ONNX pattern table in
+// miniature). A converter reads the node's inputs and attributes, builds
+// memfit ops (folded where the inputs are constants) and binds the outputs.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ImporterImpl.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "llvm/ADT/StringSwitch.h"
+
+#include <limits>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::onnx_import;
+
+namespace {
+
+template <typename OpTy>
+LogicalResult convertUnary(NodeContext &n) {
+  FailureOr<Value> r = n.build<OpTy>(n.input(0));
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+template <typename OpTy>
+LogicalResult convertBinary(NodeContext &n) {
+  FailureOr<Value> r = n.build<OpTy>({n.input(0), n.input(1)});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertIdentity(NodeContext &n) {
+  return n.setResults(n.input(0));
+}
+
+LogicalResult convertDropout(NodeContext &n) {
+  // Inference-mode dropout (the default, and what eval() exports) is the
+  // identity; training-mode dropout needs a known ratio.
+  bool training = false;
+  if (n.hasInput(2)) {
+    FailureOr<Attribute> t = n.constantScalar(2, "training_mode");
+    if (failed(t))
+      return failure();
+    training = cast<IntegerAttr>(*t).getValue().getBoolValue();
+  }
+  if (n.hasOutput(1))
+    return n.error() << "the dropout mask output is not supported";
+  if (!training)
+    return n.setResults(n.input(0));
+  float ratio = 0.5f;
+  if (n.hasInput(1)) {
+    FailureOr<Attribute> r = n.constantScalar(1, "ratio");
+    if (failed(r))
+      return failure();
+    ratio = cast<FloatAttr>(*r).getValueAsDouble();
+  }
+  SmallVector<NamedAttribute> attrs{
+      n.named("ratio", n.b.getF32FloatAttr(ratio))};
+  if (const onnx::AttributeProto *seed = n.attr("seed"))
+    attrs.push_back(n.named("seed", n.b.getI64IntegerAttr(seed->i())));
+  Value r = DropoutOp::create(n.b, n.loc, n.inputType(0), n.input(0), attrs);
+  return n.setResults(r);
+}
+
+LogicalResult convertGelu(NodeContext &n) {
+  std::string approx = n.stringAttr("approximate", "none");
+  std::optional<GeluApproximation> kind = symbolizeGeluApproximation(approx);
+  if (!kind)
+    return n.error() << "approximate must be 'none' or 'tanh', got '"
+                     << approx << "'";
+  Value r = GeluOp::create(n.b, n.loc, n.inputType(0),
+                           GeluApproximationAttr::get(n.b.getContext(), *kind),
+                           n.input(0));
+  return n.setResults(r);
+}
+
+LogicalResult convertCast(NodeContext &n) {
+  const onnx::AttributeProto *to = n.attr("to");
+  if (!to)
+    return n.error() << "missing attribute 'to'";
+  Type elt = convertElementType(to->i(), n.b.getContext());
+  if (!elt)
+    return n.error() << "cast to unsupported " << onnxTypeName(to->i());
+  auto type = RankedTensorType::get(n.inputType(0).getShape(), elt);
+  return n.setResults(n.buildTyped<CastOp>(type, n.input(0)));
+}
+
+LogicalResult convertCastLike(NodeContext &n) {
+  auto type = RankedTensorType::get(n.inputType(0).getShape(),
+                                    n.inputType(1).getElementType());
+  return n.setResults(n.buildTyped<CastOp>(type, n.input(0)));
+}
+
+LogicalResult convertWhere(NodeContext &n) {
+  FailureOr<Value> r = n.build<WhereOp>({n.input(0), n.input(1), n.input(2)});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertGemm(NodeContext &n) {
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (n.hasInput(2))
+    operands.push_back(n.input(2));
+  SmallVector<NamedAttribute> attrs{
+      n.named("alpha", n.b.getF32FloatAttr(n.floatAttr("alpha", 1.0f))),
+      n.named("beta", n.b.getF32FloatAttr(n.floatAttr("beta", 1.0f))),
+      n.named("trans_a", n.b.getBoolAttr(n.intAttr("transA", 0))),
+      n.named("trans_b", n.b.getBoolAttr(n.intAttr("transB", 0)))};
+  FailureOr<Value> r = n.build<GemmOp>(operands, attrs);
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+template <typename OpTy>
+LogicalResult convertSoftmax(NodeContext &n) {
+  int64_t axis = n.intAttr("axis", -1);
+  if (failed(normalizeAxis(axis, n.inputType(0).getRank(), n.loc)))
+    return failure();
+  Value r = OpTy::create(n.b, n.loc, n.inputType(0), n.input(0),
+                         n.b.getI64IntegerAttr(axis));
+  return n.setResults(r);
+}
+
+/// Checks a normalization's scale/bias against the normalized shape.
+LogicalResult checkNormParam(NodeContext &n, int64_t axis, int64_t i,
+                             StringRef what) {
+  if (!n.hasInput(i))
+    return success();
+  std::string why;
+  if (failed(normalizeAxis(axis, n.inputType(0).getRank(), std::nullopt)) ||
+      failed(verifyNormParam(n.inputType(0).getShape(), axis,
+                             n.inputType(i).getShape(), what, std::nullopt)))
+    return n.error() << what << " '" << n.node.input(i) << "' of shape "
+                     << shapeToString(n.inputType(i).getShape())
+                     << " does not fit input of shape "
+                     << shapeToString(n.inputType(0).getShape())
+                     << " normalized from axis " << axis;
+  return success();
+}
+
+LogicalResult convertLayerNorm(NodeContext &n) {
+  int64_t axis = n.intAttr("axis", -1);
+  if (n.hasOutput(1) || n.hasOutput(2))
+    return n.error() << "the Mean and InvStdDev outputs are not supported";
+  if (failed(checkNormParam(n, axis, 1, "scale")) ||
+      failed(checkNormParam(n, axis, 2, "bias")))
+    return failure();
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (n.hasInput(2))
+    operands.push_back(n.input(2));
+  Value r = LayerNormOp::create(
+      n.b, n.loc, n.inputType(0), operands,
+      ArrayRef<NamedAttribute>{
+          n.named("axis", n.b.getI64IntegerAttr(axis)),
+          n.named("epsilon",
+                  n.b.getF32FloatAttr(n.floatAttr("epsilon", 1e-5f)))});
+  return n.setResults(r);
+}
+
+LogicalResult convertRMSNorm(NodeContext &n) {
+  int64_t axis = n.intAttr("axis", -1);
+  if (failed(checkNormParam(n, axis, 1, "scale")))
+    return failure();
+  Value r = RMSNormOp::create(
+      n.b, n.loc, n.inputType(0), ValueRange{n.input(0), n.input(1)},
+      ArrayRef<NamedAttribute>{
+          n.named("axis", n.b.getI64IntegerAttr(axis)),
+          n.named("epsilon",
+                  n.b.getF32FloatAttr(n.floatAttr("epsilon", 1e-5f)))});
+  return n.setResults(r);
+}
+
+/// Reductions: axes are an attribute before `axesInputSince` and an
+/// optional input from it on.
+template <typename OpTy, int64_t axesInputSince>
+LogicalResult convertReduce(NodeContext &n) {
+  SmallVector<int64_t> axes;
+  if (n.opset >= axesInputSince) {
+    if (n.hasInput(1)) {
+      FailureOr<SmallVector<int64_t>> a = n.constantInts(1, "axes");
+      if (failed(a))
+        return failure();
+      axes = *a;
+    }
+  } else if (auto a = n.intsAttr("axes")) {
+    axes = *a;
+  }
+  if (axes.empty() && n.intAttr("noop_with_empty_axes", 0))
+    return n.setResults(n.input(0));
+  FailureOr<Value> r = n.build<OpTy>(
+      n.input(0),
+      {n.named("axes", n.b.getDenseI64ArrayAttr(axes)),
+       n.named("keepdims", n.b.getBoolAttr(n.intAttr("keepdims", 1)))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertTranspose(NodeContext &n) {
+  SmallVector<int64_t> perm;
+  if (auto p = n.intsAttr("perm"))
+    perm = *p;
+  else
+    for (int64_t i = n.inputType(0).getRank() - 1; i >= 0; --i)
+      perm.push_back(i);
+  FailureOr<Value> r = n.build<TransposeOp>(
+      n.input(0), {n.named("perm", n.b.getDenseI64ArrayAttr(perm))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertReshape(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> target = n.constantInts(1, "shape");
+  if (failed(target))
+    return failure();
+  Shape shape;
+  if (failed(inferReshapeShape(n.inputType(0).getShape(), *target,
+                               n.intAttr("allowzero", 0) != 0, shape, n.loc)))
+    return failure();
+  auto type = RankedTensorType::get(shape, n.inputType(0).getElementType());
+  return n.setResults(n.buildTyped<ReshapeOp>(type, n.input(0)));
+}
+
+LogicalResult convertFlatten(NodeContext &n) {
+  FailureOr<Value> r = n.build<FlattenOp>(
+      n.input(0), {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 1)))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+/// Axes of Squeeze/Unsqueeze: an input from opset 13 on.
+FailureOr<SmallVector<int64_t>> axesOperand(NodeContext &n) {
+  if (!n.hasInput(1))
+    return SmallVector<int64_t>();
+  return n.constantInts(1, "axes");
+}
+
+template <typename OpTy>
+LogicalResult convertSqueezeLike(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> axes = axesOperand(n);
+  if (failed(axes))
+    return failure();
+  FailureOr<Value> r = n.build<OpTy>(
+      n.input(0), {n.named("axes", n.b.getDenseI64ArrayAttr(*axes))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertConcat(NodeContext &n) {
+  const onnx::AttributeProto *axis = n.attr("axis");
+  if (!axis)
+    return n.error() << "missing attribute 'axis'";
+  SmallVector<Value> inputs;
+  for (int64_t i = 0; i < n.numInputs(); ++i)
+    inputs.push_back(n.input(i));
+  FailureOr<Value> r = n.build<ConcatOp>(
+      inputs, {n.named("axis", n.b.getI64IntegerAttr(axis->i()))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertSplit(NodeContext &n) {
+  int64_t axis = n.intAttr("axis", 0);
+  RankedTensorType type = n.inputType(0);
+  FailureOr<int64_t> a = normalizeAxis(axis, type.getRank(), n.loc);
+  if (failed(a))
+    return failure();
+  SmallVector<int64_t> sizes;
+  if (n.hasInput(1)) {
+    FailureOr<SmallVector<int64_t>> s = n.constantInts(1, "split");
+    if (failed(s))
+      return failure();
+    sizes = *s;
+  } else {
+    // Equal parts; from opset 18 num_outputs may leave a smaller last part.
+    int64_t parts = n.opset >= 18 && n.attr("num_outputs")
+                        ? n.intAttr("num_outputs", 1)
+                        : n.numOutputs();
+    if (parts <= 0)
+      return n.error() << "cannot split into " << parts << " parts";
+    int64_t dim = type.getDimSize(*a);
+    int64_t chunk = (dim + parts - 1) / parts;
+    for (int64_t i = 0; i < parts; ++i)
+      sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
+  }
+  FailureOr<SmallVector<Value>> r = n.buildMulti<SplitOp>(
+      n.input(0), {n.named("axis", n.b.getI64IntegerAttr(axis)),
+                   n.named("sizes", n.b.getDenseI64ArrayAttr(sizes))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertSlice(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> starts = n.constantInts(1, "starts");
+  if (failed(starts))
+    return failure();
+  FailureOr<SmallVector<int64_t>> ends = n.constantInts(2, "ends");
+  if (failed(ends))
+    return failure();
+  SmallVector<int64_t> axes, steps;
+  if (n.hasInput(3)) {
+    FailureOr<SmallVector<int64_t>> a = n.constantInts(3, "axes");
+    if (failed(a))
+      return failure();
+    axes = *a;
+  } else {
+    for (size_t i = 0; i < starts->size(); ++i)
+      axes.push_back(i);
+  }
+  if (n.hasInput(4)) {
+    FailureOr<SmallVector<int64_t>> s = n.constantInts(4, "steps");
+    if (failed(s))
+      return failure();
+    steps = *s;
+  } else {
+    steps.assign(starts->size(), 1);
+  }
+  FailureOr<Value> r = n.build<SliceOp>(
+      n.input(0), {n.named("starts", n.b.getDenseI64ArrayAttr(*starts)),
+                   n.named("ends", n.b.getDenseI64ArrayAttr(*ends)),
+                   n.named("axes", n.b.getDenseI64ArrayAttr(axes)),
+                   n.named("steps", n.b.getDenseI64ArrayAttr(steps))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertGather(NodeContext &n) {
+  FailureOr<Value> r = n.build<GatherOp>(
+      {n.input(0), n.input(1)},
+      {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 0)))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertExpand(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> shape = n.constantInts(1, "shape");
+  if (failed(shape))
+    return failure();
+  Shape out;
+  if (failed(inferBroadcastShape({n.inputType(0).getShape(), *shape}, out,
+                                 n.loc)))
+    return failure();
+  auto type = RankedTensorType::get(out, n.inputType(0).getElementType());
+  return n.setResults(n.buildTyped<ExpandOp>(type, n.input(0)));
+}
+
+LogicalResult convertShape(NodeContext &n) {
+  ArrayRef<int64_t> shape = n.inputType(0).getShape();
+  int64_t rank = shape.size();
+  int64_t start = n.intAttr("start", 0), end = n.intAttr("end", rank);
+  if (start < 0)
+    start += rank;
+  if (end < 0)
+    end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  SmallVector<int64_t> dims(shape.begin() + start, shape.begin() + end);
+  auto type = RankedTensorType::get({end - start}, n.b.getI64Type());
+  return n.setResults(
+      n.constant(DenseElementsAttr::get(type, ArrayRef<int64_t>(dims))));
+}
+
+LogicalResult convertSize(NodeContext &n) {
+  auto type = RankedTensorType::get({}, n.b.getI64Type());
+  return n.setResults(n.constant(DenseElementsAttr::get(
+      type, ArrayRef<int64_t>{n.inputType(0).getNumElements()})));
+}
+
+LogicalResult convertConstant(NodeContext &n) {
+  Builder &b = n.b;
+  for (const auto &a : n.node.attribute()) {
+    StringRef name = a.name();
+    if (name == "value") {
+      FailureOr<ElementsAttr> value = n.loadTensor(a.t());
+      return failed(value) ? failure() : n.setResults(n.constant(*value));
+    }
+    if (name == "value_float")
+      return n.setResults(n.constant(DenseElementsAttr::get(
+          RankedTensorType::get({}, b.getF32Type()), a.f())));
+    if (name == "value_floats") {
+      SmallVector<float> v(a.floats().begin(), a.floats().end());
+      return n.setResults(n.constant(DenseElementsAttr::get(
+          RankedTensorType::get({(int64_t)v.size()}, b.getF32Type()),
+          ArrayRef<float>(v))));
+    }
+    if (name == "value_int")
+      return n.setResults(n.constant(DenseElementsAttr::get(
+          RankedTensorType::get({}, b.getI64Type()), a.i())));
+    if (name == "value_ints") {
+      SmallVector<int64_t> v(a.ints().begin(), a.ints().end());
+      return n.setResults(n.constant(DenseElementsAttr::get(
+          RankedTensorType::get({(int64_t)v.size()}, b.getI64Type()),
+          ArrayRef<int64_t>(v))));
+    }
+  }
+  return n.error() << "has no supported value attribute (value, value_float, "
+                      "value_floats, value_int, value_ints)";
+}
+
+LogicalResult convertConstantOfShape(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> shape = n.constantInts(0, "shape");
+  if (failed(shape))
+    return failure();
+  if (llvm::any_of(*shape, [](int64_t d) { return d < 0; }))
+    return n.error() << "shape " << shapeToString(*shape)
+                     << " has a negative dimension";
+  Attribute fill = n.b.getZeroAttr(n.b.getF32Type());
+  Type elt = n.b.getF32Type();
+  if (const onnx::AttributeProto *v = n.attr("value")) {
+    FailureOr<ElementsAttr> t = n.loadTensor(v->t());
+    if (failed(t))
+      return failure();
+    auto dense = dyn_cast<DenseElementsAttr>(*t);
+    if (!dense || dense.getNumElements() != 1)
+      return n.error() << "value must hold exactly one element";
+    fill = *dense.getValues<Attribute>().begin();
+    elt = dense.getElementType();
+  }
+  auto type = RankedTensorType::get(*shape, elt);
+  return n.setResults(n.constant(DenseElementsAttr::get(type, fill)));
+}
+
+LogicalResult convertRange(NodeContext &n) {
+  FailureOr<Attribute> start = n.constantScalar(0, "start");
+  if (failed(start))
+    return failure();
+  FailureOr<Attribute> limit = n.constantScalar(1, "limit");
+  if (failed(limit))
+    return failure();
+  FailureOr<Attribute> delta = n.constantScalar(2, "delta");
+  if (failed(delta))
+    return failure();
+  Type elt = n.inputType(0).getElementType();
+  auto asDouble = [](Attribute a) {
+    if (auto f = dyn_cast<FloatAttr>(a))
+      return f.getValueAsDouble();
+    return static_cast<double>(cast<IntegerAttr>(a).getValue().getSExtValue());
+  };
+  double s = asDouble(*start), l = asDouble(*limit), d = asDouble(*delta);
+  if (d == 0)
+    return n.error() << "delta is zero";
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  auto type = RankedTensorType::get({count}, elt);
+  Value r = RangeOp::create(n.b, n.loc, type, cast<TypedAttr>(*start),
+                            cast<TypedAttr>(*delta));
+  SmallVector<Value> folded;
+  if (succeeded(n.b.tryFold(r.getDefiningOp(), folded)) && !folded.empty()) {
+    r.getDefiningOp()->erase();
+    r = folded.front();
+  }
+  return n.setResults(r);
+}
+
+LogicalResult convertTrilu(NodeContext &n) {
+  int64_t k = 0;
+  if (n.hasInput(1)) {
+    FailureOr<Attribute> kAttr = n.constantScalar(1, "k");
+    if (failed(kAttr))
+      return failure();
+    k = cast<IntegerAttr>(*kAttr).getValue().getSExtValue();
+  }
+  if (n.inputType(0).getRank() < 2)
+    return n.error() << "input must have rank >= 2, got "
+                     << n.inputType(0);
+  return n.setResults(n.buildTyped<TriluOp>(
+      n.inputType(0), n.input(0),
+      {n.named("upper", n.b.getBoolAttr(n.intAttr("upper", 1))),
+       n.named("k", n.b.getI64IntegerAttr(k))}));
+}
+
+/// Einsum without summed indices (an outer or element-wise product, as
+/// torch.outer exports): each operand is transposed into output order,
+/// unsqueezed where it lacks an output index, and the results multiplied.
+LogicalResult convertEinsum(NodeContext &n) {
+  std::string eq = n.stringAttr("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  auto arrow = eq.find("->");
+  if (arrow == std::string::npos || eq.find("...") != std::string::npos)
+    return n.error() << "equation '" << eq
+                     << "' is not supported (needs an explicit '->' output "
+                        "and no ellipsis)";
+  SmallVector<StringRef> terms;
+  StringRef(eq).substr(0, arrow).split(terms, ',');
+  StringRef out = StringRef(eq).substr(arrow + 2);
+  if (static_cast<int64_t>(terms.size()) != n.numInputs())
+    return n.error() << "equation '" << eq << "' names " << terms.size()
+                     << " operands but the node has " << n.numInputs();
+  Value acc;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    if (static_cast<int64_t>(term.size()) != n.inputType(i).getRank())
+      return n.error() << "equation term '" << term << "' does not match the "
+                       << "rank of input " << i;
+    for (char c : term)
+      if (out.find(c) == StringRef::npos || term.count(c) != 1)
+        return n.error()
+               << "equation '" << eq << "' sums over or repeats index '" << c
+               << "'; only products without contraction are supported";
+    // Order this operand's indices as in the output, then add the missing.
+    SmallVector<int64_t> perm;
+    std::string ordered;
+    for (char c : out)
+      if (size_t p = term.find(c); p != StringRef::npos) {
+        perm.push_back(p);
+        ordered += c;
+      }
+    FailureOr<Value> v = n.build<TransposeOp>(
+        n.input(i), {n.named("perm", n.b.getDenseI64ArrayAttr(perm))});
+    if (failed(v))
+      return failure();
+    SmallVector<int64_t> missing;
+    for (auto [k, c] : llvm::enumerate(out))
+      if (ordered.find(c) == std::string::npos)
+        missing.push_back(k);
+    if (!missing.empty()) {
+      v = n.build<UnsqueezeOp>(
+          *v, {n.named("axes", n.b.getDenseI64ArrayAttr(missing))});
+      if (failed(v))
+        return failure();
+    }
+    if (!acc) {
+      acc = *v;
+      continue;
+    }
+    FailureOr<Value> m = n.build<MulOp>({acc, *v});
+    if (failed(m))
+      return failure();
+    acc = *m;
+  }
+  return n.setResults(acc);
+}
+
+FailureOr<LossReduction> lossReduction(NodeContext &n) {
+  std::string r = n.stringAttr("reduction", "mean");
+  std::optional<LossReduction> kind = symbolizeLossReduction(r);
+  if (!kind)
+    return n.error() << "reduction must be 'none', 'sum' or 'mean', got '"
+                     << r << "'",
+           failure();
+  return *kind;
+}
+
+template <typename OpTy>
+LogicalResult convertLoss(NodeContext &n) {
+  FailureOr<LossReduction> reduction = lossReduction(n);
+  if (failed(reduction))
+    return failure();
+  if (n.hasOutput(1))
+    return n.error() << "the log_prob output is not supported";
+  SmallVector<Value> operands{n.input(0), n.input(1)};
+  if (n.hasInput(2))
+    operands.push_back(n.input(2));
+  SmallVector<NamedAttribute> attrs{n.named(
+      "reduction", LossReductionAttr::get(n.b.getContext(), *reduction))};
+  if (const onnx::AttributeProto *ii = n.attr("ignore_index"))
+    attrs.push_back(n.named("ignore_index", n.b.getI64IntegerAttr(ii->i())));
+  FailureOr<Value> r = n.build<OpTy>(operands, attrs);
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+struct Entry {
+  const char *opType;
+  OpConverter converter;
+};
+
+constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+
+const Entry kTable[] = {
+    // Element-wise.
+    {"Neg", {13, 1, 1, convertUnary<NegOp>}},
+    {"Exp", {13, 1, 1, convertUnary<ExpOp>}},
+    {"Log", {13, 1, 1, convertUnary<LogOp>}},
+    {"Sqrt", {13, 1, 1, convertUnary<SqrtOp>}},
+    {"Reciprocal", {13, 1, 1, convertUnary<ReciprocalOp>}},
+    {"Erf", {13, 1, 1, convertUnary<ErfOp>}},
+    {"Tanh", {13, 1, 1, convertUnary<TanhOp>}},
+    {"Sigmoid", {13, 1, 1, convertUnary<SigmoidOp>}},
+    {"Relu", {13, 1, 1, convertUnary<ReluOp>}},
+    {"Sin", {13, 1, 1, convertUnary<SinOp>}},
+    {"Cos", {13, 1, 1, convertUnary<CosOp>}},
+    {"Not", {13, 1, 1, convertUnary<NotOp>}},
+    {"Gelu", {20, 1, 1, convertGelu}},
+    {"Dropout", {13, 1, 3, convertDropout}},
+    {"Identity", {13, 1, 1, convertIdentity}},
+    {"Cast", {13, 1, 1, convertCast}},
+    {"CastLike", {15, 2, 2, convertCastLike}},
+    {"Trilu", {14, 1, 2, convertTrilu}},
+    {"Add", {13, 2, 2, convertBinary<AddOp>}},
+    {"Sub", {13, 2, 2, convertBinary<SubOp>}},
+    {"Mul", {13, 2, 2, convertBinary<MulOp>}},
+    {"Div", {13, 2, 2, convertBinary<DivOp>}},
+    {"Pow", {13, 2, 2, convertBinary<PowOp>}},
+    {"Equal", {13, 2, 2, convertBinary<EqualOp>}},
+    {"Less", {13, 2, 2, convertBinary<LessOp>}},
+    {"Greater", {13, 2, 2, convertBinary<GreaterOp>}},
+    {"Where", {13, 3, 3, convertWhere}},
+    // Contractions.
+    {"MatMul", {13, 2, 2, convertBinary<MatMulOp>}},
+    {"Gemm", {13, 2, 3, convertGemm}},
+    {"Einsum", {13, 1, kAny, convertEinsum}},
+    // Normalizations.
+    {"Softmax", {13, 1, 1, convertSoftmax<SoftmaxOp>}},
+    {"LogSoftmax", {13, 1, 1, convertSoftmax<LogSoftmaxOp>}},
+    {"LayerNormalization", {17, 2, 3, convertLayerNorm}},
+    {"RMSNormalization", {23, 2, 2, convertRMSNorm}},
+    // Reductions.
+    {"ReduceSum", {13, 1, 2, convertReduce<ReduceSumOp, 13>}},
+    {"ReduceMean", {13, 1, 2, convertReduce<ReduceMeanOp, 18>}},
+    {"ReduceMax", {13, 1, 2, convertReduce<ReduceMaxOp, 18>}},
+    // Data movement.
+    {"Transpose", {13, 1, 1, convertTranspose}},
+    {"Reshape", {13, 2, 2, convertReshape}},
+    {"Flatten", {13, 1, 1, convertFlatten}},
+    {"Squeeze", {13, 1, 2, convertSqueezeLike<SqueezeOp>}},
+    {"Unsqueeze", {13, 2, 2, convertSqueezeLike<UnsqueezeOp>}},
+    {"Concat", {13, 1, kAny, convertConcat}},
+    {"Split", {13, 1, 2, convertSplit}},
+    {"Slice", {13, 3, 5, convertSlice}},
+    {"Gather", {13, 2, 2, convertGather}},
+    {"Expand", {13, 2, 2, convertExpand}},
+    // Shapes and constants.
+    {"Shape", {13, 1, 1, convertShape}},
+    {"Size", {13, 1, 1, convertSize}},
+    {"Constant", {13, 0, 0, convertConstant}},
+    {"ConstantOfShape", {13, 1, 1, convertConstantOfShape}},
+    {"Range", {13, 3, 3, convertRange}},
+    // Losses.
+    {"SoftmaxCrossEntropyLoss",
+     {13, 2, 3, convertLoss<SoftmaxCrossEntropyLossOp>}},
+    {"NegativeLogLikelihoodLoss",
+     {13, 2, 3, convertLoss<NegativeLogLikelihoodLossOp>}},
+};
+
+} // namespace
+
+const OpConverter *onnx_import::lookupConverter(StringRef opType,
+                                                int64_t opset) {
+  static const llvm::StringMap<const OpConverter *> table = [] {
+    llvm::StringMap<const OpConverter *> t;
+    for (const Entry &e : kTable)
+      t[e.opType] = &e.converter;
+    return t;
+  }();
+  const OpConverter *c = table.lookup(opType);
+  return c && c->sinceVersion <= opset ? c : nullptr;
+}
