@@ -572,11 +572,19 @@ LogicalResult GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
   bool mismatch = dims.size() != type.getRank();
   for (int i = 0; !mismatch && i < dims.size(); ++i)
     mismatch = dims[i].has_dim_value() && dims[i].dim_value() != type.getDimSize(i);
-  if (mismatch)
-    return emitError(v.getLoc())
-           << "graph output '" << info.name() << "' is declared with "
-           << dims.size() << " dimensions that do not match its computed type "
-           << type;
+  if (!mismatch)
+    return success();
+  std::string declared;
+  for (int i = 0; i < dims.size(); ++i)
+    declared += (i ? "x" : "") + (dims[i].has_dim_value()
+                                      ? std::to_string(dims[i].dim_value())
+                                      : dims[i].dim_param().empty()
+                                            ? std::string("?")
+                                            : dims[i].dim_param());
+  return emitError(v.getLoc())
+         << "graph output '" << info.name() << "' is declared "
+         << (declared.empty() ? "scalar" : declared) << " but computes "
+         << shapeToString(type.getShape());
   return success();
 }
 

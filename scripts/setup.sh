@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Sets up a fresh Debian 12 machine for memfit and builds it; idempotent.
+#   - Debian packages: LLVM/MLIR 22, ONNX protobuf classes, CMake, Ninja, lld
+#   - a Python virtual environment (.venv) with onnx, onnxruntime, numpy
+#   - the build in build/ (CMake + Ninja)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(cmake ninja-build lld ccache g++ python3 python3-venv
+          libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
+          libonnx-dev libprotobuf-dev protobuf-compiler)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q "${missing[@]}"
+fi
+
+# Python oracles for the tests; pinned so results are reproducible.
+python=${MEMFIT_PYTHON_BIN:-python3}
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" >/dev/null 2>&1; then
+  echo "setup: creating .venv"
+  "$python" -m venv .venv
+  .venv/bin/pip install -q --upgrade pip
+  .venv/bin/pip install -q -r scripts/requirements.txt
+fi
+
+if [ ! -f build/build.ninja ]; then
+  cmake -G Ninja -S . -B build \
+    -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER=gcc -DCMAKE_CXX_COMPILER=g++ \
+    -DLLVM_USE_LINKER=lld \
+    -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
+    -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
+    -DMEMFIT_PYTHON="$PWD/.venv/bin/python"
+fi
+ninja -C build memfit-opt
