@@ -518,9 +518,14 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 LogicalResult GemmOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                        Adaptor adaptor,
                                        SmallVectorImpl<Type> &types) {
+  Type elt = eltOf(adaptor.getA());
   std::optional<ArrayRef<int64_t>> c;
   if (Value bias = adaptor.getC())
     c = shapeOf(bias);
+  for (Value v : adaptor.getOperands())
+    if (eltOf(v) != elt)
+      return emitOptionalError(loc, "gemm operands have different element "
+                               "types ", elt, " and ", eltOf(v));
   Shape shape;
   if (failed(inferGemmShape(shapeOf(adaptor.getA()), shapeOf(adaptor.getB()),
                             c, adaptor.getTransA(), adaptor.getTransB(), shape,
@@ -535,25 +540,51 @@ LogicalResult GemmOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 
 template <typename OpTy>
 static LogicalResult verifySoftmaxAxis(OpTy op) {
-  return normalizeAxis(op.getAxis(), op.getType().getRank(), op.getLoc());
+  int64_t rank = op.getType().getRank();
+  if (failed(normalizeAxis(op.getAxis(), rank, std::nullopt)))
+    return op.emitOpError("axis ")
+           << static_cast<int64_t>(op.getAxis()) << " is out of range for rank "
+           << rank;
+  return success();
+}
+
+/// A normalization's scale (or bias): same element type as the input, and
+/// broadcastable to the normalized shape.
+static LogicalResult verifyNormOperand(Operation *op, Value input, Value param,
+                                       int64_t axis, StringRef name) {
+  // (ODS returns I64Attr values as uint64_t; `axis` is signed again here.)
+  auto type = cast<RankedTensorType>(input.getType());
+  if (eltOf(param) != type.getElementType())
+    return op->emitOpError()
+           << name << " element type " << eltOf(param)
+           << " differs from the input's " << type.getElementType();
+  if (failed(normalizeAxis(axis, type.getRank(), std::nullopt)))
+    return op->emitOpError("axis ")
+           << axis << " is out of range for rank " << type.getRank();
+  if (failed(verifyNormParam(type.getShape(), axis, shapeOf(param), name,
+                             std::nullopt)))
+    return op->emitOpError()
+           << name << " of shape " << shapeToString(shapeOf(param))
+           << " does not broadcast to the normalized shape "
+           << shapeToString(type.getShape().drop_front(
+                  axis < 0 ? axis + type.getRank() : axis));
+  return success();
 }
 LogicalResult SoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
 LogicalResult LogSoftmaxOp::verify() { return verifySoftmaxAxis(*this); }
 
 LogicalResult LayerNormOp::verify() {
-  ArrayRef<int64_t> shape = getType().getShape();
-  if (failed(verifyNormParam(shape, getAxis(), shapeOf(getScale()), "scale",
-                             getLoc())))
+  if (failed(verifyNormOperand(*this, getInput(), getScale(), getAxis(),
+                               "scale")))
     return failure();
-  if (getBias() && failed(verifyNormParam(shape, getAxis(), shapeOf(getBias()),
-                                          "bias", getLoc())))
+  if (getBias() && failed(verifyNormOperand(*this, getInput(), getBias(),
+                                            getAxis(), "bias")))
     return failure();
   return success();
 }
 
 LogicalResult RMSNormOp::verify() {
-  return verifyNormParam(getType().getShape(), getAxis(), shapeOf(getScale()),
-                         "scale", getLoc());
+  return verifyNormOperand(*this, getInput(), getScale(), getAxis(), "scale");
 }
 
 //===----------------------------------------------------------------------===//
@@ -685,6 +716,8 @@ LogicalResult ConcatOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 }
 
 LogicalResult ConcatOp::verify() {
+  if (getInputs().empty())
+    return emitOpError("needs at least one input");
   Type elt = eltOf(getInputs().front());
   for (Value v : getInputs())
     if (eltOf(v) != elt)
@@ -816,8 +849,10 @@ LogicalResult ExpandOp::verify() {
            << in.getElementType() << " to " << out.getElementType();
   Shape shape;
   if (failed(inferBroadcastShape({in.getShape(), out.getShape()}, shape,
-                                 getLoc())))
-    return failure();
+                                 std::nullopt)))
+    return emitOpError("input shape ")
+           << shapeToString(in.getShape()) << " does not broadcast to "
+           << shapeToString(out.getShape());
   if (ArrayRef<int64_t>(shape) != out.getShape())
     return emitOpError("result shape ")
            << shapeToString(out.getShape()) << " is not the broadcast "
@@ -847,8 +882,13 @@ static LogicalResult inferLoss(OptLoc loc, Value scores, Value labels,
                                Value weights, LossReduction reduction,
                                SmallVectorImpl<Type> &types) {
   std::optional<ArrayRef<int64_t>> w;
-  if (weights)
+  if (weights) {
+    if (eltOf(weights) != eltOf(scores))
+      return emitOptionalError(loc, "loss weights element type ",
+                               eltOf(weights), " differs from the scores' ",
+                               eltOf(scores));
     w = shapeOf(weights);
+  }
   Shape shape;
   if (failed(inferLossShape(shapeOf(scores), shapeOf(labels), w,
                             reduction != LossReduction::None, shape, loc)))

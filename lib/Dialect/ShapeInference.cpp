@@ -272,6 +272,10 @@ LogicalResult mlir::memfit::inferSplitShapes(ArrayRef<int64_t> shape,
   for (int64_t s : sizes) {
     if (s < 0)
       return emitOptionalError(loc, "split size ", s, " is negative");
+    if (s > shape[*a] - total)
+      return emitOptionalError(loc, "split sizes exceed dimension ", *a,
+                               " of ", shapeToString(shape), " (",
+                               shape[*a], ")");
     total += s;
   }
   if (total != shape[*a])
@@ -317,17 +321,20 @@ LogicalResult mlir::memfit::resolveSlice(ArrayRef<int64_t> shape,
       start = start < std::numeric_limits<int64_t>::min() + dim ? -1 : start + dim;
     if (end < 0)
       end = end < std::numeric_limits<int64_t>::min() + dim ? -1 : end + dim;
-    int64_t size;
+    // Sizes in 128 bits: steps may be as large as INT64_MAX (or as small
+    // as INT64_MIN), which would overflow the ceiling division.
+    __int128 size;
     if (step > 0) {
       start = std::clamp<int64_t>(start, 0, dim);
       end = std::clamp<int64_t>(end, 0, dim);
-      size = end > start ? (end - start + step - 1) / step : 0;
+      size = end > start ? ((__int128)end - start + step - 1) / step : 0;
     } else {
       start = std::clamp<int64_t>(start, -1, dim - 1);
       end = std::clamp<int64_t>(end, -1, dim - 1);
-      size = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+      __int128 s = -(__int128)step;
+      size = start > end ? ((__int128)start - end + s - 1) / s : 0;
     }
-    dims[axis] = {start, step, size};
+    dims[axis] = {start, step, static_cast<int64_t>(size)};
   }
   return success();
 }
