@@ -31,7 +31,7 @@ if python and os.path.exists(python):
         config.available_features.add("onnx")
     except (OSError, subprocess.CalledProcessError):
         pass
-config.substitutions.append(("%python", python))
+config.substitutions.append(("%onnx_python", python))
 config.substitutions.append(("%mkonnx", python + " " + os.path.join(
     config.memfit_src_root, "test", "Import", "Inputs", "mkonnx.py")))
 

@@ -781,14 +781,19 @@ LogicalResult SliceOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 }
 
 OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
-  if (getInput().getType() == getType())
-    return getInput();
-  DenseElementsAttr in = getDense(adaptor.getInput());
-  if (!in)
-    return {};
   SmallVector<SliceDim> dims;
   if (failed(resolveSlice(shapeOf(getInput()), getStarts(), getEnds(),
                           getAxes(), getSteps(), dims, std::nullopt)))
+    return {};
+  // Only a slice that takes every element in order is the identity (a
+  // reversing slice has the same type but not the same value).
+  if (llvm::all_of(llvm::zip(dims, shapeOf(getInput())), [](auto p) {
+        auto [d, size] = p;
+        return d.start == 0 && d.step == 1 && d.size == size;
+      }))
+    return getInput();
+  DenseElementsAttr in = getDense(adaptor.getInput());
+  if (!in)
     return {};
   SmallVector<int64_t> strides = stridesOf(shapeOf(getInput()));
   return remapElements(in, getType(), [&](ArrayRef<int64_t> idx) {

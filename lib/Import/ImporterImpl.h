@@ -41,6 +41,11 @@ public:
 
   /// Emits an error at the node that names it and its op type.
   InFlightDiagnostic error();
+  /// The node's name, or the name its location was given when it has none.
+  std::string name() const;
+
+  /// Runs a shape rule; a failure becomes an error on the node.
+  LogicalResult rule(function_ref<LogicalResult(OptLoc)> fn);
 
   /// Number of inputs, trailing omitted (empty-named) ones not counted.
   int64_t numInputs() const;

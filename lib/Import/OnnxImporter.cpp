@@ -204,9 +204,34 @@ FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
 // NodeContext
 //===----------------------------------------------------------------------===//
 
+std::string NodeContext::name() const {
+  if (auto nameLoc = dyn_cast<NameLoc>(loc))
+    return nameLoc.getName().str();
+  return node.name();
+}
+
 InFlightDiagnostic NodeContext::error() {
-  return emitError(loc) << "ONNX node '" << node.name() << "' ("
-                        << node.op_type() << "): ";
+  return emitError(loc) << "ONNX node '" << name() << "' (" << node.op_type()
+                        << "): ";
+}
+
+/// Runs `fn`, capturing the first diagnostic it emits instead of printing it.
+static LogicalResult captureDiagnostic(MLIRContext *ctx, std::string &message,
+                                       function_ref<LogicalResult()> fn) {
+  ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
+    if (message.empty())
+      message = diag.str();
+    return success();
+  });
+  return fn();
+}
+
+LogicalResult NodeContext::rule(function_ref<LogicalResult(OptLoc)> fn) {
+  std::string why;
+  if (succeeded(captureDiagnostic(b.getContext(), why,
+                                  [&] { return fn(loc); })))
+    return success();
+  return error() << why;
 }
 
 int64_t NodeContext::numInputs() const {
@@ -373,6 +398,7 @@ private:
   OpBuilder builder;
   TensorLoader tensors;
   int64_t opset = 0;
+  std::vector<std::pair<std::string, int64_t>> opsetImports;
   llvm::StringMap<Value> values;
   /// Initializers, created lazily at first use in the function.
   llvm::StringMap<std::pair<ElementsAttr, bool>> initializers;
@@ -390,6 +416,7 @@ Location GraphImporter::nodeLoc(const onnx::NodeProto &node, int64_t index) {
 
 LogicalResult GraphImporter::checkOpsets(const onnx::ModelProto &model) {
   for (const auto &o : model.opset_import()) {
+    opsetImports.emplace_back(o.domain(), o.version());
     if (o.domain().empty() || o.domain() == "ai.onnx")
       opset = o.version();
   }
@@ -430,9 +457,13 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
     return success();
   std::string domain = first->domain().empty() ? "ai.onnx" : first->domain();
   InFlightDiagnostic diag = emitError(nodeLoc(*first, firstIndex));
+  int64_t domainVersion = opset;
+  for (const auto &o : opsetImports)
+    if (o.first == first->domain())
+      domainVersion = o.second;
   diag << "unsupported ONNX op '" << first->op_type() << "' (domain '"
-       << domain << "', opset " << opset << ") at node '" << first->name()
-       << "'";
+       << domain << "', opset " << domainVersion << ") at node '"
+       << cast<NameLoc>(nodeLoc(*first, firstIndex)).getName().str() << "'";
   std::string firstKey =
       (first->domain().empty() || first->domain() == "ai.onnx"
            ? ""
@@ -630,7 +661,28 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     if (v && !isa<RankedTensorType>(v.getType()))
       return nc.error() << "input '" << node.input(i) << "' is not a tensor";
   }
-  return conv->convert(nc);
+  Block *block = builder.getInsertionBlock();
+  Operation *last = block->empty() ? nullptr : &block->back();
+  if (failed(conv->convert(nc)))
+    return failure();
+  // Check every op the node became (element types, say) now, so that a
+  // problem is reported on the node rather than by the module verifier.
+  auto it = last ? std::next(last->getIterator()) : block->begin();
+  for (Operation &op : llvm::make_range(it, block->end())) {
+    std::string why;
+    if (failed(captureDiagnostic(ctx, why, [&] {
+          return verify(&op, /*verifyRecursively=*/false);
+        })))
+      return nc.error() << why << " (inputs: " << [&] {
+        std::string d;
+        llvm::raw_string_ostream os(d);
+        for (int64_t i = 0; i < nc.numInputs(); ++i)
+          os << (i ? ", " : "") << "'" << node.input(i) << "' "
+             << (nc.input(i) ? nc.input(i).getType() : Type());
+        return d;
+      }() << ")";
+  }
+  return success();
 }
 
 OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
@@ -657,6 +709,23 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       return nullptr;
     argTypes.push_back(*t);
     argNames.push_back(in.name());
+  }
+  // A --input-shape entry must name a graph input or a symbolic dimension.
+  for (const auto &entry : options.inputShapes) {
+    StringRef key = entry.getKey();
+    if (llvm::is_contained(argNames, key.str()) || dimBindings.count(key))
+      continue;
+    std::string names;
+    for (const auto &n : argNames)
+      names += (names.empty() ? "" : ", ") + n;
+    for (const auto &d : dimBindings)
+      names += ", " + d.getKey().str();
+    return emitError(fileLoc())
+               << "--input-shape names '" << key
+               << "', which is neither a graph input nor a symbolic "
+                  "dimension of one (known: "
+               << names << ")",
+           nullptr;
   }
   builder.setInsertionPointToEnd(module->getBody());
   auto func = func::FuncOp::create(builder, fileLoc(), options.funcName,

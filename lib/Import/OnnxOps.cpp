@@ -44,7 +44,10 @@ LogicalResult convertDropout(NodeContext &n) {
     FailureOr<Attribute> t = n.constantScalar(2, "training_mode");
     if (failed(t))
       return failure();
-    training = cast<IntegerAttr>(*t).getValue().getBoolValue();
+    auto flag = dyn_cast<IntegerAttr>(*t);
+    if (!flag)
+      return n.error() << "training_mode must be a boolean";
+    training = flag.getValue().getBoolValue();
   }
   if (n.hasOutput(1))
     return n.error() << "the dropout mask output is not supported";
@@ -55,7 +58,10 @@ LogicalResult convertDropout(NodeContext &n) {
     FailureOr<Attribute> r = n.constantScalar(1, "ratio");
     if (failed(r))
       return failure();
-    ratio = cast<FloatAttr>(*r).getValueAsDouble();
+    auto value = dyn_cast<FloatAttr>(*r);
+    if (!value)
+      return n.error() << "ratio must be a floating-point scalar";
+    ratio = value.getValueAsDouble();
   }
   SmallVector<NamedAttribute> attrs{
       n.named("ratio", n.b.getF32FloatAttr(ratio))};
@@ -115,7 +121,9 @@ LogicalResult convertGemm(NodeContext &n) {
 template <typename OpTy>
 LogicalResult convertSoftmax(NodeContext &n) {
   int64_t axis = n.intAttr("axis", -1);
-  if (failed(normalizeAxis(axis, n.inputType(0).getRank(), n.loc)))
+  if (failed(n.rule([&](OptLoc loc) {
+        return normalizeAxis(axis, n.inputType(0).getRank(), loc);
+      })))
     return failure();
   Value r = OpTy::create(n.b, n.loc, n.inputType(0), n.input(0),
                          n.b.getI64IntegerAttr(axis));
@@ -127,8 +135,10 @@ LogicalResult checkNormParam(NodeContext &n, int64_t axis, int64_t i,
                              StringRef what) {
   if (!n.hasInput(i))
     return success();
-  std::string why;
-  if (failed(normalizeAxis(axis, n.inputType(0).getRank(), std::nullopt)) ||
+  if (failed(normalizeAxis(axis, n.inputType(0).getRank(), std::nullopt)))
+    return n.error() << "axis " << axis << " is out of range for rank "
+                     << n.inputType(0).getRank();
+  if (
       failed(verifyNormParam(n.inputType(0).getShape(), axis,
                              n.inputType(i).getShape(), what, std::nullopt)))
     return n.error() << what << " '" << n.node.input(i) << "' of shape "
@@ -176,6 +186,12 @@ LogicalResult convertRMSNorm(NodeContext &n) {
 template <typename OpTy, int64_t axesInputSince>
 LogicalResult convertReduce(NodeContext &n) {
   SmallVector<int64_t> axes;
+  if (n.opset >= axesInputSince && n.attr("axes"))
+    return n.error() << "axes is an input from opset " << axesInputSince
+                     << " on, not an attribute";
+  if (n.opset < axesInputSince && n.hasInput(1))
+    return n.error() << "axes is an attribute before opset "
+                     << axesInputSince << ", not an input";
   if (n.opset >= axesInputSince) {
     if (n.hasInput(1)) {
       FailureOr<SmallVector<int64_t>> a = n.constantInts(1, "axes");
@@ -212,8 +228,10 @@ LogicalResult convertReshape(NodeContext &n) {
   if (failed(target))
     return failure();
   Shape shape;
-  if (failed(inferReshapeShape(n.inputType(0).getShape(), *target,
-                               n.intAttr("allowzero", 0) != 0, shape, n.loc)))
+  if (failed(n.rule([&](OptLoc loc) {
+        return inferReshapeShape(n.inputType(0).getShape(), *target,
+                                 n.intAttr("allowzero", 0) != 0, shape, loc);
+      })))
     return failure();
   auto type = RankedTensorType::get(shape, n.inputType(0).getElementType());
   return n.setResults(n.buildTyped<ReshapeOp>(type, n.input(0)));
@@ -257,8 +275,11 @@ LogicalResult convertConcat(NodeContext &n) {
 LogicalResult convertSplit(NodeContext &n) {
   int64_t axis = n.intAttr("axis", 0);
   RankedTensorType type = n.inputType(0);
-  FailureOr<int64_t> a = normalizeAxis(axis, type.getRank(), n.loc);
-  if (failed(a))
+  FailureOr<int64_t> a = failure();
+  if (failed(n.rule([&](OptLoc loc) {
+        a = normalizeAxis(axis, type.getRank(), loc);
+        return LogicalResult(a);
+      })))
     return failure();
   SmallVector<int64_t> sizes;
   if (n.hasInput(1)) {
@@ -268,12 +289,18 @@ LogicalResult convertSplit(NodeContext &n) {
     sizes = *s;
   } else {
     // Equal parts; from opset 18 num_outputs may leave a smaller last part.
-    int64_t parts = n.opset >= 18 && n.attr("num_outputs")
-                        ? n.intAttr("num_outputs", 1)
-                        : n.numOutputs();
+    bool hasNum = n.opset >= 18 && n.attr("num_outputs");
+    int64_t parts = hasNum ? n.intAttr("num_outputs", 1) : n.numOutputs();
     if (parts <= 0)
       return n.error() << "cannot split into " << parts << " parts";
+    if (hasNum && parts != n.numOutputs())
+      return n.error() << "num_outputs is " << parts << " but the node has "
+                       << n.numOutputs() << " outputs";
     int64_t dim = type.getDimSize(*a);
+    if (!hasNum && dim % parts != 0)
+      return n.error() << "cannot split dimension " << *a << " of size "
+                       << dim << " into " << parts
+                       << " equal parts (give the split sizes)";
     int64_t chunk = (dim + parts - 1) / parts;
     for (int64_t i = 0; i < parts; ++i)
       sizes.push_back(std::max<int64_t>(0, std::min(chunk, dim - i * chunk)));
@@ -329,8 +356,10 @@ LogicalResult convertExpand(NodeContext &n) {
   if (failed(shape))
     return failure();
   Shape out;
-  if (failed(inferBroadcastShape({n.inputType(0).getShape(), *shape}, out,
-                                 n.loc)))
+  if (failed(n.rule([&](OptLoc loc) {
+        return inferBroadcastShape({n.inputType(0).getShape(), *shape}, out,
+                                   loc);
+      })))
     return failure();
   auto type = RankedTensorType::get(out, n.inputType(0).getElementType());
   return n.setResults(n.buildTyped<ExpandOp>(type, n.input(0)));
@@ -449,7 +478,10 @@ LogicalResult convertTrilu(NodeContext &n) {
     FailureOr<Attribute> kAttr = n.constantScalar(1, "k");
     if (failed(kAttr))
       return failure();
-    k = cast<IntegerAttr>(*kAttr).getValue().getSExtValue();
+    auto value = dyn_cast<IntegerAttr>(*kAttr);
+    if (!value)
+      return n.error() << "k must be an integer scalar";
+    k = value.getValue().getSExtValue();
   }
   if (n.inputType(0).getRank() < 2)
     return n.error() << "input must have rank >= 2, got "

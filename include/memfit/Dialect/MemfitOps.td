@@ -133,8 +133,8 @@ def Memfit_GeluOp : Memfit_Op<"gelu", "ElementWise", [Pure, SameOperandsAndResul
   let summary = "element-wise Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` with `Phi` the standard normal CDF (`none`, through erf) or
-    its tanh approximation (`tanh`), as ONNX Gelu and torch.nn.GELU. The
-    importer also recognises the decomposed forms older opsets export.
+    its tanh approximation (`tanh`), as ONNX Gelu (opset 20) and
+    torch.nn.GELU.
 
     ```mlir
     %y = memfit.gelu tanh %x : tensor<2x16x128xf32>
@@ -356,9 +356,7 @@ def Memfit_RMSNormOp : Memfit_Op<"rms_norm", "Normalization",
   let summary = "root-mean-square normalization";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale`, the mean taken over the
-    dimensions from `axis` to the last (ONNX RMSNormalization, opset 23). The
-    importer also builds it from the decomposed Pow/ReduceMean/Add/Sqrt/Div
-    (or Reciprocal/Mul) form that exporters emit for older opsets.
+    dimensions from `axis` to the last (ONNX RMSNormalization, opset 23).
 
     ```mlir
     %y = memfit.rms_norm %x, %g {axis = -1 : i64, epsilon = 9.99999997E-7 : f32} : tensor<2x16x64xf32>, tensor<64xf32>

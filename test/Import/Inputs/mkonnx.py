@@ -20,7 +20,7 @@ The importer tests use it to make one graph per case with onnx.helper:
 
 import argparse
 import re
-import sys
+import zlib
 
 import numpy as np
 import onnx
@@ -63,7 +63,7 @@ def make_tensor(name, spec):
     dims = parse_dims(dims)
     onnx_type, np_type = TYPES[tname]
     shape = tuple(dims)
-    rng = np.random.default_rng(abs(hash(name)) % (2**32))
+    rng = np.random.default_rng(zlib.crc32(name.encode()))
     if values == "rand":
         arr = rng.standard_normal(shape)
     elif values == "zeros":
@@ -71,7 +71,12 @@ def make_tensor(name, spec):
     elif values == "ones":
         arr = np.ones(shape)
     else:
-        arr = np.array([float(v) for v in values.split(",")] if values else [])
+        items = values.split(",") if values else []
+        # Integers stay exact (int64 extremes do not survive a float).
+        if np_type is not None and np.issubdtype(np_type, np.integer):
+            arr = np.array([int(v) for v in items], dtype=np_type)
+        else:
+            arr = np.array([float(v) for v in items])
         arr = arr.reshape(shape)
     if np_type is None:
         raise SystemExit(f"mkonnx: cannot make {tname} tensor data")
