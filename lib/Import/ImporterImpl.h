@@ -106,9 +106,11 @@ public:
     return b.getNamedAttr(name, value);
   }
 
+  /// "'a' tensor<2x3xf32>, 'b' ...": the node's inputs, for diagnostics.
+  std::string describeInputs() const;
+
 private:
   SmallVector<Value> foldOp(Operation *op);
-  std::string describeInputs() const;
   llvm::StringMap<Value> &values;
   TensorLoaderFn loader;
 };

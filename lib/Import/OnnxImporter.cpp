@@ -673,14 +673,7 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     if (failed(captureDiagnostic(ctx, why, [&] {
           return verify(&op, /*verifyRecursively=*/false);
         })))
-      return nc.error() << why << " (inputs: " << [&] {
-        std::string d;
-        llvm::raw_string_ostream os(d);
-        for (int64_t i = 0; i < nc.numInputs(); ++i)
-          os << (i ? ", " : "") << "'" << node.input(i) << "' "
-             << (nc.input(i) ? nc.input(i).getType() : Type());
-        return d;
-      }() << ")";
+      return nc.error() << why << " (inputs: " << nc.describeInputs() << ")";
   }
   return success();
 }
