@@ -882,7 +882,6 @@ OpFoldResult ExpandOp::fold(FoldAdaptor adaptor) {
 // Losses
 //===----------------------------------------------------------------------===//
 
-template <typename Adaptor>
 static LogicalResult inferLoss(OptLoc loc, Value scores, Value labels,
                                Value weights, LossReduction reduction,
                                SmallVectorImpl<Type> &types) {
@@ -903,14 +902,14 @@ static LogicalResult inferLoss(OptLoc loc, Value scores, Value labels,
 
 LogicalResult SoftmaxCrossEntropyLossOp::inferReturnTypes(
     MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  return inferLoss<Adaptor>(loc, adaptor.getScores(), adaptor.getLabels(),
+  return inferLoss(loc, adaptor.getScores(), adaptor.getLabels(),
                             adaptor.getWeights(), adaptor.getReduction(),
                             types);
 }
 
 LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
     MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
-  return inferLoss<Adaptor>(loc, adaptor.getInput(), adaptor.getTarget(),
+  return inferLoss(loc, adaptor.getInput(), adaptor.getTarget(),
                             adaptor.getWeights(), adaptor.getReduction(),
                             types);
 }

@@ -24,6 +24,11 @@ Type convertElementType(int32_t onnxType, MLIRContext *ctx);
 /// Name of an ONNX data type, for diagnostics.
 std::string onnxTypeName(int32_t onnxType);
 
+/// Runs `fn`, capturing the first diagnostic it emits into `message` instead
+/// of printing it, so the caller can report it with the ONNX node's context.
+LogicalResult captureDiagnostic(MLIRContext *ctx, std::string &message,
+                                function_ref<LogicalResult()> fn);
+
 class NodeContext {
 public:
   using TensorLoaderFn =
@@ -120,24 +125,16 @@ FailureOr<SmallVector<Value>>
 NodeContext::buildMulti(ValueRange operands, ArrayRef<NamedAttribute> attrs) {
   MLIRContext *ctx = b.getContext();
   SmallVector<Type> types;
+  // Capture the rule's message so the error can carry the node's context.
   std::string why;
-  {
-    // Capture the rule's message so the error can carry the node's context.
-    ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
-      if (why.empty())
-        why = diag.str();
-      return success();
-    });
-    if (failed(OpTy::inferReturnTypes(ctx, loc, operands,
+  if (failed(captureDiagnostic(ctx, why, [&] {
+        return OpTy::inferReturnTypes(ctx, loc, operands,
                                       DictionaryAttr::get(ctx, attrs),
                                       OpaqueProperties(nullptr), RegionRange(),
-                                      types))) {
-      if (why.empty())
-        why = "invalid operands";
-    }
-  }
-  if (types.empty() || !why.empty()) {
-    error() << why << " (inputs: " << describeInputs() << ")";
+                                      types);
+      }))) {
+    error() << (why.empty() ? "invalid operands" : why)
+            << " (inputs: " << describeInputs() << ")";
     return failure();
   }
   auto op = OpTy::create(b, loc, types, operands, attrs);

@@ -215,9 +215,9 @@ InFlightDiagnostic NodeContext::error() {
                         << "): ";
 }
 
-/// Runs `fn`, capturing the first diagnostic it emits instead of printing it.
-static LogicalResult captureDiagnostic(MLIRContext *ctx, std::string &message,
-                                       function_ref<LogicalResult()> fn) {
+LogicalResult onnx_import::captureDiagnostic(MLIRContext *ctx,
+                                             std::string &message,
+                                             function_ref<LogicalResult()> fn) {
   ScopedDiagnosticHandler capture(ctx, [&](Diagnostic &diag) {
     if (message.empty())
       message = diag.str();
@@ -442,11 +442,16 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
   const onnx::NodeProto *first = nullptr;
   int64_t firstIndex = 0;
   std::map<std::string, int64_t> unsupported;
+  auto isDefaultDomain = [](const onnx::NodeProto &node) {
+    return node.domain().empty() || node.domain() == "ai.onnx";
+  };
+  auto opKey = [&](const onnx::NodeProto &node) {
+    return (isDefaultDomain(node) ? "" : node.domain() + ".") + node.op_type();
+  };
   for (auto [i, node] : llvm::enumerate(graph.node())) {
-    bool defaultDomain = node.domain().empty() || node.domain() == "ai.onnx";
-    if (defaultDomain && lookupConverter(node.op_type(), opset))
+    if (isDefaultDomain(node) && lookupConverter(node.op_type(), opset))
       continue;
-    std::string key = (defaultDomain ? "" : node.domain() + ".") + node.op_type();
+    std::string key = opKey(node);
     if (!first) {
       first = &node;
       firstIndex = i;
@@ -455,7 +460,7 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
   }
   if (!first)
     return success();
-  std::string domain = first->domain().empty() ? "ai.onnx" : first->domain();
+  std::string domain = isDefaultDomain(*first) ? "ai.onnx" : first->domain();
   InFlightDiagnostic diag = emitError(nodeLoc(*first, firstIndex));
   int64_t domainVersion = opset;
   for (const auto &o : opsetImports)
@@ -464,11 +469,7 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
   diag << "unsupported ONNX op '" << first->op_type() << "' (domain '"
        << domain << "', opset " << domainVersion << ") at node '"
        << cast<NameLoc>(nodeLoc(*first, firstIndex)).getName().str() << "'";
-  std::string firstKey =
-      (first->domain().empty() || first->domain() == "ai.onnx"
-           ? ""
-           : first->domain() + ".") +
-      first->op_type();
+  std::string firstKey = opKey(*first);
   int64_t others = -1;
   for (auto &[k, n] : unsupported)
     others += n;

@@ -462,14 +462,8 @@ LogicalResult convertRange(NodeContext &n) {
     return n.error() << "delta is zero";
   int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
   auto type = RankedTensorType::get({count}, elt);
-  Value r = RangeOp::create(n.b, n.loc, type, cast<TypedAttr>(*start),
-                            cast<TypedAttr>(*delta));
-  SmallVector<Value> folded;
-  if (succeeded(n.b.tryFold(r.getDefiningOp(), folded)) && !folded.empty()) {
-    r.getDefiningOp()->erase();
-    r = folded.front();
-  }
-  return n.setResults(r);
+  return n.setResults(n.buildTyped<RangeOp>(
+      type, {}, {n.named("start", *start), n.named("delta", *delta)}));
 }
 
 LogicalResult convertTrilu(NodeContext &n) {
