@@ -36,6 +36,32 @@ config.substitutions.append(("%mkonnx", python + " " + os.path.join(
     config.memfit_src_root, "test", "Import", "Inputs", "mkonnx.py")))
 
 tool_dirs = [config.memfit_tools_dir, config.llvm_tools_dir]
-tools = ["memfit-opt"]
+tools = ["memfit-opt", "memfit-translate", "memfit-run", "memfit-nvrtc",
+         "memfit-runtime-test", "memfit-example-forward"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+# Kernels compiled by the tests are cached in the build tree, never in the
+# user's home.
+config.environment["MEMFIT_CACHE_DIR"] = os.path.join(config.memfit_obj_root, "test", "kernel-cache")
+
+# NVRTC (CUDA toolkit) compiles kernels to CUBIN without a GPU; a GPU is
+# needed only to run them. `memfit-nvrtc --cuda-check` reports both.
+nvrtc_tool = os.path.join(config.memfit_tools_dir, "memfit-nvrtc")
+try:
+    probe = subprocess.run([nvrtc_tool, "--cuda-check"], capture_output=True,
+                           text=True, timeout=60)
+    if "cuda: usable" in probe.stdout:
+        config.available_features.add("gpu")
+    else:
+        config.available_features.add("no-gpu")
+    probe_source = os.path.join(config.test_exec_root, "nvrtc-probe.cu")
+    os.makedirs(config.test_exec_root, exist_ok=True)
+    with open(probe_source, "w") as f:
+        f.write('extern "C" __global__ void probe(float* p) { p[threadIdx.x] = 1.0f; }\n')
+    probe = subprocess.run([nvrtc_tool, "--arch=sm_80", probe_source],
+                           capture_output=True, text=True, timeout=120)
+    if probe.returncode == 0:
+        config.available_features.add("nvrtc")
+except (OSError, subprocess.SubprocessError):
+    config.available_features.add("no-gpu")

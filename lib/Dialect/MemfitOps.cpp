@@ -913,3 +913,38 @@ LogicalResult NegativeLogLikelihoodLossOp::inferReturnTypes(
                             adaptor.getWeights(), adaptor.getReduction(),
                             types);
 }
+
+//===----------------------------------------------------------------------===//
+// Kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelOp::verify() {
+  Block &body = getBodyBlock();
+  if (body.getNumArguments() != getInputs().size())
+    return emitOpError() << "has " << getInputs().size()
+                         << " inputs but its body takes "
+                         << body.getNumArguments() << " arguments";
+  for (auto [index, input, arg] :
+       llvm::enumerate(getInputs(), body.getArguments()))
+    if (input.getType() != arg.getType())
+      return emitOpError() << "input " << index << " has type "
+                           << input.getType() << " but body argument "
+                           << index << " has type " << arg.getType();
+  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  if (!yield)
+    return emitOpError() << "body must end with memfit.yield";
+  if (yield.getValues().getTypes() != getResultTypes())
+    return emitOpError() << "yields " << yield.getValues().size()
+                         << " values of types (" << yield.getValues().getTypes()
+                         << ") but has results of types (" << getResultTypes()
+                         << ")";
+  for (Operation &op : getBodyOps()) {
+    auto opClass = dyn_cast<OpClassInterface>(&op);
+    if (!opClass || opClass.getOpClass() == OpClass::Contraction ||
+        isa<ParameterOp, LoadParameterOp>(op))
+      return emitOpError() << "cannot contain '" << op.getName()
+                           << "': kernels hold element-wise, normalization, "
+                              "reduction, data-movement and loss ops";
+  }
+  return success();
+}

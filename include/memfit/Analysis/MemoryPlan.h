@@ -1,0 +1,76 @@
+//===- MemoryPlan.h - schedule, liveness and arena offsets -------*- C++ -*-===//
+//
+// The memory planner of a function whose ops have been formed into kernels.
+// The schedule is the function's op order: every kernel and contraction is
+// one step. Parameters and constants live in a weights region, laid out one
+// after another; everything else (inputs, outputs, intermediate values)
+// lives in one arena where buffers whose live ranges do not overlap share
+// bytes. Views (reshape, flatten, squeeze, unsqueeze) share the buffer of
+// the value they view.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_ANALYSIS_MEMORYPLAN_H
+#define MEMFIT_ANALYSIS_MEMORYPLAN_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
+
+namespace mlir::memfit {
+
+/// Alignment of every buffer, in bytes (matches the runtime's).
+constexpr int64_t kPlanAlignment = 256;
+
+enum class BufferRegion { Weights, Arena };
+enum class BufferCategory { Parameter, Constant, Input, Output, Activation };
+
+llvm::StringRef stringifyBufferCategory(BufferCategory category);
+
+struct PlannedBuffer {
+  Value value; // the value that owns the storage (not a view)
+  BufferRegion region = BufferRegion::Arena;
+  BufferCategory category = BufferCategory::Activation;
+  int64_t bytes = 0;
+  int64_t offset = 0; // within its region
+  /// Live range in steps, both ends included. Steps are numbered from 1;
+  /// inputs are live from step 0 (set before the run) and outputs until
+  /// step numSteps + 1 (read after it).
+  int64_t firstStep = 0;
+  int64_t lastStep = 0;
+};
+
+struct MemoryPlan {
+  llvm::SmallVector<PlannedBuffer> buffers;
+  /// Every tensor value of the function body, views included, to the index
+  /// of its buffer.
+  llvm::DenseMap<Value, unsigned> bufferOf;
+  /// The kernels and contractions in execution order.
+  llvm::SmallVector<Operation *> schedule;
+  int64_t weightsBytes = 0;
+  int64_t arenaBytes = 0; // the peak
+
+  /// Sum of the sizes of a category's buffers (arena categories add up to
+  /// more than the peak when they share space).
+  int64_t categoryBytes(BufferCategory category) const;
+  const PlannedBuffer &bufferFor(Value value) const {
+    return buffers[bufferOf.lookup(value)];
+  }
+};
+
+/// Bytes of a statically shaped tensor (i1 stored as one byte).
+int64_t tensorBytes(RankedTensorType type);
+
+/// Plans `func`; emits an error on the first op that has no place in a
+/// plan (an op not yet formed into a kernel, a dynamic shape).
+FailureOr<MemoryPlan> planMemory(func::FuncOp func);
+
+/// Human-readable report; with `listBuffers`, one line per buffer.
+void printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
+                     llvm::raw_ostream &os, bool listBuffers);
+
+} // namespace mlir::memfit
+
+#endif // MEMFIT_ANALYSIS_MEMORYPLAN_H

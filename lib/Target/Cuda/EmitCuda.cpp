@@ -1,0 +1,445 @@
+//===- EmitCuda.cpp - executable emission: kernels, plan, call sequence ----===//
+//
+// Builds the runtime's executable from a function formed into kernels: the
+// memory plan gives every value a buffer (views share their source's), the
+// weights region is filled from parameters and constants, each kernel is
+// written as CUDA C++ by KernelEmitter, and matmul/gemm become
+// contractions that the runtime hands to cuBLASLt or a host BLAS.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Target/Cuda/EmitCuda.h"
+
+#include "KernelEmitter.h"
+#include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Dialect/MemfitDialect.h"
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Tools/mlir-translate/Translation.h"
+#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstring>
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace {
+
+FailureOr<rt::DType> toDType(Type type) {
+  if (type.isF32())
+    return rt::DType::f32;
+  if (type.isF64())
+    return rt::DType::f64;
+  if (type.isF16())
+    return rt::DType::f16;
+  if (type.isBF16())
+    return rt::DType::bf16;
+  if (type.isInteger(1))
+    return rt::DType::i1;
+  if (type.isInteger(64))
+    return rt::DType::i64;
+  if (type.isInteger(32))
+    return rt::DType::i32;
+  if (type.isUnsignedInteger(8))
+    return rt::DType::u8;
+  if (type.isInteger(8))
+    return rt::DType::i8;
+  return failure();
+}
+
+/// Copies the elements of a parameter or constant into the weights blob.
+LogicalResult writeElements(ElementsAttr attr, Operation *op, uint8_t *dst,
+                            int64_t bytes) {
+  auto type = cast<ShapedType>(attr.getType());
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return op->emitError() << "the data of this tensor is not available "
+                                "(a resource without a blob)";
+    ArrayRef<char> data = blob->getData();
+    if (static_cast<int64_t>(data.size()) != bytes)
+      return op->emitError() << "resource holds " << data.size()
+                             << " bytes, expected " << bytes << " for "
+                             << type;
+    std::memcpy(dst, data.data(), bytes);
+    return success();
+  }
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  if (!dense)
+    return op->emitError() << "unsupported elements attribute for weights";
+  if (type.getElementType().isInteger(1)) {
+    int64_t i = 0;
+    for (bool b : dense.getValues<bool>())
+      dst[i++] = b ? 1 : 0;
+    return success();
+  }
+  ArrayRef<char> raw = dense.getRawData();
+  int64_t count = type.getNumElements();
+  if (count == 0)
+    return success();
+  int64_t eltBytes = bytes / count;
+  if (dense.isSplat()) {
+    if (static_cast<int64_t>(raw.size()) < eltBytes)
+      return op->emitError() << "malformed splat constant";
+    for (int64_t i = 0; i < count; ++i)
+      std::memcpy(dst + i * eltBytes, raw.data(), eltBytes);
+    return success();
+  }
+  if (static_cast<int64_t>(raw.size()) != bytes)
+    return op->emitError() << "constant holds " << raw.size()
+                           << " bytes, expected " << bytes;
+  std::memcpy(dst, raw.data(), bytes);
+  return success();
+}
+
+std::string describeValue(Value value) {
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                         "onnx.name"))
+        return name.str();
+    return llvm::formatv("arg{0}", arg.getArgNumber()).str();
+  }
+  Operation *op = value.getDefiningOp();
+  if (auto load = dyn_cast<LoadParameterOp>(op))
+    return load.getName().str();
+  std::vector<std::string> nodes;
+  cuda::collectNodeNames(op->getLoc(), nodes);
+  std::string name = nodes.empty() ? op->getName().getStringRef().str()
+                                   : nodes.front();
+  if (op->getNumResults() > 1)
+    name += "#" + std::to_string(cast<OpResult>(value).getResultNumber());
+  return name;
+}
+
+class ExecutableBuilder {
+public:
+  ExecutableBuilder(ModuleOp module, func::FuncOp func, rt::Executable &exe)
+      : module(module), func(func), exe(exe), manifest(exe.manifest),
+        symbols(module) {}
+
+  LogicalResult build(const CudaEmitOptions &options);
+
+private:
+  FailureOr<uint32_t> bufferId(Value value);
+  LogicalResult fillWeights();
+  LogicalResult emitKernelStep(KernelOp kernel);
+  LogicalResult emitMatMul(MatMulOp op);
+  LogicalResult emitGemm(GemmOp op);
+  LogicalResult addContraction(Operation *op, rt::Contraction contraction,
+                               Value a, Value b, Value out);
+
+  ModuleOp module;
+  func::FuncOp func;
+  rt::Executable &exe;
+  rt::Manifest &manifest;
+  SymbolTable symbols;
+  MemoryPlan plan;
+  DenseMap<Value, uint32_t> ids;
+  std::string source;
+  llvm::raw_string_ostream sourceOs{source};
+  unsigned kernelCount = 0;
+};
+
+FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
+  if (auto it = ids.find(value); it != ids.end())
+    return it->second;
+  auto type = cast<RankedTensorType>(value.getType());
+  FailureOr<rt::DType> dtype = toDType(type.getElementType());
+  if (failed(dtype)) {
+    Operation *owner = value.getDefiningOp() ? value.getDefiningOp()
+                                             : func.getOperation();
+    return owner->emitError() << "the runtime has no element type for "
+                              << type,
+           failure();
+  }
+  const PlannedBuffer &planned = plan.bufferFor(value);
+  rt::Buffer buffer;
+  buffer.name = describeValue(value);
+  buffer.region = planned.region == BufferRegion::Weights ? rt::Region::Weights
+                                                          : rt::Region::Arena;
+  buffer.offset = planned.offset;
+  buffer.bytes = tensorBytes(type);
+  buffer.dtype = *dtype;
+  buffer.shape.assign(type.getShape().begin(), type.getShape().end());
+  manifest.buffers.push_back(std::move(buffer));
+  uint32_t id = manifest.buffers.size() - 1;
+  ids[value] = id;
+  return id;
+}
+
+LogicalResult ExecutableBuilder::fillWeights() {
+  exe.weights.assign(plan.weightsBytes, 0);
+  for (const PlannedBuffer &buffer : plan.buffers) {
+    if (buffer.region != BufferRegion::Weights)
+      continue;
+    Operation *op = buffer.value.getDefiningOp();
+    ElementsAttr value;
+    if (auto load = dyn_cast<LoadParameterOp>(op)) {
+      auto parameter = symbols.lookup<ParameterOp>(load.getName());
+      if (!parameter)
+        return load.emitError() << "no memfit.parameter named @"
+                                << load.getName();
+      value = parameter.getValue();
+    } else {
+      value = cast<ConstantOp>(op).getValue();
+    }
+    if (failed(writeElements(value, op, exe.weights.data() + buffer.offset,
+                             buffer.bytes)))
+      return failure();
+  }
+  return success();
+}
+
+LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
+  FailureOr<rt::Kernel> info =
+      cuda::emitKernel(kernel, kernelCount++, sourceOs);
+  if (failed(info))
+    return failure();
+  rt::Step step;
+  step.kind = rt::StepKind::Kernel;
+  step.index = manifest.kernels.size();
+  for (Value value : llvm::concat<Value>(kernel.getInputs(), kernel.getResults())) {
+    FailureOr<uint32_t> id = bufferId(value);
+    if (failed(id))
+      return failure();
+    step.buffers.push_back(*id);
+  }
+  manifest.kernels.push_back(std::move(*info));
+  manifest.steps.push_back(std::move(step));
+  return success();
+}
+
+LogicalResult ExecutableBuilder::addContraction(Operation *op,
+                                                rt::Contraction contraction,
+                                                Value a, Value b, Value out) {
+  Type elt = cast<RankedTensorType>(out.getType()).getElementType();
+  if (!elt.isF32() && !elt.isF64())
+    return op->emitError() << "contractions run in f32 or f64, not " << elt;
+  contraction.dtype = *toDType(elt);
+  contraction.name = llvm::formatv("c{0}_{1}", manifest.contractions.size(),
+                                   op->getName().stripDialect())
+                         .str();
+  cuda::collectNodeNames(op->getLoc(), contraction.onnxNodes);
+  rt::Step step;
+  step.kind = rt::StepKind::Contraction;
+  step.index = manifest.contractions.size();
+  for (Value value : {a, b, out}) {
+    FailureOr<uint32_t> id = bufferId(value);
+    if (failed(id))
+      return failure();
+    step.buffers.push_back(*id);
+  }
+  manifest.contractions.push_back(std::move(contraction));
+  manifest.steps.push_back(std::move(step));
+  return success();
+}
+
+LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
+  SmallVector<int64_t> lhs(op.getLhs().getType().getShape());
+  SmallVector<int64_t> rhs(op.getRhs().getType().getShape());
+  if (lhs.size() == 1)
+    lhs.insert(lhs.begin(), 1);
+  if (rhs.size() == 1)
+    rhs.push_back(1);
+  rt::Contraction c;
+  c.m = lhs[lhs.size() - 2];
+  c.k = lhs.back();
+  c.n = rhs.back();
+  ArrayRef<int64_t> lhsBatch = ArrayRef<int64_t>(lhs).drop_back(2);
+  ArrayRef<int64_t> rhsBatch = ArrayRef<int64_t>(rhs).drop_back(2);
+  size_t rank = std::max(lhsBatch.size(), rhsBatch.size());
+  // Element stride of each batch dimension of an operand, 0 where it is
+  // broadcast (missing or of size 1).
+  auto strides = [&](ArrayRef<int64_t> batch, int64_t matrix) {
+    SmallVector<int64_t> result(rank, 0);
+    int64_t stride = matrix;
+    for (int64_t d = batch.size() - 1; d >= 0; --d) {
+      size_t out = rank - batch.size() + d;
+      result[out] = batch[d] == 1 ? 0 : stride;
+      stride *= batch[d];
+    }
+    return result;
+  };
+  for (size_t d = 0; d < rank; ++d) {
+    int64_t l = d + lhsBatch.size() >= rank ? lhsBatch[d + lhsBatch.size() - rank] : 1;
+    int64_t r = d + rhsBatch.size() >= rank ? rhsBatch[d + rhsBatch.size() - rank] : 1;
+    c.batchShape.push_back(std::max(l, r));
+  }
+  auto a = strides(lhsBatch, c.m * c.k);
+  auto b = strides(rhsBatch, c.k * c.n);
+  c.batchStridesA.assign(a.begin(), a.end());
+  c.batchStridesB.assign(b.begin(), b.end());
+  return addContraction(op, std::move(c), op.getLhs(), op.getRhs(),
+                        op.getResult());
+}
+
+LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
+  ArrayRef<int64_t> a = op.getA().getType().getShape();
+  ArrayRef<int64_t> b = op.getB().getType().getShape();
+  rt::Contraction c;
+  c.transA = op.getTransA();
+  c.transB = op.getTransB();
+  c.m = c.transA ? a[1] : a[0];
+  c.k = c.transA ? a[0] : a[1];
+  c.n = c.transB ? b[0] : b[1];
+  c.alpha = op.getAlpha().convertToFloat();
+  c.beta = 0.0f;
+  if (Value bias = op.getC()) {
+    // The bias is broadcast into the output first; the contraction then
+    // accumulates onto it with beta.
+    auto biasType = cast<RankedTensorType>(bias.getType());
+    FailureOr<rt::Kernel> info =
+        cuda::emitBroadcastCopy(op, kernelCount++, biasType,
+                                op.getResult().getType(), sourceOs);
+    if (failed(info))
+      return failure();
+    rt::Step step;
+    step.kind = rt::StepKind::Kernel;
+    step.index = manifest.kernels.size();
+    for (Value value : {bias, Value(op.getResult())}) {
+      FailureOr<uint32_t> id = bufferId(value);
+      if (failed(id))
+        return failure();
+      step.buffers.push_back(*id);
+    }
+    manifest.kernels.push_back(std::move(*info));
+    manifest.steps.push_back(std::move(step));
+    c.beta = op.getBeta().convertToFloat();
+  }
+  return addContraction(op, std::move(c), op.getA(), op.getB(),
+                        op.getResult());
+}
+
+LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
+  FailureOr<MemoryPlan> planned = planMemory(func);
+  if (failed(planned))
+    return failure();
+  plan = std::move(*planned);
+  manifest.model = options.modelName;
+  manifest.weightsBytes = plan.weightsBytes;
+  manifest.arenaBytes = plan.arenaBytes;
+  if (failed(fillWeights()))
+    return failure();
+
+  sourceOs << "// CUDA C++ generated by memfit";
+  if (!options.modelName.empty())
+    sourceOs << " from " << options.modelName;
+  sourceOs << ".\n// One __global__ function per kernel; parameters are "
+              "device pointers to the\n// kernel's input buffers followed "
+              "by its output buffers.\n\n";
+  cuda::emitPrelude(sourceOs);
+
+  for (Operation *op : plan.schedule) {
+    LogicalResult result =
+        llvm::TypeSwitch<Operation *, LogicalResult>(op)
+            .Case([&](KernelOp kernel) { return emitKernelStep(kernel); })
+            .Case([&](MatMulOp matmul) { return emitMatMul(matmul); })
+            .Case([&](GemmOp gemm) { return emitGemm(gemm); })
+            .Default([](Operation *other) {
+              return other->emitError() << "unexpected op in the schedule";
+            });
+    if (failed(result))
+      return failure();
+  }
+
+  for (BlockArgument arg : func.getArguments()) {
+    FailureOr<uint32_t> id = bufferId(arg);
+    if (failed(id))
+      return failure();
+    manifest.inputs.push_back({describeValue(arg), *id});
+  }
+  auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+  for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+    FailureOr<uint32_t> id = bufferId(value);
+    if (failed(id))
+      return failure();
+    std::string name = llvm::formatv("output{0}", i).str();
+    if (auto attr = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
+      name = attr.str();
+    manifest.outputs.push_back({name, *id});
+  }
+
+  for (BufferCategory category :
+       {BufferCategory::Parameter, BufferCategory::Constant,
+        BufferCategory::Input, BufferCategory::Output,
+        BufferCategory::Activation})
+    manifest.memory.push_back({stringifyBufferCategory(category).str(),
+                               static_cast<uint64_t>(plan.categoryBytes(category))});
+  manifest.memory.push_back({"weights region", manifest.weightsBytes});
+  manifest.memory.push_back({"arena peak", manifest.arenaBytes});
+  manifest.source = std::move(source);
+
+  rt::Status status = manifest.validate();
+  if (!status.isOk())
+    return func.emitError() << "emitted an invalid manifest: "
+                            << status.message();
+  return success();
+}
+
+FailureOr<func::FuncOp> findEntry(ModuleOp module, StringRef entry) {
+  func::FuncOp found;
+  for (auto func : module.getOps<func::FuncOp>()) {
+    if (func.isExternal())
+      continue;
+    if (!entry.empty() ? func.getSymName() == entry
+                       : (!found || func.getSymName() == "main")) {
+      if (found && entry.empty() && found.getSymName() != "main" &&
+          func.getSymName() != "main")
+        return module.emitError() << "several functions; name the entry",
+               failure();
+      found = func;
+    }
+  }
+  if (!found)
+    return module.emitError() << "no function "
+                              << (entry.empty() ? "with a body" : entry),
+           failure();
+  return found;
+}
+
+} // namespace
+
+LogicalResult mlir::memfit::emitExecutable(ModuleOp module,
+                                           const CudaEmitOptions &options,
+                                           rt::Executable &executable) {
+  FailureOr<func::FuncOp> func = findEntry(module, options.entry);
+  if (failed(func))
+    return failure();
+  executable = rt::Executable();
+  return ExecutableBuilder(module, *func, executable).build(options);
+}
+
+void mlir::memfit::registerCudaTranslations() {
+  auto dialects = [](DialectRegistry &registry) {
+    registry.insert<MemfitDialect, func::FuncDialect>();
+  };
+  static TranslateFromMLIRRegistration source(
+      "memfit-to-cuda", "the CUDA C++ kernels of a memfit function",
+      [](Operation *op, raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        rt::Executable executable;
+        if (!module || failed(emitExecutable(module, {}, executable)))
+          return failure();
+        os << executable.manifest.source;
+        return success();
+      },
+      dialects);
+  static TranslateFromMLIRRegistration manifest(
+      "memfit-to-manifest", "the runtime manifest (JSON) of a memfit function",
+      [](Operation *op, raw_ostream &os) -> LogicalResult {
+        auto module = dyn_cast<ModuleOp>(op);
+        rt::Executable executable;
+        if (!module || failed(emitExecutable(module, {}, executable)))
+          return failure();
+        os << rt::manifestToJson(executable.manifest);
+        return success();
+      },
+      dialects);
+}

@@ -1,0 +1,39 @@
+//===- KernelEmitter.h - CUDA C++ of one kernel (internal) -------*- C++ -*-===//
+
+#ifndef MEMFIT_LIB_TARGET_CUDA_KERNELEMITTER_H
+#define MEMFIT_LIB_TARGET_CUDA_KERNELEMITTER_H
+
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/runtime/Manifest.h"
+
+#include "llvm/Support/raw_ostream.h"
+
+namespace mlir::memfit {
+namespace rt = ::memfit::rt;
+} // namespace mlir::memfit
+
+namespace mlir::memfit::cuda {
+
+/// Helpers every kernel may call (warp and block reductions, dropout's
+/// hash); written once at the top of the source.
+void emitPrelude(llvm::raw_ostream &os);
+
+/// Writes the __global__ function of `kernel` (named after `index` and its
+/// ops) and returns its launch description. Parameters are the kernel's
+/// inputs followed by its results.
+FailureOr<rt::Kernel> emitKernel(KernelOp kernel, unsigned index,
+                                 llvm::raw_ostream &os);
+
+/// A kernel that writes `from` broadcast to `to` (the bias of a gemm,
+/// copied into its output before the contraction accumulates onto it).
+FailureOr<rt::Kernel> emitBroadcastCopy(Operation *op, unsigned index,
+                                        RankedTensorType from,
+                                        RankedTensorType to,
+                                        llvm::raw_ostream &os);
+
+/// The ONNX node names in a location (NameLoc, possibly fused).
+void collectNodeNames(Location loc, std::vector<std::string> &names);
+
+} // namespace mlir::memfit::cuda
+
+#endif // MEMFIT_LIB_TARGET_CUDA_KERNELEMITTER_H

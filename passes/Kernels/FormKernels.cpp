@@ -1,0 +1,101 @@
+//===- FormKernels.cpp - wrap ops that need generated code in kernels ------===//
+
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+namespace mlir::memfit {
+#define GEN_PASS_DEF_MEMFITFORMKERNELSPASS
+#include "memfit/Passes/Passes.h.inc"
+} // namespace mlir::memfit
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace {
+
+/// Ops that only reinterpret the shape of a contiguous buffer.
+bool isView(Operation *op) {
+  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op);
+}
+
+/// Whether `op` becomes generated code.
+bool needsKernel(Operation *op) {
+  if (isa<RangeOp>(op))
+    return true;
+  auto opClass = dyn_cast<OpClassInterface>(op);
+  if (!opClass || isView(op))
+    return false;
+  switch (opClass.getOpClass()) {
+  case OpClass::ElementWise:
+  case OpClass::Reduction:
+  case OpClass::Normalization:
+  case OpClass::DataMovement:
+  case OpClass::Loss:
+    return true;
+  case OpClass::Contraction:
+  case OpClass::Constant:
+    return false;
+  }
+  return false;
+}
+
+/// A constant that the emitter can write as a literal.
+bool isSplatConstant(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  if (!constant)
+    return false;
+  auto elements = dyn_cast<DenseElementsAttr>(constant.getValue());
+  return elements && elements.isSplat();
+}
+
+void wrapInKernel(Operation *op, OpBuilder &builder) {
+  llvm::SetVector<Value> inputs;
+  SmallVector<Operation *> splats;
+  for (Value operand : op->getOperands()) {
+    if (isSplatConstant(operand))
+      splats.push_back(operand.getDefiningOp());
+    else
+      inputs.insert(operand);
+  }
+
+  builder.setInsertionPoint(op);
+  auto kernel = KernelOp::create(builder, op->getLoc(), op->getResultTypes(),
+                                 inputs.getArrayRef());
+  Block *body = builder.createBlock(&kernel.getBody());
+  IRMapping mapping;
+  for (Value input : inputs)
+    mapping.map(input, body->addArgument(input.getType(), input.getLoc()));
+  builder.setInsertionPointToStart(body);
+  for (Operation *splat : splats)
+    if (!mapping.contains(splat->getResult(0)))
+      builder.clone(*splat, mapping);
+  Operation *clone = builder.clone(*op, mapping);
+  YieldOp::create(builder, op->getLoc(), clone->getResults());
+  op->replaceAllUsesWith(kernel.getResults());
+  op->erase();
+  for (Operation *splat : splats)
+    if (splat->use_empty())
+      splat->erase();
+}
+
+struct MemfitFormKernelsPass
+    : public memfit::impl::MemfitFormKernelsPassBase<MemfitFormKernelsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> ops;
+    for (Operation &op : getOperation().getBody().getOps())
+      if (needsKernel(&op))
+        ops.push_back(&op);
+    OpBuilder builder(&getContext());
+    for (Operation *op : ops)
+      wrapInKernel(op, builder);
+  }
+};
+
+} // namespace

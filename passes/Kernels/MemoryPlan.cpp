@@ -1,0 +1,46 @@
+//===- MemoryPlan.cpp - print the arena plan of each function --------------===//
+
+#include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/ToolOutputFile.h"
+
+namespace mlir::memfit {
+#define GEN_PASS_DEF_MEMFITMEMORYPLANPASS
+#include "memfit/Passes/Passes.h.inc"
+} // namespace mlir::memfit
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace {
+
+struct MemfitMemoryPlanPass
+    : public memfit::impl::MemfitMemoryPlanPassBase<MemfitMemoryPlanPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
+    if (!file) {
+      module.emitError() << "cannot open memory plan output '" << output
+                         << "': " << error;
+      return signalPassFailure();
+    }
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      FailureOr<MemoryPlan> plan = planMemory(func);
+      if (failed(plan))
+        return signalPassFailure();
+      printMemoryPlan(*plan, func, file->os(), buffers);
+    }
+    file->keep();
+    markAllAnalysesPreserved();
+  }
+};
+
+} // namespace

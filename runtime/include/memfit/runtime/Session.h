@@ -1,0 +1,79 @@
+//===- Session.h - running an executable on a device ------------*- C++ -*-===//
+
+#ifndef MEMFIT_RUNTIME_SESSION_H
+#define MEMFIT_RUNTIME_SESSION_H
+
+#include "memfit/runtime/Manifest.h"
+#include "memfit/runtime/Tensor.h"
+
+#include <memory>
+#include <string>
+
+namespace memfit::rt {
+
+enum class DeviceKind { Host, Cuda };
+
+const char *deviceKindName(DeviceKind kind);
+
+struct SessionOptions {
+  /// Where compiled kernels are cached; empty means $MEMFIT_CACHE_DIR, else
+  /// $XDG_CACHE_HOME/memfit, else $HOME/.cache/memfit.
+  std::string cacheDir;
+  /// Skip the on-disk cache (always compile).
+  bool disableCache = false;
+  /// CUDA device ordinal.
+  int cudaDevice = 0;
+  /// Host backend: the C++ compiler; empty means $MEMFIT_HOST_CXX, else the
+  /// compiler memfit was built with.
+  std::string hostCompiler;
+  /// Host backend: worker threads for blocks (0: hardware concurrency).
+  unsigned hostThreads = 0;
+};
+
+/// Whether a CUDA device can be used, and if not, why (no libcuda.so.1, no
+/// device, driver too old, ...). Never aborts.
+bool cudaUsable(std::string *whyNot);
+
+/// Timings of the last prepare/run, for reports and benchmarks.
+struct SessionTimings {
+  double compileSeconds = 0; // NVRTC or host compiler (0 on a cache hit)
+  bool cacheHit = false;
+  double runSeconds = 0;     // last run(), synchronized
+};
+
+/// An executable loaded on one device: one allocation of
+/// manifest.totalBytes(), weights uploaded, kernels compiled.
+class Session {
+public:
+  virtual ~Session();
+
+  /// Compiles (or loads from the cache) the kernels, allocates the arena
+  /// and uploads the weights. On CUDA, fails up front with the plan's
+  /// breakdown when the device lacks the memory.
+  static StatusOr<std::unique_ptr<Session>>
+  create(const Executable &executable, DeviceKind device,
+         const SessionOptions &options = {});
+
+  const Manifest &manifest() const;
+  DeviceKind device() const;
+  /// "host (N threads, g++ 12.2)", "NVIDIA H100 80GB HBM3 (sm_90)", ...
+  std::string deviceDescription() const;
+  /// Bytes of the one device allocation the session made.
+  uint64_t allocatedBytes() const;
+  const SessionTimings &timings() const;
+
+  /// Copies a tensor to the named input; dtype and shape must match.
+  Status setInput(const std::string &name, const Tensor &tensor);
+  /// Runs the call sequence once and waits for it.
+  Status run();
+  StatusOr<Tensor> getOutput(const std::string &name) const;
+
+private:
+  struct Impl;
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+} // namespace memfit::rt
+
+#endif // MEMFIT_RUNTIME_SESSION_H

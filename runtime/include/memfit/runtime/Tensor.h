@@ -1,0 +1,43 @@
+//===- Tensor.h - host tensors and .npy files -------------------*- C++ -*-===//
+
+#ifndef MEMFIT_RUNTIME_TENSOR_H
+#define MEMFIT_RUNTIME_TENSOR_H
+
+#include "memfit/runtime/Manifest.h"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace memfit::rt {
+
+/// A dense row-major tensor in host memory.
+struct Tensor {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  std::vector<uint8_t> data; // numElements() * dtypeSize(dtype) bytes
+
+  static Tensor zeros(DType dtype, std::vector<int64_t> shape);
+  int64_t numElements() const;
+  template <typename T> T *as() { return reinterpret_cast<T *>(data.data()); }
+  template <typename T> const T *as() const {
+    return reinterpret_cast<const T *>(data.data());
+  }
+};
+
+/// "2x16xf32"-style description for messages.
+std::string describe(DType dtype, const std::vector<int64_t> &shape);
+
+/// Reads a NumPy .npy file (format 1.0-3.0, little-endian, C order) of a
+/// dtype the runtime knows (bool reads as i1).
+StatusOr<Tensor> readNpy(const std::string &path);
+/// Writes a .npy file (format 1.0) through a temporary renamed into place.
+Status writeNpy(const std::string &path, const Tensor &tensor);
+
+/// Fills `tensor` with reproducible values from `seed`: floats uniform in
+/// [-1, 1), integers uniform in [0, intHigh), bools uniform.
+void fillRandom(Tensor &tensor, uint64_t seed, int64_t intHigh);
+
+} // namespace memfit::rt
+
+#endif // MEMFIT_RUNTIME_TENSOR_H

@@ -1,0 +1,48 @@
+//===- Backend.h - what a device backend provides (internal) ----*- C++ -*-===//
+
+#ifndef MEMFIT_RUNTIME_SRC_BACKEND_H
+#define MEMFIT_RUNTIME_SRC_BACKEND_H
+
+#include "memfit/runtime/Manifest.h"
+#include "memfit/runtime/Session.h"
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace memfit::rt {
+
+/// A device as Session sees it. Session owns the manifest, validates it,
+/// and drives the call sequence; a backend only moves bytes, compiles the
+/// source and runs kernels and contractions on device addresses
+/// (base + offset of the one allocation).
+class Backend {
+public:
+  virtual ~Backend();
+  virtual std::string description() const = 0;
+  /// Makes the one allocation; fails with ResourceExhausted when it does
+  /// not fit.
+  virtual Status allocate(uint64_t bytes) = 0;
+  virtual uint64_t allocatedBytes() const = 0;
+  virtual Status upload(uint64_t offset, const void *data, uint64_t bytes) = 0;
+  virtual Status download(uint64_t offset, void *data, uint64_t bytes) = 0;
+  /// Compiles manifest.source (or loads it from the cache) and resolves
+  /// every kernel by name.
+  virtual Status prepareKernels(const Manifest &manifest,
+                                const SessionOptions &options,
+                                SessionTimings &timings) = 0;
+  /// `offsets` are the allocation offsets of the kernel's buffers.
+  virtual Status launchKernel(uint32_t kernel,
+                              const std::vector<uint64_t> &offsets) = 0;
+  virtual Status runContraction(const Contraction &contraction, uint64_t a,
+                                uint64_t b, uint64_t out) = 0;
+  virtual Status synchronize() = 0;
+};
+
+StatusOr<std::unique_ptr<Backend>> createHostBackend(const SessionOptions &options);
+StatusOr<std::unique_ptr<Backend>> createCudaBackend(const SessionOptions &options);
+
+} // namespace memfit::rt
+
+#endif // MEMFIT_RUNTIME_SRC_BACKEND_H

@@ -1,0 +1,152 @@
+//===- Files.cpp - whole-file reads and atomic writes -----------------------===//
+
+#include "Files.h"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace memfit::rt {
+
+namespace {
+std::string systemError() { return std::strerror(errno); }
+} // namespace
+
+StatusOr<std::string> readFile(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    std::string message = path + ": cannot open: " + std::strerror(err);
+    return err == ENOENT ? notFound(message) : invalidArgument(message);
+  }
+  struct stat st;
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    ::close(fd);
+    return invalidArgument(path + ": is a directory");
+  }
+  std::string data;
+  if (st.st_size > 0)
+    data.reserve(static_cast<size_t>(st.st_size));
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      std::string message = path + ": cannot read: " + systemError();
+      ::close(fd);
+      return invalidArgument(message);
+    }
+    if (n == 0)
+      break;
+    data.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return data;
+}
+
+Status writeFile(const std::string &path, const void *data, size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return invalidArgument(path + ": cannot create: " + systemError());
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd, p, size);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      std::string message = path + ": cannot write: " + systemError();
+      ::close(fd);
+      ::unlink(path.c_str());
+      return invalidArgument(message);
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) {
+    std::string message = path + ": cannot write: " + systemError();
+    ::unlink(path.c_str());
+    return invalidArgument(message);
+  }
+  return Status::ok();
+}
+
+std::string temporarySibling(const std::string &path) {
+  static std::atomic<unsigned> counter{0};
+  return path + ".tmp-" + std::to_string(::getpid()) + "-" +
+         std::to_string(counter.fetch_add(1));
+}
+
+Status writeFileAtomic(const std::string &path, const void *data, size_t size) {
+  std::string temporary = temporarySibling(path);
+  MEMFIT_RT_RETURN_IF_ERROR(writeFile(temporary, data, size));
+  Status renamed = renameFile(temporary, path);
+  if (!renamed)
+    ::unlink(temporary.c_str());
+  return renamed;
+}
+
+Status renameFile(const std::string &from, const std::string &to) {
+  if (::rename(from.c_str(), to.c_str()) != 0)
+    return invalidArgument(to + ": cannot rename " + from + " into place: " +
+                           systemError());
+  return Status::ok();
+}
+
+Status makeDirectories(const std::string &path) {
+  if (path.empty())
+    return invalidArgument("empty directory name");
+  std::string prefix;
+  size_t pos = 0;
+  while (pos != std::string::npos) {
+    pos = path.find('/', pos + 1);
+    prefix = path.substr(0, pos);
+    if (prefix.empty() || prefix == "/")
+      continue;
+    if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
+      return invalidArgument(prefix + ": cannot create directory: " +
+                             systemError());
+  }
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    return invalidArgument(path + ": not a directory");
+  return Status::ok();
+}
+
+StatusOr<std::string> makeTemporaryDirectory(const std::string &prefix) {
+  const char *tmp = std::getenv("TMPDIR");
+  std::string base = tmp && *tmp ? tmp : "/tmp";
+  std::string pattern = base + "/" + prefix + "XXXXXX";
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  if (!::mkdtemp(buffer.data()))
+    return invalidArgument(pattern + ": cannot create a temporary directory: " +
+                           systemError());
+  return std::string(buffer.data());
+}
+
+void removeDirectoryAndFiles(const std::string &path) {
+  if (DIR *dir = ::opendir(path.c_str())) {
+    while (struct dirent *entry = ::readdir(dir)) {
+      std::string name = entry->d_name;
+      if (name != "." && name != "..")
+        ::unlink((path + "/" + name).c_str());
+    }
+    ::closedir(dir);
+  }
+  ::rmdir(path.c_str());
+}
+
+bool fileExists(const std::string &path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+} // namespace memfit::rt

@@ -1,0 +1,43 @@
+//===- Files.h - whole-file reads and atomic writes (internal) --*- C++ -*-===//
+
+#ifndef MEMFIT_RUNTIME_SRC_FILES_H
+#define MEMFIT_RUNTIME_SRC_FILES_H
+
+#include "memfit/runtime/Status.h"
+
+#include <cstddef>
+#include <string>
+
+namespace memfit::rt {
+
+/// The bytes of a file; errors name the path and the system's reason.
+StatusOr<std::string> readFile(const std::string &path);
+
+/// Writes (truncating) a file in one go.
+Status writeFile(const std::string &path, const void *data, size_t size);
+
+/// A sibling of `path` that no other writer uses (pid and counter), for
+/// writing a temporary that is then renamed over `path`.
+std::string temporarySibling(const std::string &path);
+
+/// Writes `path` through a temporary renamed into place, so readers never
+/// see a partial file.
+Status writeFileAtomic(const std::string &path, const void *data, size_t size);
+
+Status renameFile(const std::string &from, const std::string &to);
+
+/// `mkdir -p`.
+Status makeDirectories(const std::string &path);
+
+/// A fresh directory `<$TMPDIR or /tmp>/<prefix>XXXXXX`.
+StatusOr<std::string> makeTemporaryDirectory(const std::string &prefix);
+
+/// Removes a directory and the plain files in it (not recursive); best effort.
+void removeDirectoryAndFiles(const std::string &path);
+
+/// Whether a regular file exists at `path`.
+bool fileExists(const std::string &path);
+
+} // namespace memfit::rt
+
+#endif // MEMFIT_RUNTIME_SRC_FILES_H

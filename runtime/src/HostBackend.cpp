@@ -1,0 +1,664 @@
+//===- HostBackend.cpp - running the CUDA C++ source on the CPU ------------===//
+//
+// The host backend compiles Manifest::source with the host C++ compiler
+// against the emulation header (host/memfit_cuda_host.h) into a shared
+// object, cached like the CUDA backend's CUBINs, and runs the kernels'
+// blocks on a pool of worker threads. Contractions go to OpenBLAS.
+//
+// The translation unit it compiles is
+//
+//   <emulation header>
+//   #line 1 "kernels.cu"
+//   <Manifest::source>
+//   extern "C" int memfit_launch_<i>(...) { ... }   one per kernel
+//
+// so compiler errors point at lines of kernels.cu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Backend.h"
+#include "Files.h"
+#include "Half.h"
+#include "KernelCache.h"
+
+#define MEMFIT_HOST_ABI_ONLY
+#include "host/memfit_cuda_host.h"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <pthread.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <thread>
+#include <type_traits>
+#include <unistd.h>
+
+#ifndef MEMFIT_HOST_CXX
+#define MEMFIT_HOST_CXX "c++"
+#endif
+
+extern char **environ;
+
+namespace memfit::rt {
+
+extern const char *const kHostEmulationHeader;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Running the compiler
+//===----------------------------------------------------------------------===//
+
+std::vector<std::string> splitWords(const std::string &command) {
+  std::vector<std::string> words;
+  std::string word;
+  for (char c : command) {
+    if (c == ' ' || c == '\t' || c == '\n') {
+      if (!word.empty())
+        words.push_back(word);
+      word.clear();
+    } else {
+      word += c;
+    }
+  }
+  if (!word.empty())
+    words.push_back(word);
+  return words;
+}
+
+std::string joinWords(const std::vector<std::string> &words) {
+  std::string s;
+  for (const std::string &w : words)
+    s += (s.empty() ? "" : " ") + w;
+  return s;
+}
+
+struct ProcessResult {
+  int exitCode = 0;
+  std::string output; // stdout and stderr together
+};
+
+/// Runs `argv` with stdin from /dev/null and stdout and stderr captured.
+StatusOr<ProcessResult> runProcess(const std::vector<std::string> &argv) {
+  int pipeFds[2];
+  if (::pipe2(pipeFds, O_CLOEXEC) != 0)
+    return internalError(std::string("pipe: ") + std::strerror(errno));
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 1);
+  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 2);
+
+  std::vector<char *> args;
+  for (const std::string &a : argv)
+    args.push_back(const_cast<char *>(a.c_str()));
+  args.push_back(nullptr);
+  pid_t pid;
+  int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(pipeFds[1]);
+  if (spawned != 0) {
+    ::close(pipeFds[0]);
+    return unavailable("cannot run '" + argv[0] + "': " + std::strerror(spawned));
+  }
+  ProcessResult result;
+  char buffer[4096];
+  while (true) {
+    ssize_t n = ::read(pipeFds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break;
+    result.output.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(pipeFds[0]);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  if (result.exitCode == 127)
+    return unavailable("cannot run '" + argv[0] + "': " + result.output);
+  return result;
+}
+
+/// The first line of `<compiler> --version`, remembered per command.
+StatusOr<std::string> compilerVersion(const std::vector<std::string> &compiler) {
+  static std::mutex mutex;
+  static std::map<std::string, std::string> versions;
+  std::string key = joinWords(compiler);
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = versions.find(key);
+    if (it != versions.end())
+      return it->second;
+  }
+  std::vector<std::string> argv = compiler;
+  argv.push_back("--version");
+  StatusOr<ProcessResult> result = runProcess(argv);
+  if (!result)
+    return result.status();
+  if (result->exitCode != 0)
+    return unavailable("'" + key + " --version' failed: " + result->output);
+  std::string version = result->output.substr(0, result->output.find('\n'));
+  std::lock_guard<std::mutex> lock(mutex);
+  versions[key] = version;
+  return version;
+}
+
+std::string firstLines(const std::string &text, size_t count) {
+  size_t pos = 0;
+  for (size_t line = 0; line < count && pos != std::string::npos; ++line) {
+    pos = text.find('\n', pos);
+    if (pos != std::string::npos)
+      ++pos;
+  }
+  if (pos == std::string::npos || pos >= text.size())
+    return text;
+  return text.substr(0, pos) + "[...]\n";
+}
+
+//===----------------------------------------------------------------------===//
+// Worker threads
+//===----------------------------------------------------------------------===//
+
+/// Threads that run the blocks of a launch. Every block of a kernel runs on
+/// one of them (never on the caller), so the compiled library's per-thread
+/// state lives on threads the backend owns and releases.
+class WorkerPool {
+public:
+  ~WorkerPool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    for (pthread_t &t : threads_)
+      pthread_join(t, nullptr);
+  }
+
+  Status start(unsigned count) {
+    for (unsigned i = 0; i < count; ++i) {
+      pthread_t thread;
+      int error = pthread_create(&thread, nullptr, &WorkerPool::entry, this);
+      if (error != 0)
+        return internalError("cannot start host worker thread " +
+                             std::to_string(i) + ": " + std::strerror(error));
+      threads_.push_back(thread);
+    }
+    return Status::ok();
+  }
+
+  unsigned size() const { return static_cast<unsigned>(threads_.size()); }
+
+  /// Called by each worker before it exits.
+  void setExitHook(void (*hook)()) { exitHook_.store(hook); }
+
+  /// Runs task(i) for every i in [0, count) on the workers and waits.
+  void run(size_t count, const std::function<void(size_t)> &task) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    task_ = &task;
+    count_ = count;
+    next_.store(0);
+    active_ = threads_.size();
+    ++generation_;
+    wake_.notify_all();
+    done_.wait(lock, [&] { return active_ == 0; });
+    task_ = nullptr;
+  }
+
+private:
+  static void *entry(void *self) {
+    static_cast<WorkerPool *>(self)->loop();
+    return nullptr;
+  }
+
+  void loop() {
+    uint64_t seen = 0;
+    std::unique_lock<std::mutex> lock(mutex_);
+    while (true) {
+      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
+      if (stop_)
+        break;
+      seen = generation_;
+      const std::function<void(size_t)> *task = task_;
+      size_t count = count_;
+      lock.unlock();
+      for (size_t i = next_.fetch_add(1); i < count; i = next_.fetch_add(1))
+        (*task)(i);
+      lock.lock();
+      if (--active_ == 0)
+        done_.notify_one();
+    }
+    lock.unlock();
+    if (void (*hook)() = exitHook_.load())
+      hook();
+  }
+
+  std::vector<pthread_t> threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  const std::function<void(size_t)> *task_ = nullptr;
+  size_t count_ = 0;
+  std::atomic<size_t> next_{0};
+  size_t active_ = 0;
+  uint64_t generation_ = 0;
+  bool stop_ = false;
+  std::atomic<void (*)()> exitHook_{nullptr};
+};
+
+//===----------------------------------------------------------------------===//
+// Contractions
+//===----------------------------------------------------------------------===//
+
+/// Calls gemm(a, b, out) for every batch index with the operands' offsets.
+template <typename Gemm>
+void forEachBatch(const Contraction &c, Gemm gemm) {
+  size_t rank = c.batchShape.size();
+  std::vector<int64_t> index(rank, 0);
+  int64_t batches = 1;
+  for (int64_t d : c.batchShape)
+    batches *= d;
+  int64_t a = 0, b = 0;
+  for (int64_t out = 0; out < batches; ++out) {
+    gemm(a, b, out * c.m * c.n);
+    // Odometer increment of the batch index, updating the offsets.
+    for (size_t d = rank; d-- > 0;) {
+      ++index[d];
+      a += c.batchStridesA[d];
+      b += c.batchStridesB[d];
+      if (index[d] < c.batchShape[d])
+        break;
+      a -= c.batchStridesA[d] * index[d];
+      b -= c.batchStridesB[d] * index[d];
+      index[d] = 0;
+    }
+  }
+}
+
+/// Elements an operand spans (validate() checked it fits its buffer).
+int64_t operandSpan(const Contraction &c, const std::vector<int64_t> &strides,
+                    int64_t matrix) {
+  int64_t span = matrix;
+  for (size_t d = 0; d < c.batchShape.size(); ++d)
+    span += (c.batchShape[d] - 1) * strides[d];
+  return span;
+}
+
+template <typename T>
+void gemmBatched(const Contraction &c, const T *a, const T *b, T *out) {
+  CBLAS_TRANSPOSE ta = c.transA ? CblasTrans : CblasNoTrans;
+  CBLAS_TRANSPOSE tb = c.transB ? CblasTrans : CblasNoTrans;
+  blasint m = blasint(c.m), n = blasint(c.n), k = blasint(c.k);
+  blasint lda = c.transA ? m : k, ldb = c.transB ? k : n;
+  forEachBatch(c, [&](int64_t offA, int64_t offB, int64_t offOut) {
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, c.alpha, a + offA, lda,
+                  b + offB, ldb, c.beta, out + offOut, n);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, c.alpha, a + offA, lda,
+                  b + offB, ldb, c.beta, out + offOut, n);
+  });
+}
+
+/// f16 and bf16: converted to f32, multiplied with f32 accumulation (as
+/// cuBLAS does with a 32-bit compute type), rounded back.
+void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
+              uint16_t *out) {
+  bool bf16 = c.dtype == DType::bf16;
+  auto widen = [&](const uint16_t *p, int64_t count) {
+    std::vector<float> v(static_cast<size_t>(count));
+    for (int64_t i = 0; i < count; ++i)
+      v[i] = bf16 ? bf16ToFloat(p[i]) : halfToFloat(p[i]);
+    return v;
+  };
+  int64_t outCount = c.m * c.n;
+  for (int64_t d : c.batchShape)
+    outCount *= d;
+  std::vector<float> fa = widen(a, operandSpan(c, c.batchStridesA, c.m * c.k));
+  std::vector<float> fb = widen(b, operandSpan(c, c.batchStridesB, c.k * c.n));
+  std::vector<float> fo = c.beta != 0.0f ? widen(out, outCount)
+                                         : std::vector<float>(outCount, 0.0f);
+  gemmBatched<float>(c, fa.data(), fb.data(), fo.data());
+  for (int64_t i = 0; i < outCount; ++i)
+    out[i] = bf16 ? floatToBf16(fo[i]) : floatToHalf(fo[i]);
+}
+
+//===----------------------------------------------------------------------===//
+// HostBackend
+//===----------------------------------------------------------------------===//
+
+constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC", "-shared",
+                                         "-w"};
+
+class HostBackend final : public Backend {
+public:
+  explicit HostBackend(std::vector<std::string> compiler)
+      : compiler_(std::move(compiler)) {}
+
+  ~HostBackend() override {
+    pool_.reset(); // workers release their state in the library first
+    if (library_)
+      dlclose(library_);
+    std::free(memory_);
+  }
+
+  Status startWorkers(unsigned count) {
+    pool_ = std::make_unique<WorkerPool>();
+    return pool_->start(count);
+  }
+
+  std::string description() const override {
+    std::string s = "host (" + std::to_string(pool_->size()) + " thread" +
+                    (pool_->size() == 1 ? "" : "s");
+    if (!version_.empty())
+      s += ", " + version_;
+    return s + ")";
+  }
+
+  Status allocate(uint64_t bytes) override {
+    std::free(memory_);
+    memory_ = nullptr;
+    allocated_ = 0;
+    uint64_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment *
+                       kBufferAlignment;
+    if (rounded == 0)
+      rounded = kBufferAlignment;
+    if (rounded < bytes || rounded > SIZE_MAX)
+      return Status::error(StatusCode::ResourceExhausted,
+                           "cannot allocate " + std::to_string(bytes) +
+                               " bytes of host memory");
+    memory_ = static_cast<uint8_t *>(
+        std::aligned_alloc(kBufferAlignment, static_cast<size_t>(rounded)));
+    if (!memory_)
+      return Status::error(StatusCode::ResourceExhausted,
+                           "cannot allocate " + std::to_string(bytes) +
+                               " bytes of host memory");
+    std::memset(memory_, 0, static_cast<size_t>(rounded));
+    allocated_ = bytes;
+    return Status::ok();
+  }
+
+  uint64_t allocatedBytes() const override { return allocated_; }
+
+  Status upload(uint64_t offset, const void *data, uint64_t bytes) override {
+    MEMFIT_RT_RETURN_IF_ERROR(checkRange("upload", offset, bytes));
+    if (bytes)
+      std::memcpy(memory_ + offset, data, static_cast<size_t>(bytes));
+    return Status::ok();
+  }
+
+  Status download(uint64_t offset, void *data, uint64_t bytes) override {
+    MEMFIT_RT_RETURN_IF_ERROR(checkRange("download", offset, bytes));
+    if (bytes)
+      std::memcpy(data, memory_ + offset, static_cast<size_t>(bytes));
+    return Status::ok();
+  }
+
+  Status prepareKernels(const Manifest &manifest, const SessionOptions &options,
+                        SessionTimings &timings) override;
+
+  Status launchKernel(uint32_t kernel, const std::vector<uint64_t> &offsets) override;
+
+  Status runContraction(const Contraction &c, uint64_t a, uint64_t b,
+                        uint64_t out) override {
+    switch (c.dtype) {
+    case DType::f32:
+      gemmBatched(c, reinterpret_cast<const float *>(memory_ + a),
+                  reinterpret_cast<const float *>(memory_ + b),
+                  reinterpret_cast<float *>(memory_ + out));
+      return Status::ok();
+    case DType::f64:
+      gemmBatched(c, reinterpret_cast<const double *>(memory_ + a),
+                  reinterpret_cast<const double *>(memory_ + b),
+                  reinterpret_cast<double *>(memory_ + out));
+      return Status::ok();
+    case DType::f16:
+    case DType::bf16:
+      gemmHalf(c, reinterpret_cast<const uint16_t *>(memory_ + a),
+               reinterpret_cast<const uint16_t *>(memory_ + b),
+               reinterpret_cast<uint16_t *>(memory_ + out));
+      return Status::ok();
+    default:
+      // Session names the step and the contraction.
+      return invalidArgument(std::string("dtype ") + dtypeName(c.dtype) +
+                             " is not supported by the host backend (f32, f64, "
+                             "f16, bf16)");
+    }
+  }
+
+  Status synchronize() override { return Status::ok(); }
+
+private:
+  Status checkRange(const char *what, uint64_t offset, uint64_t bytes) const {
+    if (offset > allocated_ || bytes > allocated_ - offset)
+      return internalError(std::string(what) + " of " + std::to_string(bytes) +
+                           " bytes at offset " + std::to_string(offset) +
+                           " exceeds the allocation of " +
+                           std::to_string(allocated_) + " bytes");
+    return Status::ok();
+  }
+
+  /// Compiles the wrapper into a fresh temporary directory and returns the
+  /// path of the shared object there; on failure the source is kept.
+  StatusOr<std::string> compile(const std::string &wrapper,
+                                SessionTimings &timings);
+
+  struct KernelEntry {
+    std::string name;
+    memfit_host_launcher launcher = nullptr;
+    std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
+  };
+
+  std::vector<std::string> compiler_;
+  std::string version_;
+  std::unique_ptr<WorkerPool> pool_;
+  void *library_ = nullptr;
+  std::vector<KernelEntry> kernels_;
+  uint8_t *memory_ = nullptr;
+  uint64_t allocated_ = 0;
+};
+
+/// The translation unit: header, source, and one launcher per kernel.
+std::string wrapperSource(const Manifest &manifest) {
+  std::string s = "#line 1 \"memfit_cuda_host.h\"\n";
+  s += kHostEmulationHeader;
+  s += "\n#line 1 \"kernels.cu\"\n";
+  s += manifest.source;
+  s += "\n#line 1 \"memfit-host-launchers\"\n";
+  s += "#pragma GCC visibility pop\n";
+  for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+    const Kernel &k = manifest.kernels[i];
+    s += "// kernels[" + std::to_string(i) + "]\n";
+    s += "extern \"C\" int " MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i) +
+         "(const memfit_host_launch *launch, void **args) {\n";
+    s += "  return memfit_host::launch<&" + k.name + ">(launch, args, " +
+         (k.usesBarriers ? "true" : "false") + ");\n}\n";
+  }
+  return s;
+}
+
+StatusOr<std::string> HostBackend::compile(const std::string &wrapper,
+                                           SessionTimings &timings) {
+  StatusOr<std::string> directory = makeTemporaryDirectory("memfit-host-");
+  if (!directory)
+    return directory.status().withContext("host backend");
+  std::string sourcePath = *directory + "/kernels_host.cpp";
+  std::string libraryPath = *directory + "/kernels_host.so";
+  MEMFIT_RT_RETURN_IF_ERROR(
+      writeFile(sourcePath, wrapper.data(), wrapper.size()).withContext("host backend"));
+
+  std::vector<std::string> argv = compiler_;
+  for (const char *flag : kCompileFlags)
+    argv.push_back(flag);
+  argv.insert(argv.end(), {"-o", libraryPath, sourcePath});
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<ProcessResult> result = runProcess(argv);
+  timings.compileSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (!result) {
+    removeDirectoryAndFiles(*directory);
+    return result.status().withContext("host backend");
+  }
+  if (result->exitCode != 0)
+    return invalidArgument("host backend: compiling the kernels failed (" +
+                           joinWords(argv) + ", exit code " +
+                           std::to_string(result->exitCode) + "):\n" +
+                           firstLines(result->output, 40) +
+                           "(the source is kept at " + sourcePath + ")");
+  return libraryPath;
+}
+
+Status HostBackend::prepareKernels(const Manifest &manifest,
+                                   const SessionOptions &options,
+                                   SessionTimings &timings) {
+  if (library_)
+    return internalError("host backend: kernels are already prepared");
+  for (size_t i = 0; i < manifest.kernels.size(); ++i)
+    if (manifest.kernels[i].sharedBytes != 0)
+      return invalidArgument("host backend: kernels[" + std::to_string(i) +
+                             "] ('" + manifest.kernels[i].name +
+                             "') asks for dynamic shared memory, which the "
+                             "kernel subset (runtime/KERNELS.md) does not use");
+  StatusOr<std::string> version = compilerVersion(compiler_);
+  if (!version)
+    return version.status().withContext(
+        "host backend: no host C++ compiler (set SessionOptions::hostCompiler "
+        "or $MEMFIT_HOST_CXX)");
+  version_ = *version;
+
+  std::string wrapper = wrapperSource(manifest);
+  std::string flags;
+  for (const char *flag : kCompileFlags)
+    flags += std::string(" ") + flag;
+  KernelCache cache(options);
+  std::string cachePath =
+      cache.enabled() ? cache.path("host", wrapper, "host" + flags,
+                                   joinWords(compiler_) + "\n" + version_, "so")
+                      : "";
+  timings.cacheHit = false;
+  timings.compileSeconds = 0;
+  std::string libraryPath = cachePath;
+  if (!cachePath.empty() && fileExists(cachePath)) {
+    library_ = dlopen(cachePath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    timings.cacheHit = library_ != nullptr;
+  }
+  if (!library_) {
+    StatusOr<std::string> compiled = compile(wrapper, timings);
+    if (!compiled)
+      return compiled.status();
+    // Load the cached copy, so that sessions share it; the private one
+    // when the cache is off or could not take it.
+    if (!cachePath.empty()) {
+      if (StatusOr<std::string> bytes = readFile(*compiled))
+        cache.store(cachePath, std::vector<char>(bytes->begin(), bytes->end()));
+      if (fileExists(cachePath))
+        library_ = dlopen(cachePath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    if (!library_) {
+      libraryPath = *compiled;
+      library_ = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
+    }
+    std::string directory = compiled->substr(0, compiled->rfind('/'));
+    removeDirectoryAndFiles(directory);
+    if (!library_) {
+      const char *why = dlerror();
+      return internalError("host backend: cannot load " + libraryPath + ": " +
+                           (why ? why : "dlopen failed"));
+    }
+  }
+
+  auto release = reinterpret_cast<memfit_host_release>(
+      dlsym(library_, MEMFIT_HOST_RELEASE_SYMBOL));
+  if (!release)
+    return internalError("host backend: " + libraryPath + " lacks " +
+                         MEMFIT_HOST_RELEASE_SYMBOL);
+  pool_->setExitHook(release);
+  for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+    const Kernel &k = manifest.kernels[i];
+    std::string symbol = MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i);
+    KernelEntry entry;
+    entry.name = k.name;
+    entry.grid = k.grid;
+    entry.block = k.block;
+    entry.launcher =
+        reinterpret_cast<memfit_host_launcher>(dlsym(library_, symbol.c_str()));
+    if (!entry.launcher)
+      return internalError("host backend: " + libraryPath + " lacks " + symbol);
+    kernels_.push_back(entry);
+  }
+  return Status::ok();
+}
+
+Status HostBackend::launchKernel(uint32_t kernel,
+                                 const std::vector<uint64_t> &offsets) {
+  if (kernel >= kernels_.size())
+    return internalError("host backend: no kernel " + std::to_string(kernel));
+  const KernelEntry &k = kernels_[kernel];
+  std::vector<void *> pointers(offsets.size());
+  std::vector<void *> args(offsets.size());
+  for (size_t i = 0; i < offsets.size(); ++i) {
+    MEMFIT_RT_RETURN_IF_ERROR(checkRange("kernel argument", offsets[i], 0));
+    pointers[i] = memory_ + offsets[i];
+    args[i] = &pointers[i];
+  }
+
+  uint64_t blocks = uint64_t(k.grid[0]) * k.grid[1] * k.grid[2];
+  uint64_t perTask = std::max<uint64_t>(1, blocks / (uint64_t(pool_->size()) * 4));
+  size_t tasks = static_cast<size_t>((blocks + perTask - 1) / perTask);
+  std::vector<std::string> errors(tasks);
+  pool_->run(tasks, [&](size_t task) {
+    char message[1024] = "";
+    memfit_host_launch launch;
+    std::memset(&launch, 0, sizeof(launch));
+    for (int d = 0; d < 3; ++d) {
+      launch.grid[d] = k.grid[d];
+      launch.block[d] = k.block[d];
+    }
+    launch.blockBegin = task * perTask;
+    launch.blockEnd = std::min<uint64_t>(blocks, (task + 1) * perTask);
+    launch.numArgs = static_cast<unsigned>(args.size());
+    launch.error = message;
+    launch.errorSize = sizeof(message);
+    if (k.launcher(&launch, args.data()) != 0)
+      errors[task] = message[0] ? message : "unknown error";
+  });
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return invalidArgument(error); // Session names the step and kernel
+  return Status::ok();
+}
+
+} // namespace
+
+StatusOr<std::unique_ptr<Backend>> createHostBackend(const SessionOptions &options) {
+  std::string command = options.hostCompiler;
+  if (command.empty())
+    if (const char *env = std::getenv("MEMFIT_HOST_CXX"); env && *env)
+      command = env;
+  if (command.empty())
+    command = MEMFIT_HOST_CXX;
+  std::vector<std::string> compiler = splitWords(command);
+  if (compiler.empty())
+    return invalidArgument("host backend: the host compiler command is empty");
+  unsigned threads = options.hostThreads;
+  if (threads == 0)
+    threads = std::max(1u, std::thread::hardware_concurrency());
+  auto backend = std::make_unique<HostBackend>(std::move(compiler));
+  MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(threads));
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+} // namespace memfit::rt

@@ -1,0 +1,77 @@
+//===- KernelCache.cpp - on-disk cache of compiled kernels -----------------===//
+
+#include "KernelCache.h"
+
+#include "Files.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace memfit::rt {
+
+uint64_t hashBytes(const void *data, size_t size, uint64_t seed) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t h = seed;
+  for (size_t i = 0; i < size; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+namespace {
+
+std::string defaultCacheDirectory() {
+  if (const char *dir = std::getenv("MEMFIT_CACHE_DIR"); dir && *dir)
+    return dir;
+  if (const char *xdg = std::getenv("XDG_CACHE_HOME"); xdg && *xdg)
+    return std::string(xdg) + "/memfit";
+  if (const char *home = std::getenv("HOME"); home && *home)
+    return std::string(home) + "/.cache/memfit";
+  return "";
+}
+
+} // namespace
+
+KernelCache::KernelCache(const SessionOptions &options) {
+  if (options.disableCache)
+    return;
+  std::string directory =
+      options.cacheDir.empty() ? defaultCacheDirectory() : options.cacheDir;
+  if (directory.empty() || !makeDirectories(directory).isOk())
+    return;
+  directory_ = directory;
+}
+
+std::string KernelCache::path(const std::string &kind, const std::string &source,
+                              const std::string &target,
+                              const std::string &compilerVersion,
+                              const std::string &extension) const {
+  // The parts are separated by a NUL so that ("ab", "c") != ("a", "bc").
+  uint64_t h = hashBytes(source.data(), source.size());
+  for (const std::string *part : {&target, &compilerVersion}) {
+    h = hashBytes("", 1, h);
+    h = hashBytes(part->data(), part->size(), h);
+  }
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  return directory_ + "/" + kind + "-" + hex + "." + extension;
+}
+
+std::optional<std::vector<char>> KernelCache::load(const std::string &path) const {
+  if (!enabled())
+    return std::nullopt;
+  StatusOr<std::string> data = readFile(path);
+  if (!data)
+    return std::nullopt;
+  return std::vector<char>(data->begin(), data->end());
+}
+
+void KernelCache::store(const std::string &path,
+                        const std::vector<char> &bytes) const {
+  if (!enabled())
+    return;
+  (void)writeFileAtomic(path, bytes.data(), bytes.size());
+}
+
+} // namespace memfit::rt

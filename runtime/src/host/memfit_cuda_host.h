@@ -1,0 +1,577 @@
+//===- memfit_cuda_host.h - CUDA C++ on the CPU for the host backend -------===//
+//
+// The host backend compiles Manifest::source with the host C++ compiler after
+// this header, into a shared object. It supports the subset of CUDA C++ in
+// runtime/KERNELS.md:
+//
+//  - qualifiers (__global__, __device__, __forceinline__, ...) expand to
+//    nothing or to `inline`; `__shared__` is `static thread_local`, which is
+//    per block because each OS thread runs whole blocks, one at a time;
+//  - threadIdx, blockIdx, blockDim and gridDim are thread_local variables
+//    the launcher sets before running a thread;
+//  - kernels without barriers run as plain loops over blocks and threads;
+//  - kernels with barriers run each block as cooperative fibers, one per
+//    CUDA thread: __syncthreads() switches to the next fiber, and a round
+//    over all fibers brings every thread to the barrier. Warp shuffles
+//    exchange values through a per-block slot array around a barrier
+//    (double-buffered, so one barrier per shuffle suffices).
+//
+// The launcher of kernels[i] is `extern "C" int memfit_launch_<i>(const
+// memfit_host_launch *, void **args)`; args holds, like cuLaunchKernel's
+// kernelParams, pointers to the device-pointer values. It runs the linear
+// blocks [blockBegin, blockEnd) on the calling thread and returns non-zero
+// with a message in `error` when the kernel misuses barriers. Each worker
+// thread calls memfit_host_release_thread() before it exits.
+//
+// With MEMFIT_HOST_ABI_ONLY defined, only the ABI shared with the runtime
+// (HostBackend.cpp) is declared.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_CUDA_HOST_H
+#define MEMFIT_CUDA_HOST_H
+
+extern "C" {
+struct memfit_host_launch {
+  unsigned grid[3];
+  unsigned block[3];
+  unsigned long long blockBegin, blockEnd; // linear block indices to run
+  unsigned numArgs;                        // entries of args
+  char *error;                             // message on failure
+  unsigned long errorSize;
+};
+typedef int (*memfit_host_launcher)(const struct memfit_host_launch *launch,
+                                    void **args);
+typedef void (*memfit_host_release)(void);
+}
+
+#define MEMFIT_HOST_LAUNCHER_PREFIX "memfit_launch_"
+#define MEMFIT_HOST_RELEASE_SYMBOL "memfit_host_release_thread"
+
+#ifndef MEMFIT_HOST_ABI_ONLY
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <type_traits>
+#include <utility>
+
+#if !defined(__x86_64__) || defined(MEMFIT_HOST_FORCE_UCONTEXT)
+#define MEMFIT_HOST_UCONTEXT 1
+#include <ucontext.h>
+#endif
+
+//===----------------------------------------------------------------------===//
+// Qualifiers and builtins
+//===----------------------------------------------------------------------===//
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __noinline__ __attribute__((noinline))
+#define __shared__ static thread_local
+#define __launch_bounds__(...)
+
+struct uint3 {
+  unsigned x, y, z;
+};
+struct dim3 {
+  unsigned x, y, z;
+};
+
+static thread_local uint3 threadIdx;
+static thread_local uint3 blockIdx;
+static thread_local dim3 blockDim;
+static thread_local dim3 gridDim;
+static constexpr int warpSize = 32;
+
+//===----------------------------------------------------------------------===//
+// Math
+//===----------------------------------------------------------------------===//
+
+static inline float rsqrtf(float x) { return 1.0f / sqrtf(x); }
+static inline double rsqrt(double x) { return 1.0 / sqrt(x); }
+static inline float __fdividef(float a, float b) { return a / b; }
+static inline float __saturatef(float x) {
+  return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
+}
+static inline float __int_as_float(int x) {
+  float f;
+  memcpy(&f, &x, sizeof(f));
+  return f;
+}
+static inline int __float_as_int(float x) {
+  int i;
+  memcpy(&i, &x, sizeof(i));
+  return i;
+}
+static inline unsigned __float_as_uint(float x) {
+  unsigned i;
+  memcpy(&i, &x, sizeof(i));
+  return i;
+}
+static inline float __uint_as_float(unsigned x) {
+  float f;
+  memcpy(&f, &x, sizeof(f));
+  return f;
+}
+static inline double __longlong_as_double(long long x) {
+  double d;
+  memcpy(&d, &x, sizeof(d));
+  return d;
+}
+static inline long long __double_as_longlong(double x) {
+  long long i;
+  memcpy(&i, &x, sizeof(i));
+  return i;
+}
+
+template <class A, class B,
+          class = typename std::enable_if<std::is_arithmetic<A>::value &&
+                                          std::is_arithmetic<B>::value>::type>
+static inline typename std::common_type<A, B>::type min(A a, B b) {
+  typedef typename std::common_type<A, B>::type T;
+  return T(b) < T(a) ? T(b) : T(a);
+}
+template <class A, class B,
+          class = typename std::enable_if<std::is_arithmetic<A>::value &&
+                                          std::is_arithmetic<B>::value>::type>
+static inline typename std::common_type<A, B>::type max(A a, B b) {
+  typedef typename std::common_type<A, B>::type T;
+  return T(a) < T(b) ? T(b) : T(a);
+}
+
+//===----------------------------------------------------------------------===//
+// Fibers
+//===----------------------------------------------------------------------===//
+
+namespace memfit_host {
+
+static const unsigned kMaxThreads = 1024;
+static const size_t kStackBytes = 128 * 1024;
+// The lowest bytes of each stack hold a pattern that a block checks after
+// it ran: a thread that overflowed its stack is reported, not ignored.
+static const size_t kCanaryWords = 16;
+static const unsigned long long kCanary = 0x6d656d6669742121ull;
+
+#ifdef MEMFIT_HOST_UCONTEXT
+typedef ucontext_t Context;
+static inline void switchContext(Context *save, Context *to) {
+  swapcontext(save, to);
+}
+#else
+// A suspended context is its stack pointer: memfit_host_switch saves the
+// callee-saved registers on the current stack, stores the stack pointer in
+// *save, and resumes the stack `to` (x86-64 System V).
+typedef void *Context;
+extern "C" __attribute__((visibility("hidden"))) void
+memfit_host_switch(void **save, void *to);
+__asm__(".pushsection .text\n"
+        ".p2align 4\n"
+        ".globl memfit_host_switch\n"
+        ".hidden memfit_host_switch\n"
+        ".type memfit_host_switch,@function\n"
+        "memfit_host_switch:\n"
+        "  pushq %rbp\n"
+        "  pushq %rbx\n"
+        "  pushq %r12\n"
+        "  pushq %r13\n"
+        "  pushq %r14\n"
+        "  pushq %r15\n"
+        "  movq %rsp, (%rdi)\n"
+        "  movq %rsi, %rsp\n"
+        "  popq %r15\n"
+        "  popq %r14\n"
+        "  popq %r13\n"
+        "  popq %r12\n"
+        "  popq %rbx\n"
+        "  popq %rbp\n"
+        "  ret\n"
+        ".size memfit_host_switch,.-memfit_host_switch\n"
+        ".popsection\n");
+static inline void switchContext(Context *save, Context *to) {
+  memfit_host_switch(save, *to);
+}
+#endif
+
+/// What one OS thread needs to run blocks: a fiber (context and stack) per
+/// CUDA thread, and the block's shuffle slots. Allocated on first use.
+struct ThreadState {
+  Context *fibers;
+  unsigned capacity; // fibers with a stack
+  char *stacks;      // capacity * kStackBytes, a canary at each bottom
+  Context scheduler; // the launcher, between rounds
+  Context finished;  // where finished fibers leave their last context
+  bool inFibers;       // running a barrier kernel's block
+  bool barrierMisuse;  // a barrier or shuffle outside fibers
+  unsigned count;      // threads of the current block
+  unsigned current;    // the running fiber
+  unsigned char done[kMaxThreads];
+  unsigned shuffles[kMaxThreads]; // per thread, selects the slot buffer
+  unsigned long long slots[2][kMaxThreads];
+  void (*body)(void *const *args);
+  void *const *bodyArgs;
+};
+
+static thread_local ThreadState *tlsState;
+
+static inline ThreadState *state() {
+  if (!tlsState)
+    tlsState = static_cast<ThreadState *>(calloc(1, sizeof(ThreadState)));
+  return tlsState;
+}
+
+static inline void setThreadIndex(unsigned linear) {
+  if (blockDim.y == 1 && blockDim.z == 1) {
+    threadIdx = uint3{linear, 0, 0}; // 1-D blocks, the common case
+    return;
+  }
+  unsigned x = blockDim.x, y = blockDim.y;
+  threadIdx.x = linear % x;
+  threadIdx.y = (linear / x) % y;
+  threadIdx.z = linear / (x * y);
+}
+
+/// Ends the running fiber's turn: control passes to the next fiber of the
+/// round that has not finished, or back to the scheduler after the last.
+/// The running fiber's context goes to *save.
+static inline void passOn(ThreadState *s, Context *save) {
+  unsigned next = s->current + 1;
+  while (next < s->count && s->done[next])
+    ++next;
+  if (next < s->count) {
+    s->current = next;
+    setThreadIndex(next);
+    switchContext(save, &s->fibers[next]);
+  } else {
+    switchContext(save, &s->scheduler);
+  }
+}
+
+/// Called by a fiber at a barrier; returns once every fiber of the block
+/// got there.
+static inline void yieldFiber(ThreadState *s) {
+  __asm__ __volatile__("" ::: "memory");
+  passOn(s, &s->fibers[s->current]);
+  __asm__ __volatile__("" ::: "memory");
+}
+
+static void fiberMain() {
+  ThreadState *s = tlsState;
+  s->body(s->bodyArgs);
+  s = tlsState;
+  s->done[s->current] = 1;
+  passOn(s, &s->finished);
+  __builtin_unreachable();
+}
+
+/// Gives every one of `count` fibers a stack; false if memory runs out.
+static bool reserveFibers(ThreadState *s, unsigned count) {
+  if (count <= s->capacity)
+    return true;
+  if (s->stacks)
+    munmap(s->stacks, s->capacity * kStackBytes);
+  free(s->fibers);
+  s->capacity = 0;
+  s->fibers = static_cast<Context *>(calloc(count, sizeof(Context)));
+  void *stacks = mmap(nullptr, count * kStackBytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (!s->fibers || stacks == MAP_FAILED) {
+    free(s->fibers);
+    s->fibers = nullptr;
+    s->stacks = nullptr;
+    if (stacks != MAP_FAILED)
+      munmap(stacks, count * kStackBytes);
+    return false;
+  }
+  s->stacks = static_cast<char *>(stacks);
+  for (unsigned i = 0; i < count; ++i) {
+    unsigned long long *canary =
+        reinterpret_cast<unsigned long long *>(s->stacks + i * kStackBytes);
+    for (size_t w = 0; w < kCanaryWords; ++w)
+      canary[w] = kCanary;
+  }
+  s->capacity = count;
+  return true;
+}
+
+static bool stacksIntact(const ThreadState *s, unsigned count) {
+  for (unsigned i = 0; i < count; ++i) {
+    const unsigned long long *canary =
+        reinterpret_cast<const unsigned long long *>(s->stacks + i * kStackBytes);
+    for (size_t w = 0; w < kCanaryWords; ++w)
+      if (canary[w] != kCanary)
+        return false;
+  }
+  return true;
+}
+
+/// Prepares fiber i to start the kernel on its own stack.
+static void startFiber(ThreadState *s, unsigned i) {
+  char *bottom = s->stacks + i * kStackBytes;
+#ifdef MEMFIT_HOST_UCONTEXT
+  ucontext_t &c = s->fibers[i];
+  getcontext(&c);
+  c.uc_stack.ss_sp = bottom;
+  c.uc_stack.ss_size = kStackBytes;
+  c.uc_link = nullptr;
+  makecontext(&c, fiberMain, 0);
+#else
+  // The initial frame memfit_host_switch pops: six registers, then the
+  // return address fiberMain, above which sits fiberMain's (null) return
+  // address, so that fiberMain starts with the stack aligned as after a call.
+  void **sp = reinterpret_cast<void **>(bottom + kStackBytes);
+  *--sp = nullptr;
+  *--sp = reinterpret_cast<void *>(&fiberMain);
+  for (int r = 0; r < 6; ++r)
+    *--sp = nullptr;
+  s->fibers[i] = sp;
+#endif
+}
+
+/// Runs one block of `count` threads as fibers, in rounds: a round resumes
+/// every unfinished fiber once, in order, and ends when each reached its
+/// next barrier or returned. Returns false, with a message, when some
+/// threads returned while others wait at a barrier.
+static bool runBlockInFibers(ThreadState *s, unsigned count, char *error,
+                             unsigned long errorSize) {
+  if (!reserveFibers(s, count)) {
+    snprintf(error, errorSize, "out of memory for %u fiber stacks", count);
+    return false;
+  }
+  s->count = count;
+  for (unsigned i = 0; i < count; ++i) {
+    s->done[i] = 0;
+    s->shuffles[i] = 0;
+    startFiber(s, i);
+  }
+  s->inFibers = true;
+  for (unsigned barrier = 0;; ++barrier) {
+    unsigned first = 0;
+    while (s->done[first])
+      ++first;
+    s->current = first;
+    setThreadIndex(first);
+    switchContext(&s->scheduler, &s->fibers[first]);
+
+    unsigned finished = 0;
+    for (unsigned i = 0; i < count; ++i)
+      finished += s->done[i];
+    if (finished == count)
+      break;
+    if (finished > 0) {
+      unsigned returned = 0, waiting = 0;
+      while (!s->done[returned])
+        ++returned;
+      while (s->done[waiting])
+        ++waiting;
+      snprintf(error, errorSize,
+               "thread %u of block (%u, %u, %u) returned while thread %u waits "
+               "at barrier %u (__syncthreads or a shuffle); every thread of a "
+               "block must reach every barrier",
+               returned, blockIdx.x, blockIdx.y, blockIdx.z, waiting, barrier);
+      s->inFibers = false;
+      return false;
+    }
+  }
+  s->inFibers = false;
+  if (!stacksIntact(s, count)) {
+    snprintf(error, errorSize,
+             "a thread of block (%u, %u, %u) overflowed its %zu KiB host stack",
+             blockIdx.x, blockIdx.y, blockIdx.z, kStackBytes / 1024);
+    return false;
+  }
+  return true;
+}
+
+//===----------------------------------------------------------------------===//
+// Launch
+//===----------------------------------------------------------------------===//
+
+template <class F> struct KernelTraits;
+template <class... P> struct KernelTraits<void (*)(P...)> {
+  static const unsigned arity = sizeof...(P);
+
+  template <void (*K)(P...), size_t... I>
+  static inline void call(void *const *args, std::index_sequence<I...>) {
+    K(static_cast<P>(args[I])...);
+  }
+  template <void (*K)(P...)> static void body(void *const *args) {
+    call<K>(args, std::index_sequence_for<P...>());
+  }
+  static constexpr bool allPointers() {
+    bool ok = true;
+    bool each[] = {true, std::is_pointer<P>::value...};
+    for (bool b : each)
+      ok = ok && b;
+    return ok;
+  }
+};
+
+/// Runs the blocks [launch->blockBegin, launch->blockEnd) of kernel K.
+template <auto K>
+static int launch(const memfit_host_launch *launch, void **args,
+                  bool usesBarriers) {
+  typedef KernelTraits<decltype(K)> Traits;
+  static_assert(Traits::allPointers(),
+                "kernel parameters must be pointers (runtime/KERNELS.md)");
+  if (launch->numArgs != Traits::arity) {
+    snprintf(launch->error, launch->errorSize,
+             "the kernel takes %u parameters but the step passes %u buffers",
+             Traits::arity, launch->numArgs);
+    return 1;
+  }
+  void *pointers[Traits::arity + 1];
+  for (unsigned i = 0; i < Traits::arity; ++i)
+    pointers[i] = *static_cast<void **>(args[i]);
+
+  ThreadState *s = state();
+  if (!s) {
+    snprintf(launch->error, launch->errorSize, "out of memory");
+    return 1;
+  }
+  s->barrierMisuse = false;
+  s->inFibers = false;
+  gridDim = dim3{launch->grid[0], launch->grid[1], launch->grid[2]};
+  blockDim = dim3{launch->block[0], launch->block[1], launch->block[2]};
+  unsigned long long threads =
+      (unsigned long long)blockDim.x * blockDim.y * blockDim.z;
+  if (threads > kMaxThreads) {
+    snprintf(launch->error, launch->errorSize,
+             "block of %llu threads exceeds %u", threads, kMaxThreads);
+    return 1;
+  }
+  for (unsigned long long b = launch->blockBegin; b < launch->blockEnd; ++b) {
+    blockIdx.x = unsigned(b % gridDim.x);
+    blockIdx.y = unsigned((b / gridDim.x) % gridDim.y);
+    blockIdx.z = unsigned(b / ((unsigned long long)gridDim.x * gridDim.y));
+    if (usesBarriers) {
+      s->body = &Traits::template body<K>;
+      s->bodyArgs = pointers;
+      if (!runBlockInFibers(s, unsigned(threads), launch->error,
+                            launch->errorSize))
+        return 1;
+      continue;
+    }
+    for (unsigned z = 0; z < blockDim.z; ++z) {
+      for (unsigned y = 0; y < blockDim.y; ++y) {
+        for (unsigned x = 0; x < blockDim.x; ++x) {
+          threadIdx = uint3{x, y, z};
+          Traits::template call<K>(pointers,
+                                   std::make_index_sequence<Traits::arity>());
+        }
+      }
+    }
+    if (s->barrierMisuse) {
+      snprintf(launch->error, launch->errorSize,
+               "the kernel calls __syncthreads or a warp shuffle but the "
+               "manifest says usesBarriers is false");
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/// Exchanges `value` among the threads of a block; returns the value of
+/// thread `source`, or the caller's own when `source` is not a valid lane.
+template <class T> static inline T exchange(T value, unsigned source, bool valid) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                "warp shuffles take values of at most 8 bytes");
+  ThreadState *s = tlsState;
+  if (!s || !s->inFibers) {
+    if (s)
+      s->barrierMisuse = true;
+    return value;
+  }
+  unsigned self = s->current;
+  unsigned buffer = s->shuffles[self]++ & 1;
+  memcpy(&s->slots[buffer][self], &value, sizeof(T));
+  yieldFiber(s);
+  T result = value;
+  if (valid && source < s->count)
+    memcpy(&result, &s->slots[buffer][source], sizeof(T));
+  return result;
+}
+
+static inline unsigned laneId() { return tlsState ? tlsState->current & 31 : 0; }
+static inline unsigned warpBase() {
+  return tlsState ? tlsState->current & ~31u : 0;
+}
+
+} // namespace memfit_host
+
+extern "C" __attribute__((visibility("default"))) void
+memfit_host_release_thread(void) {
+  memfit_host::ThreadState *s = memfit_host::tlsState;
+  if (!s)
+    return;
+  if (s->stacks)
+    munmap(s->stacks, s->capacity * memfit_host::kStackBytes);
+  free(s->fibers);
+  free(s);
+  memfit_host::tlsState = nullptr;
+}
+
+//===----------------------------------------------------------------------===//
+// Barriers and warp shuffles
+//===----------------------------------------------------------------------===//
+
+static inline void __syncthreads() {
+  memfit_host::ThreadState *s = memfit_host::tlsState;
+  if (!s || !s->inFibers) {
+    if (s)
+      s->barrierMisuse = true;
+    return;
+  }
+  memfit_host::yieldFiber(s);
+}
+
+/// Warp-level barriers are block barriers here (control flow is uniform).
+static inline void __syncwarp(unsigned mask = 0xffffffffu) { __syncthreads(); }
+static inline void __threadfence_block() {}
+static inline void __threadfence() {}
+
+template <class T>
+static inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize) {
+  unsigned lane = memfit_host::laneId();
+  unsigned group = lane & ~unsigned(width - 1);
+  unsigned source = group + (unsigned(srcLane) & unsigned(width - 1));
+  return memfit_host::exchange(var, memfit_host::warpBase() + source, true);
+}
+
+template <class T>
+static inline T __shfl_xor_sync(unsigned mask, T var, int laneMask,
+                                int width = warpSize) {
+  unsigned lane = memfit_host::laneId();
+  unsigned source = lane ^ unsigned(laneMask);
+  // Lanes may read from their own or earlier groups of `width` lanes.
+  bool valid = source < ((lane + unsigned(width)) & ~unsigned(width - 1)) &&
+               source < 32;
+  return memfit_host::exchange(var, memfit_host::warpBase() + source, valid);
+}
+
+template <class T>
+static inline T __shfl_down_sync(unsigned mask, T var, unsigned delta,
+                                 int width = warpSize) {
+  unsigned lane = memfit_host::laneId();
+  bool valid = (lane & unsigned(width - 1)) + delta < unsigned(width);
+  return memfit_host::exchange(var, memfit_host::warpBase() + lane + delta, valid);
+}
+
+template <class T>
+static inline T __shfl_up_sync(unsigned mask, T var, unsigned delta,
+                               int width = warpSize) {
+  unsigned lane = memfit_host::laneId();
+  bool valid = (lane & unsigned(width - 1)) >= delta;
+  return memfit_host::exchange(var, memfit_host::warpBase() + lane - delta, valid);
+}
+
+// The kernels' symbols stay inside the library (so that launchers can
+// inline them); the launchers that follow the source pop this.
+#pragma GCC visibility push(hidden)
+
+#endif // MEMFIT_HOST_ABI_ONLY
+#endif // MEMFIT_CUDA_HOST_H

@@ -1,0 +1,303 @@
+//===- ManifestTest.cpp - manifests: JSON, validation, executables ---------===//
+
+#include "TestUtil.h"
+
+#include "memfit/runtime/Manifest.h"
+
+#include "Files.h"
+
+#include <functional>
+
+namespace memfit::rt::test {
+
+namespace {
+
+/// A manifest in which every field differs from its default.
+Manifest sampleManifest() {
+  Manifest m;
+  m.model = "models/tiny \"gpt\".onnx";
+  m.source = "extern \"C\" __global__ void k0(float *p) {}\n";
+  m.weightsBytes = 300;
+  m.arenaBytes = 4096;
+  m.buffers = {
+      {"w", Region::Weights, 0, 24, DType::f64, {3}},
+      {"x", Region::Arena, 0, 64, DType::f32, {2, 8}},
+      {"y", Region::Arena, 256, 64, DType::f32, {2, 8}},
+      {"mask", Region::Arena, 512, 6, DType::i1, {2, 3}},
+      {"h", Region::Arena, 768, 32, DType::bf16, {16}},
+      {"scalar", Region::Arena, 1024, 8, DType::i64, {}},
+      {"y2", Region::Arena, 1280, 256, DType::f32, {2, 32}},
+  };
+  Kernel k;
+  k.name = "k0";
+  k.grid = {7, 2, 3};
+  k.block = {128, 2, 1};
+  k.sharedBytes = 512;
+  k.usesBarriers = true;
+  k.onnxNodes = {"/layer/Add", "/layer/Relu"};
+  m.kernels = {k};
+  Contraction c;
+  c.name = "mm";
+  c.dtype = DType::f32;
+  c.m = 2;
+  c.n = 4;
+  c.k = 4;
+  c.transA = true;
+  c.transB = true;
+  c.alpha = 0.1f;
+  c.beta = -2.5f;
+  c.batchShape = {2};
+  c.batchStridesA = {8};
+  c.batchStridesB = {0};
+  c.onnxNodes = {"/MatMul"};
+  m.contractions = {c};
+  m.steps = {{StepKind::Kernel, 0, {1, 2, 3}},
+             {StepKind::Contraction, 0, {1, 2, 6}}};
+  m.inputs = {{"x", 1}, {"mask", 3}};
+  m.outputs = {{"y", 2}};
+  m.memory = {{"weights", 300}, {"activations", 4096}};
+  return m;
+}
+
+bool sameBuffer(const Buffer &a, const Buffer &b) {
+  return a.name == b.name && a.region == b.region && a.offset == b.offset &&
+         a.bytes == b.bytes && a.dtype == b.dtype && a.shape == b.shape;
+}
+
+bool sameKernel(const Kernel &a, const Kernel &b) {
+  return a.name == b.name && a.grid == b.grid && a.block == b.block &&
+         a.sharedBytes == b.sharedBytes && a.usesBarriers == b.usesBarriers &&
+         a.onnxNodes == b.onnxNodes;
+}
+
+bool sameContraction(const Contraction &a, const Contraction &b) {
+  return a.name == b.name && a.dtype == b.dtype && a.m == b.m && a.n == b.n &&
+         a.k == b.k && a.transA == b.transA && a.transB == b.transB &&
+         a.alpha == b.alpha && a.beta == b.beta && a.batchShape == b.batchShape &&
+         a.batchStridesA == b.batchStridesA &&
+         a.batchStridesB == b.batchStridesB && a.onnxNodes == b.onnxNodes;
+}
+
+template <typename T, typename Eq>
+bool sameList(const std::vector<T> &a, const std::vector<T> &b, Eq eq) {
+  if (a.size() != b.size())
+    return false;
+  for (size_t i = 0; i < a.size(); ++i)
+    if (!eq(a[i], b[i]))
+      return false;
+  return true;
+}
+
+/// Every field but the source (which manifest.json does not hold).
+void checkSameManifest(const Manifest &a, const Manifest &b) {
+  CHECK(a.model == b.model);
+  CHECK(a.weightsBytes == b.weightsBytes && a.arenaBytes == b.arenaBytes);
+  CHECK(sameList(a.buffers, b.buffers, sameBuffer));
+  CHECK(sameList(a.kernels, b.kernels, sameKernel));
+  CHECK(sameList(a.contractions, b.contractions, sameContraction));
+  CHECK(sameList(a.steps, b.steps, [](const Step &x, const Step &y) {
+    return x.kind == y.kind && x.index == y.index && x.buffers == y.buffers;
+  }));
+  auto sameBinding = [](const Binding &x, const Binding &y) {
+    return x.name == y.name && x.buffer == y.buffer;
+  };
+  CHECK(sameList(a.inputs, b.inputs, sameBinding));
+  CHECK(sameList(a.outputs, b.outputs, sameBinding));
+  CHECK(sameList(a.memory, b.memory, [](const MemoryCategory &x,
+                                        const MemoryCategory &y) {
+    return x.name == y.name && x.bytes == y.bytes;
+  }));
+}
+
+void testDTypes() {
+  for (DType t : {DType::f32, DType::f64, DType::f16, DType::bf16, DType::i64,
+                  DType::i32, DType::i8, DType::u8, DType::i1}) {
+    StatusOr<DType> parsed = parseDType(dtypeName(t));
+    CHECK(parsed.isOk() && *parsed == t);
+  }
+  CHECK(dtypeSize(DType::f64) == 8 && dtypeSize(DType::bf16) == 2 &&
+        dtypeSize(DType::i1) == 1 && dtypeSize(DType::i32) == 4);
+  CHECK_ERROR(parseDType("float32").status(), "unknown dtype 'float32'");
+}
+
+void testJsonRoundTrip() {
+  Manifest m = sampleManifest();
+  CHECK_OK(m.validate());
+  CHECK(m.arenaOffset() == 512 && m.totalBytes() == 512 + 4096);
+  std::string json = manifestToJson(m);
+  CHECK(json.find("\"schema\": \"memfit-executable\"") != std::string::npos);
+  CHECK(json.find("\"alpha\": 0.1,") != std::string::npos);
+  CHECK(json.find("k0(float") == std::string::npos); // no source
+  StatusOr<Manifest> back = manifestFromJson(json);
+  if (!CHECK_OK(back.status()))
+    return;
+  CHECK(back->source.empty());
+  checkSameManifest(m, *back);
+  CHECK(manifestToJson(*back) == json);
+}
+
+/// Applies `edit` to the sample's JSON text and expects `error`.
+void checkJsonError(const std::string &from, const std::string &to,
+                    const std::string &error,
+                    const Manifest &manifest = sampleManifest()) {
+  std::string json = manifestToJson(manifest);
+  size_t pos = json.find(from);
+  if (!CHECK(pos != std::string::npos))
+    return;
+  json.replace(pos, from.size(), to);
+  CHECK_ERROR(manifestFromJson(json).status(), error);
+}
+
+void testJsonErrors() {
+  checkJsonError("\"grid\": [7, 2, 3]", "\"grid\": [7, 2]",
+                 "manifest: kernels[0].grid: expected 3 integers");
+  checkJsonError("\"block\": [128, 2, 1]", "\"block\": [128, 2, -1]",
+                 "manifest: kernels[0].block: expected 3 integers");
+  checkJsonError("\"schema\": \"memfit-executable\"", "\"schema\": \"other\"",
+                 "manifest: schema: expected \"memfit-executable\"");
+  checkJsonError("\"version\": 1", "\"version\": 2",
+                 "manifest: version: this runtime reads version 1");
+  checkJsonError("\"dtype\": \"bf16\"", "\"dtype\": \"f128\"",
+                 "manifest: buffers[4].dtype: unknown dtype 'f128'");
+  checkJsonError("\"region\": \"weights\"", "\"region\": \"rom\"",
+                 "manifest: buffers[0].region: expected \"weights\" or \"arena\"");
+  checkJsonError("\"offset\": 256", "\"offset\": -256",
+                 "manifest: buffers[2].offset: -256 is out of range");
+  checkJsonError("\"offset\": 256", "\"offset\": 256.5",
+                 "manifest: buffers[2].offset: expected an integer, got a number");
+  checkJsonError("\"shape\": [2, 3]", "\"shape\": [2, \"3\"]",
+                 "manifest: buffers[3].shape[1]: expected an integer, got a string");
+  checkJsonError("\"usesBarriers\": true", "\"usesBarriers\": 1",
+                 "manifest: kernels[0].usesBarriers: expected a boolean");
+  checkJsonError("\"kind\": \"kernel\"", "\"kind\": \"copy\"",
+                 "manifest: steps[0].kind: expected \"kernel\" or \"contraction\"");
+  checkJsonError("\"transA\": true,", "",
+                 "manifest: contractions[0].transA: missing");
+  checkJsonError("\"transA\": true,", "\"transA\": true, \"extra\": 1,",
+                 "manifest: contractions[0]: unknown field 'extra'");
+  checkJsonError("\"/MatMul\"", "3",
+                 "manifest: contractions[0].onnxNodes[0]: expected a string");
+  checkJsonError("\"inputs\": [", "\"inputs\": [3, ",
+                 "manifest: inputs[0]: expected an object, got an integer");
+  Manifest noMemory = sampleManifest();
+  noMemory.memory.clear();
+  checkJsonError("\"memory\": []", "\"memory\": {}",
+                 "manifest: memory: expected an array, got an object", noMemory);
+  checkJsonError("\"model\"", "\"model\" 3",
+                 "manifest: invalid JSON: 4:11: expected ':' after key 'model'");
+}
+
+/// Applies `edit` to a valid manifest and expects validate() to fail with
+/// `error`.
+void checkInvalid(const std::function<void(Manifest &)> &edit,
+                  const std::string &error) {
+  Manifest m = sampleManifest();
+  edit(m);
+  CHECK_ERROR(m.validate(), error);
+}
+
+void testValidate() {
+  checkInvalid([](Manifest &m) { m.buffers[2].offset = 4096; },
+               "manifest: buffers[2] ('y'): offset 4096 + 64 bytes exceeds the "
+               "arena region (4096 bytes)");
+  checkInvalid([](Manifest &m) { m.buffers[2].offset = 100; },
+               "buffers[2] ('y'): offset 100 is not a multiple of 256");
+  checkInvalid([](Manifest &m) { m.weightsBytes = 16; },
+               "buffers[0] ('w'): offset 0 + 24 bytes exceeds the weights region");
+  checkInvalid([](Manifest &m) { m.buffers[1].bytes = 60; },
+               "buffers[1] ('x'): bytes is 60 but shape [2, 8] of f32 needs 64");
+  checkInvalid([](Manifest &m) { m.buffers[1].shape = {2, -8}; },
+               "buffers[1] ('x'): negative dimension in shape [2, -8]");
+  checkInvalid([](Manifest &m) { m.steps[0].buffers.push_back(7); },
+               "manifest: steps[0]: buffer 7 out of range (7 buffers)");
+  checkInvalid([](Manifest &m) { m.steps[0].index = 1; },
+               "manifest: steps[0]: kernel index 1 out of range (1 kernels)");
+  checkInvalid([](Manifest &m) { m.steps[1].index = 3; },
+               "manifest: steps[1]: contraction index 3 out of range");
+  checkInvalid([](Manifest &m) { m.steps[1].buffers.pop_back(); },
+               "steps[1] (contraction 'mm'): expected 3 buffers {A, B, out}, got 2");
+  checkInvalid([](Manifest &m) { m.steps[1].buffers[0] = 0; },
+               "steps[1] (contraction 'mm'): A is buffer 0 ('w') of f64 but the "
+               "contraction is f32");
+  checkInvalid(
+      [](Manifest &m) {
+        m.steps[1].buffers[2] = 1;
+        m.contractions[0].batchShape = {3};
+        m.contractions[0].batchStridesA = {0};
+      },
+      "steps[1] (contraction 'mm'): out is buffer 1 ('x') of 16 elements but "
+      "the contraction spans 24");
+  checkInvalid([](Manifest &m) { m.contractions[0].batchStridesA = {32}; },
+               "A is buffer 1 ('x') of 16 elements but the contraction spans 40");
+  checkInvalid([](Manifest &m) { m.contractions[0].batchStridesB = {}; },
+               "contractions[0] ('mm'): batchShape has 1 dimensions but "
+               "batchStridesA has 1 and batchStridesB 0");
+  checkInvalid([](Manifest &m) { m.contractions[0].k = 0; },
+               "contractions[0] ('mm'): m, n, k must be positive");
+  checkInvalid([](Manifest &m) { m.kernels[0].block = {1024, 2, 1}; },
+               "kernels[0] ('k0'): block of 2048 threads exceeds 1024");
+  checkInvalid([](Manifest &m) { m.kernels[0].grid = {0, 1, 1}; },
+               "kernels[0] ('k0'): grid dimension 0 is 0");
+  checkInvalid([](Manifest &m) { m.kernels[0].block = {1, 1, 65}; },
+               "kernels[0] ('k0'): block dimension 2 is 65 (must be 1 to 64)");
+  checkInvalid([](Manifest &m) { m.kernels[0].name = "k0(); int x"; },
+               "kernels[0] ('k0(); int x'): name is not a C identifier");
+  checkInvalid([](Manifest &m) { m.inputs[1].name = "x"; },
+               "manifest: inputs[1] ('x'): duplicate name");
+  checkInvalid([](Manifest &m) { m.outputs[0].buffer = 9; },
+               "manifest: outputs[0] ('y'): buffer 9 out of range (7 buffers)");
+  checkInvalid([](Manifest &m) { m.arenaBytes = ~0ull - 100; },
+               "weightsBytes + arenaBytes overflows");
+}
+
+void testExecutables() {
+  Executable e;
+  e.manifest = sampleManifest();
+  e.weights.resize(e.manifest.weightsBytes);
+  for (size_t i = 0; i < e.weights.size(); ++i)
+    e.weights[i] = static_cast<uint8_t>(i * 7);
+  std::string dir = scratchDirectory() + "/executable/nested";
+  if (!CHECK_OK(saveExecutable(e, dir)))
+    return;
+  StatusOr<Executable> back = loadExecutable(dir);
+  if (!CHECK_OK(back.status()))
+    return;
+  checkSameManifest(e.manifest, back->manifest);
+  CHECK(back->manifest.source == e.manifest.source);
+  CHECK(back->weights == e.weights);
+
+  // A weights.bin of the wrong size.
+  std::string bad = scratchDirectory() + "/executable/bad";
+  CHECK_OK(saveExecutable(e, bad));
+  CHECK_OK(writeFile(bad + "/weights.bin", "abc", 3));
+  CHECK_ERROR(loadExecutable(bad).status(),
+              "weights.bin: has 3 bytes but the manifest says weightsBytes 300");
+  // A manifest that does not validate.
+  std::string json = manifestToJson(e.manifest);
+  json.replace(json.find("\"offset\": 256"), 13, "\"offset\": 8192");
+  CHECK_OK(writeFile(bad + "/weights.bin", e.weights.data(), e.weights.size()));
+  CHECK_OK(writeFile(bad + "/manifest.json", json.data(), json.size()));
+  CHECK_ERROR(loadExecutable(bad).status(), "bad/manifest.json: manifest: buffers[2]");
+
+  StatusOr<Executable> missing = loadExecutable(scratchDirectory() + "/nowhere");
+  CHECK(missing.status().code() == StatusCode::NotFound);
+  CHECK_ERROR(missing.status(), "nowhere/manifest.json: cannot open");
+
+  // Saving refuses weights of the wrong size and leaves nothing behind.
+  e.weights.pop_back();
+  CHECK_ERROR(saveExecutable(e, scratchDirectory() + "/executable/short"),
+              "weights has 299 bytes but the manifest says weightsBytes 300");
+  CHECK(!fileExists(scratchDirectory() + "/executable/short/manifest.json"));
+}
+
+} // namespace
+
+void runManifestTests() {
+  testDTypes();
+  testJsonRoundTrip();
+  testJsonErrors();
+  testValidate();
+  testExecutables();
+}
+
+} // namespace memfit::rt::test

@@ -1,0 +1,61 @@
+//===- TestUtil.h - a tiny check framework for the runtime tests -*- C++ -*-===//
+
+#ifndef MEMFIT_RUNTIME_TEST_TESTUTIL_H
+#define MEMFIT_RUNTIME_TEST_TESTUTIL_H
+
+#include "memfit/runtime/Status.h"
+
+#include <cstdio>
+#include <string>
+
+namespace memfit::rt::test {
+
+/// Counts checks and failures; a failure prints its location and goes on.
+struct Counters {
+  int checks = 0;
+  int failures = 0;
+};
+Counters &counters();
+
+inline bool check(bool ok, const char *file, int line, const std::string &what) {
+  ++counters().checks;
+  if (!ok) {
+    ++counters().failures;
+    std::fprintf(stderr, "%s:%d: check failed: %s\n", file, line, what.c_str());
+  }
+  return ok;
+}
+
+inline bool checkOk(const Status &status, const char *file, int line,
+                    const char *expr) {
+  return check(status.isOk(), file, line,
+               std::string(expr) + " returned: " + status.message());
+}
+
+inline bool checkError(const Status &status, const std::string &needle,
+                       const char *file, int line, const char *expr) {
+  if (status.isOk())
+    return check(false, file, line, std::string(expr) + " succeeded, expected an error containing '" + needle + "'");
+  return check(status.message().find(needle) != std::string::npos, file, line,
+               std::string(expr) + ": error '" + status.message() +
+                   "' does not contain '" + needle + "'");
+}
+
+/// A directory the tests may write into (created by main).
+const std::string &scratchDirectory();
+
+void runJsonTests();
+void runManifestTests();
+void runTensorTests();
+void runHostBackendTests();
+void runSessionTests();
+
+} // namespace memfit::rt::test
+
+#define CHECK(cond) ::memfit::rt::test::check((cond), __FILE__, __LINE__, #cond)
+#define CHECK_OK(expr) ::memfit::rt::test::checkOk((expr), __FILE__, __LINE__, #expr)
+/// `expr` is a Status (or status()) whose message contains `needle`.
+#define CHECK_ERROR(expr, needle)                                              \
+  ::memfit::rt::test::checkError((expr), (needle), __FILE__, __LINE__, #expr)
+
+#endif // MEMFIT_RUNTIME_TEST_TESTUTIL_H
