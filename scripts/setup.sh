@@ -2,7 +2,9 @@
 # Sets up a fresh Debian 12 machine for memfit and builds it; idempotent.
 #   - Debian packages: LLVM/MLIR 22, ONNX protobuf classes, CMake, Ninja, lld
 #   - a Python virtual environment (.venv) with onnx, onnxruntime, numpy
-#   - the build in build/ (CMake + Ninja)
+#   - the build in build/ (CMake + Ninja): compiler, runtime, tools, tests
+#   The CUDA toolkit (NVRTC) is expected at /usr/local/cuda; without it the
+#   CUDA paths report it and the NVRTC tests are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -40,4 +42,4 @@ if [ ! -f build/build.ninja ]; then
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
     -DMEMFIT_PYTHON="$PWD/.venv/bin/python"
 fi
-ninja -C build memfit-opt
+ninja -C build

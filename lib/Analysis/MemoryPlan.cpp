@@ -140,7 +140,10 @@ private:
     for (PlannedBuffer &buffer : plan.buffers) {
       Operation *def = buffer.value.getDefiningOp();
       buffer.firstStep = def ? stepOf.lookup(def) : 0;
-      buffer.lastStep = buffer.firstStep;
+      // Inputs stay intact for the whole step, so that a session can run
+      // again on the inputs it was given.
+      buffer.lastStep =
+          buffer.category == BufferCategory::Input ? end : buffer.firstStep;
     }
     // Every use of a value (or of a view of it) keeps its buffer live until
     // the step that reads it; returned values stay live to the end.

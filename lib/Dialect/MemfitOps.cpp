@@ -930,7 +930,7 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "input " << index << " has type "
                            << input.getType() << " but body argument "
                            << index << " has type " << arg.getType();
-  auto yield = dyn_cast<YieldOp>(body.getTerminator());
+  auto yield = body.empty() ? YieldOp() : dyn_cast<YieldOp>(&body.back());
   if (!yield)
     return emitOpError() << "body must end with memfit.yield";
   if (yield.getValues().getTypes() != getResultTypes())

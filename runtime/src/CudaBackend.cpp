@@ -62,7 +62,8 @@ StatusOr<const DriverSymbols *> initDriver(int &deviceCount) {
   const DriverSymbols &cu = **loaded;
   CUresult result = cu.cuInit(0);
   if (result == CUDA_ERROR_NO_DEVICE)
-    return unavailable("no CUDA device (" + cu.check(result, "cuInit").message() + ")");
+    return unavailable("no CUDA device (" +
+                       cu.check(result, "cuInit").message() + ")");
   if (result != CUDA_SUCCESS) // whatever the cause, CUDA is not usable
     return unavailable("CUDA driver " + cu.path + ": " +
                        cu.check(result, "cuInit").message());
@@ -214,7 +215,8 @@ public:
   Status download(uint64_t offset, void *data, uint64_t bytes) override;
   Status prepareKernels(const Manifest &manifest, const SessionOptions &options,
                         SessionTimings &timings) override;
-  Status launchKernel(uint32_t kernel, const std::vector<uint64_t> &offsets) override;
+  Status launchKernel(uint32_t kernel,
+                      const std::vector<uint64_t> &offsets) override;
   Status runContraction(const Contraction &contraction, uint64_t a, uint64_t b,
                         uint64_t out) override;
   Status synchronize() override;
@@ -236,16 +238,17 @@ private:
   /// Fails when [offset, offset + bytes) is not inside the allocation.
   Status checkRange(const char *what, uint64_t offset, uint64_t bytes) const;
   /// Loads `cubin` as the module, replacing any earlier one.
-  Status loadModule(const std::vector<char> &cubin, const std::string &nvrtcVersion);
+  Status loadModule(const std::vector<char> &cubin,
+                    const std::string &nvrtcVersion);
   Status initBlasLt();
   StatusOr<MatmulPlan *> getPlan(const Contraction &contraction,
-                                 const ElementType &type, const BatchPlan &batch,
-                                 uint32_t alignFirst, uint32_t alignSecond,
-                                 uint32_t alignOut);
+                                 const ElementType &type,
+                                 const BatchPlan &batch, uint32_t alignFirst,
+                                 uint32_t alignSecond, uint32_t alignOut);
   StatusOr<MatmulPlan> createPlan(const Contraction &contraction,
-                                  const ElementType &type, const BatchPlan &batch,
-                                  uint32_t alignFirst, uint32_t alignSecond,
-                                  uint32_t alignOut);
+                                  const ElementType &type,
+                                  const BatchPlan &batch, uint32_t alignFirst,
+                                  uint32_t alignSecond, uint32_t alignOut);
 
   const DriverSymbols &cu_;
   int ordinal_ = 0;
@@ -276,13 +279,16 @@ Status CudaBackend::init(int ordinal, int deviceCount) {
   ordinal_ = ordinal;
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDeviceGet, &device_, ordinal);
   char name[256] = {};
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDeviceGetName, name, sizeof name - 1, device_);
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDeviceGetName, name, sizeof name - 1,
+                            device_);
   name_ = name;
   int major = 0, minor = 0;
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDeviceGetAttribute, &major,
-                            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device_);
+                            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                            device_);
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDeviceGetAttribute, &minor,
-                            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device_);
+                            CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                            device_);
   arch_ = "sm_" + std::to_string(major) + std::to_string(minor);
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDriverGetVersion, &driverVersion_);
 
@@ -321,12 +327,14 @@ CudaBackend::~CudaBackend() {
 }
 
 std::string CudaBackend::description() const {
-  return name_ + " (" + arch_ + ", driver " + formatCudaVersion(driverVersion_) + ")";
+  return name_ + " (" + arch_ + ", driver " +
+         formatCudaVersion(driverVersion_) + ")";
 }
 
 Status CudaBackend::allocate(uint64_t bytes) {
   if (allocated_)
-    return internalError("the CUDA backend makes one allocation, and it was made");
+    return internalError(
+        "the CUDA backend makes one allocation, and it was made");
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   size_t free = 0, total = 0;
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemGetInfo, &free, &total);
@@ -400,11 +408,13 @@ Status CudaBackend::loadModule(const std::vector<char> &cubin,
   int major = 0, minor = 0;
   if (std::sscanf(nvrtcVersion.c_str(), "%d.%d", &major, &minor) == 2 &&
       major * 1000 + minor * 10 > driverVersion_)
-    return Status::error(status.code(),
-                         status.message() + " (the kernels were compiled by NVRTC " +
-                             nvrtcVersion + " but the driver supports CUDA " +
-                             driver + " at most: update the driver, or put the "
-                             "libnvrtc of CUDA " + driver + " on LD_LIBRARY_PATH)");
+    return Status::error(
+        status.code(),
+        status.message() + " (the kernels were compiled by NVRTC " +
+            nvrtcVersion + " but the driver supports CUDA " + driver +
+            " at most: update the driver, or put the "
+            "libnvrtc of CUDA " +
+            driver + " on LD_LIBRARY_PATH)");
   return status;
 }
 
@@ -428,7 +438,8 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
   if (manifest.kernels.empty())
     return Status::ok();
 
-  std::string context = "compiling the kernels for " + name_ + " (" + arch_ + ")";
+  std::string context =
+      "compiling the kernels for " + name_ + " (" + arch_ + ")";
   StatusOr<std::string> version = nvrtcVersion();
   if (!version)
     return version.status().withContext(context);
@@ -439,7 +450,8 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
   KernelCache cache(options);
   bool useCache = !options.disableCache && cache.enabled();
   std::string path =
-      useCache ? cache.path("cubin", manifest.source, arch_, *version, "cubin") : "";
+      useCache ? cache.path("cubin", manifest.source, arch_, *version, "cubin")
+               : "";
   if (useCache) {
     if (std::optional<std::vector<char>> cubin = cache.load(path))
       timings.cacheHit = loadModule(*cubin, *version).isOk();
@@ -447,9 +459,9 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
   if (!timings.cacheHit) {
     auto start = std::chrono::steady_clock::now();
     StatusOr<NvrtcResult> compiled = compileToCubin(manifest.source, arch_);
-    timings.compileSeconds = std::chrono::duration<double>(
-                                 std::chrono::steady_clock::now() - start)
-                                 .count();
+    timings.compileSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (!compiled)
       return compiled.status().withContext(context);
     MEMFIT_RT_RETURN_IF_ERROR(
@@ -459,8 +471,8 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
   }
 
   for (const Kernel &kernel : manifest.kernels) {
-    LoadedKernel loaded{kernel.name, kernel.grid, kernel.block, kernel.sharedBytes,
-                        nullptr};
+    LoadedKernel loaded{kernel.name, kernel.grid, kernel.block,
+                        kernel.sharedBytes, nullptr};
     CUresult result =
         cu_.cuModuleGetFunction(&loaded.function, module_, kernel.name.c_str());
     if (result != CUDA_SUCCESS)
@@ -486,9 +498,9 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
 Status CudaBackend::launchKernel(uint32_t kernel,
                                  const std::vector<uint64_t> &offsets) {
   if (kernel >= kernels_.size())
-    return invalidArgument("kernel " + std::to_string(kernel) +
-                           " is out of range: " + std::to_string(kernels_.size()) +
-                           " kernels are loaded");
+    return invalidArgument(
+        "kernel " + std::to_string(kernel) + " is out of range: " +
+        std::to_string(kernels_.size()) + " kernels are loaded");
   const LoadedKernel &k = kernels_[kernel];
   // Each parameter is a device pointer; kernelParams points at each value.
   std::vector<CUdeviceptr> pointers(offsets.size());
@@ -502,17 +514,18 @@ Status CudaBackend::launchKernel(uint32_t kernel,
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   CUresult result = cu_.cuLaunchKernel(
       k.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-      k.block[2], k.sharedBytes, stream_, params.empty() ? nullptr : params.data(),
-      nullptr);
+      k.block[2], k.sharedBytes, stream_,
+      params.empty() ? nullptr : params.data(), nullptr);
   if (result == CUDA_SUCCESS)
     return Status::ok();
   return cu_.check(result, "cuLaunchKernel")
-      .withContext("launching kernel '" + k.name + "' (grid " +
-                   std::to_string(k.grid[0]) + "x" + std::to_string(k.grid[1]) +
-                   "x" + std::to_string(k.grid[2]) + ", block " +
-                   std::to_string(k.block[0]) + "x" + std::to_string(k.block[1]) +
-                   "x" + std::to_string(k.block[2]) + ", " +
-                   std::to_string(k.sharedBytes) + " bytes of dynamic shared memory)");
+      .withContext(
+          "launching kernel '" + k.name + "' (grid " +
+          std::to_string(k.grid[0]) + "x" + std::to_string(k.grid[1]) + "x" +
+          std::to_string(k.grid[2]) + ", block " + std::to_string(k.block[0]) +
+          "x" + std::to_string(k.block[1]) + "x" + std::to_string(k.block[2]) +
+          ", " + std::to_string(k.sharedBytes) +
+          " bytes of dynamic shared memory)");
 }
 
 Status CudaBackend::synchronize() {
@@ -537,8 +550,8 @@ Status CudaBackend::initBlasLt() {
   lt_ = *lt;
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   return lt_->check(lt_->cublasLtCreate(&blasLt_), "cublasLtCreate")
-      .withContext("cuBLASLt " + lt_->path + " on " + deviceName() + ", driver " +
-                   formatCudaVersion(driverVersion_));
+      .withContext("cuBLASLt " + lt_->path + " on " + deviceName() +
+                   ", driver " + formatCudaVersion(driverVersion_));
 }
 
 // cuBLASLt is column-major and memfit's matrices are row-major. A row-major
@@ -554,12 +567,10 @@ Status CudaBackend::initBlasLt() {
 //           A is [k, m] (transA)    -> column-major [m, k], ld m, op T
 // Row-major layouts (CUBLASLT_ORDER_ROW) would say the same, but fewer
 // cuBLASLt kernels support them.
-StatusOr<MatmulPlan> CudaBackend::createPlan(const Contraction &contraction,
-                                             const ElementType &type,
-                                             const BatchPlan &batch,
-                                             uint32_t alignFirst,
-                                             uint32_t alignSecond,
-                                             uint32_t alignOut) {
+StatusOr<MatmulPlan>
+CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
+                        const BatchPlan &batch, uint32_t alignFirst,
+                        uint32_t alignSecond, uint32_t alignOut) {
   const BlasLtSymbols &lt = *lt_;
   const int64_t m = contraction.m, n = contraction.n, k = contraction.k;
   MatmulPlan plan;
@@ -580,20 +591,25 @@ StatusOr<MatmulPlan> CudaBackend::createPlan(const Contraction &contraction,
 
   const int32_t opFirst = contraction.transB ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int32_t opSecond = contraction.transA ? CUBLAS_OP_T : CUBLAS_OP_N;
-  MEMFIT_PLAN_CHECK(cublasLtMatmulDescCreate, &plan.desc, type.compute, type.scale);
+  MEMFIT_PLAN_CHECK(cublasLtMatmulDescCreate, &plan.desc, type.compute,
+                    type.scale);
   MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                     CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst);
   MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                     CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond);
 
   if (contraction.transB)
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, k, n, k);
+    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, k, n,
+                      k);
   else
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, n, k, n);
+    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, n, k,
+                      n);
   if (contraction.transA)
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, m, k, m);
+    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, m, k,
+                      m);
   else
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, k, m, k);
+    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, k, m,
+                      k);
   MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.out, type.data, n, m, n);
 
   if (batch.innerCount > 1) {
@@ -602,10 +618,11 @@ StatusOr<MatmulPlan> CudaBackend::createPlan(const Contraction &contraction,
     cublasLtMatrixLayout_t layouts[3] = {plan.first, plan.second, plan.out};
     for (int i = 0; i < 3; ++i) {
       MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutSetAttribute, layouts[i],
-                        CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof count);
+                        CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count,
+                        sizeof count);
       MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutSetAttribute, layouts[i],
-                        CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &strides[i],
-                        sizeof strides[i]);
+                        CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+                        &strides[i], sizeof strides[i]);
     }
   }
 
@@ -625,39 +642,39 @@ StatusOr<MatmulPlan> CudaBackend::createPlan(const Contraction &contraction,
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignOut},
       {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignOut}};
   for (const auto &[attribute, bytes] : alignments)
-    MEMFIT_PLAN_CHECK(cublasLtMatmulPreferenceSetAttribute, preference, attribute,
-                      &bytes, sizeof bytes);
+    MEMFIT_PLAN_CHECK(cublasLtMatmulPreferenceSetAttribute, preference,
+                      attribute, &bytes, sizeof bytes);
 
   cublasLtMatmulHeuristicResult_t result{};
   int found = 0;
-  MEMFIT_PLAN_CHECK(cublasLtMatmulAlgoGetHeuristic, blasLt_, plan.desc, plan.first,
-                    plan.second, plan.out, plan.out, preference, 1, &result, &found);
+  MEMFIT_PLAN_CHECK(cublasLtMatmulAlgoGetHeuristic, blasLt_, plan.desc,
+                    plan.first, plan.second, plan.out, plan.out, preference, 1,
+                    &result, &found);
 #undef MEMFIT_PLAN_CHECK
   (void)lt.cublasLtMatmulPreferenceDestroy(preference);
   preference = nullptr;
   if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
     return fail(internalError(
-        std::string("cuBLASLt has no algorithm for ") + dtypeName(contraction.dtype) +
-        " m=" + std::to_string(m) + " n=" + std::to_string(n) +
-        " k=" + std::to_string(k) + (contraction.transA ? " transA" : "") +
-        (contraction.transB ? " transB" : "") + " batch=" +
-        std::to_string(batch.innerCount) + " without workspace"));
+        std::string("cuBLASLt has no algorithm for ") +
+        dtypeName(contraction.dtype) + " m=" + std::to_string(m) +
+        " n=" + std::to_string(n) + " k=" + std::to_string(k) +
+        (contraction.transA ? " transA" : "") +
+        (contraction.transB ? " transB" : "") +
+        " batch=" + std::to_string(batch.innerCount) + " without workspace"));
   plan.algo = result.algo;
   return plan;
 }
 
-StatusOr<MatmulPlan *> CudaBackend::getPlan(const Contraction &contraction,
-                                            const ElementType &type,
-                                            const BatchPlan &batch,
-                                            uint32_t alignFirst,
-                                            uint32_t alignSecond,
-                                            uint32_t alignOut) {
+StatusOr<MatmulPlan *>
+CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
+                     const BatchPlan &batch, uint32_t alignFirst,
+                     uint32_t alignSecond, uint32_t alignOut) {
   std::string key;
   for (int64_t value :
        {int64_t(contraction.dtype), contraction.m, contraction.n, contraction.k,
-        int64_t(contraction.transA), int64_t(contraction.transB), batch.innerCount,
-        batch.strideA, batch.strideB, int64_t(alignFirst), int64_t(alignSecond),
-        int64_t(alignOut)})
+        int64_t(contraction.transA), int64_t(contraction.transB),
+        batch.innerCount, batch.strideA, batch.strideB, int64_t(alignFirst),
+        int64_t(alignSecond), int64_t(alignOut)})
     key += std::to_string(value) + ",";
   auto it = plans_.find(key);
   if (it != plans_.end())
@@ -679,7 +696,8 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
   const std::vector<int64_t> &shape = contraction.batchShape;
   if (contraction.batchStridesA.size() != shape.size() ||
       contraction.batchStridesB.size() != shape.size())
-    return invalidArgument(context + ": batch strides do not match the batch rank " +
+    return invalidArgument(context +
+                           ": batch strides do not match the batch rank " +
                            std::to_string(shape.size()));
   const int64_t m = contraction.m, n = contraction.n, k = contraction.k;
   if (m < 0 || n < 0 || k < 0)
@@ -703,11 +721,14 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
     return Status::ok();
   const uint64_t e = type.bytes;
   MEMFIT_RT_RETURN_IF_ERROR(
-      checkRange("operand A", a, (lastA + uint64_t(m * k)) * e).withContext(context));
+      checkRange("operand A", a, (lastA + uint64_t(m * k)) * e)
+          .withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(
-      checkRange("operand B", b, (lastB + uint64_t(k * n)) * e).withContext(context));
+      checkRange("operand B", b, (lastB + uint64_t(k * n)) * e)
+          .withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(
-      checkRange("the output", out, uint64_t(count * m * n) * e).withContext(context));
+      checkRange("the output", out, uint64_t(count * m * n) * e)
+          .withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
 
   if (k == 0) {
@@ -750,7 +771,8 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
   const float alpha32 = contraction.alpha, beta32 = contraction.beta;
   const double alpha64 = contraction.alpha, beta64 = contraction.beta;
   const bool doubleScale = type.scale == CUDA_R_64F;
-  const void *alpha = doubleScale ? static_cast<const void *>(&alpha64) : &alpha32;
+  const void *alpha =
+      doubleScale ? static_cast<const void *>(&alpha64) : &alpha32;
   const void *beta = doubleScale ? static_cast<const void *>(&beta64) : &beta32;
 
   std::vector<int64_t> index(batch.outerRank, 0);
@@ -767,11 +789,12 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
         base_ + out + uint64_t(outer * batch.innerCount * m * n) * e;
     MEMFIT_RT_RETURN_IF_ERROR(
         lt_->check(lt_->cublasLtMatmul(
-                       blasLt_, plan.desc, alpha, reinterpret_cast<void *>(pointerB),
-                       plan.first, reinterpret_cast<void *>(pointerA), plan.second,
-                       beta, reinterpret_cast<void *>(pointerOut), plan.out,
-                       reinterpret_cast<void *>(pointerOut), plan.out, &plan.algo,
-                       nullptr, 0, stream_),
+                       blasLt_, plan.desc, alpha,
+                       reinterpret_cast<void *>(pointerB), plan.first,
+                       reinterpret_cast<void *>(pointerA), plan.second, beta,
+                       reinterpret_cast<void *>(pointerOut), plan.out,
+                       reinterpret_cast<void *>(pointerOut), plan.out,
+                       &plan.algo, nullptr, 0, stream_),
                    "cublasLtMatmul")
             .withContext(context));
     // The next outer multi-index, row-major.
@@ -786,7 +809,8 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
 
 } // namespace
 
-StatusOr<std::unique_ptr<Backend>> createCudaBackend(const SessionOptions &options) {
+StatusOr<std::unique_ptr<Backend>>
+createCudaBackend(const SessionOptions &options) {
   int deviceCount = 0;
   StatusOr<const DriverSymbols *> cu = initDriver(deviceCount);
   if (!cu)

@@ -86,8 +86,9 @@ StatusOr<const DriverSymbols *> openDriver() {
   void *handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!handle) {
     const char *error = dlerror();
-    return unavailable(std::string("no CUDA driver (libcuda.so.1 not found): ") +
-                       (error ? error : "dlopen failed"));
+    return unavailable(
+        std::string("no CUDA driver (libcuda.so.1 not found): ") +
+        (error ? error : "dlopen failed"));
   }
   auto *syms = new DriverSymbols();
   syms->path = loadedPath(handle, "libcuda.so.1");
@@ -116,7 +117,8 @@ StatusOr<const NvrtcSymbols *> openNvrtc() {
   MEMFIT_NVRTC_OPTIONAL_SYMBOLS(MEMFIT_NVRTC_RESOLVE_OPTIONAL)
 #undef MEMFIT_NVRTC_RESOLVE_OPTIONAL
   MEMFIT_RT_RETURN_IF_ERROR(
-      syms->check(syms->nvrtcVersion(&syms->major, &syms->minor), "nvrtcVersion")
+      syms->check(syms->nvrtcVersion(&syms->major, &syms->minor),
+                  "nvrtcVersion")
           .withContext(syms->path));
   return static_cast<const NvrtcSymbols *>(syms);
 }
@@ -227,12 +229,13 @@ Status NvrtcSymbols::check(nvrtcResult result, const char *call) const {
 Status BlasLtSymbols::check(cublasStatus_t result, const char *call) const {
   if (result == CUBLAS_STATUS_SUCCESS)
     return Status::ok();
-  const char *name = cublasLtGetStatusName ? cublasLtGetStatusName(result) : nullptr;
+  const char *name =
+      cublasLtGetStatusName ? cublasLtGetStatusName(result) : nullptr;
   const char *text =
       cublasLtGetStatusString ? cublasLtGetStatusString(result) : nullptr;
-  std::string message = std::string(call) + " failed: " +
-                        (name ? name : "CUBLAS_STATUS_UNKNOWN") + " (" +
-                        std::to_string(result) + ")";
+  std::string message = std::string(call) +
+                        " failed: " + (name ? name : "CUBLAS_STATUS_UNKNOWN") +
+                        " (" + std::to_string(result) + ")";
   if (text)
     message += std::string(": ") + text;
   switch (result) {

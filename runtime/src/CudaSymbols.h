@@ -1,4 +1,4 @@
-//===- CudaSymbols.h - CUDA libraries loaded with dlopen (internal) -*- C++ -*-===//
+//===- CudaSymbols.h - CUDA libraries loaded with dlopen --------*- C++ -*-===//
 //
 // The runtime builds without the CUDA toolkit and starts on machines without
 // a GPU: the driver (libcuda.so.1), NVRTC and cuBLASLt are opened with dlopen
@@ -103,7 +103,8 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(cuStreamDestroy, "cuStreamDestroy_v2", CUstream)
 
 struct DriverSymbols {
-#define MEMFIT_CU_PFN(member, symbol, ...) CUresult (*member)(__VA_ARGS__) = nullptr;
+#define MEMFIT_CU_PFN(member, symbol, ...)                                     \
+  CUresult (*member)(__VA_ARGS__) = nullptr;
   MEMFIT_CUDA_DRIVER_SYMBOLS(MEMFIT_CU_PFN)
 #undef MEMFIT_CU_PFN
 
@@ -252,8 +253,7 @@ constexpr int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8; // uint32_t
   X(cublasStatus_t, cublasLtMatmulAlgoGetHeuristic, cublasLtHandle_t,          \
     cublasLtMatmulDesc_t, cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,      \
     cublasLtMatrixLayout_t, cublasLtMatrixLayout_t,                            \
-    cublasLtMatmulPreference_t, int, cublasLtMatmulHeuristicResult_t *,        \
-    int *)                                                                     \
+    cublasLtMatmulPreference_t, int, cublasLtMatmulHeuristicResult_t *, int *) \
   X(cublasStatus_t, cublasLtMatmul, cublasLtHandle_t, cublasLtMatmulDesc_t,    \
     const void *, const void *, cublasLtMatrixLayout_t, const void *,          \
     cublasLtMatrixLayout_t, const void *, const void *,                        \

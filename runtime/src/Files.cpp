@@ -1,4 +1,5 @@
-//===- Files.cpp - whole-file reads and atomic writes -----------------------===//
+//===- Files.cpp - whole-file reads and atomic writes
+//-----------------------===//
 
 #include "Files.h"
 
@@ -95,8 +96,8 @@ Status writeFileAtomic(const std::string &path, const void *data, size_t size) {
 
 Status renameFile(const std::string &from, const std::string &to) {
   if (::rename(from.c_str(), to.c_str()) != 0)
-    return invalidArgument(to + ": cannot rename " + from + " into place: " +
-                           systemError());
+    return invalidArgument(to + ": cannot rename " + from +
+                           " into place: " + systemError());
   return Status::ok();
 }
 
@@ -111,8 +112,8 @@ Status makeDirectories(const std::string &path) {
     if (prefix.empty() || prefix == "/")
       continue;
     if (::mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST)
-      return invalidArgument(prefix + ": cannot create directory: " +
-                             systemError());
+      return invalidArgument(prefix +
+                             ": cannot create directory: " + systemError());
   }
   struct stat st;
   if (::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
@@ -127,8 +128,8 @@ StatusOr<std::string> makeTemporaryDirectory(const std::string &prefix) {
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (!::mkdtemp(buffer.data()))
-    return invalidArgument(pattern + ": cannot create a temporary directory: " +
-                           systemError());
+    return invalidArgument(
+        pattern + ": cannot create a temporary directory: " + systemError());
   return std::string(buffer.data());
 }
 

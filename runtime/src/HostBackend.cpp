@@ -1,4 +1,5 @@
-//===- HostBackend.cpp - running the CUDA C++ source on the CPU ------------===//
+//===- HostBackend.cpp - running the CUDA C++ source on the CPU
+//------------===//
 //
 // The host backend compiles Manifest::source with the host C++ compiler
 // against the emulation header (host/memfit_cuda_host.h) into a shared
@@ -107,12 +108,14 @@ StatusOr<ProcessResult> runProcess(const std::vector<std::string> &argv) {
     args.push_back(const_cast<char *>(a.c_str()));
   args.push_back(nullptr);
   pid_t pid;
-  int spawned = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
+  int spawned =
+      posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   ::close(pipeFds[1]);
   if (spawned != 0) {
     ::close(pipeFds[0]);
-    return unavailable("cannot run '" + argv[0] + "': " + std::strerror(spawned));
+    return unavailable("cannot run '" + argv[0] +
+                       "': " + std::strerror(spawned));
   }
   ProcessResult result;
   char buffer[4096];
@@ -128,14 +131,16 @@ StatusOr<ProcessResult> runProcess(const std::vector<std::string> &argv) {
   int status = 0;
   while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }
-  result.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.exitCode =
+      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   if (result.exitCode == 127)
     return unavailable("cannot run '" + argv[0] + "': " + result.output);
   return result;
 }
 
 /// The first line of `<compiler> --version`, remembered per command.
-StatusOr<std::string> compilerVersion(const std::vector<std::string> &compiler) {
+StatusOr<std::string>
+compilerVersion(const std::vector<std::string> &compiler) {
   static std::mutex mutex;
   static std::map<std::string, std::string> versions;
   std::string key = joinWords(compiler);
@@ -264,8 +269,7 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// Calls gemm(a, b, out) for every batch index with the operands' offsets.
-template <typename Gemm>
-void forEachBatch(const Contraction &c, Gemm gemm) {
+template <typename Gemm> void forEachBatch(const Contraction &c, Gemm gemm) {
   size_t rank = c.batchShape.size();
   std::vector<int64_t> index(rank, 0);
   int64_t batches = 1;
@@ -340,8 +344,8 @@ void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
 // HostBackend
 //===----------------------------------------------------------------------===//
 
-constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC", "-shared",
-                                         "-w"};
+constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC",
+                                         "-shared", "-w"};
 
 class HostBackend final : public Backend {
 public:
@@ -372,8 +376,8 @@ public:
     std::free(memory_);
     memory_ = nullptr;
     allocated_ = 0;
-    uint64_t rounded = (bytes + kBufferAlignment - 1) / kBufferAlignment *
-                       kBufferAlignment;
+    uint64_t rounded =
+        (bytes + kBufferAlignment - 1) / kBufferAlignment * kBufferAlignment;
     if (rounded == 0)
       rounded = kBufferAlignment;
     if (rounded < bytes || rounded > SIZE_MAX)
@@ -410,7 +414,8 @@ public:
   Status prepareKernels(const Manifest &manifest, const SessionOptions &options,
                         SessionTimings &timings) override;
 
-  Status launchKernel(uint32_t kernel, const std::vector<uint64_t> &offsets) override;
+  Status launchKernel(uint32_t kernel,
+                      const std::vector<uint64_t> &offsets) override;
 
   Status runContraction(const Contraction &c, uint64_t a, uint64_t b,
                         uint64_t out) override {
@@ -498,7 +503,8 @@ StatusOr<std::string> HostBackend::compile(const std::string &wrapper,
   std::string sourcePath = *directory + "/kernels_host.cpp";
   std::string libraryPath = *directory + "/kernels_host.so";
   MEMFIT_RT_RETURN_IF_ERROR(
-      writeFile(sourcePath, wrapper.data(), wrapper.size()).withContext("host backend"));
+      writeFile(sourcePath, wrapper.data(), wrapper.size())
+          .withContext("host backend"));
 
   std::vector<std::string> argv = compiler_;
   for (const char *flag : kCompileFlags)
@@ -507,7 +513,8 @@ StatusOr<std::string> HostBackend::compile(const std::string &wrapper,
   auto start = std::chrono::steady_clock::now();
   StatusOr<ProcessResult> result = runProcess(argv);
   timings.compileSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   if (!result) {
     removeDirectoryAndFiles(*directory);
     return result.status().withContext("host backend");
@@ -616,7 +623,8 @@ Status HostBackend::launchKernel(uint32_t kernel,
   }
 
   uint64_t blocks = uint64_t(k.grid[0]) * k.grid[1] * k.grid[2];
-  uint64_t perTask = std::max<uint64_t>(1, blocks / (uint64_t(pool_->size()) * 4));
+  uint64_t perTask =
+      std::max<uint64_t>(1, blocks / (uint64_t(pool_->size()) * 4));
   size_t tasks = static_cast<size_t>((blocks + perTask - 1) / perTask);
   std::vector<std::string> errors(tasks);
   pool_->run(tasks, [&](size_t task) {
@@ -643,7 +651,8 @@ Status HostBackend::launchKernel(uint32_t kernel,
 
 } // namespace
 
-StatusOr<std::unique_ptr<Backend>> createHostBackend(const SessionOptions &options) {
+StatusOr<std::unique_ptr<Backend>>
+createHostBackend(const SessionOptions &options) {
   std::string command = options.hostCompiler;
   if (command.empty())
     if (const char *env = std::getenv("MEMFIT_HOST_CXX"); env && *env)

@@ -1,4 +1,5 @@
-//===- Json.cpp - a small JSON value, parser and writer --------------------===//
+//===- Json.cpp - a small JSON value, parser and writer
+//--------------------===//
 
 #include "Json.h"
 
@@ -19,7 +20,8 @@ JsonValue JsonValue::fromFloat(float value) {
     return JsonValue(static_cast<double>(value));
   char text[64];
   for (int digits = 1; digits <= 9; ++digits) {
-    std::snprintf(text, sizeof(text), "%.*g", digits, static_cast<double>(value));
+    std::snprintf(text, sizeof(text), "%.*g", digits,
+                  static_cast<double>(value));
     double parsed = std::strtod(text, nullptr);
     if (static_cast<float>(parsed) == value)
       return JsonValue(parsed);
@@ -109,9 +111,8 @@ private:
   }
 
   void skipSpace() {
-    while (pos_ < text_.size() &&
-           (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
-            text_[pos_] == '\r'))
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                   text_[pos_] == '\n' || text_[pos_] == '\r'))
       ++pos_;
   }
 
@@ -458,9 +459,7 @@ void writeDouble(std::string &out, double d) {
     out += ".0";
 }
 
-bool isScalar(const JsonValue &v) {
-  return !v.isArray() && !v.isObject();
-}
+bool isScalar(const JsonValue &v) { return !v.isArray() && !v.isObject(); }
 
 void writeValue(std::string &out, const JsonValue &v, int indent) {
   auto newline = [&](int level) {

@@ -1,4 +1,5 @@
-//===- KernelCache.cpp - on-disk cache of compiled kernels -----------------===//
+//===- KernelCache.cpp - on-disk cache of compiled kernels
+//-----------------===//
 
 #include "KernelCache.h"
 
@@ -43,7 +44,8 @@ KernelCache::KernelCache(const SessionOptions &options) {
   directory_ = directory;
 }
 
-std::string KernelCache::path(const std::string &kind, const std::string &source,
+std::string KernelCache::path(const std::string &kind,
+                              const std::string &source,
                               const std::string &target,
                               const std::string &compilerVersion,
                               const std::string &extension) const {
@@ -54,11 +56,13 @@ std::string KernelCache::path(const std::string &kind, const std::string &source
     h = hashBytes(part->data(), part->size(), h);
   }
   char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx", static_cast<unsigned long long>(h));
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(h));
   return directory_ + "/" + kind + "-" + hex + "." + extension;
 }
 
-std::optional<std::vector<char>> KernelCache::load(const std::string &path) const {
+std::optional<std::vector<char>>
+KernelCache::load(const std::string &path) const {
   if (!enabled())
     return std::nullopt;
   StatusOr<std::string> data = readFile(path);

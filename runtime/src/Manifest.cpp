@@ -1,4 +1,5 @@
-//===- Manifest.cpp - dtypes, manifest validation, JSON and executables ----===//
+//===- Manifest.cpp - dtypes, manifest validation, JSON and executables
+//----===//
 //
 // The JSON schema mirrors the structs of Manifest.h field by field, with
 // the same (camelCase) names; enums are written as lowercase keywords
@@ -14,8 +15,8 @@
 
 #include <array>
 #include <cmath>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <set>
@@ -133,8 +134,8 @@ std::string bufferLabel(const Manifest &m, uint32_t id) {
 
 Status validateBuffer(const Manifest &m, size_t i) {
   const Buffer &b = m.buffers[i];
-  std::string where = "manifest: buffers[" + std::to_string(i) + "] ('" +
-                      b.name + "')";
+  std::string where =
+      "manifest: buffers[" + std::to_string(i) + "] ('" + b.name + "')";
   uint64_t elements = 1;
   for (int64_t d : b.shape) {
     if (d < 0)
@@ -145,7 +146,8 @@ Status validateBuffer(const Manifest &m, size_t i) {
                              " overflows");
   }
   uint64_t expected;
-  if (mulOverflows(elements, dtypeSize(b.dtype), expected) || b.bytes != expected)
+  if (mulOverflows(elements, dtypeSize(b.dtype), expected) ||
+      b.bytes != expected)
     return invalidArgument(where + ": bytes is " + std::to_string(b.bytes) +
                            " but shape " + shapeText(b.shape) + " of " +
                            dtypeName(b.dtype) + " needs " +
@@ -157,17 +159,16 @@ Status validateBuffer(const Manifest &m, size_t i) {
   uint64_t regionBytes =
       b.region == Region::Weights ? m.weightsBytes : m.arenaBytes;
   if (b.bytes > regionBytes || b.offset > regionBytes - b.bytes)
-    return invalidArgument(where + ": offset " + std::to_string(b.offset) +
-                           " + " + std::to_string(b.bytes) +
-                           " bytes exceeds the " + regionName(b.region) +
-                           " region (" + std::to_string(regionBytes) +
-                           " bytes)");
+    return invalidArgument(
+        where + ": offset " + std::to_string(b.offset) + " + " +
+        std::to_string(b.bytes) + " bytes exceeds the " + regionName(b.region) +
+        " region (" + std::to_string(regionBytes) + " bytes)");
   return Status::ok();
 }
 
 Status validateKernel(const Kernel &k, size_t i) {
-  std::string where = "manifest: kernels[" + std::to_string(i) + "] ('" +
-                      k.name + "')";
+  std::string where =
+      "manifest: kernels[" + std::to_string(i) + "] ('" + k.name + "')";
   if (!isIdentifier(k.name))
     return invalidArgument(where + ": name is not a C identifier");
   static const uint32_t gridLimit[3] = {0x7fffffffu, 65535, 65535};
@@ -192,20 +193,19 @@ Status validateKernel(const Kernel &k, size_t i) {
 }
 
 Status validateContraction(const Contraction &c, size_t i) {
-  std::string where = "manifest: contractions[" + std::to_string(i) + "] ('" +
-                      c.name + "')";
+  std::string where =
+      "manifest: contractions[" + std::to_string(i) + "] ('" + c.name + "')";
   if (c.m < 1 || c.n < 1 || c.k < 1)
     return invalidArgument(where + ": m, n, k must be positive (got " +
                            std::to_string(c.m) + ", " + std::to_string(c.n) +
                            ", " + std::to_string(c.k) + ")");
   if (c.batchStridesA.size() != c.batchShape.size() ||
       c.batchStridesB.size() != c.batchShape.size())
-    return invalidArgument(where + ": batchShape has " +
-                           std::to_string(c.batchShape.size()) +
-                           " dimensions but batchStridesA has " +
-                           std::to_string(c.batchStridesA.size()) +
-                           " and batchStridesB " +
-                           std::to_string(c.batchStridesB.size()));
+    return invalidArgument(
+        where + ": batchShape has " + std::to_string(c.batchShape.size()) +
+        " dimensions but batchStridesA has " +
+        std::to_string(c.batchStridesA.size()) + " and batchStridesB " +
+        std::to_string(c.batchStridesB.size()));
   for (size_t d = 0; d < c.batchShape.size(); ++d) {
     if (c.batchShape[d] < 1)
       return invalidArgument(where + ": batchShape " + shapeText(c.batchShape) +
@@ -225,7 +225,8 @@ uint64_t operandSpan(const Contraction &c, const std::vector<int64_t> &strides,
   uint64_t span = matrix;
   for (size_t d = 0; d < c.batchShape.size(); ++d) {
     uint64_t step;
-    if (mulOverflows(uint64_t(c.batchShape[d] - 1), uint64_t(strides[d]), step) ||
+    if (mulOverflows(uint64_t(c.batchShape[d] - 1), uint64_t(strides[d]),
+                     step) ||
         __builtin_add_overflow(span, step, &span))
       return std::numeric_limits<uint64_t>::max();
   }
@@ -243,7 +244,8 @@ Status validateContractionStep(const Manifest &m, const Step &s,
   for (int64_t d : c.batchShape)
     if (mulOverflows(batch, uint64_t(d), batch))
       return invalidArgument(label + ": batch size overflows");
-  uint64_t mk = uint64_t(c.m) * uint64_t(c.k), kn = uint64_t(c.k) * uint64_t(c.n);
+  uint64_t mk = uint64_t(c.m) * uint64_t(c.k),
+           kn = uint64_t(c.k) * uint64_t(c.n);
   uint64_t outElements;
   if (mulOverflows(batch, uint64_t(c.m) * uint64_t(c.n), outElements))
     return invalidArgument(label + ": output size overflows");
@@ -258,11 +260,10 @@ Status validateContractionStep(const Manifest &m, const Step &s,
                              dtypeName(b.dtype) + " but the contraction is " +
                              dtypeName(c.dtype));
     if (bufferElements(b) < needed[r])
-      return invalidArgument(label + ": " + roles[r] + " is " +
-                             bufferLabel(m, s.buffers[r]) + " of " +
-                             std::to_string(bufferElements(b)) +
-                             " elements but the contraction spans " +
-                             std::to_string(needed[r]));
+      return invalidArgument(
+          label + ": " + roles[r] + " is " + bufferLabel(m, s.buffers[r]) +
+          " of " + std::to_string(bufferElements(b)) +
+          " elements but the contraction spans " + std::to_string(needed[r]));
   }
   return Status::ok();
 }
@@ -301,7 +302,8 @@ Status Manifest::validate() const {
   for (size_t i = 0; i < steps.size(); ++i) {
     const Step &s = steps[i];
     std::string where = "manifest: steps[" + std::to_string(i) + "]";
-    size_t count = s.kind == StepKind::Kernel ? kernels.size() : contractions.size();
+    size_t count =
+        s.kind == StepKind::Kernel ? kernels.size() : contractions.size();
     if (s.index >= count)
       return invalidArgument(where + ": " + stepKindName(s.kind) + " index " +
                              std::to_string(s.index) + " out of range (" +
@@ -447,7 +449,8 @@ public:
   /// The object itself must be an object with exactly `fields`.
   Status checkFields(std::initializer_list<const char *> fields) const {
     if (!object_.isObject())
-      return invalidArgument("manifest: " + displayPath() + ": expected an object, got " +
+      return invalidArgument("manifest: " + displayPath() +
+                             ": expected an object, got " +
                              JsonValue::kindName(object_.kind()));
     for (const auto &member : object_.members()) {
       bool known = false;
@@ -507,8 +510,9 @@ public:
     out.clear();
     for (size_t i = 0; i < v.elements().size(); ++i) {
       Int x;
-      MEMFIT_RT_RETURN_IF_ERROR(integerValue(
-          v.elements()[i], fieldPath(field) + "[" + std::to_string(i) + "]", x));
+      MEMFIT_RT_RETURN_IF_ERROR(
+          integerValue(v.elements()[i],
+                       fieldPath(field) + "[" + std::to_string(i) + "]", x));
       out.push_back(x);
     }
     return Status::ok();
@@ -535,9 +539,9 @@ public:
     for (size_t i = 0; i < v.elements().size(); ++i) {
       const JsonValue &e = v.elements()[i];
       if (!e.isString())
-        return invalidArgument("manifest: " + fieldPath(field) + "[" +
-                               std::to_string(i) + "]: expected a string, got " +
-                               JsonValue::kindName(e.kind()));
+        return invalidArgument(
+            "manifest: " + fieldPath(field) + "[" + std::to_string(i) +
+            "]: expected a string, got " + JsonValue::kindName(e.kind()));
       out.push_back(e.asString());
     }
     return Status::ok();
@@ -558,7 +562,9 @@ public:
 private:
   const JsonValue &get(const char *field) const { return *object_.find(field); }
 
-  std::string displayPath() const { return path_.empty() ? "top level" : path_; }
+  std::string displayPath() const {
+    return path_.empty() ? "top level" : path_;
+  }
 
   Status typeError(const char *field, const char *expected,
                    const JsonValue &got) const {
@@ -570,7 +576,8 @@ private:
   static Status integerValue(const JsonValue &v, const std::string &path,
                              Int &out) {
     if (!v.isInt())
-      return invalidArgument("manifest: " + path + ": expected an integer, got " +
+      return invalidArgument("manifest: " + path +
+                             ": expected an integer, got " +
                              JsonValue::kindName(v.kind()));
     int64_t x = v.asInt();
     bool inRange;
@@ -578,7 +585,8 @@ private:
       inRange = x >= int64_t(std::numeric_limits<Int>::min()) &&
                 x <= int64_t(std::numeric_limits<Int>::max());
     else
-      inRange = x >= 0 && uint64_t(x) <= uint64_t(std::numeric_limits<Int>::max());
+      inRange =
+          x >= 0 && uint64_t(x) <= uint64_t(std::numeric_limits<Int>::max());
     if (!inRange)
       return invalidArgument("manifest: " + path + ": " + std::to_string(x) +
                              " is out of range");
@@ -611,8 +619,8 @@ Status readBuffer(const ObjectReader &r, Buffer &b) {
   else if (region == "arena")
     b.region = Region::Arena;
   else
-    return r.error("region", "expected \"weights\" or \"arena\", got \"" +
-                                 region + "\"");
+    return r.error("region",
+                   "expected \"weights\" or \"arena\", got \"" + region + "\"");
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("offset", b.offset));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("bytes", b.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", b.dtype));
@@ -687,9 +695,8 @@ Status readArray(const ObjectReader &r, const char *field, std::vector<T> &out,
   out.reserve(array.elements().size());
   for (size_t i = 0; i < array.elements().size(); ++i) {
     T element;
-    MEMFIT_RT_RETURN_IF_ERROR(
-        readElement(ObjectReader(array.elements()[i], r.elementPath(field, i)),
-                    element));
+    MEMFIT_RT_RETURN_IF_ERROR(readElement(
+        ObjectReader(array.elements()[i], r.elementPath(field, i)), element));
     out.push_back(std::move(element));
   }
   return Status::ok();
@@ -709,8 +716,8 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
   std::string schema;
   MEMFIT_RT_RETURN_IF_ERROR(r.string("schema", schema));
   if (schema != "memfit-executable")
-    return r.error("schema", "expected \"memfit-executable\", got \"" + schema +
-                                 "\"");
+    return r.error("schema",
+                   "expected \"memfit-executable\", got \"" + schema + "\"");
   int64_t version;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", version));
   if (version != Manifest::kVersion)
@@ -738,7 +745,8 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
 // Executables on disk
 //===----------------------------------------------------------------------===//
 
-Status saveExecutable(const Executable &executable, const std::string &directory) {
+Status saveExecutable(const Executable &executable,
+                      const std::string &directory) {
   const Manifest &m = executable.manifest;
   std::string where = "saveExecutable: " + directory;
   MEMFIT_RT_RETURN_IF_ERROR(m.validate().withContext(where));

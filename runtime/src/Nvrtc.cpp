@@ -28,12 +28,14 @@ int parseArch(const std::string &arch) {
   if (arch.compare(0, 3, "sm_") != 0)
     return -1;
   size_t end = 3;
-  while (end < arch.size() && std::isdigit(static_cast<unsigned char>(arch[end])))
+  while (end < arch.size() &&
+         std::isdigit(static_cast<unsigned char>(arch[end])))
     ++end;
   size_t digits = end - 3;
   // Architecture-specific ("a") and family ("f") variants are accepted.
-  bool suffixOk = end == arch.size() ||
-                  (end + 1 == arch.size() && (arch[end] == 'a' || arch[end] == 'f'));
+  bool suffixOk =
+      end == arch.size() ||
+      (end + 1 == arch.size() && (arch[end] == 'a' || arch[end] == 'f'));
   if (digits < 2 || digits > 3 || !suffixOk)
     return -1;
   return static_cast<int>(std::strtol(arch.c_str() + 3, nullptr, 10));
@@ -54,11 +56,12 @@ Status checkSupportedArch(const NvrtcSymbols &nvrtc, const std::string &arch,
     return Status::ok();
   std::string supported;
   for (int supportedArch : archs)
-    supported += (supported.empty() ? "sm_" : ", sm_") + std::to_string(supportedArch);
-  return invalidArgument("GPU architecture '" + arch + "' is not supported by NVRTC " +
-                         std::to_string(nvrtc.major) + "." +
-                         std::to_string(nvrtc.minor) + " (supported: " + supported +
-                         ")");
+    supported +=
+        (supported.empty() ? "sm_" : ", sm_") + std::to_string(supportedArch);
+  return invalidArgument(
+      "GPU architecture '" + arch + "' is not supported by NVRTC " +
+      std::to_string(nvrtc.major) + "." + std::to_string(nvrtc.minor) +
+      " (supported: " + supported + ")");
 }
 
 bool isFile(const std::string &path) {
@@ -79,7 +82,8 @@ std::string cudaIncludeDirectory() {
 /// The program log without its trailing NUL and newlines.
 std::string programLog(const NvrtcSymbols &nvrtc, nvrtcProgram program) {
   size_t size = 0;
-  if (nvrtc.nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size == 0)
+  if (nvrtc.nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS ||
+      size == 0)
     return "";
   std::string log(size, '\0');
   if (nvrtc.nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS)
@@ -113,7 +117,8 @@ StatusOr<std::string> nvrtcVersion() {
   StatusOr<const NvrtcSymbols *> nvrtc = loadNvrtc();
   if (!nvrtc)
     return nvrtc.status();
-  return std::to_string((*nvrtc)->major) + "." + std::to_string((*nvrtc)->minor);
+  return std::to_string((*nvrtc)->major) + "." +
+         std::to_string((*nvrtc)->minor);
 }
 
 StatusOr<NvrtcResult> compileToCubin(const std::string &source,
@@ -121,8 +126,9 @@ StatusOr<NvrtcResult> compileToCubin(const std::string &source,
                                      const std::string &name) {
   int archNumber = parseArch(arch);
   if (archNumber < 0)
-    return invalidArgument("invalid GPU architecture '" + arch +
-                           "': expected sm_<major><minor>, such as sm_80 or sm_90");
+    return invalidArgument(
+        "invalid GPU architecture '" + arch +
+        "': expected sm_<major><minor>, such as sm_80 or sm_90");
   StatusOr<const NvrtcSymbols *> loaded = loadNvrtc();
   if (!loaded)
     return loaded.status();
@@ -138,7 +144,8 @@ StatusOr<NvrtcResult> compileToCubin(const std::string &source,
   //                             toolkit's headers are installed.
   // Floating-point contraction stays at NVRTC's default (--fmad=true), like
   // nvcc's; numerical tests compare with tolerances.
-  std::vector<std::string> options = {"--gpu-architecture=" + arch, "-std=c++17"};
+  std::vector<std::string> options = {"--gpu-architecture=" + arch,
+                                      "-std=c++17"};
   std::string include = cudaIncludeDirectory();
   if (!include.empty())
     options.push_back("-I" + include);
@@ -147,7 +154,8 @@ StatusOr<NvrtcResult> compileToCubin(const std::string &source,
     optionPointers.push_back(option.c_str());
 
   std::string context = "NVRTC " + std::to_string(nvrtc.major) + "." +
-                        std::to_string(nvrtc.minor) + ", " + name + " for " + arch;
+                        std::to_string(nvrtc.minor) + ", " + name + " for " +
+                        arch;
   ProgramGuard guard{nvrtc};
   MEMFIT_RT_RETURN_IF_ERROR(
       nvrtc
@@ -156,10 +164,12 @@ StatusOr<NvrtcResult> compileToCubin(const std::string &source,
                  "nvrtcCreateProgram")
           .withContext(context));
   nvrtcResult compiled = nvrtc.nvrtcCompileProgram(
-      guard.program, static_cast<int>(optionPointers.size()), optionPointers.data());
+      guard.program, static_cast<int>(optionPointers.size()),
+      optionPointers.data());
   std::string log = programLog(nvrtc, guard.program);
   if (compiled != NVRTC_SUCCESS) {
-    Status status = nvrtc.check(compiled, "nvrtcCompileProgram").withContext(context);
+    Status status =
+        nvrtc.check(compiled, "nvrtcCompileProgram").withContext(context);
     return Status::error(status.code(),
                          status.message() + (log.empty() ? "" : "\n" + log));
   }
@@ -168,14 +178,17 @@ StatusOr<NvrtcResult> compileToCubin(const std::string &source,
   result.log = std::move(log);
   size_t size = 0;
   MEMFIT_RT_RETURN_IF_ERROR(
-      nvrtc.check(nvrtc.nvrtcGetCUBINSize(guard.program, &size), "nvrtcGetCUBINSize")
+      nvrtc
+          .check(nvrtc.nvrtcGetCUBINSize(guard.program, &size),
+                 "nvrtcGetCUBINSize")
           .withContext(context));
   if (size == 0)
     return internalError(context + ": NVRTC produced no CUBIN");
   result.cubin.resize(size);
   MEMFIT_RT_RETURN_IF_ERROR(
-      nvrtc.check(nvrtc.nvrtcGetCUBIN(guard.program, result.cubin.data()),
-                  "nvrtcGetCUBIN")
+      nvrtc
+          .check(nvrtc.nvrtcGetCUBIN(guard.program, result.cubin.data()),
+                 "nvrtcGetCUBIN")
           .withContext(context));
   return result;
 }

@@ -1,4 +1,5 @@
-//===- Session.cpp - an executable loaded on a device ----------------------===//
+//===- Session.cpp - an executable loaded on a device
+//----------------------===//
 //
 // A session owns the manifest and drives the call sequence; the backend
 // only moves bytes and runs kernels and contractions at offsets of its one
@@ -30,7 +31,8 @@ struct Session::Impl {
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
     const Buffer &b = manifest.buffers[id];
-    return (b.region == Region::Weights ? 0 : manifest.arenaOffset()) + b.offset;
+    return (b.region == Region::Weights ? 0 : manifest.arenaOffset()) +
+           b.offset;
   }
 
   const Binding *findBinding(const std::vector<Binding> &bindings,
@@ -74,7 +76,8 @@ std::string planBreakdown(const Manifest &m) {
     s += "weights " + formatBytes(m.weightsBytes) + ", arena " +
          formatBytes(m.arenaBytes);
   for (size_t i = 0; i < m.memory.size(); ++i)
-    s += (i ? ", " : "") + m.memory[i].name + " " + formatBytes(m.memory[i].bytes);
+    s += (i ? ", " : "") + m.memory[i].name + " " +
+         formatBytes(m.memory[i].bytes);
   return s + "; " + formatBytes(m.totalBytes()) + " in one allocation";
 }
 
@@ -83,9 +86,9 @@ std::string planBreakdown(const Manifest &m) {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
-StatusOr<std::unique_ptr<Session>> Session::create(const Executable &executable,
-                                                   DeviceKind device,
-                                                   const SessionOptions &options) {
+StatusOr<std::unique_ptr<Session>>
+Session::create(const Executable &executable, DeviceKind device,
+                const SessionOptions &options) {
   const Manifest &manifest = executable.manifest;
   MEMFIT_RT_RETURN_IF_ERROR(manifest.validate());
   if (executable.weights.size() != manifest.weightsBytes)
@@ -96,17 +99,17 @@ StatusOr<std::unique_ptr<Session>> Session::create(const Executable &executable,
   auto impl = std::make_unique<Impl>();
   impl->manifest = manifest;
   impl->device = device;
-  StatusOr<std::unique_ptr<Backend>> backend =
-      device == DeviceKind::Host ? createHostBackend(options)
-                                 : createCudaBackend(options);
+  StatusOr<std::unique_ptr<Backend>> backend = device == DeviceKind::Host
+                                                   ? createHostBackend(options)
+                                                   : createCudaBackend(options);
   if (!backend)
     return backend.status();
   impl->backend = std::move(*backend);
   Backend &b = *impl->backend;
   Status allocated = b.allocate(manifest.totalBytes());
   if (allocated.code() == StatusCode::ResourceExhausted)
-    return Status::error(allocated.code(),
-                         allocated.message() + " (" + planBreakdown(manifest) + ")");
+    return Status::error(allocated.code(), allocated.message() + " (" +
+                                               planBreakdown(manifest) + ")");
   MEMFIT_RT_RETURN_IF_ERROR(allocated);
   MEMFIT_RT_RETURN_IF_ERROR(
       b.upload(0, executable.weights.data(), executable.weights.size()));
@@ -129,21 +132,21 @@ Status Session::setInput(const std::string &name, const Tensor &tensor) {
   const Manifest &m = impl_->manifest;
   const Binding *binding = impl_->findBinding(m.inputs, name);
   if (!binding)
-    return notFound("no input named '" + name + "' (inputs: " +
-                    Impl::bindingNames(m.inputs) + ")");
+    return notFound("no input named '" + name +
+                    "' (inputs: " + Impl::bindingNames(m.inputs) + ")");
   const Buffer &buffer = m.buffers[binding->buffer];
   if (tensor.dtype != buffer.dtype || tensor.shape != buffer.shape)
     return invalidArgument("input '" + name + "': expected " +
                            describe(buffer.dtype, buffer.shape) + ", got " +
                            describe(tensor.dtype, tensor.shape));
   if (tensor.data.size() != buffer.bytes)
-    return invalidArgument("input '" + name + "': tensor " +
-                           describe(tensor.dtype, tensor.shape) + " has " +
-                           std::to_string(tensor.data.size()) +
-                           " bytes of data, expected " +
-                           std::to_string(buffer.bytes));
+    return invalidArgument(
+        "input '" + name + "': tensor " + describe(tensor.dtype, tensor.shape) +
+        " has " + std::to_string(tensor.data.size()) +
+        " bytes of data, expected " + std::to_string(buffer.bytes));
   return impl_->backend
-      ->upload(impl_->offsetOf(binding->buffer), tensor.data.data(), buffer.bytes)
+      ->upload(impl_->offsetOf(binding->buffer), tensor.data.data(),
+               buffer.bytes)
       .withContext("input '" + name + "'");
 }
 
@@ -181,15 +184,14 @@ StatusOr<Tensor> Session::getOutput(const std::string &name) const {
   const Manifest &m = impl_->manifest;
   const Binding *binding = impl_->findBinding(m.outputs, name);
   if (!binding)
-    return notFound("no output named '" + name + "' (outputs: " +
-                    Impl::bindingNames(m.outputs) + ")");
+    return notFound("no output named '" + name +
+                    "' (outputs: " + Impl::bindingNames(m.outputs) + ")");
   const Buffer &buffer = m.buffers[binding->buffer];
   Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
-  MEMFIT_RT_RETURN_IF_ERROR(
-      impl_->backend
-          ->download(impl_->offsetOf(binding->buffer), tensor.data.data(),
-                     buffer.bytes)
-          .withContext("output '" + name + "'"));
+  MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
+                                ->download(impl_->offsetOf(binding->buffer),
+                                           tensor.data.data(), buffer.bytes)
+                                .withContext("output '" + name + "'"));
   return tensor;
 }
 

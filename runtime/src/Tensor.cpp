@@ -1,4 +1,5 @@
-//===- Tensor.cpp - host tensors, .npy files and reproducible fills --------===//
+//===- Tensor.cpp - host tensors, .npy files and reproducible fills
+//--------===//
 
 #include "memfit/runtime/Tensor.h"
 
@@ -193,9 +194,11 @@ private:
   size_t pos_ = 0;
 };
 
-StatusOr<DType> dtypeFromDescr(const std::string &path, const std::string &descr) {
+StatusOr<DType> dtypeFromDescr(const std::string &path,
+                               const std::string &descr) {
   if (!descr.empty() && descr[0] == '>' && descr.size() > 2 &&
-      descr.substr(1) != "i1" && descr.substr(1) != "u1" && descr.substr(1) != "b1")
+      descr.substr(1) != "i1" && descr.substr(1) != "u1" &&
+      descr.substr(1) != "b1")
     return invalidArgument(path + ": big-endian data ('" + descr +
                            "') is not supported; save it little-endian");
   // One-byte types have no byte order; NumPy writes '|', accept any prefix.
@@ -219,11 +222,13 @@ StatusOr<DType> dtypeFromDescr(const std::string &path, const std::string &descr
     if (body == "i4")
       return DType::i32;
   }
-  return invalidArgument(path + ": unsupported dtype '" + descr +
-                         "' (supported: <f4, <f8, <f2, <i8, <i4, |i1, |u1, |b1)");
+  return invalidArgument(
+      path + ": unsupported dtype '" + descr +
+      "' (supported: <f4, <f8, <f2, <i8, <i4, |i1, |u1, |b1)");
 }
 
-uint32_t readLittleEndian(const std::string &data, size_t offset, size_t bytes) {
+uint32_t readLittleEndian(const std::string &data, size_t offset,
+                          size_t bytes) {
   uint32_t v = 0;
   for (size_t i = 0; i < bytes; ++i)
     v |= uint32_t(static_cast<unsigned char>(data[offset + i])) << (8 * i);
@@ -264,8 +269,9 @@ StatusOr<Tensor> readNpy(const std::string &path) {
   if (!NpyHeaderParser(headerText).parse(header, error))
     return invalidArgument(path + ": malformed .npy header: " + error);
   if (header.fortranOrder)
-    return invalidArgument(path + ": fortran_order True is not supported; save "
-                                  "a C-ordered array (numpy.ascontiguousarray)");
+    return invalidArgument(path +
+                           ": fortran_order True is not supported; save "
+                           "a C-ordered array (numpy.ascontiguousarray)");
   StatusOr<DType> dtype = dtypeFromDescr(path, header.descr);
   if (!dtype)
     return dtype.status();
@@ -279,14 +285,14 @@ StatusOr<Tensor> readNpy(const std::string &path) {
     return invalidArgument(path + ": shape overflows");
   size_t payload = data.size() - headerStart - headerLength;
   if (payload != expected)
-    return invalidArgument(path + ": has " + std::to_string(payload) +
-                           " bytes of data but " +
-                           describe(*dtype, header.shape) + " needs " +
-                           std::to_string(expected));
+    return invalidArgument(
+        path + ": has " + std::to_string(payload) + " bytes of data but " +
+        describe(*dtype, header.shape) + " needs " + std::to_string(expected));
   Tensor t;
   t.dtype = *dtype;
   t.shape = header.shape;
-  t.data.assign(data.begin() + static_cast<std::ptrdiff_t>(headerStart + headerLength),
+  t.data.assign(data.begin() +
+                    static_cast<std::ptrdiff_t>(headerStart + headerLength),
                 data.end());
   if (t.dtype == DType::i1)
     for (uint8_t &b : t.data)
@@ -301,10 +307,10 @@ Status writeNpy(const std::string &path, const Tensor &tensor) {
                            " has no .npy dtype");
   uint64_t expected = uint64_t(tensor.numElements()) * dtypeSize(tensor.dtype);
   if (tensor.data.size() != expected)
-    return invalidArgument(path + ": tensor " +
-                           describe(tensor.dtype, tensor.shape) + " has " +
-                           std::to_string(tensor.data.size()) +
-                           " bytes of data, expected " + std::to_string(expected));
+    return invalidArgument(
+        path + ": tensor " + describe(tensor.dtype, tensor.shape) + " has " +
+        std::to_string(tensor.data.size()) + " bytes of data, expected " +
+        std::to_string(expected));
   std::string shape = "(";
   for (size_t i = 0; i < tensor.shape.size(); ++i)
     shape += (i ? ", " : "") + std::to_string(tensor.shape[i]);
@@ -381,8 +387,8 @@ void fillRandom(Tensor &tensor, uint64_t seed, int64_t intHigh) {
       tensor.as<int64_t>()[i] = static_cast<int64_t>(bits % high);
       break;
     case DType::i32:
-      tensor.as<int32_t>()[i] =
-          static_cast<int32_t>(bits % (high < 0x80000000ull ? high : 0x80000000ull));
+      tensor.as<int32_t>()[i] = static_cast<int32_t>(
+          bits % (high < 0x80000000ull ? high : 0x80000000ull));
       break;
     case DType::i8:
       tensor.as<int8_t>()[i] =

@@ -1,4 +1,5 @@
-//===- HostBackendTest.cpp - CUDA C++ kernels and contractions on the CPU --===//
+//===- HostBackendTest.cpp - CUDA C++ kernels and contractions on the CPU
+//--===//
 //
 // Hand-written kernels in the subset of runtime/KERNELS.md, run through the
 // Backend interface and checked against loops in this file.
@@ -181,7 +182,8 @@ std::vector<float> ramp(size_t n, float scale) {
   return v;
 }
 
-template <typename T> std::vector<T> download(Backend &b, uint64_t offset, size_t n) {
+template <typename T>
+std::vector<T> download(Backend &b, uint64_t offset, size_t n) {
   std::vector<T> v(n);
   CHECK_OK(b.download(offset, v.data(), n * sizeof(T)));
   return v;
@@ -228,8 +230,10 @@ void checkKernels(Backend &b) {
       d += double(x);
       n += (int)(x * 8.0f);
     }
-    ok = ok && std::fabs(warps[4 * w] - f) < 1e-4 && std::fabs(warps[4 * w + 1] - d) < 1e-9;
-    ok = ok && warps[4 * w + 2] == double(n) && warps[4 * w + 3] == double(n * 1000000000LL);
+    ok = ok && std::fabs(warps[4 * w] - f) < 1e-4 &&
+         std::fabs(warps[4 * w + 1] - d) < 1e-9;
+    ok = ok && warps[4 * w + 2] == double(n) &&
+         warps[4 * w + 3] == double(n * 1000000000LL);
   }
   CHECK(ok);
 
@@ -254,19 +258,27 @@ void checkKernels(Backend &b) {
   std::vector<double> d = download<double>(b, 256, 14);
   std::vector<long long> n = download<long long>(b, 512, 7);
   float fa = x[0], fb = x[1];
-  float fExpected[14] = {std::exp(fa), std::log(fb), std::sqrt(fb), 1.0f / std::sqrt(fb),
-                         std::erf(fa), std::tanh(fa), std::pow(fb, fa), std::sin(fa),
-                         std::cos(fa), std::fabs(fa), std::fmax(fa, fb), std::fmin(fa, fb),
-                         std::floor(fa), std::nextafter(fb, 10.0f)};
+  float fExpected[14] = {std::exp(fa),      std::log(fb),
+                         std::sqrt(fb),     1.0f / std::sqrt(fb),
+                         std::erf(fa),      std::tanh(fa),
+                         std::pow(fb, fa),  std::sin(fa),
+                         std::cos(fa),      std::fabs(fa),
+                         std::fmax(fa, fb), std::fmin(fa, fb),
+                         std::floor(fa),    std::nextafter(fb, 10.0f)};
   double pa = fa, pb = fb;
-  double dExpected[14] = {std::exp(pa), std::log(pb), std::sqrt(pb), 1.0 / std::sqrt(pb),
-                          std::erf(pa), std::tanh(pa), std::pow(pb, pa), std::sin(pa),
-                          std::cos(pa), std::fabs(pa), std::fmax(pa, pb), std::fmin(pa, pb),
-                          std::floor(pa), std::nextafter(pb, 10.0)};
+  double dExpected[14] = {std::exp(pa),      std::log(pb),
+                          std::sqrt(pb),     1.0 / std::sqrt(pb),
+                          std::erf(pa),      std::tanh(pa),
+                          std::pow(pb, pa),  std::sin(pa),
+                          std::cos(pa),      std::fabs(pa),
+                          std::fmax(pa, pb), std::fmin(pa, pb),
+                          std::floor(pa),    std::nextafter(pb, 10.0)};
   ok = true;
   for (int i = 0; i < 14; ++i) {
-    ok = ok && std::fabs(f[i] - fExpected[i]) <= 1e-6f * std::fabs(fExpected[i]);
-    ok = ok && std::fabs(d[i] - dExpected[i]) <= 1e-15 * std::fabs(dExpected[i]);
+    ok =
+        ok && std::fabs(f[i] - fExpected[i]) <= 1e-6f * std::fabs(fExpected[i]);
+    ok =
+        ok && std::fabs(d[i] - dExpected[i]) <= 1e-15 * std::fabs(dExpected[i]);
   }
   CHECK(ok);
   CHECK(n[0] == -7 && n[1] == 5 && n[2] == 7 && n[3] == 9 && n[4] == 32 &&
@@ -276,9 +288,10 @@ void checkKernels(Backend &b) {
   CHECK_ERROR(b.launchKernel(5, {0}),
               "thread 3 of block (0, 0, 0) returned while thread 0 waits at "
               "barrier 0");
-  CHECK_ERROR(b.launchKernel(6, {0}),
-              "the kernel calls __syncthreads or a warp shuffle but the manifest "
-              "says usesBarriers is false");
+  CHECK_ERROR(
+      b.launchKernel(6, {0}),
+      "the kernel calls __syncthreads or a warp shuffle but the manifest "
+      "says usesBarriers is false");
   CHECK_ERROR(b.launchKernel(0, {0, 4096}),
               "the kernel takes 3 parameters but the step passes 2 buffers");
   // The backend still works after the errors.
@@ -296,7 +309,8 @@ void testKernels() {
     if (!b)
       return;
     CHECK(b->allocatedBytes() == 32768);
-    CHECK(b->description().find("host (" + std::to_string(threads) + " thread") == 0);
+    CHECK(b->description().find("host (" + std::to_string(threads) +
+                                " thread") == 0);
     checkKernels(*b);
   }
 #if defined(__x86_64__)
@@ -344,7 +358,8 @@ void testCompileErrors() {
 }
 
 /// out[b] = alpha * op(A[b]) op(B[b]) + beta * out[b] with loops.
-std::vector<double> naiveContraction(const Contraction &c, const std::vector<double> &a,
+std::vector<double> naiveContraction(const Contraction &c,
+                                     const std::vector<double> &a,
                                      const std::vector<double> &b,
                                      const std::vector<double> &out) {
   std::vector<double> result = out;
@@ -374,7 +389,8 @@ std::vector<double> naiveContraction(const Contraction &c, const std::vector<dou
 }
 
 /// Stores doubles as `type` at `offset` and reads them back the same way.
-void store(Backend &b, DType type, uint64_t offset, const std::vector<double> &v) {
+void store(Backend &b, DType type, uint64_t offset,
+           const std::vector<double> &v) {
   std::vector<uint8_t> bytes(v.size() * dtypeSize(type));
   for (size_t i = 0; i < v.size(); ++i) {
     if (type == DType::f32) {
@@ -383,7 +399,8 @@ void store(Backend &b, DType type, uint64_t offset, const std::vector<double> &v
     } else if (type == DType::f64) {
       std::memcpy(&bytes[i * 8], &v[i], 8);
     } else {
-      uint16_t h = type == DType::f16 ? floatToHalf(float(v[i])) : floatToBf16(float(v[i]));
+      uint16_t h = type == DType::f16 ? floatToHalf(float(v[i]))
+                                      : floatToBf16(float(v[i]));
       std::memcpy(&bytes[i * 2], &h, 2);
     }
   }
@@ -443,7 +460,8 @@ void testContractions() {
       c.batchShape = {2, 3};
       c.batchStridesA = {3 * 12, 12};
       c.batchStridesB = {0, 20};
-      std::vector<double> a = eighths(72, 1), bm = eighths(60, 2), out = eighths(90, 3);
+      std::vector<double> a = eighths(72, 1), bm = eighths(60, 2),
+                          out = eighths(90, 3);
       store(b, type, 0, a);
       store(b, type, 4096, bm);
       store(b, type, 8192, out);
@@ -451,10 +469,12 @@ void testContractions() {
         continue;
       std::vector<double> expected = naiveContraction(c, a, bm, out);
       std::vector<double> got = load(b, type, 8192, 90);
-      double tolerance = type == DType::bf16 ? 2e-2 : (type == DType::f16 ? 2e-3 : 1e-6);
+      double tolerance =
+          type == DType::bf16 ? 2e-2 : (type == DType::f16 ? 2e-3 : 1e-6);
       bool ok = true;
       for (size_t i = 0; i < 90; ++i)
-        ok = ok && std::fabs(got[i] - expected[i]) <= tolerance * (1 + std::fabs(expected[i]));
+        ok = ok && std::fabs(got[i] - expected[i]) <=
+                       tolerance * (1 + std::fabs(expected[i]));
       CHECK(ok);
     }
   }

@@ -1,4 +1,5 @@
-//===- JsonTest.cpp - the JSON parser and writer ---------------------------===//
+//===- JsonTest.cpp - the JSON parser and writer
+//---------------------------===//
 
 #include "TestUtil.h"
 

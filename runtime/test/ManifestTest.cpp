@@ -1,4 +1,5 @@
-//===- ManifestTest.cpp - manifests: JSON, validation, executables ---------===//
+//===- ManifestTest.cpp - manifests: JSON, validation, executables
+//---------===//
 
 #include "TestUtil.h"
 
@@ -73,8 +74,8 @@ bool sameKernel(const Kernel &a, const Kernel &b) {
 bool sameContraction(const Contraction &a, const Contraction &b) {
   return a.name == b.name && a.dtype == b.dtype && a.m == b.m && a.n == b.n &&
          a.k == b.k && a.transA == b.transA && a.transB == b.transB &&
-         a.alpha == b.alpha && a.beta == b.beta && a.batchShape == b.batchShape &&
-         a.batchStridesA == b.batchStridesA &&
+         a.alpha == b.alpha && a.beta == b.beta &&
+         a.batchShape == b.batchShape && a.batchStridesA == b.batchStridesA &&
          a.batchStridesB == b.batchStridesB && a.onnxNodes == b.onnxNodes;
 }
 
@@ -103,10 +104,10 @@ void checkSameManifest(const Manifest &a, const Manifest &b) {
   };
   CHECK(sameList(a.inputs, b.inputs, sameBinding));
   CHECK(sameList(a.outputs, b.outputs, sameBinding));
-  CHECK(sameList(a.memory, b.memory, [](const MemoryCategory &x,
-                                        const MemoryCategory &y) {
-    return x.name == y.name && x.bytes == y.bytes;
-  }));
+  CHECK(sameList(a.memory, b.memory,
+                 [](const MemoryCategory &x, const MemoryCategory &y) {
+                   return x.name == y.name && x.bytes == y.bytes;
+                 }));
 }
 
 void testDTypes() {
@@ -159,18 +160,22 @@ void testJsonErrors() {
                  "manifest: version: this runtime reads version 1");
   checkJsonError("\"dtype\": \"bf16\"", "\"dtype\": \"f128\"",
                  "manifest: buffers[4].dtype: unknown dtype 'f128'");
-  checkJsonError("\"region\": \"weights\"", "\"region\": \"rom\"",
-                 "manifest: buffers[0].region: expected \"weights\" or \"arena\"");
+  checkJsonError(
+      "\"region\": \"weights\"", "\"region\": \"rom\"",
+      "manifest: buffers[0].region: expected \"weights\" or \"arena\"");
   checkJsonError("\"offset\": 256", "\"offset\": -256",
                  "manifest: buffers[2].offset: -256 is out of range");
-  checkJsonError("\"offset\": 256", "\"offset\": 256.5",
-                 "manifest: buffers[2].offset: expected an integer, got a number");
-  checkJsonError("\"shape\": [2, 3]", "\"shape\": [2, \"3\"]",
-                 "manifest: buffers[3].shape[1]: expected an integer, got a string");
+  checkJsonError(
+      "\"offset\": 256", "\"offset\": 256.5",
+      "manifest: buffers[2].offset: expected an integer, got a number");
+  checkJsonError(
+      "\"shape\": [2, 3]", "\"shape\": [2, \"3\"]",
+      "manifest: buffers[3].shape[1]: expected an integer, got a string");
   checkJsonError("\"usesBarriers\": true", "\"usesBarriers\": 1",
                  "manifest: kernels[0].usesBarriers: expected a boolean");
-  checkJsonError("\"kind\": \"kernel\"", "\"kind\": \"copy\"",
-                 "manifest: steps[0].kind: expected \"kernel\" or \"contraction\"");
+  checkJsonError(
+      "\"kind\": \"kernel\"", "\"kind\": \"copy\"",
+      "manifest: steps[0].kind: expected \"kernel\" or \"contraction\"");
   checkJsonError("\"transA\": true,", "",
                  "manifest: contractions[0].transA: missing");
   checkJsonError("\"transA\": true,", "\"transA\": true, \"extra\": 1,",
@@ -182,9 +187,11 @@ void testJsonErrors() {
   Manifest noMemory = sampleManifest();
   noMemory.memory.clear();
   checkJsonError("\"memory\": []", "\"memory\": {}",
-                 "manifest: memory: expected an array, got an object", noMemory);
-  checkJsonError("\"model\"", "\"model\" 3",
-                 "manifest: invalid JSON: 4:11: expected ':' after key 'model'");
+                 "manifest: memory: expected an array, got an object",
+                 noMemory);
+  checkJsonError(
+      "\"model\"", "\"model\" 3",
+      "manifest: invalid JSON: 4:11: expected ':' after key 'model'");
 }
 
 /// Applies `edit` to a valid manifest and expects validate() to fail with
@@ -202,23 +209,30 @@ void testValidate() {
                "arena region (4096 bytes)");
   checkInvalid([](Manifest &m) { m.buffers[2].offset = 100; },
                "buffers[2] ('y'): offset 100 is not a multiple of 256");
-  checkInvalid([](Manifest &m) { m.weightsBytes = 16; },
-               "buffers[0] ('w'): offset 0 + 24 bytes exceeds the weights region");
-  checkInvalid([](Manifest &m) { m.buffers[1].bytes = 60; },
-               "buffers[1] ('x'): bytes is 60 but shape [2, 8] of f32 needs 64");
-  checkInvalid([](Manifest &m) { m.buffers[1].shape = {2, -8}; },
-               "buffers[1] ('x'): negative dimension in shape [2, -8]");
+  checkInvalid(
+      [](Manifest &m) { m.weightsBytes = 16; },
+      "buffers[0] ('w'): offset 0 + 24 bytes exceeds the weights region");
+  checkInvalid(
+      [](Manifest &m) { m.buffers[1].bytes = 60; },
+      "buffers[1] ('x'): bytes is 60 but shape [2, 8] of f32 needs 64");
+  checkInvalid(
+      [](Manifest &m) {
+        m.buffers[1].shape = {2, -8};
+      },
+      "buffers[1] ('x'): negative dimension in shape [2, -8]");
   checkInvalid([](Manifest &m) { m.steps[0].buffers.push_back(7); },
                "manifest: steps[0]: buffer 7 out of range (7 buffers)");
   checkInvalid([](Manifest &m) { m.steps[0].index = 1; },
                "manifest: steps[0]: kernel index 1 out of range (1 kernels)");
   checkInvalid([](Manifest &m) { m.steps[1].index = 3; },
                "manifest: steps[1]: contraction index 3 out of range");
-  checkInvalid([](Manifest &m) { m.steps[1].buffers.pop_back(); },
-               "steps[1] (contraction 'mm'): expected 3 buffers {A, B, out}, got 2");
-  checkInvalid([](Manifest &m) { m.steps[1].buffers[0] = 0; },
-               "steps[1] (contraction 'mm'): A is buffer 0 ('w') of f64 but the "
-               "contraction is f32");
+  checkInvalid(
+      [](Manifest &m) { m.steps[1].buffers.pop_back(); },
+      "steps[1] (contraction 'mm'): expected 3 buffers {A, B, out}, got 2");
+  checkInvalid(
+      [](Manifest &m) { m.steps[1].buffers[0] = 0; },
+      "steps[1] (contraction 'mm'): A is buffer 0 ('w') of f64 but the "
+      "contraction is f32");
   checkInvalid(
       [](Manifest &m) {
         m.steps[1].buffers[2] = 1;
@@ -227,19 +241,29 @@ void testValidate() {
       },
       "steps[1] (contraction 'mm'): out is buffer 1 ('x') of 16 elements but "
       "the contraction spans 24");
-  checkInvalid([](Manifest &m) { m.contractions[0].batchStridesA = {32}; },
-               "A is buffer 1 ('x') of 16 elements but the contraction spans 40");
+  checkInvalid(
+      [](Manifest &m) { m.contractions[0].batchStridesA = {32}; },
+      "A is buffer 1 ('x') of 16 elements but the contraction spans 40");
   checkInvalid([](Manifest &m) { m.contractions[0].batchStridesB = {}; },
                "contractions[0] ('mm'): batchShape has 1 dimensions but "
                "batchStridesA has 1 and batchStridesB 0");
   checkInvalid([](Manifest &m) { m.contractions[0].k = 0; },
                "contractions[0] ('mm'): m, n, k must be positive");
-  checkInvalid([](Manifest &m) { m.kernels[0].block = {1024, 2, 1}; },
-               "kernels[0] ('k0'): block of 2048 threads exceeds 1024");
-  checkInvalid([](Manifest &m) { m.kernels[0].grid = {0, 1, 1}; },
-               "kernels[0] ('k0'): grid dimension 0 is 0");
-  checkInvalid([](Manifest &m) { m.kernels[0].block = {1, 1, 65}; },
-               "kernels[0] ('k0'): block dimension 2 is 65 (must be 1 to 64)");
+  checkInvalid(
+      [](Manifest &m) {
+        m.kernels[0].block = {1024, 2, 1};
+      },
+      "kernels[0] ('k0'): block of 2048 threads exceeds 1024");
+  checkInvalid(
+      [](Manifest &m) {
+        m.kernels[0].grid = {0, 1, 1};
+      },
+      "kernels[0] ('k0'): grid dimension 0 is 0");
+  checkInvalid(
+      [](Manifest &m) {
+        m.kernels[0].block = {1, 1, 65};
+      },
+      "kernels[0] ('k0'): block dimension 2 is 65 (must be 1 to 64)");
   checkInvalid([](Manifest &m) { m.kernels[0].name = "k0(); int x"; },
                "kernels[0] ('k0(); int x'): name is not a C identifier");
   checkInvalid([](Manifest &m) { m.inputs[1].name = "x"; },
@@ -270,16 +294,19 @@ void testExecutables() {
   std::string bad = scratchDirectory() + "/executable/bad";
   CHECK_OK(saveExecutable(e, bad));
   CHECK_OK(writeFile(bad + "/weights.bin", "abc", 3));
-  CHECK_ERROR(loadExecutable(bad).status(),
-              "weights.bin: has 3 bytes but the manifest says weightsBytes 300");
+  CHECK_ERROR(
+      loadExecutable(bad).status(),
+      "weights.bin: has 3 bytes but the manifest says weightsBytes 300");
   // A manifest that does not validate.
   std::string json = manifestToJson(e.manifest);
   json.replace(json.find("\"offset\": 256"), 13, "\"offset\": 8192");
   CHECK_OK(writeFile(bad + "/weights.bin", e.weights.data(), e.weights.size()));
   CHECK_OK(writeFile(bad + "/manifest.json", json.data(), json.size()));
-  CHECK_ERROR(loadExecutable(bad).status(), "bad/manifest.json: manifest: buffers[2]");
+  CHECK_ERROR(loadExecutable(bad).status(),
+              "bad/manifest.json: manifest: buffers[2]");
 
-  StatusOr<Executable> missing = loadExecutable(scratchDirectory() + "/nowhere");
+  StatusOr<Executable> missing =
+      loadExecutable(scratchDirectory() + "/nowhere");
   CHECK(missing.status().code() == StatusCode::NotFound);
   CHECK_ERROR(missing.status(), "nowhere/manifest.json: cannot open");
 

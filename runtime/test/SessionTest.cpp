@@ -1,4 +1,5 @@
-//===- SessionTest.cpp - sessions on the host backend ----------------------===//
+//===- SessionTest.cpp - sessions on the host backend
+//----------------------===//
 //
 // A hand-written executable of kernel steps and batched contractions (with
 // broadcast batch strides, transposes and beta), run through Session and
@@ -77,7 +78,8 @@ Executable sampleExecutable() {
   m.weightsBytes = 512 + 240;
   m.arenaBytes = 2304 + 256;
 
-  auto kernel = [](const char *name, uint32_t grid, uint32_t block, bool barriers) {
+  auto kernel = [](const char *name, uint32_t grid, uint32_t block,
+                   bool barriers) {
     Kernel k;
     k.name = name;
     k.grid = {grid, 1, 1};
@@ -85,7 +87,8 @@ Executable sampleExecutable() {
     k.usesBarriers = barriers;
     return k;
   };
-  m.kernels = {kernel("bias_relu", 3, 64, false), kernel("fill_ones", 2, 128, false),
+  m.kernels = {kernel("bias_relu", 3, 64, false),
+               kernel("fill_ones", 2, 128, false),
                kernel("row_sum", 36, 32, true)};
 
   Contraction xw;
@@ -174,7 +177,8 @@ bool close(const Tensor &t, const std::vector<double> &expected) {
   if (t.numElements() != int64_t(expected.size()))
     return false;
   for (size_t i = 0; i < expected.size(); ++i)
-    if (std::fabs(t.as<float>()[i] - expected[i]) > 1e-4 * (1 + std::fabs(expected[i])))
+    if (std::fabs(t.as<float>()[i] - expected[i]) >
+        1e-4 * (1 + std::fabs(expected[i])))
       return false;
   return true;
 }
@@ -213,8 +217,9 @@ void testSession() {
   CHECK(session.allocatedBytes() == e.manifest.totalBytes());
   CHECK(session.deviceDescription().find("host (2 threads, ") == 0);
   CHECK(!session.timings().cacheHit && session.timings().compileSeconds > 0);
-  std::printf("memfit-runtime-test: host compile of a small source took %.2f s\n",
-              session.timings().compileSeconds);
+  std::printf(
+      "memfit-runtime-test: host compile of a small source took %.2f s\n",
+      session.timings().compileSeconds);
   checkRun(session, e, 1);
   checkRun(session, e, 2); // a second run with other inputs
 
@@ -228,12 +233,15 @@ void testSession() {
   Status unknown = session.setInput("q", wrong);
   CHECK(unknown.code() == StatusCode::NotFound);
   CHECK_ERROR(unknown, "no input named 'q' (inputs: 'x')");
-  CHECK_ERROR(session.getOutput("x").status(), "no output named 'x' (outputs: 'z', 's')");
+  CHECK_ERROR(session.getOutput("x").status(),
+              "no output named 'x' (outputs: 'z', 's')");
 
   // The same executable again: a cache hit.
-  StatusOr<std::unique_ptr<Session>> second = Session::create(e, DeviceKind::Host, options);
+  StatusOr<std::unique_ptr<Session>> second =
+      Session::create(e, DeviceKind::Host, options);
   if (CHECK_OK(second.status())) {
-    CHECK((*second)->timings().cacheHit && (*second)->timings().compileSeconds == 0);
+    CHECK((*second)->timings().cacheHit &&
+          (*second)->timings().compileSeconds == 0);
     checkRun(**second, e, 3);
   }
 
@@ -260,7 +268,8 @@ void testSessionErrors() {
   Executable e = sampleExecutable();
   e.weights.pop_back();
   CHECK_ERROR(Session::create(e, DeviceKind::Host, options).status(),
-              "executable: weights has 751 bytes but the manifest says weightsBytes 752");
+              "executable: weights has 751 bytes but the manifest says "
+              "weightsBytes 752");
   e = sampleExecutable();
   e.manifest.steps[0].buffers = {3, 0};
   CHECK_ERROR(Session::create(e, DeviceKind::Host, options).status(),
@@ -272,17 +281,20 @@ void testSessionErrors() {
   e.manifest.memory = {{"weights", 752}, {"activations", 1ull << 52}};
   Status tooBig = Session::create(e, DeviceKind::Host, options).status();
   CHECK(tooBig.code() == StatusCode::ResourceExhausted);
-  CHECK_ERROR(tooBig, "(memory plan: weights 752 bytes, activations 4096.00 TiB; "
-                      "4096.00 TiB in one allocation)");
+  CHECK_ERROR(tooBig,
+              "(memory plan: weights 752 bytes, activations 4096.00 TiB; "
+              "4096.00 TiB in one allocation)");
 
   // Errors while running name the step.
   e = sampleExecutable();
   e.manifest.steps[1].buffers = {4};
-  StatusOr<std::unique_ptr<Session>> session = Session::create(e, DeviceKind::Host, options);
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(e, DeviceKind::Host, options);
   if (CHECK_OK(session.status()))
-    CHECK_ERROR((*session)->run(),
-                "step 1 (kernel 'bias_relu'): the kernel takes 2 parameters but "
-                "the step passes 1 buffers");
+    CHECK_ERROR(
+        (*session)->run(),
+        "step 1 (kernel 'bias_relu'): the kernel takes 2 parameters but "
+        "the step passes 1 buffers");
 }
 
 } // namespace

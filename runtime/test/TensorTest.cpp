@@ -1,4 +1,5 @@
-//===- TensorTest.cpp - tensors, .npy files, fills and half floats ---------===//
+//===- TensorTest.cpp - tensors, .npy files, fills and half floats
+//---------===//
 
 #include "TestUtil.h"
 
@@ -31,7 +32,8 @@ void testNpyRoundTrip() {
     for (const std::vector<int64_t> &shape : shapes) {
       Tensor tensor = Tensor::zeros(t, shape);
       fillRandom(tensor, 17 + file, 100);
-      std::string path = scratchDirectory() + "/t" + std::to_string(file++) + ".npy";
+      std::string path =
+          scratchDirectory() + "/t" + std::to_string(file++) + ".npy";
       if (!CHECK_OK(writeNpy(path, tensor)))
         continue;
       StatusOr<std::string> bytes = readFile(path);
@@ -41,11 +43,13 @@ void testNpyRoundTrip() {
       StatusOr<Tensor> back = readNpy(path);
       if (!CHECK_OK(back.status()))
         continue;
-      CHECK(back->dtype == t && back->shape == shape && back->data == tensor.data);
+      CHECK(back->dtype == t && back->shape == shape &&
+            back->data == tensor.data);
     }
   }
   Tensor bf = Tensor::zeros(DType::bf16, {2});
-  CHECK_ERROR(writeNpy(scratchDirectory() + "/bf.npy", bf), "bf16 has no .npy dtype");
+  CHECK_ERROR(writeNpy(scratchDirectory() + "/bf.npy", bf),
+              "bf16 has no .npy dtype");
 }
 
 /// Writes a .npy file with the given header dict and payload.
@@ -78,7 +82,8 @@ void testNpyFiles() {
                                    payload, major);
     StatusOr<Tensor> t = readNpy(path);
     if (CHECK_OK(t.status()))
-      CHECK(t->shape == std::vector<int64_t>({2, 3}) && t->as<float>()[5] == 6.0f);
+      CHECK(t->shape == std::vector<int64_t>({2, 3}) &&
+            t->as<float>()[5] == 6.0f);
   }
   std::string boolPath = writeRawNpy(
       "bool.npy", "{'descr': '|b1', 'fortran_order': False, 'shape': (3,), }",
@@ -93,19 +98,25 @@ void testNpyFiles() {
   } cases[] = {
       {"big.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (6,), }",
        "big.npy: big-endian data ('>f4') is not supported", 24},
-      {"fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+      {"fortran.npy",
+       "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
        "fortran.npy: fortran_order True is not supported", 24},
-      {"complex.npy", "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }",
+      {"complex.npy",
+       "{'descr': '<c8', 'fortran_order': False, 'shape': (3,), }",
        "complex.npy: unsupported dtype '<c8'", 24},
       {"short.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (7,), }",
        "short.npy: has 24 bytes of data but 7xf32 needs 28", 24},
       {"nokey.npy", "{'descr': '<f4', 'shape': (6,), }",
-       "nokey.npy: malformed .npy header: missing descr, fortran_order or shape", 24},
-      {"badshape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': [6], }",
+       "nokey.npy: malformed .npy header: missing descr, fortran_order or "
+       "shape",
+       24},
+      {"badshape.npy",
+       "{'descr': '<f4', 'fortran_order': False, 'shape': [6], }",
        "badshape.npy: malformed .npy header: shape: expected a tuple", 24},
   };
   for (const Case &c : cases) {
-    std::string path = writeRawNpy(c.name, c.dict, payload.substr(0, c.payloadBytes));
+    std::string path =
+        writeRawNpy(c.name, c.dict, payload.substr(0, c.payloadBytes));
     CHECK_ERROR(readNpy(path).status(), c.error);
   }
   std::string text = scratchDirectory() + "/text.npy";
@@ -113,7 +124,8 @@ void testNpyFiles() {
   CHECK_ERROR(readNpy(text).status(), "text.npy: not a .npy file");
   std::string truncated = scratchDirectory() + "/truncated.npy";
   CHECK_OK(writeFile(truncated, "\x93NUMPY\x01\x00\xff\x00{'descr'", 17));
-  CHECK_ERROR(readNpy(truncated).status(), "truncated.npy: truncated .npy header");
+  CHECK_ERROR(readNpy(truncated).status(),
+              "truncated.npy: truncated .npy header");
   CHECK_ERROR(readNpy(scratchDirectory() + "/absent.npy").status(),
               "absent.npy: cannot open");
 }
@@ -137,7 +149,8 @@ void testFillRandom() {
   fillRandom(ints, 3, 10);
   bool intsInRange = true, sawNine = false;
   for (int i = 0; i < 1000; ++i) {
-    intsInRange = intsInRange && ints.as<int64_t>()[i] >= 0 && ints.as<int64_t>()[i] < 10;
+    intsInRange =
+        intsInRange && ints.as<int64_t>()[i] >= 0 && ints.as<int64_t>()[i] < 10;
     sawNine = sawNine || ints.as<int64_t>()[i] == 9;
   }
   CHECK(intsInRange && sawNine);
@@ -154,7 +167,8 @@ void testHalf() {
   CHECK(floatToHalf(-2.0f) == 0xc000);
   CHECK(floatToHalf(65504.0f) == 0x7bff && floatToHalf(65520.0f) == 0x7c00);
   CHECK(floatToHalf(1e-8f) == 0 && floatToHalf(5.9604645e-8f) == 1);
-  CHECK(floatToHalf(INFINITY) == 0x7c00 && std::isnan(halfToFloat(floatToHalf(NAN))));
+  CHECK(floatToHalf(INFINITY) == 0x7c00 &&
+        std::isnan(halfToFloat(floatToHalf(NAN))));
   // Ties round to even: 1 + 2^-11 lies between 1 and 1 + 2^-10.
   CHECK(floatToHalf(1.0f + std::ldexp(1.0f, -11)) == 0x3c00);
   CHECK(floatToHalf(1.0f + 3 * std::ldexp(1.0f, -11)) == 0x3c02);

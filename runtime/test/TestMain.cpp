@@ -1,4 +1,5 @@
-//===- TestMain.cpp - memfit-runtime-test's main ---------------------------===//
+//===- TestMain.cpp - memfit-runtime-test's main
+//---------------------------===//
 //
 // Usage: memfit-runtime-test [scratch-directory]
 // Prints "memfit-runtime-test: N checks passed" and exits 0, or lists the
@@ -23,7 +24,8 @@ Counters &counters() {
 
 static std::string scratch;
 
-static int removeEntry(const char *path, const struct stat *, int, struct FTW *) {
+static int removeEntry(const char *path, const struct stat *, int,
+                       struct FTW *) {
   return std::remove(path);
 }
 const std::string &scratchDirectory() { return scratch; }
@@ -36,7 +38,8 @@ int main(int argc, char **argv) {
   if (temporary) {
     StatusOr<std::string> dir = makeTemporaryDirectory("memfit-runtime-test-");
     if (!dir) {
-      std::fprintf(stderr, "memfit-runtime-test: %s\n", dir.status().message().c_str());
+      std::fprintf(stderr, "memfit-runtime-test: %s\n",
+                   dir.status().message().c_str());
       return 1;
     }
     test::scratch = *dir;
@@ -61,8 +64,9 @@ int main(int argc, char **argv) {
 
   const test::Counters &c = test::counters();
   if (c.failures) {
-    std::printf("memfit-runtime-test: %d of %d checks failed (scratch files in %s)\n",
-                c.failures, c.checks, test::scratch.c_str());
+    std::printf(
+        "memfit-runtime-test: %d of %d checks failed (scratch files in %s)\n",
+        c.failures, c.checks, test::scratch.c_str());
     return 1;
   }
   if (temporary)

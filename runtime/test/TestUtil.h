@@ -1,4 +1,5 @@
-//===- TestUtil.h - a tiny check framework for the runtime tests -*- C++ -*-===//
+//===- TestUtil.h - a tiny check framework for the runtime tests -*- C++
+//-*-===//
 
 #ifndef MEMFIT_RUNTIME_TEST_TESTUTIL_H
 #define MEMFIT_RUNTIME_TEST_TESTUTIL_H
@@ -17,7 +18,8 @@ struct Counters {
 };
 Counters &counters();
 
-inline bool check(bool ok, const char *file, int line, const std::string &what) {
+inline bool check(bool ok, const char *file, int line,
+                  const std::string &what) {
   ++counters().checks;
   if (!ok) {
     ++counters().failures;
@@ -35,7 +37,10 @@ inline bool checkOk(const Status &status, const char *file, int line,
 inline bool checkError(const Status &status, const std::string &needle,
                        const char *file, int line, const char *expr) {
   if (status.isOk())
-    return check(false, file, line, std::string(expr) + " succeeded, expected an error containing '" + needle + "'");
+    return check(false, file, line,
+                 std::string(expr) +
+                     " succeeded, expected an error containing '" + needle +
+                     "'");
   return check(status.message().find(needle) != std::string::npos, file, line,
                std::string(expr) + ": error '" + status.message() +
                    "' does not contain '" + needle + "'");
@@ -53,7 +58,8 @@ void runSessionTests();
 } // namespace memfit::rt::test
 
 #define CHECK(cond) ::memfit::rt::test::check((cond), __FILE__, __LINE__, #cond)
-#define CHECK_OK(expr) ::memfit::rt::test::checkOk((expr), __FILE__, __LINE__, #expr)
+#define CHECK_OK(expr)                                                         \
+  ::memfit::rt::test::checkOk((expr), __FILE__, __LINE__, #expr)
 /// `expr` is a Status (or status()) whose message contains `needle`.
 #define CHECK_ERROR(expr, needle)                                              \
   ::memfit::rt::test::checkError((expr), (needle), __FILE__, __LINE__, #expr)

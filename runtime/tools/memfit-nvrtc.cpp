@@ -35,10 +35,10 @@ using namespace memfit::rt;
 
 namespace {
 
-const char *const kUsage =
-    "usage: memfit-nvrtc --arch=sm_XX [--arch=sm_YY ...] [-o PREFIX] [--time] FILE.cu\n"
-    "       memfit-nvrtc --cuda-check [--device=N]\n"
-    "       memfit-nvrtc --version\n";
+const char *const kUsage = "usage: memfit-nvrtc --arch=sm_XX [--arch=sm_YY "
+                           "...] [-o PREFIX] [--time] FILE.cu\n"
+                           "       memfit-nvrtc --cuda-check [--device=N]\n"
+                           "       memfit-nvrtc --version\n";
 
 int fail(const std::string &message) {
   std::fprintf(stderr, "memfit-nvrtc: %s\n", message.c_str());
@@ -106,7 +106,9 @@ int main(int argc, char **argv) {
     std::string arg = argv[i];
     if (arg.rfind("--arch=", 0) == 0) {
       archs.push_back(arg.substr(7));
-    } else if (arg == "-o" && i + 1 < argc) {
+    } else if (arg == "-o") {
+      if (i + 1 == argc)
+        return fail("-o needs an output prefix");
       outputPrefix = argv[++i];
     } else if (arg == "--time") {
       time = true;
@@ -116,7 +118,8 @@ int main(int argc, char **argv) {
       char *end = nullptr;
       long value = std::strtol(arg.c_str() + 9, &end, 10);
       if (end == arg.c_str() + 9 || *end || value < 0 || value > 1 << 20)
-        return fail("--device: expected a device ordinal, got '" + arg.substr(9) + "'");
+        return fail("--device: expected a device ordinal, got '" +
+                    arg.substr(9) + "'");
       device = static_cast<int>(value);
     } else if (arg == "--version") {
       showVersion = true;
@@ -152,7 +155,8 @@ int main(int argc, char **argv) {
     auto start = std::chrono::steady_clock::now();
     StatusOr<NvrtcResult> result = compileToCubin(source, arch, name);
     double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     if (!result) {
       status = fail(input + ": " + result.status().message());
       continue;

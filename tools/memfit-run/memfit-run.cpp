@@ -149,9 +149,10 @@ void printPlan(llvm::raw_ostream &os, const rt::Manifest &m) {
                       "{1}, arena peak {2})\n",
                       grouped(m.totalBytes()), grouped(m.weightsBytes),
                       grouped(m.arenaBytes));
+  os << "  by category (each buffer counted once; arena buffers share space):\n";
   for (const rt::MemoryCategory &c : m.memory)
     if (c.name != "weights region" && c.name != "arena peak")
-      os << llvm::formatv("  {0,-12} {1,14} bytes\n", c.name, grouped(c.bytes));
+      os << llvm::formatv("    {0,-12} {1,14} bytes\n", c.name, grouped(c.bytes));
 }
 
 } // namespace

@@ -36,8 +36,9 @@ struct PlannedBuffer {
   int64_t bytes = 0;
   int64_t offset = 0; // within its region
   /// Live range in steps, both ends included. Steps are numbered from 1;
-  /// inputs are live from step 0 (set before the run) and outputs until
-  /// step numSteps + 1 (read after it).
+  /// inputs are live from step 0 (set before the run) to step numSteps + 1
+  /// (a session may run again on them), and outputs until step numSteps + 1
+  /// (read after the run).
   int64_t firstStep = 0;
   int64_t lastStep = 0;
 };

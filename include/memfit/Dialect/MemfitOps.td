@@ -638,7 +638,7 @@ def Memfit_KernelOp : Op<Memfit_Dialect, "kernel",
     ```mlir
     %y = memfit.kernel(%x, %b) : (tensor<2x16x32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32> {
     ^bb0(%a: tensor<2x16x32xf32>, %c: tensor<32xf32>):
-      %s = memfit.add %a, %c : (tensor<2x16x32xf32>, tensor<32xf32>) -> tensor<2x16x32xf32>
+      %s = memfit.add %a, %c : tensor<2x16x32xf32>, tensor<32xf32> -> tensor<2x16x32xf32>
       memfit.yield %s : tensor<2x16x32xf32>
     }
     ```

@@ -384,24 +384,25 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
 }
 
 FailureOr<func::FuncOp> findEntry(ModuleOp module, StringRef entry) {
-  func::FuncOp found;
+  SmallVector<func::FuncOp> candidates;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
     if (!entry.empty() ? func.getSymName() == entry
-                       : (!found || func.getSymName() == "main")) {
-      if (found && entry.empty() && found.getSymName() != "main" &&
-          func.getSymName() != "main")
-        return module.emitError() << "several functions; name the entry",
-               failure();
-      found = func;
-    }
+                       : func.getSymName() == "main")
+      return func;
+    candidates.push_back(func);
   }
-  if (!found)
-    return module.emitError() << "no function "
-                              << (entry.empty() ? "with a body" : entry),
+  if (!entry.empty())
+    return module.emitError() << "no function @" << entry << " to emit",
            failure();
-  return found;
+  if (candidates.size() != 1)
+    return module.emitError()
+               << (candidates.empty() ? "no function with a body to emit"
+                                      : "several functions and none is "
+                                        "@main: name the entry"),
+           failure();
+  return candidates.front();
 }
 
 } // namespace

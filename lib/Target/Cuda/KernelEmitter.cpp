@@ -385,6 +385,15 @@ std::string KernelWriter::define(Value value, StringRef expr) {
 /// A kernel input used by an element-wise op: loaded once, broadcast to the
 /// domain.
 FailureOr<std::string> KernelWriter::scalar(Value value) {
+  // Values computed in the kernel exist at the kernel's index only.
+  if (value.getDefiningOp() && !value.getDefiningOp<ConstantOp>() &&
+      shapeOf(value) != domain)
+    return error(value.getDefiningOp())
+               << "an intermediate value of shape "
+               << shapeToString(shapeOf(value))
+               << " is broadcast inside the kernel of shape "
+               << shapeToString(domain),
+           failure();
   if (auto it = names.find(value); it != names.end())
     return it->second;
   if (auto constant = value.getDefiningOp<ConstantOp>()) {
@@ -411,13 +420,6 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
                   param(arg) + "[" + broadcastOffset(shape, domain.size(), "c") +
                       "]");
   }
-  if (shapeOf(value) != domain)
-    return error(value.getDefiningOp())
-               << "an intermediate value of shape "
-               << shapeToString(shapeOf(value))
-               << " is broadcast inside the kernel of shape "
-               << shapeToString(domain),
-           failure();
   return error(value.getDefiningOp()) << "value used before its definition",
          failure();
 }
@@ -562,6 +564,13 @@ LogicalResult KernelWriter::emitScalarOp(Operation *op) {
   if (isa<ConstantOp>(op))
     return success(); // literals, written where used
   if (isa<ExpandOp, TransposeOp, SliceOp, GatherOp, ConcatOp, RangeOp>(op)) {
+    // Their index mappings are written for the kernel's own coordinates.
+    if (shapeOf(op->getResult(0)) != domain)
+      return error(op) << "a data-movement result of shape "
+                       << shapeToString(shapeOf(op->getResult(0)))
+                       << " inside a kernel of shape " << shapeToString(domain)
+                       << " is not supported",
+             failure();
     FailureOr<std::string> expr = emitDataMovement(op);
     if (failed(expr))
       return failure();
@@ -599,8 +608,10 @@ LogicalResult KernelWriter::emitScalarOp(Operation *op) {
                    "(-" + x[0] + "))";
           })
           .Case([&](ReluOp) {
-            return "(" + x[0] + " > (" + t + ")0 ? " + x[0] + " : (" + t +
-                   ")0)";
+            // NaN propagates, as in PyTorch and onnxruntime.
+            std::string nan = isa<FloatType>(type) ? " || " + x[0] + " != " + x[0] : "";
+            return "((" + x[0] + " > (" + t + ")0" + nan + ") ? " + x[0] +
+                   " : (" + t + ")0)";
           })
           .Case([&](SinOp) { return fn("sin") + "(" + x[0] + ")"; })
           .Case([&](CosOp) { return fn("cos") + "(" + x[0] + ")"; })
@@ -646,9 +657,9 @@ LogicalResult KernelWriter::emitScalarOp(Operation *op) {
             if (rank < 2)
               return error(op) << "trilu needs rank >= 2", failure();
             std::string diag = llvm::formatv("(c{0} - c{1})", rank - 1, rank - 2);
-            std::string keep =
-                llvm::formatv("{0} {1} {2}LL", diag,
-                              trilu.getUpper() ? ">=" : "<=", trilu.getK());
+            std::string keep = llvm::formatv(
+                "{0} {1} {2}", diag, trilu.getUpper() ? ">=" : "<=",
+                intLiteral(static_cast<int64_t>(trilu.getK())));
             return "(" + keep + " ? " + x[0] + " : (" + t + ")0)";
           })
           .Case([&](AddOp) { return x[0] + " + " + x[1]; })

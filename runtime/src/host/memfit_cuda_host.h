@@ -1,4 +1,5 @@
-//===- memfit_cuda_host.h - CUDA C++ on the CPU for the host backend -------===//
+//===- memfit_cuda_host.h - CUDA C++ on the CPU for the host backend
+//-------===//
 //
 // The host backend compiles Manifest::source with the host C++ compiler after
 // this header, into a shared object. It supports the subset of CUDA C++ in
@@ -14,7 +15,10 @@
 //    CUDA thread: __syncthreads() switches to the next fiber, and a round
 //    over all fibers brings every thread to the barrier. Warp shuffles
 //    exchange values through a per-block slot array around a barrier
-//    (double-buffered, so one barrier per shuffle suffices).
+//    (double-buffered, so one barrier per shuffle suffices). Fibers switch
+//    with a few instructions of assembly on x86-64 and with ucontext
+//    elsewhere (or when MEMFIT_HOST_FORCE_UCONTEXT is defined); their
+//    stacks are 128 KiB, with a canary checked after each block.
 //
 // The launcher of kernels[i] is `extern "C" int memfit_launch_<i>(const
 // memfit_host_launch *, void **args)`; args holds, like cuLaunchKernel's
@@ -201,14 +205,14 @@ static inline void switchContext(Context *save, Context *to) {
 /// CUDA thread, and the block's shuffle slots. Allocated on first use.
 struct ThreadState {
   Context *fibers;
-  unsigned capacity; // fibers with a stack
-  char *stacks;      // capacity * kStackBytes, a canary at each bottom
-  Context scheduler; // the launcher, between rounds
-  Context finished;  // where finished fibers leave their last context
-  bool inFibers;       // running a barrier kernel's block
-  bool barrierMisuse;  // a barrier or shuffle outside fibers
-  unsigned count;      // threads of the current block
-  unsigned current;    // the running fiber
+  unsigned capacity;  // fibers with a stack
+  char *stacks;       // capacity * kStackBytes, a canary at each bottom
+  Context scheduler;  // the launcher, between rounds
+  Context finished;   // where finished fibers leave their last context
+  bool inFibers;      // running a barrier kernel's block
+  bool barrierMisuse; // a barrier or shuffle outside fibers
+  unsigned count;     // threads of the current block
+  unsigned current;   // the running fiber
   unsigned char done[kMaxThreads];
   unsigned shuffles[kMaxThreads]; // per thread, selects the slot buffer
   unsigned long long slots[2][kMaxThreads];
@@ -301,7 +305,8 @@ static bool reserveFibers(ThreadState *s, unsigned count) {
 static bool stacksIntact(const ThreadState *s, unsigned count) {
   for (unsigned i = 0; i < count; ++i) {
     const unsigned long long *canary =
-        reinterpret_cast<const unsigned long long *>(s->stacks + i * kStackBytes);
+        reinterpret_cast<const unsigned long long *>(s->stacks +
+                                                     i * kStackBytes);
     for (size_t w = 0; w < kCanaryWords; ++w)
       if (canary[w] != kCanary)
         return false;
@@ -411,17 +416,17 @@ template <class... P> struct KernelTraits<void (*)(P...)> {
   }
 };
 
-/// Runs the blocks [launch->blockBegin, launch->blockEnd) of kernel K.
+/// Runs the blocks [params->blockBegin, params->blockEnd) of kernel K.
 template <auto K>
-static int launch(const memfit_host_launch *launch, void **args,
+static int launch(const memfit_host_launch *params, void **args,
                   bool usesBarriers) {
   typedef KernelTraits<decltype(K)> Traits;
   static_assert(Traits::allPointers(),
                 "kernel parameters must be pointers (runtime/KERNELS.md)");
-  if (launch->numArgs != Traits::arity) {
-    snprintf(launch->error, launch->errorSize,
+  if (params->numArgs != Traits::arity) {
+    snprintf(params->error, params->errorSize,
              "the kernel takes %u parameters but the step passes %u buffers",
-             Traits::arity, launch->numArgs);
+             Traits::arity, params->numArgs);
     return 1;
   }
   void *pointers[Traits::arity + 1];
@@ -430,29 +435,29 @@ static int launch(const memfit_host_launch *launch, void **args,
 
   ThreadState *s = state();
   if (!s) {
-    snprintf(launch->error, launch->errorSize, "out of memory");
+    snprintf(params->error, params->errorSize, "out of memory");
     return 1;
   }
   s->barrierMisuse = false;
   s->inFibers = false;
-  gridDim = dim3{launch->grid[0], launch->grid[1], launch->grid[2]};
-  blockDim = dim3{launch->block[0], launch->block[1], launch->block[2]};
+  gridDim = dim3{params->grid[0], params->grid[1], params->grid[2]};
+  blockDim = dim3{params->block[0], params->block[1], params->block[2]};
   unsigned long long threads =
       (unsigned long long)blockDim.x * blockDim.y * blockDim.z;
   if (threads > kMaxThreads) {
-    snprintf(launch->error, launch->errorSize,
+    snprintf(params->error, params->errorSize,
              "block of %llu threads exceeds %u", threads, kMaxThreads);
     return 1;
   }
-  for (unsigned long long b = launch->blockBegin; b < launch->blockEnd; ++b) {
+  for (unsigned long long b = params->blockBegin; b < params->blockEnd; ++b) {
     blockIdx.x = unsigned(b % gridDim.x);
     blockIdx.y = unsigned((b / gridDim.x) % gridDim.y);
     blockIdx.z = unsigned(b / ((unsigned long long)gridDim.x * gridDim.y));
     if (usesBarriers) {
       s->body = &Traits::template body<K>;
       s->bodyArgs = pointers;
-      if (!runBlockInFibers(s, unsigned(threads), launch->error,
-                            launch->errorSize))
+      if (!runBlockInFibers(s, unsigned(threads), params->error,
+                            params->errorSize))
         return 1;
       continue;
     }
@@ -466,7 +471,7 @@ static int launch(const memfit_host_launch *launch, void **args,
       }
     }
     if (s->barrierMisuse) {
-      snprintf(launch->error, launch->errorSize,
+      snprintf(params->error, params->errorSize,
                "the kernel calls __syncthreads or a warp shuffle but the "
                "manifest says usesBarriers is false");
       return 1;
@@ -477,7 +482,8 @@ static int launch(const memfit_host_launch *launch, void **args,
 
 /// Exchanges `value` among the threads of a block; returns the value of
 /// thread `source`, or the caller's own when `source` is not a valid lane.
-template <class T> static inline T exchange(T value, unsigned source, bool valid) {
+template <class T>
+static inline T exchange(T value, unsigned source, bool valid) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
                 "warp shuffles take values of at most 8 bytes");
   ThreadState *s = tlsState;
@@ -496,7 +502,9 @@ template <class T> static inline T exchange(T value, unsigned source, bool valid
   return result;
 }
 
-static inline unsigned laneId() { return tlsState ? tlsState->current & 31 : 0; }
+static inline unsigned laneId() {
+  return tlsState ? tlsState->current & 31 : 0;
+}
 static inline unsigned warpBase() {
   return tlsState ? tlsState->current & ~31u : 0;
 }
@@ -535,7 +543,8 @@ static inline void __threadfence_block() {}
 static inline void __threadfence() {}
 
 template <class T>
-static inline T __shfl_sync(unsigned mask, T var, int srcLane, int width = warpSize) {
+static inline T __shfl_sync(unsigned mask, T var, int srcLane,
+                            int width = warpSize) {
   unsigned lane = memfit_host::laneId();
   unsigned group = lane & ~unsigned(width - 1);
   unsigned source = group + (unsigned(srcLane) & unsigned(width - 1));
@@ -548,8 +557,8 @@ static inline T __shfl_xor_sync(unsigned mask, T var, int laneMask,
   unsigned lane = memfit_host::laneId();
   unsigned source = lane ^ unsigned(laneMask);
   // Lanes may read from their own or earlier groups of `width` lanes.
-  bool valid = source < ((lane + unsigned(width)) & ~unsigned(width - 1)) &&
-               source < 32;
+  bool valid =
+      source < ((lane + unsigned(width)) & ~unsigned(width - 1)) && source < 32;
   return memfit_host::exchange(var, memfit_host::warpBase() + source, valid);
 }
 
@@ -558,7 +567,8 @@ static inline T __shfl_down_sync(unsigned mask, T var, unsigned delta,
                                  int width = warpSize) {
   unsigned lane = memfit_host::laneId();
   bool valid = (lane & unsigned(width - 1)) + delta < unsigned(width);
-  return memfit_host::exchange(var, memfit_host::warpBase() + lane + delta, valid);
+  return memfit_host::exchange(var, memfit_host::warpBase() + lane + delta,
+                               valid);
 }
 
 template <class T>
@@ -566,7 +576,8 @@ static inline T __shfl_up_sync(unsigned mask, T var, unsigned delta,
                                int width = warpSize) {
   unsigned lane = memfit_host::laneId();
   bool valid = (lane & unsigned(width - 1)) >= delta;
-  return memfit_host::exchange(var, memfit_host::warpBase() + lane - delta, valid);
+  return memfit_host::exchange(var, memfit_host::warpBase() + lane - delta,
+                               valid);
 }
 
 // The kernels' symbols stay inside the library (so that launchers can

@@ -42,6 +42,7 @@ from onnx import TensorProto, helper, numpy_helper, shape_inference
 F32, F64, I64, I32, BOOL = np.float32, np.float64, np.int64, np.int32, np.bool_
 FMIN = float(np.finfo(np.float32).min)
 INT64_MIN = int(np.iinfo(np.int64).min)
+INT64_MAX = int(np.iinfo(np.int64).max)
 
 NP_TO_ONNX = {
     np.dtype(F32): TensorProto.FLOAT,
@@ -1032,27 +1033,159 @@ def loss_nll(g, r):
     loss_cases(g, r, "NegativeLogLikelihoodLoss", nll=True)
 
 
+# ---------------------------------------------------------------------------
+# Large shapes: grid-stride loops, multi-block reductions, tiled contractions.
+# ---------------------------------------------------------------------------
+
+def elementwise_large(g, r):
+    n = r.dim(900, 1100)
+    c = g.case("add_row_large")
+    c.output(c.op("Add", [c.input(r.f([r.dim(250, 300), n]), "a"),
+                          c.input(r.f([n]), "b")]))
+    c = g.case("exp_odd_size_large")
+    c.output(c.op("Exp", [c.input(r.f([(1 << 17) + 3], -4, 4))]))
+    c = g.case("where_both_sided_large")
+    c.output(c.op("Where", [c.input(r.b([r.dim(60, 70), 1, n]), "cond"),
+                            c.input(r.f([r.dim(60, 70), 1]), "x"),
+                            c.input(r.f([n]), "y")]))
+    c = g.case("div_i64_large")
+    shape = [r.dim(200, 300), r.dim(200, 300)]
+    c.output(c.op("Div", [c.input(r.i(shape, -10**6, 10**6), "a"),
+                          c.input(r.nonzero(shape, -300, 300), "b")]))
+    c = g.case("cast_f32_to_i32_large")
+    c.output(c.op("Cast", [c.input(r.f([r.dim(300, 400), 257], -1e4, 1e4))],
+                  to=TensorProto.INT32))
+
+
+def normalization_large(g, r):
+    c = g.case("softmax_long_rows")
+    c.output(c.op("Softmax", [c.input(r.f([8, r.dim(4000, 4200)], -20, 20))],
+                  axis=-1))
+    c = g.case("softmax_axis0_long")
+    c.output(c.op("Softmax", [c.input(r.f([r.dim(2000, 2100), 3], -20, 20))],
+                  axis=0))
+    c = g.case("logsoftmax_middle_long")
+    c.output(c.op("LogSoftmax", [c.input(r.f([4, r.dim(1400, 1600), 3],
+                                             -20, 20))], axis=1))
+    d = r.dim(2000, 2100)
+    c = g.case("ln_long_rows")
+    c.output(c.op("LayerNormalization", [
+        c.input(r.f([16, d]) + 3), c.init(r.f([d]), "scale"),
+        c.init(r.f([d]), "bias")], axis=-1))
+    a, b = r.dim(60, 70), r.dim(90, 100)
+    c = g.case("ln_axis_m2_large")
+    c.output(c.op("LayerNormalization", [
+        c.input(r.f([4, a, b])), c.init(r.f([a, b]), "scale"),
+        c.init(r.f([a, b]), "bias")], axis=-2))
+    c = g.case("sum_long_last")
+    c.output(c.op("ReduceSum", [c.input(r.f([3, r.dim(5000, 5200)])),
+                                c.ints([-1], "axes")], keepdims=0))
+    c = g.case("mean_long_first")
+    c.output(c.op("ReduceMean", [c.input(r.f([r.dim(3000, 3100), 5]))],
+                  axes=[0], keepdims=1))
+    c = g.case("max_long_middle")
+    c.output(c.op("ReduceMax", [c.input(r.f([7, r.dim(1025, 1100), 3]))],
+                  axes=[1], keepdims=0))
+    # Mostly positive, so that the sum does not cancel to a value whose
+    # rounding in onnxruntime's own float sum is above the tolerance.
+    c = g.case("sum_all_large")
+    c.output(c.op("ReduceSum", [c.input(r.f([r.dim(290, 310), 301], -1, 2))],
+                  keepdims=0))
+    c = g.case("sum_i64_large")
+    c.output(c.op("ReduceSum", [c.input(r.i([r.dim(1000, 1100), 9],
+                                            -10**6, 10**6)),
+                                c.ints([0], "axes")], keepdims=0))
+
+
+def movement_large(g, r):
+    c = g.case("transpose_2d_large")
+    c.output(c.op("Transpose", [c.input(r.f([r.dim(128, 140), 257]))]))
+    c = g.case("transpose_4d_large")
+    c.output(c.op("Transpose", [c.input(r.f([3, 64, r.dim(60, 70), 5]))],
+                  perm=[0, 2, 3, 1]))
+    c = g.case("slice_step3_large")
+    c.output(c.op("Slice", [c.input(r.f([r.dim(1000, 1100), 40])),
+                            c.ints([5], "starts"), c.ints([INT64_MAX], "ends"),
+                            c.ints([0], "axes"), c.ints([3], "steps")]))
+    n = r.dim(500, 600)
+    c = g.case("concat_large")
+    c.output(c.op("Concat", [c.input(r.f([n, 33]), "a"),
+                             c.input(r.f([n, 31]), "b")], axis=-1))
+    vocab = r.dim(5000, 5200)
+    c = g.case("gather_embedding_large")
+    c.output(c.op("Gather", [c.init(r.f([vocab, 64]), "table"),
+                             c.input(r.i([4, 128], -vocab, vocab - 1),
+                                     "ids")]))
+    c = g.case("expand_large")
+    c.output(c.op("Expand", [c.input(r.f([1, r.dim(1000, 1100)])),
+                             c.ints([64, 1], "shape")]))
+    c = g.case("trilu_large")
+    c.output(c.op("Trilu", [c.input(r.f([r.dim(290, 310), 300])),
+                            c.ints(3, "k")], upper=0))
+
+
+def contraction_large(g, r):
+    m, k, n = r.dim(128, 140), r.dim(250, 260), r.dim(60, 70)
+    c = g.case("mm_2d_large")
+    c.output(c.op("MatMul", [c.input(r.f([m, k], -1, 1), "a"),
+                             c.input(r.f([k, n], -1, 1), "b")]))
+    c = g.case("mm_batched_large")
+    c.output(c.op("MatMul", [c.input(r.f([4, 64, 96], -1, 1), "a"),
+                             c.input(r.f([4, 96, 80], -1, 1), "b")]))
+    c = g.case("gemm_trans_b_large")
+    c.output(c.op("Gemm", [c.input(r.f([100, 300], -1, 1), "a"),
+                           c.init(r.f([200, 300], -1, 1), "w"),
+                           c.init(r.f([200]), "bias")], transB=1))
+    c = g.case("attn_causal_large")
+    s, d = 128, 64
+    q = c.input(r.f([2, 4, s, d], -1, 1), "q")
+    kt = c.op("Transpose", [c.input(r.f([2, 4, s, d], -1, 1), "k")],
+              perm=[0, 1, 3, 2], tag="kt")
+    sc = c.op("Mul", [c.op("MatMul", [q, kt], tag="qk"),
+                      c.init(1 / np.sqrt(d), "scale", F32)], tag="scores")
+    masked = c.op("Where", [c.input(np.tril(np.ones([s, s], BOOL)), "mask"),
+                            sc, c.init(FMIN, "fill", F32)], tag="masked")
+    probs = c.op("Softmax", [masked], axis=-1, tag="probs")
+    c.output(c.op("MatMul", [probs, c.input(r.f([2, 4, s, d]), "v")],
+                  tag="ctx"))
+    c = g.case("sce_many_classes")
+    cls = r.dim(5000, 5200)
+    labels = r.i([64], 0, cls - 1)
+    labels[::5] = -100
+    c.output(c.op("SoftmaxCrossEntropyLoss", [
+        c.input(r.f([64, cls], -5, 5), "scores"), c.input(labels, "labels")],
+        ignore_index=-100))
+    c = g.case("nll_3d_large")
+    c.output(c.op("NegativeLogLikelihoodLoss", [
+        c.input(r.f([32, 1000, 7], -8, 0), "logp"),
+        c.input(r.i([32, 7], 0, 999), "target")], reduction="sum"))
+
+
 FAMILIES = {
     "elementwise": [("unary", 17, unary), ("unary_more", 17, unary_more),
                     ("binary_add_sub", 17, binary_add_sub),
                     ("binary_mul_div", 17, binary_mul_div),
                     ("binary_pow", 17, binary_pow),
                     ("int_arith", 17, int_arith), ("compare", 17, compare),
-                    ("cast", 17, cast), ("gelu", 20, gelu)],
+                    ("cast", 17, cast), ("gelu", 20, gelu),
+                    ("large", 17, elementwise_large)],
     "normalization": [("softmax", 17, softmax), ("layer_norm", 17, layer_norm),
                       ("rms_norm", 23, rms_norm),
                       ("reduce_sum", 17, reduce_sum),
                       ("reduce_mean_max", 17, reduce_mean_max),
-                      ("reduce_opset18", 18, reduce_opset18)],
+                      ("reduce_opset18", 18, reduce_opset18),
+                      ("large", 17, normalization_large)],
     "movement": [("transpose", 17, transpose), ("reshape", 17, reshape),
                  ("concat_split", 17, concat_split),
                  ("split_opset18", 18, split_opset18), ("slice", 17, slice_),
                  ("gather", 17, gather),
                  ("expand_trilu_range", 17, expand_trilu_range),
-                 ("shape_const", 17, shape_const)],
+                 ("shape_const", 17, shape_const),
+                 ("large", 17, movement_large)],
     "contraction": [("matmul", 17, matmul), ("gemm", 17, gemm),
                     ("einsum", 17, einsum), ("attention", 17, attention),
-                    ("loss_sce", 17, loss_sce), ("loss_nll", 17, loss_nll)],
+                    ("loss_sce", 17, loss_sce), ("loss_nll", 17, loss_nll),
+                    ("large", 17, contraction_large)],
 }
 
 
@@ -1173,13 +1306,12 @@ def run_memfit(memfit_run, model_path, inputs, out_dir, env):
     return True, None, line
 
 
-def check_outputs(key, case, refs, out_dir, inferred, report, repro):
-    """Compares one case's outputs; returns whether all passed."""
-    all_ok = True
+def compare_case(case, refs, out_dir):
+    """[(output, "dtype[shape]", max_err, mismatch or None)] of one case."""
+    results = []
     for name in case.outputs:
         ref = refs[name]
         path = os.path.join(out_dir, name + ".npy")
-        shape = f"{ref.dtype}{list(ref.shape)}"
         if not os.path.exists(path):
             err, msg = None, f"memfit-run wrote no {name}.npy"
         else:
@@ -1187,14 +1319,23 @@ def check_outputs(key, case, refs, out_dir, inferred, report, repro):
                 err, msg = compare_arrays(np.load(path), ref)
             except Exception as e:  # a malformed .npy
                 err, msg = None, f"cannot read {path}: {e}"
-        if msg is None:
-            report.ok(f"{key}/{name} {shape} max_err {err:.2e}")
-        else:
-            all_ok = False
-            report.fail(f"{key}/{name}: {msg}",
-                        ["case: " + l for l in describe_case(case, inferred)]
-                        + ["reproduce: " + repro])
-    return all_ok
+        results.append((name, f"{ref.dtype}{list(ref.shape)}", err, msg))
+    return results
+
+
+def run_alone(g, c, args, env):
+    """Compiles and runs case `c` as a model of its own: (ok, message,
+    reproducer, inferred model)."""
+    cmodel, cinferred = make_model([c], g.opset, c.name)
+    cdir = os.path.join(args.workdir, g.family, g.name, c.name)
+    cpath, cinputs = write_model(cmodel, [c], cdir)
+    ok, msg, repro = run_memfit(args.memfit_run, cpath, cinputs,
+                                os.path.join(cdir, "out"), env)
+    return ok, msg, repro, cinferred
+
+
+def memfit_lines(msg):
+    return ["memfit-run: " + l for l in msg.splitlines()[:12]]
 
 
 def run_group(g, args, env):
@@ -1224,37 +1365,49 @@ def run_group(g, args, env):
     out_dir = os.path.join(gdir, "out")
     ok, msg, repro = run_memfit(args.memfit_run, model_path, inputs, out_dir,
                                 env)
-    if ok:
-        for c in g.cases:
-            check_outputs(g.key, c, refs, out_dir, inferred, report, repro)
-        return report
-    # Pin the failure on the cases that cause it: each case alone.
-    report.note(f"NOTE {g.key}: memfit-run failed on the group model; "
-                f"running its {len(g.cases)} cases one by one")
+    if not ok:
+        report.note(f"NOTE {g.key}: memfit-run failed on the group model; "
+                    f"running its {len(g.cases)} cases one by one")
     case_failures = 0
     for c in g.cases:
-        cmodel, cinferred = make_model([c], g.opset, c.name)
-        cpath, cinputs = write_model(cmodel, [c], os.path.join(gdir, c.name))
-        cout = os.path.join(gdir, c.name, "out")
-        cok, cmsg, crepro = run_memfit(args.memfit_run, cpath, cinputs, cout,
-                                       env)
-        if cok:
-            if not check_outputs(g.key, c, refs, cout, cinferred, report,
-                                 crepro):
-                case_failures += 1
+        if ok:
+            results = compare_case(c, refs, out_dir)
+            if all(msg_ is None for _, _, _, msg_ in results):
+                for name, shape, err, _ in results:
+                    report.ok(f"{g.key}/{name} {shape} max_err {err:.2e}")
+                continue
+        # A failing case, or a group memfit could not run: the case alone
+        # gives a short reproducer and tells whether the case is the cause.
+        cok, cmsg, crepro, cinferred = run_alone(g, c, args, env)
+        case_lines = ["case: " + l for l in describe_case(c, cinferred)]
+        if not cok:
+            case_failures += 1
+            for name in c.outputs:
+                report.fail(f"{g.key}/{name}: memfit-run failed on case "
+                            f"'{c.name}'",
+                            case_lines + memfit_lines(cmsg)
+                            + ["reproduce: " + crepro])
             continue
-        case_failures += 1
-        details = ["case: " + l for l in describe_case(c, cinferred)]
-        details += ["memfit-run: " + l for l in cmsg.splitlines()[:12]]
-        details += ["reproduce: " + crepro]
-        for name in c.outputs:
-            report.fail(f"{g.key}/{name}: memfit-run failed on case "
-                        f"'{c.name}'", details)
-    if case_failures == 0:
+        alone = compare_case(c, refs, os.path.join(gdir, c.name, "out"))
+        if not ok:
+            results = alone
+        if any(m is not None for _, _, _, m in results):
+            case_failures += 1
+        for (name, shape, err, m), (_, _, _, m_alone) in zip(results, alone):
+            if m is None:
+                report.ok(f"{g.key}/{name} {shape} max_err {err:.2e}")
+            elif m_alone is not None:
+                report.fail(f"{g.key}/{name}: {m}",
+                            case_lines + ["reproduce: " + crepro])
+            else:
+                report.fail(f"{g.key}/{name}: {m}",
+                            case_lines
+                            + ["the case passes alone; it fails in the "
+                               "group model:", "reproduce: " + repro])
+    if not ok and case_failures == 0:
         report.fail(f"{g.key}: memfit-run failed on the group model although "
                     f"each case passes alone",
-                    ["memfit-run: " + l for l in msg.splitlines()[:12]]
-                    + ["reproduce: " + repro])
+                    memfit_lines(msg) + ["reproduce: " + repro])
     return report
 
 

@@ -1,0 +1,219 @@
+// Diagnostics of the CUDA emitter: IR it cannot emit, each case named after
+// the rule it checks. Kernels are written by hand where a case needs one.
+// RUN: memfit-translate %s --memfit-to-cuda -verify-diagnostics -split-input-file
+
+// Kernels compute in float, double, bool and integer types; f16 and bf16
+// have no CUDA type in the generated code.
+func.func @unsupported_element_type_pointwise(%x: tensor<4xf16>) -> tensor<4xf16> {
+  // expected-error @+1 {{cannot emit CUDA for 'memfit.kernel': unsupported element type 'f16'}}
+  %0 = memfit.kernel(%x) : (tensor<4xf16>) -> tensor<4xf16> {
+  ^bb0(%a: tensor<4xf16>):
+    %e = memfit.exp %a : tensor<4xf16>
+    memfit.yield %e : tensor<4xf16>
+  }
+  return %0 : tensor<4xf16>
+}
+
+// -----
+
+func.func @unsupported_element_type_row(%x: tensor<4x8xf16>) -> tensor<4x8xf16> {
+  %0 = memfit.kernel(%x) : (tensor<4x8xf16>) -> tensor<4x8xf16> {
+  ^bb0(%a: tensor<4x8xf16>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.softmax': unsupported element type 'f16'}}
+    %s = memfit.softmax %a : tensor<4x8xf16>
+    memfit.yield %s : tensor<4x8xf16>
+  }
+  return %0 : tensor<4x8xf16>
+}
+
+// -----
+
+func.func @unsupported_element_type_reduction(%x: tensor<4x8xbf16>) -> tensor<4x1xbf16> {
+  %0 = memfit.kernel(%x) : (tensor<4x8xbf16>) -> tensor<4x1xbf16> {
+  ^bb0(%a: tensor<4x8xbf16>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.reduce_sum': unsupported element type 'bf16'}}
+    %s = memfit.reduce_sum %a {axes = array<i64: 1>} : tensor<4x8xbf16> -> tensor<4x1xbf16>
+    memfit.yield %s : tensor<4x1xbf16>
+  }
+  return %0 : tensor<4x1xbf16>
+}
+
+// -----
+
+// A buffer whose element type the runtime does not know.
+// expected-error @+1 {{the runtime has no element type for 'tensor<4xi16>'}}
+func.func @runtime_element_type(%x: tensor<4xi16>) -> tensor<4xi16> {
+  return %x : tensor<4xi16>
+}
+
+// -----
+
+// The emitter takes a function formed into kernels.
+func.func @not_formed_into_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @+1 {{'memfit.exp' has no place in a memory plan: run memfit-form-kernels first}}
+  %0 = memfit.exp %x : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A row kernel computes one normalization, reduction, loss or split.
+func.func @one_row_op_per_kernel(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4x8xf32>) -> tensor<4x1xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %s = memfit.softmax %a : tensor<4x8xf32>
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.reduce_sum': a kernel holds at most one normalization, reduction, loss or split (also has 'memfit.softmax')}}
+    %r = memfit.reduce_sum %s {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+    memfit.yield %r : tensor<4x1xf32>
+  }
+  return %0 : tensor<4x1xf32>
+}
+
+// -----
+
+func.func @no_elementwise_with_row_op(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
+  ^bb0(%a: tensor<4x8xf32>):
+    %s = memfit.softmax %a : tensor<4x8xf32>
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.exp': fusing element-wise ops with 'memfit.softmax' is not supported by the emitter yet}}
+    %e = memfit.exp %s : tensor<4x8xf32>
+    memfit.yield %e : tensor<4x8xf32>
+  }
+  return %0 : tensor<4x8xf32>
+}
+
+// -----
+
+// Literals: only a splat constant is a scalar the kernel can write.
+func.func @only_splat_constants(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.constant': only splat constants can be kernel literals}}
+    %c = memfit.constant dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32>
+    %s = memfit.add %a, %c : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    memfit.yield %s : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Data movement reads kernel inputs, not values computed in the kernel.
+func.func @data_movement_of_computed_value(%x: tensor<4x4xf32>) -> tensor<4x4xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4x4xf32>) -> tensor<4x4xf32> {
+  ^bb0(%a: tensor<4x4xf32>):
+    %e = memfit.exp %a : tensor<4x4xf32>
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.transpose': data movement of a value computed in the same kernel is not supported}}
+    %t = memfit.transpose %e {perm = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
+    memfit.yield %t : tensor<4x4xf32>
+  }
+  return %0 : tensor<4x4xf32>
+}
+
+// -----
+
+// A pointwise kernel has one domain: every result has its shape and every
+// input broadcasts to it.
+func.func @results_of_one_shape(%x: tensor<2x4xf32>, %y: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>) {
+  // expected-error @+1 {{cannot emit CUDA for 'memfit.kernel': results of different shapes need a split}}
+  %0:2 = memfit.kernel(%x, %y) : (tensor<2x4xf32>, tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4xf32>) {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<4xf32>):
+    %e = memfit.exp %a : tensor<2x4xf32>
+    %f = memfit.exp %b : tensor<4xf32>
+    memfit.yield %e, %f : tensor<2x4xf32>, tensor<4xf32>
+  }
+  return %0#0, %0#1 : tensor<2x4xf32>, tensor<4xf32>
+}
+
+// -----
+
+func.func @inputs_broadcast_to_domain(%x: tensor<2x4xf32>, %y: tensor<3xf32>) -> tensor<2x4xf32> {
+  // expected-error @+1 {{cannot emit CUDA for 'memfit.kernel': input 1 of shape 3 does not broadcast to the kernel's shape 2x4}}
+  %0 = memfit.kernel(%x, %y) : (tensor<2x4xf32>, tensor<3xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<3xf32>):
+    %e = memfit.exp %b : tensor<3xf32>
+    memfit.yield %a : tensor<2x4xf32>
+  }
+  return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @kernel_has_results(%x: tensor<4xf32>) {
+  // expected-error @+1 {{cannot emit CUDA for 'memfit.kernel': a kernel without results}}
+  memfit.kernel(%x) : (tensor<4xf32>) -> () {
+  ^bb0(%a: tensor<4xf32>):
+    memfit.yield
+  }
+  return
+}
+
+// -----
+
+// Contractions go to cuBLASLt or a host BLAS in f32 or f64.
+func.func @contraction_element_type(%x: tensor<2x8xi64>, %y: tensor<8x4xi64>) -> tensor<2x4xi64> {
+  // expected-error @+1 {{contractions run in f32 or f64, not 'i64'}}
+  %0 = memfit.matmul %x, %y : tensor<2x8xi64>, tensor<8x4xi64> -> tensor<2x4xi64>
+  return %0 : tensor<2x4xi64>
+}
+
+// -----
+
+func.func @contraction_element_type_f16(%x: tensor<2x8xf16>, %y: tensor<8x4xf16>) -> tensor<2x4xf16> {
+  // expected-error @+1 {{contractions run in f32 or f64, not 'f16'}}
+  %0 = memfit.gemm %x, %y : (tensor<2x8xf16>, tensor<8x4xf16>) -> tensor<2x4xf16>
+  return %0 : tensor<2x4xf16>
+}
+
+// -----
+
+// A gemm's bias is copied by a generated kernel, which needs a CUDA type.
+func.func @gemm_bias_element_type(%x: tensor<2x8xf16>, %y: tensor<8x4xf16>, %b: tensor<4xf16>) -> tensor<2x4xf16> {
+  // expected-error @+1 {{cannot emit CUDA for 'memfit.gemm': unsupported bias type 'tensor<4xf16>'}}
+  %0 = memfit.gemm %x, %y, %b : (tensor<2x8xf16>, tensor<8x4xf16>, tensor<4xf16>) -> tensor<2x4xf16>
+  return %0 : tensor<2x4xf16>
+}
+
+// -----
+
+// Data-movement index mappings use the kernel's own coordinates, so their
+// result must have the kernel's shape (regression: a smaller transpose
+// result broadcast inside a kernel read with the wrong coordinates).
+func.func @data_movement_result_smaller_than_kernel(%x: tensor<2x4xf32>, %y: tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
+  %0 = memfit.kernel(%x, %y) : (tensor<2x4xf32>, tensor<3x4x2xf32>) -> tensor<3x4x2xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<3x4x2xf32>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.transpose': a data-movement result of shape 4x2 inside a kernel of shape 3x4x2 is not supported}}
+    %t = memfit.transpose %a {perm = array<i64: 1, 0>} : tensor<2x4xf32> -> tensor<4x2xf32>
+    %s = memfit.add %t, %b : tensor<4x2xf32>, tensor<3x4x2xf32> -> tensor<3x4x2xf32>
+    memfit.yield %s : tensor<3x4x2xf32>
+  }
+  return %0 : tensor<3x4x2xf32>
+}
+
+// -----
+
+// A value computed in the kernel exists at the kernel's index only; it
+// cannot be broadcast.
+func.func @intermediate_broadcast(%x: tensor<4xf32>, %y: tensor<3x4xf32>) -> tensor<3x4xf32> {
+  %0 = memfit.kernel(%x, %y) : (tensor<4xf32>, tensor<3x4xf32>) -> tensor<3x4xf32> {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<3x4xf32>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.exp': an intermediate value of shape 4 is broadcast inside the kernel of shape 3x4}}
+    %e = memfit.exp %a : tensor<4xf32>
+    %s = memfit.add %e, %b : tensor<4xf32>, tensor<3x4xf32> -> tensor<3x4xf32>
+    memfit.yield %s : tensor<3x4xf32>
+  }
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// With several functions the entry is @main; without one it must be named.
+// expected-error @+1 {{several functions and none is @main: name the entry}}
+module {
+  func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+  func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {
+    return %x : tensor<4xf32>
+  }
+}
