@@ -10,6 +10,7 @@
 #include "memfit/runtime/Nvrtc.h"
 
 #include "CudaSymbols.h"
+#include "KernelCache.h"
 
 #include <sys/stat.h>
 
@@ -194,3 +195,28 @@ StatusOr<NvrtcResult> compileToCubin(const std::string &source,
 }
 
 } // namespace memfit::rt
+
+memfit::rt::StatusOr<memfit::rt::NvrtcResult> memfit::rt::compileToCubinCached(
+    const std::string &source, const std::string &arch,
+    const SessionOptions &options, bool *cacheHit) {
+  *cacheHit = false;
+  StatusOr<std::string> version = nvrtcVersion();
+  if (!version)
+    return version.status();
+  KernelCache cache(options);
+  bool useCache = !options.disableCache && cache.enabled();
+  std::string path =
+      useCache ? cache.path("cubin", source, arch, *version, "cubin") : "";
+  if (useCache) {
+    if (std::optional<std::vector<char>> cubin = cache.load(path)) {
+      *cacheHit = true;
+      NvrtcResult result;
+      result.cubin = std::move(*cubin);
+      return result;
+    }
+  }
+  StatusOr<NvrtcResult> compiled = compileToCubin(source, arch);
+  if (compiled && useCache)
+    cache.store(path, compiled->cubin);
+  return compiled;
+}

@@ -8,6 +8,7 @@
 
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Import/OnnxImporter.h"
+#include "memfit/JIT/Compiler.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
@@ -33,8 +34,8 @@ static llvm::cl::opt<std::string> inputShapes(
 static std::unique_ptr<llvm::MemoryBuffer>
 importOnnx(const llvm::MemoryBuffer &file, StringRef fileName,
            DialectRegistry &registry) {
-  memfit::OnnxImportOptions options;
-  std::string error = memfit::parseInputShapes(inputShapes, options);
+  mlir::memfit::OnnxImportOptions options;
+  std::string error = mlir::memfit::parseInputShapes(inputShapes, options);
   if (!error.empty()) {
     llvm::errs() << "memfit-opt: --input-shape: " << error << "\n";
     return nullptr;
@@ -43,7 +44,7 @@ importOnnx(const llvm::MemoryBuffer &file, StringRef fileName,
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);
   OwningOpRef<ModuleOp> module =
-      memfit::importOnnxModel(file.getBuffer(), fileName, &context, options);
+      mlir::memfit::importOnnxModel(file.getBuffer(), fileName, &context, options);
   if (!module)
     return nullptr;
   std::string bytecode;
@@ -55,13 +56,14 @@ importOnnx(const llvm::MemoryBuffer &file, StringRef fileName,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  memfit::registerMemfitPasses();
+  mlir::memfit::registerMemfitPasses();
+  ::memfit::registerForwardPipeline();
   registerCanonicalizerPass();
   registerCSEPass();
   registerSymbolDCEPass();
 
   DialectRegistry registry;
-  memfit::registerOnnxImportDialects(registry);
+  mlir::memfit::registerOnnxImportDialects(registry);
 
   auto [inputFile, outputFile] = registerAndParseCLIOptions(
       argc, argv, "memfit optimizer driver\n", registry);
@@ -73,7 +75,7 @@ int main(int argc, char **argv) {
     llvm::errs() << "memfit-opt: " << error << "\n";
     return 1;
   }
-  if (memfit::looksLikeOnnx(inputFile, file->getBuffer())) {
+  if (mlir::memfit::looksLikeOnnx(inputFile, file->getBuffer())) {
     file = importOnnx(*file, inputFile, registry);
     if (!file)
       return 1;

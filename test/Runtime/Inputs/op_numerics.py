@@ -18,9 +18,10 @@ reference values (infinities and NaNs must be reproduced as they are).
 
 It prints `PASS group/output dtype[shape] max_err E` or `FAIL group/output:
 why` with the case's nodes and shapes, and a reproducer command line for
-every failing model. When memfit fails on a whole group, each of its cases is
-compiled and run alone (DIR/<family>/<group>/<case>/model.onnx) so that the
-failure is pinned on the case that causes it. The last line is
+every failing model. A failing case, and every case of a group that memfit
+fails on as a whole, is compiled and run again alone
+(DIR/<family>/<group>/<case>/model.onnx): that pins the failure on the case
+that causes it and gives a short reproducer. The last line is
 `op-numerics: N passed, M failed`; the exit status is 1 if anything failed.
 """
 

@@ -3,6 +3,7 @@
 #ifndef MEMFIT_RUNTIME_NVRTC_H
 #define MEMFIT_RUNTIME_NVRTC_H
 
+#include "memfit/runtime/Session.h"
 #include "memfit/runtime/Status.h"
 
 #include <string>
@@ -26,6 +27,15 @@ struct NvrtcResult {
 StatusOr<NvrtcResult> compileToCubin(const std::string &source,
                                      const std::string &arch,
                                      const std::string &name = "kernels.cu");
+
+/// compileToCubin through the on-disk kernel cache of the CUDA backend (the
+/// same key: source, architecture, NVRTC version), so that compiling ahead
+/// of time warms the cache for later sessions. `cacheHit` says whether the
+/// CUBIN came from the cache; options.disableCache bypasses it.
+StatusOr<NvrtcResult> compileToCubinCached(const std::string &source,
+                                           const std::string &arch,
+                                           const SessionOptions &options,
+                                           bool *cacheHit);
 
 } // namespace memfit::rt
 
