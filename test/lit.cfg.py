@@ -26,7 +26,7 @@ llvm_config.use_default_substitutions()
 python = config.memfit_python
 if python and os.path.exists(python):
     try:
-        subprocess.run([python, "-c", "import onnx, numpy"], check=True,
+        subprocess.run([python, "-c", "import onnx, numpy, onnxruntime"], check=True,
                        capture_output=True)
         config.available_features.add("onnx")
     except (OSError, subprocess.CalledProcessError):
