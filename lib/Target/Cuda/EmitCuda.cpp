@@ -130,6 +130,7 @@ private:
   FailureOr<uint32_t> bufferId(Value value);
   LogicalResult fillWeights();
   LogicalResult emitKernelStep(KernelOp kernel);
+  LogicalResult addKernelStep(rt::Kernel kernel, ArrayRef<Value> buffers);
   LogicalResult emitMatMul(MatMulOp op);
   LogicalResult emitGemm(GemmOp op);
   LogicalResult addContraction(Operation *op, rt::Contraction contraction,
@@ -202,16 +203,23 @@ LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
       cuda::emitKernel(kernel, kernelCount++, sourceOs);
   if (failed(info))
     return failure();
+  SmallVector<Value> buffers(kernel.getInputs());
+  llvm::append_range(buffers, kernel.getResults());
+  return addKernelStep(std::move(*info), buffers);
+}
+
+LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
+                                               ArrayRef<Value> buffers) {
   rt::Step step;
   step.kind = rt::StepKind::Kernel;
   step.index = manifest.kernels.size();
-  for (Value value : llvm::concat<Value>(kernel.getInputs(), kernel.getResults())) {
+  for (Value value : buffers) {
     FailureOr<uint32_t> id = bufferId(value);
     if (failed(id))
       return failure();
     step.buffers.push_back(*id);
   }
-  manifest.kernels.push_back(std::move(*info));
+  manifest.kernels.push_back(std::move(kernel));
   manifest.steps.push_back(std::move(step));
   return success();
 }
@@ -298,19 +306,9 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
     FailureOr<rt::Kernel> info =
         cuda::emitBroadcastCopy(op, kernelCount++, biasType,
                                 op.getResult().getType(), sourceOs);
-    if (failed(info))
+    if (failed(info) ||
+        failed(addKernelStep(std::move(*info), {bias, op.getResult()})))
       return failure();
-    rt::Step step;
-    step.kind = rt::StepKind::Kernel;
-    step.index = manifest.kernels.size();
-    for (Value value : {bias, Value(op.getResult())}) {
-      FailureOr<uint32_t> id = bufferId(value);
-      if (failed(id))
-        return failure();
-      step.buffers.push_back(*id);
-    }
-    manifest.kernels.push_back(std::move(*info));
-    manifest.steps.push_back(std::move(step));
     c.beta = op.getBeta().convertToFloat();
   }
   return addContraction(op, std::move(c), op.getA(), op.getB(),

@@ -212,6 +212,19 @@ private:
   FailureOr<std::string> load(Value value, StringRef offset, Operation *user);
 
   // Row kernels.
+  struct RowInput {
+    Shape shape;
+    int64_t axis;
+    Type type;
+    std::string acc; // accumulator type
+    std::string in;  // the input's parameter name
+  };
+  FailureOr<RowInput> floatRowInput(Operation *op, int64_t axisAttr);
+  void setRowLaunch(int64_t rowLength, int64_t rows) {
+    info.block = {static_cast<uint32_t>(rowBlockSize(rowLength)), 1, 1};
+    info.grid = {static_cast<uint32_t>(std::max<int64_t>(rows, 1)), 1, 1};
+    info.usesBarriers = true;
+  }
   LogicalResult emitSoftmax(Operation *op, int64_t axis, bool logSoftmax);
   LogicalResult emitNorm(Operation *op, Value scale, Value bias, int64_t axis,
                          double epsilon, bool rms);
@@ -740,73 +753,81 @@ FailureOr<std::string> accType(Operation *op, Type type) {
          failure();
 }
 
-LogicalResult KernelWriter::emitSoftmax(Operation *op, int64_t axisAttr,
-                                        bool logSoftmax) {
+/// The input of a softmax or normalization: float, with its axis normalized.
+FailureOr<KernelWriter::RowInput>
+KernelWriter::floatRowInput(Operation *op, int64_t axisAttr) {
   Value input = op->getOperand(0);
-  Shape shape = shapeOf(input);
-  FailureOr<int64_t> axis = normalizeAxis(axisAttr, shape.size(), op->getLoc());
+  RowInput row;
+  row.shape = shapeOf(input);
+  FailureOr<int64_t> axis =
+      normalizeAxis(axisAttr, row.shape.size(), op->getLoc());
   if (failed(axis))
     return failure();
-  Type type = eltOf(input);
-  FailureOr<std::string> acc = accType(op, type);
-  if (failed(acc) || !isa<FloatType>(type))
+  row.axis = *axis;
+  row.type = eltOf(input);
+  FailureOr<std::string> acc = accType(op, row.type);
+  if (failed(acc))
     return failure();
-  int64_t n = shape[*axis];
-  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(*axis + 1));
+  if (!isa<FloatType>(row.type))
+    return error(op) << "needs a float input", failure();
+  row.acc = *acc;
+  row.in = param(cast<BlockArgument>(input));
+  return row;
+}
+
+LogicalResult KernelWriter::emitSoftmax(Operation *op, int64_t axisAttr,
+                                        bool logSoftmax) {
+  FailureOr<RowInput> row = floatRowInput(op, axisAttr);
+  if (failed(row))
+    return failure();
+  auto &[shape, axis, type, acc, in] = *row;
+  int64_t n = shape[axis];
+  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
   int64_t rows = product(shape) / std::max<int64_t>(n, 1);
-  std::string in = param(cast<BlockArgument>(input));
   std::string at = llvm::formatv("base + j * {0}LL", inner);
   std::string e = fn(type, "exp");
 
-  os << "  __shared__ " << *acc << " scratch[32];\n";
+  os << "  __shared__ " << acc << " scratch[32];\n";
   os << "  const long long row = blockIdx.x;\n";
   os << llvm::formatv("  const long long base = (row / {0}LL) * {1}LL + row "
                       "% {0}LL;\n",
                       inner, n * inner);
-  os << "  " << *acc << " m = " << floatLiteral(-INFINITY, type.isF64())
+  os << "  " << acc << " m = " << floatLiteral(-INFINITY, type.isF64())
      << ";\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x)\n";
-  os << "    m = memfit_max(m, (" << *acc << ")" << in << "[" << at << "]);\n";
+  os << "    m = memfit_max(m, (" << acc << ")" << in << "[" << at << "]);\n";
   os << "  m = memfit_block_max(m, scratch);\n";
-  os << "  " << *acc << " s = 0;\n";
+  os << "  " << acc << " s = 0;\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x)\n";
-  os << "    s += " << e << "((" << *acc << ")" << in << "[" << at
+  os << "    s += " << e << "((" << acc << ")" << in << "[" << at
      << "] - m);\n";
   os << "  s = memfit_block_sum(s, scratch);\n";
   if (logSoftmax)
-    os << "  const " << *acc << " shift = m + " << fn(type, "log") << "(s);\n";
+    os << "  const " << acc << " shift = m + " << fn(type, "log") << "(s);\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x)\n";
   if (logSoftmax)
-    os << "    out0[" << at << "] = (" << *acc << ")" << in << "[" << at
+    os << "    out0[" << at << "] = (" << acc << ")" << in << "[" << at
        << "] - shift;\n";
   else
-    os << "    out0[" << at << "] = " << e << "((" << *acc << ")" << in << "["
+    os << "    out0[" << at << "] = " << e << "((" << acc << ")" << in << "["
        << at << "] - m) / s;\n";
-  info.block = {static_cast<uint32_t>(rowBlockSize(n)), 1, 1};
-  info.grid = {static_cast<uint32_t>(std::max<int64_t>(rows, 1)), 1, 1};
-  info.usesBarriers = true;
+  setRowLaunch(n, rows);
   return success();
 }
 
 LogicalResult KernelWriter::emitNorm(Operation *op, Value scale, Value bias,
                                      int64_t axisAttr, double epsilon,
                                      bool rms) {
-  Value input = op->getOperand(0);
-  Shape shape = shapeOf(input);
-  FailureOr<int64_t> axis = normalizeAxis(axisAttr, shape.size(), op->getLoc());
-  if (failed(axis))
+  FailureOr<RowInput> row = floatRowInput(op, axisAttr);
+  if (failed(row))
     return failure();
-  Type type = eltOf(input);
-  FailureOr<std::string> acc = accType(op, type);
-  if (failed(acc) || !isa<FloatType>(type))
-    return failure();
-  Shape normShape(ArrayRef<int64_t>(shape).drop_front(*axis));
+  auto &[shape, axis, type, acc, in] = *row;
+  Shape normShape(ArrayRef<int64_t>(shape).drop_front(axis));
   int64_t n = product(normShape);
-  int64_t rows = product(ArrayRef<int64_t>(shape).take_front(*axis));
-  std::string in = param(cast<BlockArgument>(input));
+  int64_t rows = product(ArrayRef<int64_t>(shape).take_front(axis));
   bool d = type.isF64();
   auto paramAt = [&](Value v) {
     Shape s = shapeOf(v);
@@ -818,26 +839,26 @@ LogicalResult KernelWriter::emitNorm(Operation *op, Value scale, Value bias,
   bool needCoords = shapeOf(scale) != normShape ||
                     (bias && shapeOf(bias) != normShape);
 
-  os << "  __shared__ " << *acc << " scratch[32];\n";
+  os << "  __shared__ " << acc << " scratch[32];\n";
   os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
   std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
                                    "{0}LL; j += blockDim.x)",
                                    n);
-  std::string x = "(" + *acc + ")" + in + "[base + j]";
+  std::string x = "(" + acc + ")" + in + "[base + j]";
   if (!rms) {
-    os << "  " << *acc << " sum = 0;\n";
+    os << "  " << acc << " sum = 0;\n";
     os << loop << "\n    sum += " << x << ";\n";
-    os << "  const " << *acc << " mean = memfit_block_sum(sum, scratch) / "
+    os << "  const " << acc << " mean = memfit_block_sum(sum, scratch) / "
        << floatLiteral(static_cast<double>(n), d) << ";\n";
-    os << "  " << *acc << " sq = 0;\n";
-    os << loop << " {\n    const " << *acc << " t = " << x
+    os << "  " << acc << " sq = 0;\n";
+    os << loop << " {\n    const " << acc << " t = " << x
        << " - mean;\n    sq += t * t;\n  }\n";
   } else {
-    os << "  " << *acc << " sq = 0;\n";
-    os << loop << " {\n    const " << *acc << " t = " << x
+    os << "  " << acc << " sq = 0;\n";
+    os << loop << " {\n    const " << acc << " t = " << x
        << ";\n    sq += t * t;\n  }\n";
   }
-  os << "  const " << *acc << " inv = " << floatLiteral(1.0, d) << " / "
+  os << "  const " << acc << " inv = " << floatLiteral(1.0, d) << " / "
      << fn(type, "sqrt") << "(memfit_block_sum(sq, scratch) / "
      << floatLiteral(static_cast<double>(n), d) << " + "
      << floatLiteral(epsilon, d) << ");\n";
@@ -849,9 +870,7 @@ LogicalResult KernelWriter::emitNorm(Operation *op, Value scale, Value bias,
   if (bias)
     os << " + " << paramAt(bias);
   os << ";\n  }\n";
-  info.block = {static_cast<uint32_t>(rowBlockSize(n)), 1, 1};
-  info.grid = {static_cast<uint32_t>(std::max<int64_t>(rows, 1)), 1, 1};
-  info.usesBarriers = true;
+  setRowLaunch(n, rows);
   return success();
 }
 
@@ -934,9 +953,7 @@ LogicalResult KernelWriter::emitReduce(Operation *op, ArrayRef<int64_t> axes,
                     : llvm::formatv("a / {0}LL", n).str();
   os << "  if (threadIdx.x == 0) out0[row] = (" << *cType(eltOf(op->getResult(0)))
      << ")(" << value << ");\n";
-  info.block = {static_cast<uint32_t>(rowBlockSize(n)), 1, 1};
-  info.grid = {static_cast<uint32_t>(std::max<int64_t>(rows, 1)), 1, 1};
-  info.usesBarriers = true;
+  setRowLaunch(n, rows);
   return success();
 }
 
