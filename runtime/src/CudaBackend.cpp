@@ -43,6 +43,9 @@ std::string formatBytes(uint64_t bytes) {
   char text[96];
   if (bytes < 1024)
     std::snprintf(text, sizeof text, "%" PRIu64 " bytes", bytes);
+  else if (bytes < (1ull << 20))
+    std::snprintf(text, sizeof text, "%" PRIu64 " bytes (%.2f KiB)", bytes,
+                  static_cast<double>(bytes) / 1024);
   else if (bytes < (1ull << 30))
     std::snprintf(text, sizeof text, "%" PRIu64 " bytes (%.2f MiB)", bytes,
                   static_cast<double>(bytes) / (1 << 20));

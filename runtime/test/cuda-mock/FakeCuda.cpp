@@ -230,8 +230,7 @@ CUresult requireContext(const char *entry) {
   if (current->refs == 0)
     return violation(kInvalidContext, entry,
                      "the current context (device " +
-                         std::to_string(current->device) +
-                         ") was released");
+                         std::to_string(current->device) + ") was released");
   return kSuccess;
 }
 
@@ -272,8 +271,7 @@ Function *findFunction(void *handle) {
 }
 
 /// The live allocation holding [address, address + bytes), or nullptr.
-Allocation *findAllocation(uint64_t address, uint64_t bytes,
-                           uint64_t *offset) {
+Allocation *findAllocation(uint64_t address, uint64_t bytes, uint64_t *offset) {
   std::map<uint64_t, Allocation> &allocations = state().allocations;
   auto it = allocations.upper_bound(address);
   if (it == allocations.begin())
@@ -356,8 +354,7 @@ CUresult readCubin(const unsigned char *image, int sm, Module &module,
     return kInvalidImage;
   }
   if (header.e_machine != EM_CUDA) {
-    why = "ELF machine " + std::to_string(header.e_machine) +
-          " is not EM_CUDA";
+    why = "ELF machine " + std::to_string(header.e_machine) + " is not EM_CUDA";
     return kInvalidImage;
   }
   // The SM number: bits 8-15 of e_flags from ELF ABI version 8 (CUDA 12.8
@@ -388,8 +385,8 @@ CUresult readCubin(const unsigned char *image, int sm, Module &module,
     }
   const Elf64_Shdr &names = sections[header.e_shstrndx];
   auto sectionName = [&](const Elf64_Shdr &section) {
-    return std::string(reinterpret_cast<const char *>(
-        image + names.sh_offset + section.sh_name));
+    return std::string(reinterpret_cast<const char *>(image + names.sh_offset +
+                                                      section.sh_name));
   };
   auto findSection = [&](const std::string &name) -> const Elf64_Shdr * {
     for (const Elf64_Shdr &section : sections)
@@ -416,8 +413,8 @@ CUresult readCubin(const unsigned char *image, int sm, Module &module,
       continue;
     auto function = std::make_unique<Function>();
     function->module = &module;
-    function->name = reinterpret_cast<const char *>(
-        image + strings.sh_offset + symbol.st_name);
+    function->name = reinterpret_cast<const char *>(image + strings.sh_offset +
+                                                    symbol.st_name);
     if (const Elf64_Shdr *info = findSection(".nv.info." + function->name))
       if (!readParams(image + info->sh_offset, info->sh_size,
                       function->paramSizes, why))
@@ -599,6 +596,16 @@ CUresult cuGetErrorString(CUresult error, const char **text) {
   return kInvalidValue;
 }
 
+// Not used by the backend: NVRTC 13 dlopens libcuda.so.1 itself and, when
+// it loads, calls cuInit and asks for this private table (and crashes if the
+// symbol is missing). No table here: NVRTC then carries on as without a
+// driver.
+CUresult cuGetExportTable(const void **table, const void * /*id*/) {
+  FAKE_ENTER("cuGetExportTable");
+  *table = nullptr;
+  return kNotFound;
+}
+
 CUresult cuInit(unsigned int flags) {
   FAKE_ENTER("cuInit");
   if (flags != 0)
@@ -636,7 +643,8 @@ CUresult cuDeviceGetName(char *name, int length, int device) {
     return kInvalidDevice;
   if (!name || length <= 0)
     return kInvalidValue;
-  std::snprintf(name, size_t(length), "%s", state().devices[device].name.c_str());
+  std::snprintf(name, size_t(length), "%s",
+                state().devices[device].name.c_str());
   return kSuccess;
 }
 
@@ -772,8 +780,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr destination, const void *source,
   return kSuccess;
 }
 
-CUresult cuMemcpyDtoH_v2(void *destination, CUdeviceptr source,
-                         size_t bytes) {
+CUresult cuMemcpyDtoH_v2(void *destination, CUdeviceptr source, size_t bytes) {
   FAKE_ENTER("cuMemcpyDtoH_v2");
   FAKE_REQUIRE(requireContext("cuMemcpyDtoH_v2"));
   void *host = mockcuda::hostRange(source, bytes, "cuMemcpyDtoH_v2");
@@ -810,8 +817,7 @@ CUresult cuModuleLoadData(void **module, const void *image) {
     return result;
   Module *handle = loaded.get();
   mockcuda::recordEvent("cuModuleLoadData (" +
-                        std::to_string(handle->functions.size()) +
-                        " kernels)");
+                        std::to_string(handle->functions.size()) + " kernels)");
   s.modules.emplace(handle, std::move(loaded));
   *module = handle;
   return kSuccess;

@@ -19,7 +19,7 @@
 // no GPU code runs (kernels are recorded, and "run" only by host functions
 // the test registers), everything is synchronous, only the calls memfit
 // makes are implemented, and error codes come from the test's injections.
-// The GPU tests (REQUIRES: gpu) are the check against the real libraries.
+// Only a run on a real GPU (memfit-run --device=cuda) checks that.
 //
 // This header is the fakes' test-control API: plain C++ functions exported
 // by the fake libraries next to the CUDA entry points.
