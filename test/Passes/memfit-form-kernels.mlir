@@ -72,3 +72,19 @@ func.func @split_and_range(%x: tensor<6xf32>) -> (tensor<2xf32>, tensor<4xf32>, 
   %1 = memfit.range {start = 0 : i64, delta = 2 : i64} : tensor<4xi64>
   return %0#0, %0#1, %1 : tensor<2xf32>, tensor<4xf32>, tensor<4xi64>
 }
+
+// -----
+
+// Row, reduction and loss kernels read every operand as a buffer, so a
+// splat constant operand stays outside (regression: it was cloned in and
+// the emitter expected a kernel argument).
+// CHECK-LABEL: func.func @splat_scale_of_norm
+// CHECK: %[[ONES:.+]] = memfit.constant dense<1.000000e+00> : tensor<4xf32>
+// CHECK: memfit.kernel(%{{.+}}, %[[ONES]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.layer_norm
+func.func @splat_scale_of_norm(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %ones = memfit.constant dense<1.0> : tensor<4xf32>
+  %0 = memfit.layer_norm %x, %ones : tensor<2x4xf32>, tensor<4xf32>
+  return %0 : tensor<2x4xf32>
+}

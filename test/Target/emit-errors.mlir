@@ -217,3 +217,18 @@ module {
     return %x : tensor<4xf32>
   }
 }
+
+// -----
+
+// Row templates read their operands from buffers: a constant defined inside
+// the kernel cannot feed a layer norm.
+func.func @row_operand_defined_in_kernel(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %0 = memfit.kernel(%x) : (tensor<2x4xf32>) -> tensor<2x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>):
+    %ones = memfit.constant dense<1.0> : tensor<4xf32>
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.layer_norm': operands must be kernel inputs, not values defined in the kernel}}
+    %n = memfit.layer_norm %a, %ones : tensor<2x4xf32>, tensor<4xf32>
+    memfit.yield %n : tensor<2x4xf32>
+  }
+  return %0 : tensor<2x4xf32>
+}

@@ -624,3 +624,14 @@ func.func @gemm_bias(%a: tensor<2x8xf32>, %b: tensor<8x6xf32>, %c: tensor<6xf32>
   %1 = memfit.exp %0 : tensor<2x6xf32>
   return %1 : tensor<2x6xf32>
 }
+
+// -----
+
+// A splat constant scale of a layer norm is a buffer like any other input.
+// CHECK-LABEL: // k0_layer_norm: ln_const_scale
+// CHECK: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[j];
+func.func @layer_norm_constant_scale(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
+  %ones = memfit.constant dense<1.0> : tensor<4xf32>
+  %0 = memfit.layer_norm %x, %ones : tensor<2x4xf32>, tensor<4xf32> loc("ln_const_scale")
+  return %0 : tensor<2x4xf32>
+}

@@ -34,8 +34,9 @@ def MemfitFormKernelsPass : Pass<"memfit-form-kernels", "::mlir::func::FuncOp"> 
     library calls (cuBLASLt, or a BLAS on the host). Views that only change
     the shape of a contiguous buffer (`reshape`, `flatten`, `squeeze`,
     `unsqueeze`) stay outside too and cost no memory or time. Splat
-    constants (one value repeated) are cloned into the kernels that use
-    them, where they become literals, instead of taking a buffer.
+    constants (one value repeated) used by element-wise and data-movement
+    ops are cloned into their kernels, where they become literals, instead
+    of taking a buffer; row, reduction and loss ops read them as buffers.
 
     One op per kernel is the starting point; fusion merges kernels.
 

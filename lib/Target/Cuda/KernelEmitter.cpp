@@ -273,13 +273,20 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
              failure();
     anchor = &op;
   }
-  if (anchor)
-    for (Operation &op : kernel.getBodyOps())
-      if (&op != anchor && !isa<ConstantOp>(op))
-        return error(&op) << "fusing element-wise ops with '"
-                          << anchor->getName()
-                          << "' is not supported by the emitter yet",
-               failure();
+  if (!anchor)
+    return anchor;
+  for (Operation &op : kernel.getBodyOps())
+    if (&op != anchor && !isa<ConstantOp>(op))
+      return error(&op) << "fusing element-wise ops with '"
+                        << anchor->getName()
+                        << "' is not supported by the emitter yet",
+             failure();
+  // Row, reduction and loss templates read their operands from buffers.
+  for (Value operand : anchor->getOperands())
+    if (!isa<BlockArgument>(operand))
+      return error(anchor) << "operands must be kernel inputs, not values "
+                              "defined in the kernel",
+             failure();
   return anchor;
 }
 
