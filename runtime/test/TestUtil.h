@@ -49,6 +49,13 @@ inline bool checkError(const Status &status, const std::string &needle,
 /// A directory the tests may write into (created by main).
 const std::string &scratchDirectory();
 
+/// The main() of a test program (TestDriver.cpp): makes the scratch
+/// directory (argv[1], or a temporary one removed after a clean run), runs
+/// `setUp` (when given; false ends the program) and `tests`, and prints
+/// "<tool>: N checks passed" (exit 0) or the number that failed (exit 1).
+int runTestProgram(const char *tool, int argc, char **argv, bool (*setUp)(),
+                   void (*tests)());
+
 void runJsonTests();
 void runManifestTests();
 void runTensorTests();

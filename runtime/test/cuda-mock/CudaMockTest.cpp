@@ -24,21 +24,12 @@
 #include "memfit/runtime/Nvrtc.h"
 
 #include <dlfcn.h>
-#include <ftw.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 
 namespace memfit::rt::test {
-
-Counters &counters() {
-  static Counters c;
-  return c;
-}
-
-static std::string scratch;
-const std::string &scratchDirectory() { return scratch; }
 
 std::unique_ptr<Backend> openBackend(const SessionOptions &options) {
   StatusOr<std::unique_ptr<Backend>> backend = createCudaBackend(options);
@@ -311,37 +302,10 @@ void runMemoryTests() {
 
 } // namespace memfit::rt::test
 
-namespace {
-
-int removeEntry(const char *path, const struct stat *, int, struct FTW *) {
-  return std::remove(path);
-}
-
-} // namespace
-
-int main(int argc, char **argv) {
+/// Checks that the backend reaches the fakes (and NVRTC), never a real
+/// driver.
+bool setUpFakes() {
   using namespace memfit::rt;
-  namespace test = memfit::rt::test;
-  bool temporary = argc < 2;
-  if (temporary) {
-    StatusOr<std::string> dir =
-        makeTemporaryDirectory("memfit-cuda-mock-test-");
-    if (!dir) {
-      std::fprintf(stderr, "memfit-cuda-mock-test: %s\n",
-                   dir.status().message().c_str());
-      return 1;
-    }
-    test::scratch = *dir;
-  } else {
-    test::scratch = argv[1];
-    Status made = makeDirectories(test::scratch);
-    if (!made) {
-      std::fprintf(stderr, "memfit-cuda-mock-test: %s\n",
-                   made.message().c_str());
-      return 1;
-    }
-  }
-
   // Where the fakes were loaded from: next to this executable's build, by
   // its RUNPATH, never from the system's library path.
   Dl_info fake{};
@@ -349,7 +313,7 @@ int main(int argc, char **argv) {
       !fake.dli_fname) {
     std::fprintf(stderr, "memfit-cuda-mock-test: cannot locate the fake "
                          "libcuda.so.1\n");
-    return 1;
+    return false;
   }
   std::printf("fake libcuda: %s\n", fake.dli_fname);
   // The backend must reach the fake driver, never a real one.
@@ -360,31 +324,26 @@ int main(int argc, char **argv) {
                  "memfit-cuda-mock-test: the CUDA backend did not load the "
                  "fake driver (%s)\n",
                  why.c_str());
-    return 1;
+    return false;
   }
   if (!nvrtcAvailable(&why)) {
     std::fprintf(stderr, "memfit-cuda-mock-test: NVRTC is needed: %s\n",
                  why.c_str());
-    return 1;
+    return false;
   }
   mockcuda::reset();
   mockcublaslt::reset();
+  return true;
+}
 
-  test::runDeviceTests();
-  test::runMemoryTests();
-  test::runKernelTests();
-  test::runContractionTests();
-  test::runCudaSessionTests();
-
-  const test::Counters &c = test::counters();
-  if (c.failures) {
-    std::printf("memfit-cuda-mock-test: %d of %d checks failed (scratch "
-                "files in %s)\n",
-                c.failures, c.checks, test::scratch.c_str());
-    return 1;
-  }
-  if (temporary)
-    nftw(test::scratch.c_str(), removeEntry, 16, FTW_DEPTH | FTW_PHYS);
-  std::printf("memfit-cuda-mock-test: %d checks passed\n", c.checks);
-  return 0;
+int main(int argc, char **argv) {
+  namespace test = memfit::rt::test;
+  return test::runTestProgram("memfit-cuda-mock-test", argc, argv, setUpFakes,
+                              [] {
+                                test::runDeviceTests();
+                                test::runMemoryTests();
+                                test::runKernelTests();
+                                test::runContractionTests();
+                                test::runCudaSessionTests();
+                              });
 }
