@@ -1,5 +1,4 @@
-//===- Files.cpp - whole-file reads and atomic writes
-//-----------------------===//
+//===- Files.cpp - whole-file reads and atomic writes ---------------------===//
 
 #include "Files.h"
 

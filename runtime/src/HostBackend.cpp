@@ -1,5 +1,4 @@
-//===- HostBackend.cpp - running the CUDA C++ source on the CPU
-//------------===//
+//===- HostBackend.cpp - running the CUDA C++ source on the CPU -----------===//
 //
 // The host backend compiles Manifest::source with the host C++ compiler
 // against the emulation header (host/memfit_cuda_host.h) into a shared

@@ -1,5 +1,4 @@
-//===- Json.cpp - a small JSON value, parser and writer
-//--------------------===//
+//===- Json.cpp - a small JSON value, parser and writer -------------------===//
 
 #include "Json.h"
 

@@ -1,5 +1,4 @@
-//===- Json.h - a small JSON value, parser and writer (internal) -*- C++
-//-*-===//
+//===- Json.h - a small JSON value, parser and writer (internal)
 //
 // Enough JSON for manifests: objects keep their insertion order, numbers are
 // int64 when written without a fraction or exponent (and in range), else

@@ -1,5 +1,4 @@
-//===- KernelCache.cpp - on-disk cache of compiled kernels
-//-----------------===//
+//===- KernelCache.cpp - on-disk cache of compiled kernels ----------------===//
 
 #include "KernelCache.h"
 

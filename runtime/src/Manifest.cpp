@@ -1,5 +1,4 @@
-//===- Manifest.cpp - dtypes, manifest validation, JSON and executables
-//----===//
+//===- Manifest.cpp - dtypes, manifest validation, JSON and executables ---===//
 //
 // The JSON schema mirrors the structs of Manifest.h field by field, with
 // the same (camelCase) names; enums are written as lowercase keywords

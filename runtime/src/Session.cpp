@@ -1,5 +1,4 @@
-//===- Session.cpp - an executable loaded on a device
-//----------------------===//
+//===- Session.cpp - an executable loaded on a device ---------------------===//
 //
 // A session owns the manifest and drives the call sequence; the backend
 // only moves bytes and runs kernels and contractions at offsets of its one

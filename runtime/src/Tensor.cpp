@@ -1,5 +1,4 @@
-//===- Tensor.cpp - host tensors, .npy files and reproducible fills
-//--------===//
+//===- Tensor.cpp - host tensors, .npy files and reproducible fills -------===//
 
 #include "memfit/runtime/Tensor.h"
 

@@ -1,5 +1,4 @@
 //===- HostBackendTest.cpp - CUDA C++ kernels and contractions on the CPU
-//--===//
 //
 // Hand-written kernels in the subset of runtime/KERNELS.md, run through the
 // Backend interface and checked against loops in this file.

@@ -1,5 +1,4 @@
-//===- JsonTest.cpp - the JSON parser and writer
-//---------------------------===//
+//===- JsonTest.cpp - the JSON parser and writer --------------------------===//
 
 #include "TestUtil.h"
 

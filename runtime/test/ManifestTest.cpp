@@ -1,5 +1,4 @@
-//===- ManifestTest.cpp - manifests: JSON, validation, executables
-//---------===//
+//===- ManifestTest.cpp - manifests: JSON, validation, executables --------===//
 
 #include "TestUtil.h"
 

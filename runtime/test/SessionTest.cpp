@@ -1,5 +1,4 @@
-//===- SessionTest.cpp - sessions on the host backend
-//----------------------===//
+//===- SessionTest.cpp - sessions on the host backend ---------------------===//
 //
 // A hand-written executable of kernel steps and batched contractions (with
 // broadcast batch strides, transposes and beta), run through Session and

@@ -1,5 +1,4 @@
-//===- TensorTest.cpp - tensors, .npy files, fills and half floats
-//---------===//
+//===- TensorTest.cpp - tensors, .npy files, fills and half floats --------===//
 
 #include "TestUtil.h"
 

@@ -1,5 +1,4 @@
-//===- TestMain.cpp - memfit-runtime-test's main
-//---------------------------===//
+//===- TestMain.cpp - memfit-runtime-test's main --------------------------===//
 //
 // Usage: memfit-runtime-test [scratch-directory]
 // Prints "memfit-runtime-test: N checks passed" and exits 0, or lists the

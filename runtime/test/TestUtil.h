@@ -1,5 +1,4 @@
-//===- TestUtil.h - a tiny check framework for the runtime tests -*- C++
-//-*-===//
+//===- TestUtil.h - a tiny check framework for the runtime tests
 
 #ifndef MEMFIT_RUNTIME_TEST_TESTUTIL_H
 #define MEMFIT_RUNTIME_TEST_TESTUTIL_H

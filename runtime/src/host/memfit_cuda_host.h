@@ -1,5 +1,4 @@
 //===- memfit_cuda_host.h - CUDA C++ on the CPU for the host backend
-//-------===//
 //
 // The host backend compiles Manifest::source with the host C++ compiler after
 // this header, into a shared object. It supports the subset of CUDA C++ in
