@@ -46,7 +46,7 @@ static int64_t alignTo(int64_t value) {
   return (value + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
 }
 
-static bool isView(Operation *op) {
+bool mlir::memfit::isBufferView(Operation *op) {
   return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op);
 }
 
@@ -70,6 +70,10 @@ private:
     auto type = dyn_cast<RankedTensorType>(value.getType());
     if (!type || !type.hasStaticShape())
       return op->emitError() << "memory plan needs static tensor types, got "
+                             << value.getType();
+    if (!type.getElementType().isIntOrFloat())
+      return op->emitError() << "memory plan needs integer or float "
+                                "elements, got "
                              << value.getType();
     return success();
   }
@@ -110,7 +114,7 @@ private:
       } else if (auto constant = dyn_cast<ConstantOp>(op)) {
         addBuffer(constant.getResult(), BufferRegion::Weights,
                   BufferCategory::Constant);
-      } else if (isView(&op)) {
+      } else if (isBufferView(&op)) {
         plan.bufferOf[op.getResult(0)] = plan.bufferOf.lookup(op.getOperand(0));
       } else if (isa<KernelOp, MatMulOp, GemmOp>(op)) {
         plan.schedule.push_back(&op);

@@ -1,5 +1,6 @@
 //===- FormKernels.cpp - wrap ops that need generated code in kernels ------===//
 
+#include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Passes/Passes.h"
 
@@ -18,17 +19,12 @@ using namespace mlir::memfit;
 
 namespace {
 
-/// Ops that only reinterpret the shape of a contiguous buffer.
-bool isView(Operation *op) {
-  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op);
-}
-
 /// Whether `op` becomes generated code.
 bool needsKernel(Operation *op) {
   if (isa<RangeOp>(op))
     return true;
   auto opClass = dyn_cast<OpClassInterface>(op);
-  if (!opClass || isView(op))
+  if (!opClass || isBufferView(op))
     return false;
   switch (opClass.getOpClass()) {
   case OpClass::ElementWise:

@@ -5,9 +5,9 @@
 // Kernels compute in float, double, bool and integer types; f16 and bf16
 // have no CUDA type in the generated code.
 func.func @unsupported_element_type_pointwise(%x: tensor<4xf16>) -> tensor<4xf16> {
-  // expected-error @+1 {{cannot emit CUDA for 'memfit.kernel': unsupported element type 'f16'}}
   %0 = memfit.kernel(%x) : (tensor<4xf16>) -> tensor<4xf16> {
   ^bb0(%a: tensor<4xf16>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.exp': unsupported element type 'f16'}}
     %e = memfit.exp %a : tensor<4xf16>
     memfit.yield %e : tensor<4xf16>
   }
@@ -231,4 +231,64 @@ func.func @row_operand_defined_in_kernel(%x: tensor<2x4xf32>) -> tensor<2x4xf32>
     memfit.yield %n : tensor<2x4xf32>
   }
   return %0 : tensor<2x4xf32>
+}
+
+// -----
+
+// Unsigned 32- and 64-bit integers have no runtime dtype yet (regression:
+// they were emitted as signed).
+func.func @unsigned_32(%x: tensor<4xui32>) -> tensor<4xui32> {
+  %0 = memfit.kernel(%x) : (tensor<4xui32>) -> tensor<4xui32> {
+  ^bb0(%a: tensor<4xui32>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.add': unsupported element type 'ui32'}}
+    %s = memfit.add %a, %a : tensor<4xui32>, tensor<4xui32> -> tensor<4xui32>
+    memfit.yield %s : tensor<4xui32>
+  }
+  return %0 : tensor<4xui32>
+}
+
+// -----
+
+// Every value computed in a kernel needs a CUDA type, not only its inputs
+// and results (regression: an f16 intermediate crashed the emitter).
+func.func @unsupported_intermediate_type(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.cast': unsupported element type 'f16'}}
+    %h = memfit.cast %a : tensor<4xf32> to tensor<4xf16>
+    %f = memfit.cast %h : tensor<4xf16> to tensor<4xf32>
+    memfit.yield %f : tensor<4xf32>
+  }
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// Views reshape buffers between kernels; inside a kernel they are not
+// supported yet.
+func.func @view_inside_kernel(%x: tensor<4xf32>) -> tensor<2x2xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4xf32>) -> tensor<2x2xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.reshape': views are not supported inside kernels}}
+    %r = memfit.reshape %a : tensor<4xf32> to tensor<2x2xf32>
+    memfit.yield %r : tensor<2x2xf32>
+  }
+  return %0 : tensor<2x2xf32>
+}
+
+// -----
+
+// A contraction over an empty dimension has no library call.
+func.func @matmul_empty_k(%a: tensor<3x0xf32>, %b: tensor<0x4xf32>) -> tensor<3x4xf32> {
+  // expected-error @+1 {{a contraction over an empty dimension (k = 0) is not supported}}
+  %0 = memfit.matmul %a, %b : tensor<3x0xf32>, tensor<0x4xf32> -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Element types the plan cannot size are diagnosed, not asserted on.
+// expected-error @+1 {{memory plan needs integer or float elements, got 'tensor<4xindex>'}}
+func.func @index_elements(%x: tensor<4xindex>) -> tensor<4xindex> {
+  return %x : tensor<4xindex>
 }

@@ -635,3 +635,30 @@ func.func @layer_norm_constant_scale(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {
   %0 = memfit.layer_norm %x, %ones : tensor<2x4xf32>, tensor<4xf32> loc("ln_const_scale")
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+// Ops whose results are empty compute nothing and get no kernel
+// (regression: row kernels on empty tensors still ran one block and wrote
+// out of bounds); the other kernels keep their numbering.
+// CHECK-LABEL: // k0_exp: nonempty
+// CHECK-NEXT: extern "C" __global__ void k0_exp(
+// CHECK-NOT: __global__ void
+func.func @empty_results(%x: tensor<0x4xf32>, %y: tensor<3x0xf32>, %z: tensor<4xf32>) -> (tensor<0x4xf32>, tensor<3x0xf32>, tensor<4xf32>) {
+  %0 = memfit.exp %x : tensor<0x4xf32> loc("empty_exp")
+  %1 = memfit.softmax %y {axis = 0 : i64} : tensor<3x0xf32> loc("empty_softmax")
+  %2 = memfit.exp %z : tensor<4xf32> loc("nonempty")
+  return %0, %1, %2 : tensor<0x4xf32>, tensor<3x0xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Node names go into `//` comments with control characters and backslashes
+// replaced, so a name cannot end the comment or continue it onto the next
+// line.
+// CHECK-LABEL: // k0_relu: a?b?c
+// CHECK-NEXT: extern "C" __global__ void k0_relu(
+func.func @node_name_in_comment(%x: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = memfit.relu %x : tensor<4xf32> loc("a\0Ab\\c")
+  return %0 : tensor<4xf32>
+}

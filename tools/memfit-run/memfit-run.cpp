@@ -174,6 +174,8 @@ int main(int argc, char **argv) {
   }
   if (device != "auto" && device != "host" && device != "cuda")
     return fail("--device=" + device + ": expected host, cuda or auto");
+  if (!archs.empty() && !compileOnly)
+    return fail("--arch needs --compile-only");
 
   // 1. The executable: compiled from a model, or loaded from a directory.
   rt::Executable executable;
@@ -229,9 +231,6 @@ int main(int argc, char **argv) {
     }
     return 0;
   }
-  if (!archs.empty())
-    return fail("--arch needs --compile-only");
-
   // 2. The device.
   rt::DeviceKind kind = rt::DeviceKind::Host;
   std::string whyNot;

@@ -64,6 +64,10 @@ struct MemoryPlan {
 /// Bytes of a statically shaped tensor (i1 stored as one byte).
 int64_t tensorBytes(RankedTensorType type);
 
+/// Ops that only reinterpret the shape of a contiguous buffer (reshape,
+/// flatten, squeeze, unsqueeze): no kernel, no buffer of their own.
+bool isBufferView(Operation *op);
+
 /// Plans `func`; emits an error on the first op that has no place in a
 /// plan (an op not yet formed into a kernel, a dynamic shape).
 FailureOr<MemoryPlan> planMemory(func::FuncOp func);

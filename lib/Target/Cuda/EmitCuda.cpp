@@ -42,12 +42,14 @@ FailureOr<rt::DType> toDType(Type type) {
     return rt::DType::bf16;
   if (type.isInteger(1))
     return rt::DType::i1;
+  if (type.isUnsignedInteger(8))
+    return rt::DType::u8;
+  if (type.isUnsignedInteger())
+    return failure(); // no unsigned 32- or 64-bit dtype in the runtime yet
   if (type.isInteger(64))
     return rt::DType::i64;
   if (type.isInteger(32))
     return rt::DType::i32;
-  if (type.isUnsignedInteger(8))
-    return rt::DType::u8;
   if (type.isInteger(8))
     return rt::DType::i8;
   return failure();
@@ -198,7 +200,17 @@ LogicalResult ExecutableBuilder::fillWeights() {
   return success();
 }
 
+/// Whether every result of `op` is empty (a zero-sized dimension): such an
+/// op has nothing to compute and gets no step.
+bool producesNothing(Operation *op) {
+  return op->getNumResults() && llvm::all_of(op->getResultTypes(), [](Type type) {
+    return cast<RankedTensorType>(type).getNumElements() == 0;
+  });
+}
+
 LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
+  if (producesNothing(kernel))
+    return success();
   FailureOr<rt::Kernel> info =
       cuda::emitKernel(kernel, kernelCount++, sourceOs);
   if (failed(info))
@@ -230,6 +242,11 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
   Type elt = cast<RankedTensorType>(out.getType()).getElementType();
   if (!elt.isF32() && !elt.isF64())
     return op->emitError() << "contractions run in f32 or f64, not " << elt;
+  if (producesNothing(op))
+    return success();
+  if (contraction.k == 0)
+    return op->emitError() << "a contraction over an empty dimension (k = 0) "
+                              "is not supported";
   contraction.dtype = *toDType(elt);
   contraction.name = llvm::formatv("c{0}_{1}", manifest.contractions.size(),
                                    op->getName().stripDialect())

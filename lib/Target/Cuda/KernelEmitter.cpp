@@ -19,6 +19,7 @@
 
 #include "KernelEmitter.h"
 
+#include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/ShapeInference.h"
 
 #include "llvm/ADT/STLExtras.h"
@@ -66,9 +67,10 @@ FailureOr<std::string> cType(Type type) {
     return std::string("double");
   if (type.isInteger(1))
     return std::string("bool");
-  if (type.isInteger(64))
+  // Unsigned 32- and 64-bit integers have no runtime dtype yet.
+  if (type.isSignlessInteger(64) || type.isSignedInteger(64))
     return std::string("long long");
-  if (type.isInteger(32))
+  if (type.isSignlessInteger(32) || type.isSignedInteger(32))
     return std::string("int");
   if (type.isSignlessInteger(8) || type.isSignedInteger(8))
     return std::string("signed char");
@@ -135,6 +137,23 @@ FailureOr<std::string> literal(Attribute attr, Type type) {
   return failure();
 }
 
+/// ONNX node names for a `//` comment: control characters and backslashes
+/// (which would continue the comment onto the next line) are replaced.
+std::string nodeList(ArrayRef<std::string> nodes) {
+  if (nodes.empty())
+    return "(no ONNX node)";
+  std::string text;
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    if (i)
+      text += ", ";
+    for (char c : node)
+      text += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '\\')
+                  ? '?'
+                  : c;
+  }
+  return text;
+}
+
 std::string opLabel(Operation *op) {
   StringRef name = op->getName().getStringRef();
   name.consume_front("memfit.");
@@ -173,8 +192,6 @@ std::string broadcastOffset(ArrayRef<int64_t> in, size_t outRank,
   return expr.empty() ? "0" : expr;
 }
 
-std::string fn(Type type, StringRef base) { return mathFn(base, type); }
-
 int64_t rowBlockSize(int64_t rowLength) {
   int64_t block = 32;
   while (block < rowLength && block < kMaxRowBlock)
@@ -182,9 +199,12 @@ int64_t rowBlockSize(int64_t rowLength) {
   return block;
 }
 
-uint32_t gridFor(int64_t threads, int64_t block) {
-  return static_cast<uint32_t>(std::max<int64_t>(1, (threads + block - 1) / block));
+int64_t gridFor(int64_t threads, int64_t block) {
+  return std::max<int64_t>(1, (threads + block - 1) / block);
 }
+
+/// CUDA's limit on gridDim.x.
+constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
 
 class KernelWriter {
 public:
@@ -222,9 +242,12 @@ private:
   FailureOr<RowInput> floatRowInput(Operation *op, int64_t axisAttr);
   void setRowLaunch(int64_t rowLength, int64_t rows) {
     info.block = {static_cast<uint32_t>(rowBlockSize(rowLength)), 1, 1};
-    info.grid = {static_cast<uint32_t>(std::max<int64_t>(rows, 1)), 1, 1};
+    gridBlocks = std::max<int64_t>(rows, 1);
     info.usesBarriers = true;
   }
+  /// Blocks of the 1-D grid; checked against CUDA's limit before it goes
+  /// into the manifest.
+  int64_t gridBlocks = 1;
   LogicalResult emitSoftmax(Operation *op, int64_t axis, bool logSoftmax);
   LogicalResult emitNorm(Operation *op, Value scale, Value bias, int64_t axis,
                          double epsilon, bool rms);
@@ -377,13 +400,13 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
                 });
   if (failed(result))
     return failure();
+  if (gridBlocks > kMaxGridX)
+    return error(kernel) << gridBlocks
+                         << " blocks exceed CUDA's grid limit of " << kMaxGridX,
+           failure();
+  info.grid = {static_cast<uint32_t>(gridBlocks), 1, 1};
 
-  out << "// " << info.name << ": ";
-  if (info.onnxNodes.empty())
-    out << "(no ONNX node)";
-  for (auto [i, node] : llvm::enumerate(info.onnxNodes))
-    out << (i ? ", " : "") << node;
-  out << "\n";
+  out << "// " << info.name << ": " << nodeList(info.onnxNodes) << "\n";
   if (failed(writeSignature(out)))
     return failure();
   out << body << "}\n\n";
@@ -713,14 +736,14 @@ LogicalResult KernelWriter::emitPointwise() {
     if (shapeOf(result) != domain)
       return error(kernel) << "results of different shapes need a split",
              failure();
-  for (BlockArgument arg : kernel.getBodyBlock().getArguments())
-    if (failed(cType(eltOf(arg))))
-      return error(kernel) << "unsupported element type " << eltOf(arg),
-             failure();
-  for (Value result : results)
-    if (failed(cType(eltOf(result))))
-      return error(kernel) << "unsupported element type " << eltOf(result),
-             failure();
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isBufferView(&op))
+      return error(&op) << "views are not supported inside kernels", failure();
+    for (Value result : op.getResults())
+      if (failed(cType(eltOf(result))))
+        return error(&op) << "unsupported element type " << eltOf(result),
+               failure();
+  }
 
   int64_t n = product(domain);
   os << "  const long long idx = (long long)blockIdx.x * blockDim.x + "
@@ -738,7 +761,7 @@ LogicalResult KernelWriter::emitPointwise() {
     os << "  out" << i << "[idx] = " << *s << ";\n";
   }
   info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-  info.grid = {gridFor(n, kPointwiseBlock), 1, 1};
+  gridBlocks = gridFor(n, kPointwiseBlock);
   info.usesBarriers = false;
   return success();
 }
@@ -753,7 +776,7 @@ FailureOr<std::string> accType(Operation *op, Type type) {
     return std::string("float");
   if (type.isF64())
     return std::string("double");
-  if (type.isInteger(64) || type.isInteger(32) || type.isInteger(8))
+  if (succeeded(cType(type)) && type.isInteger())
     return std::string("long long");
   return op->emitError() << "cannot emit CUDA for '" << op->getName()
                          << "': unsupported element type " << type,
@@ -775,8 +798,6 @@ KernelWriter::floatRowInput(Operation *op, int64_t axisAttr) {
   FailureOr<std::string> acc = accType(op, row.type);
   if (failed(acc))
     return failure();
-  if (!isa<FloatType>(row.type))
-    return error(op) << "needs a float input", failure();
   row.acc = *acc;
   row.in = param(cast<BlockArgument>(input));
   return row;
@@ -792,7 +813,7 @@ LogicalResult KernelWriter::emitSoftmax(Operation *op, int64_t axisAttr,
   int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
   int64_t rows = product(shape) / std::max<int64_t>(n, 1);
   std::string at = llvm::formatv("base + j * {0}LL", inner);
-  std::string e = fn(type, "exp");
+  std::string e = mathFn("exp", type);
 
   os << "  __shared__ " << acc << " scratch[32];\n";
   os << "  const long long row = blockIdx.x;\n";
@@ -812,7 +833,7 @@ LogicalResult KernelWriter::emitSoftmax(Operation *op, int64_t axisAttr,
      << "] - m);\n";
   os << "  s = memfit_block_sum(s, scratch);\n";
   if (logSoftmax)
-    os << "  const " << acc << " shift = m + " << fn(type, "log") << "(s);\n";
+    os << "  const " << acc << " shift = m + " << mathFn("log", type) << "(s);\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x)\n";
   if (logSoftmax)
@@ -866,7 +887,7 @@ LogicalResult KernelWriter::emitNorm(Operation *op, Value scale, Value bias,
        << ";\n    sq += t * t;\n  }\n";
   }
   os << "  const " << acc << " inv = " << floatLiteral(1.0, d) << " / "
-     << fn(type, "sqrt") << "(memfit_block_sum(sq, scratch) / "
+     << mathFn("sqrt", type) << "(memfit_block_sum(sq, scratch) / "
      << floatLiteral(static_cast<double>(n), d) << " + "
      << floatLiteral(epsilon, d) << ");\n";
   os << loop << " {\n";
@@ -929,10 +950,16 @@ LogicalResult KernelWriter::emitReduce(Operation *op, ArrayRef<int64_t> axes,
       base = "0";
   }
   os << "  const long long base = " << base << ";\n";
+  // The identity of max is the lowest value of the element type, which is
+  // also ONNX's result for a reduction over no elements.
   std::string init =
       !isMax ? "0"
              : (isFloat ? floatLiteral(-INFINITY, type.isF64())
-                        : intLiteral(INT64_MIN));
+                        : intLiteral(type.isUnsignedInteger()
+                                         ? 0
+                                         : llvm::APInt::getSignedMinValue(
+                                               type.getIntOrFloatBitWidth())
+                                               .getSExtValue()));
   os << "  " << *acc << " a = " << init << ";\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x) {\n";
@@ -955,9 +982,10 @@ LogicalResult KernelWriter::emitReduce(Operation *op, ArrayRef<int64_t> axes,
   os << "  a = " << (isMax ? "memfit_block_max" : "memfit_block_sum")
      << "(a, scratch);\n";
   std::string value = "a";
+  // A mean over no elements is NaN for floats (0/0) and 0 for integers.
   if (kind == "mean")
     value = isFloat ? "a / " + floatLiteral(static_cast<double>(n), type.isF64())
-                    : llvm::formatv("a / {0}LL", n).str();
+                    : (n ? llvm::formatv("a / {0}LL", n).str() : "0");
   os << "  if (threadIdx.x == 0) out0[row] = (" << *cType(eltOf(op->getResult(0)))
      << ")(" << value << ");\n";
   setRowLaunch(n, rows);
@@ -973,7 +1001,7 @@ LogicalResult KernelWriter::emitLoss(Operation *op, Value scores, Value labels,
     return error(op) << "scores need rank >= 2", failure();
   Type type = eltOf(scores);
   FailureOr<std::string> acc = accType(op, type);
-  if (failed(acc) || !isa<FloatType>(type))
+  if (failed(acc))
     return failure();
   bool d = type.isF64();
   int64_t classes = shape[1];
@@ -1013,8 +1041,8 @@ LogicalResult KernelWriter::emitLoss(Operation *op, Value scores, Value labels,
          << "LL; ++c) m = memfit_max(m, " << xAt("c") << ");\n";
       os << ii << "  " << *acc << " s = 0;\n";
       os << ii << "  for (long long c = 0; c < " << classes << "LL; ++c) s += "
-         << fn(type, "exp") << "(" << xAt("c") << " - m);\n";
-      os << ii << "  loss = (m + " << fn(type, "log") << "(s) - "
+         << mathFn("exp", type) << "(" << xAt("c") << " - m);\n";
+      os << ii << "  loss = (m + " << mathFn("log", type) << "(s) - "
          << xAt("label") << ") * w;\n";
     } else {
       os << ii << "  loss = -" << xAt("label") << " * w;\n";
@@ -1032,7 +1060,7 @@ LogicalResult KernelWriter::emitLoss(Operation *op, Value scores, Value labels,
     os << "  (void)w;\n";
     os << "  out0[r] = loss;\n";
     info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-    info.grid = {gridFor(rows, kPointwiseBlock), 1, 1};
+    gridBlocks = gridFor(rows, kPointwiseBlock);
     info.usesBarriers = false;
     return success();
   }
@@ -1048,7 +1076,7 @@ LogicalResult KernelWriter::emitLoss(Operation *op, Value scores, Value labels,
      << (reduction == LossReduction::Mean ? "total / weight" : "total")
      << ";\n";
   info.block = {static_cast<uint32_t>(kMaxRowBlock), 1, 1};
-  info.grid = {1, 1, 1};
+  gridBlocks = 1;
   info.usesBarriers = true;
   return success();
 }
@@ -1089,7 +1117,7 @@ LogicalResult KernelWriter::emitSplit(SplitOp op) {
     begin = end;
   }
   info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-  info.grid = {gridFor(n, kPointwiseBlock), 1, 1};
+  gridBlocks = gridFor(n, kPointwiseBlock);
   info.usesBarriers = false;
   return success();
 }
@@ -1173,10 +1201,15 @@ FailureOr<rt::Kernel> cuda::emitBroadcastCopy(Operation *op, unsigned index,
   info.name = llvm::formatv("k{0}_{1}_bias", index, opLabel(op)).str();
   collectNodeNames(op->getLoc(), info.onnxNodes);
   int64_t n = to.getNumElements();
-  os << "// " << info.name << ": bias of ";
-  for (auto [i, node] : llvm::enumerate(info.onnxNodes))
-    os << (i ? ", " : "") << node;
-  os << "\nextern \"C\" __global__ void " << info.name << "(const " << *t
+  int64_t blocks = gridFor(n, kPointwiseBlock);
+  if (blocks > kMaxGridX)
+    return op->emitError() << "cannot emit CUDA for '" << op->getName()
+                           << "': " << blocks
+                           << " blocks exceed CUDA's grid limit of "
+                           << kMaxGridX,
+           failure();
+  os << "// " << info.name << ": bias of " << nodeList(info.onnxNodes)
+     << "\nextern \"C\" __global__ void " << info.name << "(const " << *t
      << "* __restrict__ in0, " << *t << "* __restrict__ out0) {\n";
   os << "  const long long idx = (long long)blockIdx.x * blockDim.x + "
         "threadIdx.x;\n";
@@ -1185,6 +1218,6 @@ FailureOr<rt::Kernel> cuda::emitBroadcastCopy(Operation *op, unsigned index,
   os << "  out0[idx] = in0["
      << broadcastOffset(from.getShape(), to.getRank(), "c") << "];\n}\n\n";
   info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-  info.grid = {gridFor(n, kPointwiseBlock), 1, 1};
+  info.grid = {static_cast<uint32_t>(blocks), 1, 1};
   return info;
 }
