@@ -192,6 +192,22 @@ std::string broadcastOffset(ArrayRef<int64_t> in, size_t outRank,
   return expr.empty() ? "0" : expr;
 }
 
+/// The offset into a row-major tensor of shape `shape` at coordinates
+/// `c<d>`, with the coordinate along `axis` shifted down by `begin` (a part
+/// of a concat or a split).
+std::string shiftedOffset(ArrayRef<int64_t> shape, int64_t axis,
+                          int64_t begin) {
+  Shape strides = stridesOf(shape);
+  std::string offset;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    std::string c = d == axis ? llvm::formatv("(c{0} - {1}LL)", d, begin).str()
+                              : "c" + std::to_string(d);
+    offset +=
+        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "", c, strides[d]).str();
+  }
+  return offset.empty() ? "0" : offset;
+}
+
 int64_t rowBlockSize(int64_t rowLength) {
   int64_t block = 32;
   while (block < rowLength && block < kMaxRowBlock)
@@ -564,23 +580,13 @@ FailureOr<std::string> KernelWriter::emitDataMovement(Operation *op) {
         int64_t begin = 0;
         for (auto [i, input] : llvm::enumerate(concat.getInputs())) {
           Shape shape = shapeOf(input);
-          Shape strides = stridesOf(shape);
-          std::string offset;
-          for (size_t d = 0; d < rank; ++d) {
-            std::string c = "c" + std::to_string(d);
-            if (static_cast<int64_t>(d) == *axis)
-              c = llvm::formatv("(c{0} - {1}LL)", d, begin);
-            offset += llvm::formatv("{0}{1} * {2}LL", d ? " + " : "", c,
-                                    strides[d])
-                          .str();
-          }
+          std::string offset = shiftedOffset(shape, *axis, begin);
           int64_t end = begin + shape[*axis];
           bool last = i + 1 == concat.getInputs().size();
           os << "  " << (i ? "else " : "");
           if (!last)
             os << "if (c" << *axis << " < " << end << "LL) ";
-          FailureOr<std::string> element =
-              load(input, offset.empty() ? "0" : offset, op);
+          FailureOr<std::string> element = load(input, offset, op);
           if (failed(element))
             return failure();
           os << v << " = " << *element << ";\n";
@@ -1100,19 +1106,9 @@ LogicalResult KernelWriter::emitSplit(SplitOp op) {
   int64_t begin = 0;
   for (auto [i, result] : llvm::enumerate(op.getResults())) {
     Shape outShape = shapeOf(result);
-    Shape strides = stridesOf(outShape);
-    std::string offset;
-    for (size_t dim = 0; dim < shape.size(); ++dim) {
-      std::string c = "c" + std::to_string(dim);
-      if (static_cast<int64_t>(dim) == *axis)
-        c = llvm::formatv("(c{0} - {1}LL)", dim, begin);
-      offset += llvm::formatv("{0}{1} * {2}LL", dim ? " + " : "", c,
-                              strides[dim])
-                    .str();
-    }
     int64_t end = begin + outShape[*axis];
     os << "  " << (i ? "else " : "") << "if (c" << *axis << " < " << end
-       << "LL) out" << i << "[" << (offset.empty() ? "0" : offset)
+       << "LL) out" << i << "[" << shiftedOffset(outShape, *axis, begin)
        << "] = v;\n";
     begin = end;
   }
