@@ -101,35 +101,26 @@ static inline float __fdividef(float a, float b) { return a / b; }
 static inline float __saturatef(float x) {
   return x < 0.0f ? 0.0f : (x > 1.0f ? 1.0f : x);
 }
-static inline float __int_as_float(int x) {
-  float f;
-  memcpy(&f, &x, sizeof(f));
-  return f;
+// The bit reinterpretations CUDA provides as intrinsics.
+template <class To, class From> static inline To memfit_host_bit_cast(From x) {
+  static_assert(sizeof(To) == sizeof(From), "bit cast between sizes");
+  To to;
+  memcpy(&to, &x, sizeof(to));
+  return to;
 }
-static inline int __float_as_int(float x) {
-  int i;
-  memcpy(&i, &x, sizeof(i));
-  return i;
-}
+static inline float __int_as_float(int x) { return memfit_host_bit_cast<float>(x); }
+static inline int __float_as_int(float x) { return memfit_host_bit_cast<int>(x); }
 static inline unsigned __float_as_uint(float x) {
-  unsigned i;
-  memcpy(&i, &x, sizeof(i));
-  return i;
+  return memfit_host_bit_cast<unsigned>(x);
 }
 static inline float __uint_as_float(unsigned x) {
-  float f;
-  memcpy(&f, &x, sizeof(f));
-  return f;
+  return memfit_host_bit_cast<float>(x);
 }
 static inline double __longlong_as_double(long long x) {
-  double d;
-  memcpy(&d, &x, sizeof(d));
-  return d;
+  return memfit_host_bit_cast<double>(x);
 }
 static inline long long __double_as_longlong(double x) {
-  long long i;
-  memcpy(&i, &x, sizeof(i));
-  return i;
+  return memfit_host_bit_cast<long long>(x);
 }
 
 template <class A, class B,
