@@ -1,6 +1,7 @@
 //===- MemfitDialect.cpp - the memfit dialect -------------------------------===//
 
 #include "memfit/Dialect/MemfitDialect.h"
+#include "memfit/Dialect/Gradients.h"
 #include "memfit/Dialect/MemfitOps.h"
 
 using namespace mlir;
@@ -13,6 +14,7 @@ void MemfitDialect::initialize() {
 #define GET_OP_LIST
 #include "memfit/Dialect/MemfitOps.cpp.inc"
       >();
+  attachGradientInterfaces(getContext());
 }
 
 Operation *MemfitDialect::materializeConstant(OpBuilder &builder,

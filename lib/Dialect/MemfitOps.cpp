@@ -212,6 +212,59 @@ LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
   return success();
 }
 
+LogicalResult
+AssignOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  auto param =
+      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
+  if (!param)
+    return emitOpError("'") << getName() << "' does not name a memfit.parameter";
+  if (param.getType() != getValue().getType())
+    return emitOpError("value type ") << getValue().getType()
+           << " differs from parameter type " << param.getType();
+  return success();
+}
+
+LogicalResult GatherGradOp::verify() {
+  auto grad = cast<RankedTensorType>(getGrad().getType());
+  auto indices = cast<RankedTensorType>(getIndices().getType());
+  RankedTensorType result = getType();
+  if (grad.getElementType() != result.getElementType())
+    return emitOpError("gradient and result element types differ");
+  int64_t rank = result.getRank();
+  int64_t axis = getAxis();
+  if (axis < 0 || axis >= rank)
+    return emitOpError("axis ") << axis << " out of range for rank " << rank;
+  // grad is result.shape[:axis] + indices.shape + result.shape[axis+1:].
+  SmallVector<int64_t> expected(result.getShape().take_front(axis));
+  llvm::append_range(expected, indices.getShape());
+  llvm::append_range(expected, result.getShape().drop_front(axis + 1));
+  if (grad.getShape() != ArrayRef<int64_t>(expected))
+    return emitOpError("gradient shape ") << grad
+           << " does not match gather of the result along axis " << axis
+           << " by indices " << indices;
+  return success();
+}
+
+LogicalResult SoftmaxCrossEntropyGradOp::verify() {
+  auto scores = cast<RankedTensorType>(getScores().getType());
+  auto labels = cast<RankedTensorType>(getLabels().getType());
+  auto dloss = cast<RankedTensorType>(getDloss().getType());
+  if (scores.getRank() != 2 || labels.getRank() != 1 ||
+      labels.getDimSize(0) != scores.getDimSize(0))
+    return emitOpError("expects scores [N, C] and labels [N], got ")
+           << scores << " and " << labels;
+  if (getType() != scores)
+    return emitOpError("result type must equal the scores' type");
+  if (dloss.getElementType() != scores.getElementType())
+    return emitOpError("loss gradient element type differs from the scores'");
+  bool perRow = getReduction() == LossReduction::None;
+  if (perRow ? dloss.getShape() != labels.getShape() : dloss.getRank() != 0)
+    return emitOpError("loss gradient must be ")
+           << (perRow ? "shaped like the labels" : "a scalar") << ", got "
+           << dloss;
+  return success();
+}
+
 OpFoldResult ConstantOp::fold(FoldAdaptor) { return getValue(); }
 
 LogicalResult RangeOp::verify() {

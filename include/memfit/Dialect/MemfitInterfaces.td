@@ -39,4 +39,32 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
   ];
 }
 
+def Memfit_GradientOpInterface : OpInterface<"GradientOpInterface"> {
+  let cppNamespace = "::mlir::memfit";
+  let description = [{
+    The op's vector-Jacobian product: given the gradients of the loss with
+    respect to the op's results, builds ordinary memfit ops that compute the
+    gradients with respect to its operands. `memfit-autodiff` calls it on
+    every op between the trainable parameters and the loss, in reverse
+    order. The rules live in lib/Dialect/Gradients.cpp, attached to the ops
+    as external models.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Builds the operand gradients at the builder's insertion point.
+        `resultGrads` has one entry per result, null where no gradient flows
+        into that result. `operandGrads` is resized to the number of
+        operands; an entry stays null where the operand gets no gradient
+        (integer and boolean operands) or where `needsGrad` is false for it.
+        Fails with a diagnostic on the op for a case the rule does not
+        cover.
+      }],
+      "::mlir::LogicalResult", "buildGradients",
+      (ins "::mlir::OpBuilder &":$builder,
+           "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
+           "::llvm::ArrayRef<bool>":$needsGrad,
+           "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
 #endif // MEMFIT_DIALECT_MEMFITINTERFACES_TD

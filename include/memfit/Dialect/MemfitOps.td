@@ -620,6 +620,77 @@ def Memfit_NegativeLogLikelihoodLossOp
 }
 
 //===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def Memfit_GatherGradOp : Memfit_Op<"gather_grad", "DataMovement", [Pure]> {
+  let summary = "the adjoint of gather: scatter-adds rows into zeros";
+  let description = [{
+    The gradient of `memfit.gather` with respect to its data: a tensor of
+    the result type, zero everywhere except that for every index position
+    `j`, `grad[..., j, ...]` is added at `result[..., indices[j], ...]`
+    along `axis`. Negative indices count from the end of the axis, as in
+    gather; out-of-range indices contribute nothing. Repeated indices add
+    up in index order, so the result is deterministic.
+
+    ```mlir
+    %dw = memfit.gather_grad %dy, %ids {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<96x32xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$grad, Memfit_IndexTensor:$indices,
+                       I64Attr:$axis);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $grad `,` $indices attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Memfit_SoftmaxCrossEntropyGradOp
+    : Memfit_Op<"softmax_cross_entropy_grad", "Loss", [Pure]> {
+  let summary = "the gradient of softmax cross-entropy with respect to the scores";
+  let description = [{
+    For 2-D `scores` `[N, C]` and `labels` `[N]`: row `n` of the result is
+    `(softmax(scores[n]) - onehot(labels[n])) * g` where `g` is the loss
+    gradient `dloss` (a scalar for `sum` and `mean`, `[N]` for `none`),
+    divided by the number of labels not equal to `ignore_index` for `mean`.
+    Rows whose label is `ignore_index` are zero.
+
+    ```mlir
+    %d = memfit.softmax_cross_entropy_grad mean %logits, %labels, %g {ignore_index = -100 : i64} : (tensor<32x96xf32>, tensor<32xi64>, tensor<f32>) -> tensor<32x96xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction, Memfit_FloatTensor:$scores,
+                       Memfit_IndexTensor:$labels, Memfit_FloatTensor:$dloss,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $scores `,` $labels `,` $dloss attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Memfit_AssignOp : Memfit_Op<"assign", "Constant",
+    [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
+     MemoryEffects<[MemWrite]>]> {
+  let summary = "overwrites a parameter or training state in place";
+  let description = [{
+    Stores `value` into the module-level `memfit.parameter` named by `name`:
+    the optimizer's parameter and state updates, and gradient accumulation.
+    The memory plan writes the producing kernel's result straight into the
+    parameter's storage when every read of the parameter comes before that
+    kernel. A function must not read a parameter after assigning it.
+
+    ```mlir
+    memfit.assign @"wte.weight", %w1 : tensor<96x32xf32>
+    ```
+  }];
+  let arguments = (ins FlatSymbolRefAttr:$name, Memfit_Tensor:$value);
+  let assemblyFormat = "$name `,` $value attr-dict `:` type($value)";
+}
+
+//===----------------------------------------------------------------------===//
 // Kernels
 //===----------------------------------------------------------------------===//
 

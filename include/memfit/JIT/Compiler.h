@@ -22,9 +22,45 @@
 #include "memfit/runtime/Manifest.h"
 #include "memfit/runtime/Status.h"
 
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace memfit {
+
+/// What turns a forward graph into a training step (memfit-autodiff and
+/// memfit-optimizer). The executable then has the entries
+///   optimizer "none":      `main`        inputs: model inputs + loss inputs;
+///                                        outputs: `loss`, `grad.<param>`...
+///   accumulate == 1:       `train_step`  inputs: model inputs + loss inputs
+///                                        + `lr` (f32, shape []); output `loss`
+///   accumulate == k > 1:   `accumulate`  inputs: model inputs + loss inputs;
+///                                        output `loss` (of that micro-batch)
+///                          `apply`       input `lr`; no outputs
+/// Loss inputs: `labels` (int64, the logits' shape without the class
+/// dimension) for cross-entropy, `target` (the output's shape and type) for
+/// mse, none for "output".
+struct TrainOptions {
+  /// "output" (the model's only output is a float scalar: the loss),
+  /// "cross-entropy" (over the last dimension of the model's first output,
+  /// mean over labels not equal to ignoreIndex) or "mse" (mean over all
+  /// elements of the first output).
+  std::string loss = "output";
+  int64_t ignoreIndex = -100;
+  /// Glob patterns (`*`, `?`) over parameter names. Trainable: float
+  /// parameters matching any `trainable` pattern (all when empty) and no
+  /// `frozen` pattern.
+  std::vector<std::string> trainable, frozen;
+  /// "adamw", "sgd" or "none" (gradients only, see above).
+  std::string optimizer = "adamw";
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
+  double momentum = 0.0; // SGD
+  bool nesterov = false; // SGD
+  /// Clip the gradients to this global L2 norm (0: no clipping).
+  double clipNorm = 0.0;
+  /// Micro-batches per optimizer step.
+  int64_t accumulate = 1;
+};
 
 struct CompileOptions {
   /// Shapes of the ONNX graph's inputs ("input_ids=2x16") or sizes of its
@@ -32,6 +68,8 @@ struct CompileOptions {
   std::string inputShapes;
   /// The function to compile when the input is MLIR with several.
   std::string entry;
+  /// When set, compile the training step instead of the forward pass.
+  std::optional<TrainOptions> train;
 };
 
 /// The textual pass pipeline that compileModelFile runs after import;
@@ -41,6 +79,10 @@ const char *forwardPipeline();
 /// Registers the pipeline above as `memfit-forward-pipeline` for
 /// memfit-opt.
 void registerForwardPipeline();
+
+/// The textual pipeline for a training step with these options (import
+/// excluded); `memfit-opt --pass-pipeline='<this>'` reproduces it.
+std::string trainingPipeline(const TrainOptions &options);
 
 /// Compiles an ONNX model (.onnx) or memfit IR (.mlir, .mlirbc) into an
 /// executable for the runtime. Errors carry the compiler's diagnostics,

@@ -72,4 +72,125 @@ def MemfitMemoryPlanPass : Pass<"memfit-memory-plan", "::mlir::ModuleOp"> {
   ];
 }
 
+//===----------------------------------------------------------------------===//
+// Training
+//===----------------------------------------------------------------------===//
+
+def MemfitTieParametersPass
+    : Pass<"memfit-tie-parameters", "::mlir::ModuleOp"> {
+  let summary = "Re-ties weights that an exporter duplicated as a transposed copy";
+  let description = [{
+    Exporters write a tied weight (a language model's embedding reused as
+    its output projection) twice: once as it is and once transposed. Trained
+    separately, the two copies would drift apart. For every 2-D float
+    parameter B whose elements equal the transpose of an earlier parameter A
+    bit for bit (A not filled with one repeated value, which would make the
+    match meaningless), the pass replaces every read of B by a transpose of
+    A and erases B, so A's gradient sums both uses as in PyTorch. Each tie
+    is reported as a remark on B.
+
+    ```
+    memfit-opt gpt.onnx --input-shape=input_ids=2x16 --memfit-tie-parameters
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+}
+
+def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
+  let summary = "Builds the gradients of a loss with respect to the trainable parameters";
+  let description = [{
+    Turns the entry function into a function that returns the loss followed
+    by the gradient of the loss with respect to every trainable parameter,
+    in the order of the parameters in the module. Result attributes name
+    them (`onnx.name = "loss"`, `"grad.<parameter>"`) and tie each gradient
+    to its parameter (`memfit.gradient_of`).
+
+    The loss is the function's float scalar output (`loss=output`), or is
+    attached to its first output: `loss=cross-entropy` takes the last
+    dimension as the classes, adds an int64 argument `labels` shaped like
+    the output without that dimension and averages over the labels that are
+    not `ignore-index`; `loss=mse` adds an argument `target` shaped like the
+    output and averages the squared difference over all elements.
+
+    Trainable parameters are the float `memfit.parameter`s of rank at least
+    1 whose names match a `trainable` pattern (every one when none is given)
+    and no `frozen` pattern; patterns are globs with `*` and `?`. The pass
+    marks each parameter with `memfit.role` ("parameter" or "frozen").
+
+    Gradients are built in reverse op order from the ops'
+    GradientOpInterface rules and summed where a value has several uses.
+    Only ops on a path from a trainable parameter to the loss are
+    differentiated, so frozen parameters get no gradient and forward values
+    that only their gradients would need are not kept. Integer and boolean
+    values carry no gradient. Ops the pass creates carry `memfit.backward`.
+
+    ```
+    memfit-opt gpt.onnx --input-shape=input_ids=2x16 \
+      --memfit-autodiff='loss=cross-entropy frozen=wpe.*'
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"loss", "loss", "std::string", /*default=*/"\"output\"",
+           "The loss: output, cross-entropy or mse">,
+    Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
+           "Cross-entropy: labels equal to this contribute nothing">,
+    ListOption<"trainable", "trainable", "std::string",
+               "Glob patterns of the parameters to train (default: all)">,
+    ListOption<"frozen", "frozen", "std::string",
+               "Glob patterns of parameters not to train">,
+    Option<"entry", "entry", "std::string", /*default=*/"\"\"",
+           "The function to differentiate (default: the only one, or main)">,
+  ];
+}
+
+def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
+  let summary = "Adds the optimizer update (SGD or AdamW) and gradient accumulation";
+  let description = [{
+    Consumes the gradients that `memfit-autodiff` returns and updates the
+    parameters in place with `memfit.assign`. Optimizer states become
+    zero-initialized `memfit.parameter`s named after their parameter
+    (`<p>.exp_avg`, `<p>.exp_avg_sq` for AdamW, `<p>.momentum_buffer` for
+    SGD with momentum) with `memfit.role = "optimizer_state"`; a step
+    counter `step` (f32, role "counter") counts applied updates. The
+    learning rate is a runtime input `lr` (f32, shape []), so schedules need
+    no recompilation.
+
+    AdamW follows PyTorch: decoupled weight decay `p *= 1 - lr*wd`, then
+    `p -= lr/(1-b1^t) * m / (sqrt(v)/sqrt(1-b2^t) + eps)`. SGD adds the
+    weight decay to the gradient, keeps `buf = momentum*buf + g` and steps
+    by `lr*buf` (or `g + momentum*buf` with nesterov). With `clip-norm`, all
+    gradients are scaled by `min(1, clip/(norm+1e-6))` of their global L2
+    norm, which is also returned as `grad_norm`.
+
+    Each parameter's update is one kernel that reads the parameter, its
+    gradient and its states once and writes the new values over the old.
+
+    With `accumulate=k` > 1 the function becomes `accumulate` (adds each
+    gradient times 1/k into a zero-initialized `<p>.grad` buffer, role
+    "gradient_accumulator", and returns the micro-batch loss) and a new
+    function `apply(lr)` updates the parameters from the accumulated
+    gradients and zeroes them. With k = 1 the function becomes `train_step`
+    (its inputs plus `lr`, returning the loss) and gradients live only
+    until their update.
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
+           "adamw or sgd">,
+    Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
+    Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
+    Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
+    Option<"weightDecay", "weight-decay", "double", /*default=*/"0.01",
+           "Weight decay (decoupled for AdamW, L2 for SGD)">,
+    Option<"momentum", "momentum", "double", /*default=*/"0.0", "SGD momentum">,
+    Option<"nesterov", "nesterov", "bool", /*default=*/"false",
+           "SGD: Nesterov momentum">,
+    Option<"clipNorm", "clip-norm", "double", /*default=*/"0.0",
+           "Clip gradients to this global L2 norm (0: off)">,
+    Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
+           "Micro-batches per optimizer step">,
+  ];
+}
+
 #endif // MEMFIT_PASSES_TD

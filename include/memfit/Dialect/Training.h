@@ -1,0 +1,43 @@
+//===- Training.h - attributes of training-step IR -----------------*- C++ -*-===//
+//
+// The attributes that memfit-autodiff and memfit-optimizer put on the IR
+// and that the memory planner and the emitter read back:
+//   memfit.role on a memfit.parameter: what the tensor is during training;
+//   memfit.backward on an op: created by memfit-autodiff;
+//   memfit.gradient_of on a function result: the parameter it is the
+//   gradient of.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_DIALECT_TRAINING_H
+#define MEMFIT_DIALECT_TRAINING_H
+
+#include "memfit/Dialect/MemfitOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+
+namespace mlir::memfit {
+
+constexpr char kRoleAttr[] = "memfit.role";
+constexpr char kRoleParameter[] = "parameter";
+constexpr char kRoleFrozen[] = "frozen";
+constexpr char kRoleOptimizerState[] = "optimizer_state";
+constexpr char kRoleGradientAccumulator[] = "gradient_accumulator";
+constexpr char kRoleCounter[] = "counter";
+constexpr char kBackwardAttr[] = "memfit.backward";
+constexpr char kGradientOfAttr[] = "memfit.gradient_of";
+
+/// The function named `name`, or when empty the only function or `main`;
+/// emits an error on the module otherwise.
+FailureOr<func::FuncOp> findEntryFunction(ModuleOp module, StringRef name);
+
+/// Float parameters of rank >= 1: what training may update.
+bool isTrainableCandidate(ParameterOp param);
+
+/// The parameter's memfit.role, empty when it has none (a forward-only
+/// module).
+StringRef parameterRole(ParameterOp param);
+
+} // namespace mlir::memfit
+
+#endif // MEMFIT_DIALECT_TRAINING_H

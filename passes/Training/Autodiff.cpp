@@ -1,0 +1,304 @@
+//===- Autodiff.cpp - reverse-mode differentiation of a memfit function ----===//
+//
+// Turns a forward function into one that returns the loss and the gradient
+// of the loss with respect to every trainable parameter. The gradient ops
+// come from each op's GradientOpInterface rule (lib/Dialect/Gradients.cpp);
+// this pass decides what to differentiate, seeds and sums the gradients,
+// and rewrites the function's signature.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Dialect/Gradients.h"
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Passes/Passes.h"
+#include "memfit/Dialect/Training.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "llvm/Support/GlobPattern.h"
+
+namespace mlir::memfit {
+#define GEN_PASS_DEF_MEMFITAUTODIFFPASS
+#include "memfit/Passes/Passes.h.inc"
+} // namespace mlir::memfit
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace {
+
+/// Compiled name patterns; an empty list matches nothing.
+struct Patterns {
+  SmallVector<llvm::GlobPattern> globs;
+
+  LogicalResult parse(ArrayRef<std::string> texts, ModuleOp module,
+                      StringRef option) {
+    for (const std::string &text : texts) {
+      auto glob = llvm::GlobPattern::create(text);
+      if (!glob)
+        return module.emitError("bad ")
+               << option << " pattern '" << text
+               << "': " << llvm::toString(glob.takeError());
+      globs.push_back(std::move(*glob));
+    }
+    return success();
+  }
+  bool match(StringRef name) const {
+    return llvm::any_of(globs, [&](const llvm::GlobPattern &glob) {
+      return glob.match(name);
+    });
+  }
+};
+
+struct MemfitAutodiffPass
+    : public memfit::impl::MemfitAutodiffPassBase<MemfitAutodiffPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<func::FuncOp> entry = findEntryFunction(module, this->entry);
+    if (failed(entry) || failed(differentiate(module, *entry)))
+      return signalPassFailure();
+  }
+
+  /// Marks each candidate parameter trainable or frozen; returns the
+  /// trainable ones by name.
+  LogicalResult chooseParameters(ModuleOp module, llvm::StringSet<> &chosen) {
+    Patterns include, exclude;
+    if (failed(include.parse(trainable, module, "trainable")) ||
+        failed(exclude.parse(frozen, module, "frozen")))
+      return failure();
+    Builder builder(module.getContext());
+    for (auto param : module.getOps<ParameterOp>()) {
+      if (!isTrainableCandidate(param))
+        continue;
+      StringRef name = param.getSymName();
+      bool train = (include.globs.empty() || include.match(name)) &&
+                   !exclude.match(name);
+      param->setAttr(kRoleAttr,
+                     builder.getStringAttr(train ? kRoleParameter : kRoleFrozen));
+      if (train)
+        chosen.insert(name);
+    }
+    return success();
+  }
+
+  /// The scalar loss, built at the end of the function when attached.
+  FailureOr<Value> buildLoss(func::FuncOp func, func::ReturnOp ret) {
+    Location loc = func.getLoc();
+    if (ret.getNumOperands() == 0)
+      return func.emitError("the function has no output to take a loss of");
+    if (loss == "output") {
+      SmallVector<Value> scalars;
+      for (Value value : ret.getOperands()) {
+        auto type = cast<RankedTensorType>(value.getType());
+        if (type.getRank() == 0 && isa<FloatType>(type.getElementType()))
+          scalars.push_back(value);
+      }
+      if (scalars.size() != 1)
+        return func.emitError("loss=output needs exactly one float scalar "
+                              "output, the function has ")
+               << scalars.size()
+               << "; attach one with loss=cross-entropy or loss=mse";
+      return scalars.front();
+    }
+
+    Value output = ret.getOperand(0);
+    auto outType = cast<RankedTensorType>(output.getType());
+    if (!isa<FloatType>(outType.getElementType()))
+      return func.emitError("the first output is ")
+             << outType << ", not a float tensor to take a loss of";
+    OpBuilder builder(ret);
+    MLIRContext *ctx = func.getContext();
+    auto addArgument = [&](Type type, StringRef name) -> Value {
+      unsigned index = func.getNumArguments();
+      auto attrs = DictionaryAttr::get(
+          ctx, {NamedAttribute(StringAttr::get(ctx, "onnx.name"),
+                               StringAttr::get(ctx, name))});
+      (void)func.insertArgument(index, type, attrs, loc);
+      return func.getArgument(index);
+    };
+    for (BlockArgument arg : func.getArguments())
+      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
+                                                        "onnx.name"))
+        if (name.getValue() == "labels" || name.getValue() == "target")
+          return func.emitError("the function already has an input named '")
+                 << name.getValue() << "'";
+
+    if (loss == "mse") {
+      Value target = addArgument(outType, "target");
+      Value diff = SubOp::create(builder, loc, output, target);
+      Value square = MulOp::create(builder, loc, diff, diff);
+      return ReduceMeanOp::create(builder, loc, square,
+                                  builder.getDenseI64ArrayAttr({}),
+                                  builder.getBoolAttr(false))
+          .getResult();
+    }
+    if (loss != "cross-entropy")
+      return func.emitError("unknown loss '")
+             << loss << "'; expected output, cross-entropy or mse";
+    if (outType.getRank() < 1)
+      return func.emitError("cross-entropy needs class scores, the output is ")
+             << outType;
+    ArrayRef<int64_t> shape = outType.getShape();
+    int64_t classes = shape.back();
+    int64_t rows = 1;
+    for (int64_t d : shape.drop_back())
+      rows *= d;
+    auto labelsType =
+        RankedTensorType::get(shape.drop_back(), builder.getI64Type());
+    Value labels = addArgument(labelsType, "labels");
+    Value scores = output;
+    auto scoresType =
+        RankedTensorType::get({rows, classes}, outType.getElementType());
+    if (outType != scoresType)
+      scores = ReshapeOp::create(builder, loc, scoresType, output);
+    auto flatLabelsType = RankedTensorType::get({rows}, builder.getI64Type());
+    if (labelsType != flatLabelsType)
+      labels = ReshapeOp::create(builder, loc, flatLabelsType, labels);
+    return SoftmaxCrossEntropyLossOp::create(
+               builder, loc,
+               LossReductionAttr::get(ctx, LossReduction::Mean), scores, labels,
+               Value(), builder.getI64IntegerAttr(ignoreIndex))
+        .getResult();
+  }
+
+  LogicalResult differentiate(ModuleOp module, func::FuncOp func) {
+    if (!func.getBody().hasOneBlock())
+      return func.emitError("cannot differentiate a function with ")
+             << func.getBody().getBlocks().size() << " blocks";
+    llvm::StringSet<> chosen;
+    if (failed(chooseParameters(module, chosen)))
+      return failure();
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    FailureOr<Value> lossValue = buildLoss(func, ret);
+    if (failed(lossValue))
+      return failure();
+    Value lossVal = *lossValue;
+    if (!isa<FloatType>(getElementTypeOrSelf(lossVal.getType())))
+      return func.emitError("the loss must be a float scalar");
+
+    Block &body = func.getBody().front();
+    SmallVector<Operation *> forward;
+    for (Operation &op : body.without_terminator())
+      forward.push_back(&op);
+
+    // Values that depend on a trainable parameter.
+    llvm::DenseSet<Value> varied;
+    for (Operation *op : forward) {
+      if (auto load = dyn_cast<LoadParameterOp>(op)) {
+        if (chosen.contains(load.getName()))
+          varied.insert(load.getResult());
+        continue;
+      }
+      if (llvm::none_of(op->getOperands(),
+                        [&](Value v) { return varied.contains(v); }))
+        continue;
+      for (Value result : op->getResults())
+        if (isa<FloatType>(getElementTypeOrSelf(result.getType())))
+          varied.insert(result);
+    }
+
+    OpBuilder builder(ret);
+    llvm::DenseMap<Value, Value> grads;
+    auto accumulate = [&](Value value, Value grad) {
+      Value &slot = grads[value];
+      slot = slot ? AddOp::create(builder, grad.getLoc(), slot, grad).getResult()
+                  : grad;
+    };
+    Operation *lastForward = ret->getPrevNode();
+    grads[lossVal] = splatConstant(
+        builder, lossVal.getLoc(), cast<RankedTensorType>(lossVal.getType()),
+        1.0);
+
+    for (Operation *op : llvm::reverse(forward)) {
+      SmallVector<Value> resultGrads;
+      bool any = false;
+      for (Value result : op->getResults()) {
+        resultGrads.push_back(grads.lookup(result));
+        any |= bool(resultGrads.back());
+      }
+      if (!any || isa<LoadParameterOp>(op))
+        continue;
+      SmallVector<bool> needsGrad;
+      for (Value operand : op->getOperands())
+        needsGrad.push_back(varied.contains(operand));
+      if (llvm::none_of(needsGrad, [](bool b) { return b; }))
+        continue;
+      auto rule = dyn_cast<GradientOpInterface>(op);
+      if (!rule)
+        return op->emitError("'")
+               << op->getName() << "' has no gradient rule, but a trainable "
+               << "parameter reaches the loss through it";
+      SmallVector<Value> operandGrads;
+      if (failed(rule.buildGradients(builder, resultGrads, needsGrad,
+                                     operandGrads)))
+        return failure();
+      operandGrads.resize(op->getNumOperands());
+      for (auto [i, operand] : llvm::enumerate(op->getOperands())) {
+        if (!needsGrad[i] || !operandGrads[i])
+          continue;
+        if (operandGrads[i].getType() != operand.getType())
+          return op->emitError("gradient rule of '")
+                 << op->getName() << "' gave " << operandGrads[i].getType()
+                 << " for operand " << i << " of type " << operand.getType();
+        accumulate(operand, operandGrads[i]);
+      }
+    }
+
+    // Sum the gradients of every read of a parameter.
+    llvm::StringMap<Value> paramGrads;
+    for (Operation *op : forward)
+      if (auto load = dyn_cast<LoadParameterOp>(op))
+        if (Value grad = grads.lookup(load.getResult())) {
+          Value &slot = paramGrads[load.getName()];
+          slot = slot ? AddOp::create(builder, load.getLoc(), slot, grad)
+                            .getResult()
+                      : grad;
+        }
+
+    for (Operation *op = lastForward ? lastForward->getNextNode()
+                                     : &body.front();
+         op && op != ret.getOperation(); op = op->getNextNode())
+      op->setAttr(kBackwardAttr, builder.getUnitAttr());
+
+    // The new results: the loss, then one gradient per trained parameter.
+    MLIRContext *ctx = func.getContext();
+    SmallVector<Value> results{lossVal};
+    SmallVector<DictionaryAttr> resultAttrs{DictionaryAttr::get(
+        ctx, {builder.getNamedAttr("onnx.name", builder.getStringAttr("loss"))})};
+    for (auto param : module.getOps<ParameterOp>()) {
+      if (parameterRole(param) != kRoleParameter)
+        continue;
+      Value grad = paramGrads.lookup(param.getSymName());
+      if (!grad) {
+        param.emitWarning("parameter '")
+            << param.getSymName()
+            << "' does not affect the loss; it is frozen";
+        param->setAttr(kRoleAttr, builder.getStringAttr(kRoleFrozen));
+        continue;
+      }
+      results.push_back(grad);
+      resultAttrs.push_back(DictionaryAttr::get(
+          ctx, {builder.getNamedAttr(
+                    "onnx.name", builder.getStringAttr(
+                                     "grad." + param.getSymName().str())),
+                builder.getNamedAttr(kGradientOfAttr,
+                                     FlatSymbolRefAttr::get(
+                                         param.getSymNameAttr()))}));
+    }
+    if (results.size() == 1)
+      return func.emitError("no trainable parameter reaches the loss");
+    ret->setOperands(results);
+    func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
+                                   ValueRange(results).getTypes()));
+    func.setAllResultAttrs(resultAttrs);
+    return success();
+  }
+};
+
+} // namespace

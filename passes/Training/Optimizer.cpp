@@ -1,0 +1,374 @@
+//===- Optimizer.cpp - SGD and AdamW updates, gradient accumulation --------===//
+//
+// Consumes the gradients that memfit-autodiff returns. Each parameter's
+// update is built directly as one memfit.kernel (the parameter, its
+// gradient and its states in; the new values out), and memfit.assign
+// writes the new values over the old ones; the scalars every update shares
+// (bias corrections, the step counter, the clipping factor) are one small
+// kernel too.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Dialect/Gradients.h"
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Training.h"
+#include "memfit/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/SymbolTable.h"
+
+#include <functional>
+
+namespace mlir::memfit {
+#define GEN_PASS_DEF_MEMFITOPTIMIZERPASS
+#include "memfit/Passes/Passes.h.inc"
+} // namespace mlir::memfit
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace {
+
+/// Builds a memfit.kernel over `inputs` whose body `body` computes the
+/// results from the block arguments.
+SmallVector<Value>
+buildKernel(OpBuilder &builder, Location loc, ValueRange inputs,
+            const std::function<SmallVector<Value>(OpBuilder &, ValueRange)>
+                &body) {
+  // Build the body first in a detached block to learn the result types.
+  auto block = std::make_unique<Block>();
+  for (Value input : inputs)
+    block->addArgument(input.getType(), loc);
+  OpBuilder inner(builder.getContext());
+  inner.setInsertionPointToStart(block.get());
+  SmallVector<Value> results = body(inner, block->getArguments());
+  YieldOp::create(inner, loc, results);
+  auto kernel = KernelOp::create(builder, loc, ValueRange(results).getTypes(),
+                                 inputs);
+  kernel.getBody().push_back(block.release());
+  return SmallVector<Value>(kernel.getResults());
+}
+
+/// Scalar f32 splat constant.
+Value scalar(OpBuilder &b, Location loc, double value) {
+  return splatConstant(b, loc, RankedTensorType::get({}, b.getF32Type()),
+                       value);
+}
+
+struct MemfitOptimizerPass
+    : public memfit::impl::MemfitOptimizerPassBase<MemfitOptimizerPass> {
+  using Base::Base;
+
+  /// One trained parameter and the values its update reads.
+  struct Trained {
+    ParameterOp param;
+    Value grad; // in the function that updates
+  };
+
+  void runOnOperation() override {
+    if (failed(run()))
+      signalPassFailure();
+  }
+
+  /// A zero-initialized training state next to `param`.
+  ParameterOp addState(ModuleOp module, Operation *after, StringRef name,
+                       RankedTensorType type, StringRef role) {
+    OpBuilder builder(after->getContext());
+    builder.setInsertionPointAfter(after);
+    auto zero = DenseElementsAttr::get(
+        type, builder.getFloatAttr(type.getElementType(), 0.0));
+    auto state = ParameterOp::create(builder, after->getLoc(),
+                                     builder.getStringAttr(name), zero);
+    state->setAttr(kRoleAttr, builder.getStringAttr(role));
+    SymbolTable(module).insert(state); // renames on a clash
+    return state;
+  }
+
+  Value load(OpBuilder &b, Location loc, ParameterOp param) {
+    return LoadParameterOp::create(b, loc, param.getType(),
+                                   FlatSymbolRefAttr::get(param.getSymNameAttr()));
+  }
+
+  LogicalResult run() {
+    ModuleOp module = getOperation();
+    if (optimizer != "adamw" && optimizer != "sgd")
+      return module.emitError("unknown optimizer '")
+             << optimizer << "'; expected adamw or sgd";
+    if (accumulate < 1)
+      return module.emitError("accumulate must be at least 1, got ")
+             << accumulate;
+    if (clipNorm < 0)
+      return module.emitError("clip-norm must not be negative");
+
+    // The function memfit-autodiff produced: results (loss, grads...).
+    func::FuncOp func;
+    for (auto candidate : module.getOps<func::FuncOp>())
+      for (unsigned i = 0; i < candidate.getNumResults(); ++i)
+        if (candidate.getResultAttr(i, kGradientOfAttr))
+          func = candidate;
+    if (!func)
+      return module.emitError("no function returns gradients; run "
+                              "memfit-autodiff first");
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    MLIRContext *ctx = &getContext();
+    OpBuilder builder(ctx);
+    Location loc = func.getLoc();
+
+    SmallVector<Trained> trained;
+    SmallVector<Value> kept;
+    SmallVector<DictionaryAttr> keptAttrs;
+    for (unsigned i = 0; i < func.getNumResults(); ++i) {
+      auto of = func.getResultAttrOfType<FlatSymbolRefAttr>(i, kGradientOfAttr);
+      if (!of) {
+        kept.push_back(ret.getOperand(i));
+        keptAttrs.push_back(func.getResultAttrDict(i));
+        continue;
+      }
+      auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(func, of);
+      if (!param)
+        return func.emitError("gradient of unknown parameter ") << of;
+      trained.push_back({param, ret.getOperand(i)});
+    }
+
+    bool adam = optimizer == "adamw";
+    bool momentumBuffer = !adam && momentum != 0.0;
+    if (nesterov && (adam || momentum == 0.0))
+      return module.emitError("nesterov needs SGD with momentum");
+
+    // States, placed after their parameter.
+    auto counterType = RankedTensorType::get({}, builder.getF32Type());
+    ParameterOp counter =
+        addState(module, trained.back().param, "step", counterType,
+                 kRoleCounter);
+    struct States {
+      ParameterOp first, second, accumulator;
+    };
+    SmallVector<States> states(trained.size());
+    for (auto [t, s] : llvm::zip(trained, states)) {
+      StringRef name = t.param.getSymName();
+      RankedTensorType type = t.param.getType();
+      Operation *after = t.param;
+      if (adam) {
+        s.first = addState(module, after, (name + ".exp_avg").str(), type,
+                           kRoleOptimizerState);
+        s.second = addState(module, s.first, (name + ".exp_avg_sq").str(), type,
+                            kRoleOptimizerState);
+        after = s.second;
+      } else if (momentumBuffer) {
+        s.first = addState(module, after, (name + ".momentum_buffer").str(),
+                           type, kRoleOptimizerState);
+        after = s.first;
+      }
+      if (accumulate > 1)
+        s.accumulator = addState(module, after, (name + ".grad").str(), type,
+                                 kRoleGradientAccumulator);
+    }
+
+    // Where the update goes: the end of the function (k = 1) or a new
+    // `apply` function reading the accumulators.
+    func::FuncOp updateFunc = func;
+    builder.setInsertionPoint(ret);
+    if (accumulate > 1) {
+      double scale = 1.0 / double(accumulate);
+      for (auto [t, s] : llvm::zip(trained, states)) {
+        Location ploc = t.grad.getLoc();
+        Value acc = load(builder, ploc, s.accumulator);
+        SmallVector<Value> sum = buildKernel(
+            builder, ploc, {acc, t.grad}, [&](OpBuilder &b, ValueRange args) {
+              Value scaled = MulOp::create(b, ploc, args[1],
+                                           scalar(b, ploc, scale));
+              return SmallVector<Value>{
+                  AddOp::create(b, ploc, args[0], scaled).getResult()};
+            });
+        AssignOp::create(builder, ploc,
+                         FlatSymbolRefAttr::get(s.accumulator.getSymNameAttr()),
+                         sum[0]);
+      }
+      func.setSymName("accumulate");
+      builder.setInsertionPointAfter(func);
+      updateFunc = func::FuncOp::create(builder, loc, "apply",
+                                        FunctionType::get(ctx, {}, {}));
+      Block *block = updateFunc.addEntryBlock();
+      builder.setInsertionPointToStart(block);
+      for (auto [t, s] : llvm::zip(trained, states))
+        t.grad = load(builder, t.grad.getLoc(), s.accumulator);
+    } else {
+      func.setSymName("train_step");
+    }
+
+    // The learning rate input.
+    unsigned lrIndex = updateFunc.getNumArguments();
+    auto lrAttrs = DictionaryAttr::get(
+        ctx, {builder.getNamedAttr("onnx.name", builder.getStringAttr("lr"))});
+    (void)updateFunc.insertArgument(lrIndex, counterType, lrAttrs, loc);
+    Value lr = updateFunc.getArgument(lrIndex);
+
+    // Clipping by the global norm.
+    Value clipCoef, gradNorm;
+    if (clipNorm > 0) {
+      Value total;
+      for (Trained &t : trained) {
+        Location ploc = t.grad.getLoc();
+        Value square = MulOp::create(builder, ploc, t.grad, t.grad);
+        Value sum = ReduceSumOp::create(builder, ploc, square,
+                                        builder.getDenseI64ArrayAttr({}),
+                                        builder.getBoolAttr(false));
+        total = total ? AddOp::create(builder, ploc, total, sum).getResult()
+                      : sum;
+      }
+      SmallVector<Value> clip = buildKernel(
+          builder, loc, {total}, [&](OpBuilder &b, ValueRange args) {
+            Value norm = SqrtOp::create(b, loc, args[0]);
+            Value coef = DivOp::create(
+                b, loc, scalar(b, loc, clipNorm),
+                AddOp::create(b, loc, norm, scalar(b, loc, 1e-6)));
+            Value one = scalar(b, loc, 1.0);
+            Value below = LessOp::create(b, loc, coef, one);
+            return SmallVector<Value>{
+                norm, WhereOp::create(b, loc, below, coef, one).getResult()};
+          });
+      gradNorm = clip[0];
+      clipCoef = clip[1];
+    }
+
+    // Shared scalars: the step counter and, for AdamW, the bias
+    // corrections folded into a step size, and the weight decay factor.
+    Value step = load(builder, loc, counter);
+    SmallVector<Value> shared = buildKernel(
+        builder, loc, {step, lr}, [&](OpBuilder &b, ValueRange args) {
+          Value t = AddOp::create(b, loc, args[0], scalar(b, loc, 1.0));
+          SmallVector<Value> out{t};
+          if (!adam)
+            return out;
+          Value one = scalar(b, loc, 1.0);
+          Value bc1 = SubOp::create(
+              b, loc, one, PowOp::create(b, loc, scalar(b, loc, beta1), t));
+          Value bc2 = SubOp::create(
+              b, loc, one, PowOp::create(b, loc, scalar(b, loc, beta2), t));
+          out.push_back(DivOp::create(b, loc, args[1], bc1));
+          out.push_back(SqrtOp::create(b, loc, bc2));
+          out.push_back(SubOp::create(
+              b, loc, one,
+              MulOp::create(b, loc, args[1], scalar(b, loc, weightDecay))));
+          return out;
+        });
+    AssignOp::create(builder, loc,
+                     FlatSymbolRefAttr::get(counter.getSymNameAttr()),
+                     shared[0]);
+
+    for (auto [t, s] : llvm::zip(trained, states)) {
+      Location ploc = t.grad.getLoc();
+      SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
+      if (s.first)
+        inputs.push_back(load(builder, ploc, s.first));
+      if (s.second)
+        inputs.push_back(load(builder, ploc, s.second));
+      unsigned scalarsAt = inputs.size();
+      if (adam)
+        inputs.append({shared[1], shared[2], shared[3]});
+      else
+        inputs.push_back(lr);
+      if (clipCoef)
+        inputs.push_back(clipCoef);
+      RankedTensorType type = t.param.getType();
+      SmallVector<Value> updated = buildKernel(
+          builder, ploc, inputs, [&](OpBuilder &b, ValueRange args) {
+            auto c = [&](double v) { return scalar(b, ploc, v); };
+            Value w = args[0], g = args[1];
+            if (clipCoef)
+              g = MulOp::create(b, ploc, g, args.back());
+            SmallVector<Value> out;
+            if (adam) {
+              Value m = args[2], v = args[3];
+              Value stepSize = args[scalarsAt], bc2Sqrt = args[scalarsAt + 1],
+                    decay = args[scalarsAt + 2];
+              // m + (1 - beta1) * (g - m), as torch's lerp.
+              Value m1 = AddOp::create(
+                  b, ploc, m,
+                  MulOp::create(b, ploc, SubOp::create(b, ploc, g, m),
+                                c(1.0 - beta1)));
+              Value v1 = AddOp::create(
+                  b, ploc, MulOp::create(b, ploc, v, c(beta2)),
+                  MulOp::create(b, ploc, MulOp::create(b, ploc, g, g),
+                                c(1.0 - beta2)));
+              Value denom = AddOp::create(
+                  b, ploc,
+                  DivOp::create(b, ploc, SqrtOp::create(b, ploc, v1), bc2Sqrt),
+                  c(eps));
+              Value w1 = SubOp::create(
+                  b, ploc, MulOp::create(b, ploc, w, decay),
+                  MulOp::create(b, ploc, DivOp::create(b, ploc, m1, denom),
+                                stepSize));
+              out = {w1, m1, v1};
+            } else {
+              Value rate = args[scalarsAt];
+              if (weightDecay != 0.0)
+                g = AddOp::create(b, ploc, g,
+                                  MulOp::create(b, ploc, w, c(weightDecay)));
+              Value direction = g;
+              Value buf;
+              if (momentumBuffer) {
+                buf = AddOp::create(b, ploc,
+                                    MulOp::create(b, ploc, args[2], c(momentum)),
+                                    g);
+                direction = nesterov
+                                ? AddOp::create(
+                                      b, ploc, g,
+                                      MulOp::create(b, ploc, buf, c(momentum)))
+                                      .getResult()
+                                : buf;
+              }
+              out.push_back(SubOp::create(
+                  b, ploc, w, MulOp::create(b, ploc, direction, rate)));
+              if (buf)
+                out.push_back(buf);
+            }
+            if (accumulate > 1)
+              out.push_back(ExpandOp::create(b, ploc, type, c(0.0)));
+            return out;
+          });
+      SmallVector<ParameterOp> targets{t.param};
+      if (s.first)
+        targets.push_back(s.first);
+      if (s.second)
+        targets.push_back(s.second);
+      if (s.accumulator)
+        targets.push_back(s.accumulator);
+      for (auto [target, value] : llvm::zip(targets, updated))
+        AssignOp::create(builder, ploc,
+                         FlatSymbolRefAttr::get(target.getSymNameAttr()),
+                         value);
+    }
+
+    // Results: the function keeps its non-gradient results (the loss); the
+    // gradient norm joins the updating function's results.
+    SmallVector<Value> updateResults;
+    SmallVector<DictionaryAttr> updateAttrs;
+    if (gradNorm) {
+      updateResults.push_back(gradNorm);
+      updateAttrs.push_back(DictionaryAttr::get(
+          ctx, {builder.getNamedAttr("onnx.name",
+                                     builder.getStringAttr("grad_norm"))}));
+    }
+    if (updateFunc == func) {
+      llvm::append_range(kept, updateResults);
+      llvm::append_range(keptAttrs, updateAttrs);
+    } else {
+      func::ReturnOp::create(builder, loc, updateResults);
+      updateFunc.setType(FunctionType::get(
+          ctx, updateFunc.getArgumentTypes(),
+          ValueRange(updateResults).getTypes()));
+      updateFunc.setAllResultAttrs(updateAttrs);
+    }
+    ret->setOperands(kept);
+    func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
+                                   ValueRange(kept).getTypes()));
+    func.setAllResultAttrs(keptAttrs);
+    return success();
+  }
+};
+
+} // namespace
