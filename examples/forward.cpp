@@ -46,7 +46,9 @@ int main(int argc, char **argv) {
   }
 
   // Inputs: reproducible random values (integer inputs drawn from {0, 1}).
-  for (const rt::Binding &input : executable->manifest.inputs) {
+  // A forward executable has one entry, its function ("main").
+  const rt::Entry &entry = executable->manifest.entries.front();
+  for (const rt::Binding &input : entry.inputs) {
     const rt::Buffer &buffer = executable->manifest.buffers[input.buffer];
     rt::Tensor tensor = rt::Tensor::zeros(buffer.dtype, buffer.shape);
     rt::fillRandom(tensor, /*seed=*/1, /*intHigh=*/2);
@@ -61,7 +63,7 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  for (const rt::Binding &output : executable->manifest.outputs) {
+  for (const rt::Binding &output : entry.outputs) {
     rt::StatusOr<rt::Tensor> tensor = session.value()->getOutput(output.name);
     if (!tensor) {
       std::fprintf(stderr, "%s\n", tensor.status().message().c_str());

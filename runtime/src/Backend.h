@@ -21,8 +21,9 @@ class Backend {
 public:
   virtual ~Backend();
   virtual std::string description() const = 0;
-  /// Makes the one allocation; fails with ResourceExhausted when it does
-  /// not fit.
+  /// Makes the one allocation, filled with zeros (Session relies on it for
+  /// the weights region past the blob); fails with ResourceExhausted when
+  /// it does not fit.
   virtual Status allocate(uint64_t bytes) = 0;
   virtual uint64_t allocatedBytes() const = 0;
   virtual Status upload(uint64_t offset, const void *data, uint64_t bytes) = 0;

@@ -100,6 +100,87 @@ Status renameFile(const std::string &from, const std::string &to) {
   return Status::ok();
 }
 
+DurableFileWriter::DurableFileWriter(std::string path)
+    : path_(std::move(path)) {}
+
+DurableFileWriter::~DurableFileWriter() { abandon(); }
+
+void DurableFileWriter::abandon() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = -1;
+  if (!temporary_.empty())
+    ::unlink(temporary_.c_str());
+  temporary_.clear();
+}
+
+Status DurableFileWriter::open() {
+  abandon();
+  std::string temporary = temporarySibling(path_);
+  fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+               0644);
+  if (fd_ < 0)
+    return invalidArgument(path_ + ": cannot create " + temporary + ": " +
+                           systemError());
+  temporary_ = temporary;
+  return Status::ok();
+}
+
+Status DurableFileWriter::append(const void *data, size_t size) {
+  if (fd_ < 0)
+    return internalError(path_ + ": append to a file that is not open");
+  const char *p = static_cast<const char *>(data);
+  while (size > 0) {
+    ssize_t n = ::write(fd_, p, size);
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      Status status = invalidArgument(path_ + ": cannot write " + temporary_ +
+                                      ": " + systemError());
+      abandon();
+      return status;
+    }
+    p += n;
+    size -= static_cast<size_t>(n);
+  }
+  return Status::ok();
+}
+
+Status DurableFileWriter::commit() {
+  if (fd_ < 0)
+    return internalError(path_ + ": commit of a file that is not open");
+  auto failed = [&](const char *what) {
+    Status status = invalidArgument(path_ + ": cannot " + what + " " +
+                                    temporary_ + ": " + systemError());
+    abandon();
+    return status;
+  };
+  if (::fsync(fd_) != 0)
+    return failed("flush");
+  int fd = fd_;
+  fd_ = -1;
+  if (::close(fd) != 0)
+    return failed("close");
+  if (::rename(temporary_.c_str(), path_.c_str()) != 0)
+    return failed("rename into place");
+  temporary_.clear();
+  // The rename is durable once the directory is.
+  size_t slash = path_.rfind('/');
+  std::string directory = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path_.substr(0, slash);
+  int dirFd = ::open(directory.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirFd < 0 || ::fsync(dirFd) != 0) {
+    std::string message =
+        path_ + ": written, but cannot flush its directory: " + systemError();
+    if (dirFd >= 0)
+      ::close(dirFd);
+    return invalidArgument(message);
+  }
+  ::close(dirFd);
+  return Status::ok();
+}
+
 Status makeDirectories(const std::string &path) {
   if (path.empty())
     return invalidArgument("empty directory name");

@@ -26,6 +26,29 @@ Status writeFileAtomic(const std::string &path, const void *data, size_t size);
 
 Status renameFile(const std::string &from, const std::string &to);
 
+/// Writes a file that must survive a crash whole or not at all: data goes to
+/// a temporary sibling; commit() flushes it to disk (fsync), renames it over
+/// the target and flushes the directory. Destroyed without a successful
+/// commit, it removes the temporary and leaves the target untouched.
+class DurableFileWriter {
+public:
+  explicit DurableFileWriter(std::string path);
+  ~DurableFileWriter();
+  DurableFileWriter(const DurableFileWriter &) = delete;
+  DurableFileWriter &operator=(const DurableFileWriter &) = delete;
+
+  /// Creates the temporary; errors name the target.
+  Status open();
+  Status append(const void *data, size_t size);
+  Status commit();
+
+private:
+  void abandon();
+
+  std::string path_, temporary_;
+  int fd_ = -1;
+};
+
 /// `mkdir -p`.
 Status makeDirectories(const std::string &path);
 

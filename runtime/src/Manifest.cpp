@@ -79,6 +79,34 @@ StatusOr<DType> parseDType(const std::string &name) {
                          "or i1)");
 }
 
+const char *variableKindName(VariableKind kind) {
+  switch (kind) {
+  case VariableKind::Parameter:
+    return "parameter";
+  case VariableKind::FrozenParameter:
+    return "frozen_parameter";
+  case VariableKind::OptimizerState:
+    return "optimizer_state";
+  case VariableKind::GradientAccumulator:
+    return "gradient_accumulator";
+  case VariableKind::Counter:
+    return "counter";
+  }
+  return "?";
+}
+
+StatusOr<VariableKind> parseVariableKind(const std::string &name) {
+  for (VariableKind kind :
+       {VariableKind::Parameter, VariableKind::FrozenParameter,
+        VariableKind::OptimizerState, VariableKind::GradientAccumulator,
+        VariableKind::Counter})
+    if (name == variableKindName(kind))
+      return kind;
+  return invalidArgument("unknown variable kind '" + name +
+                         "' (expected parameter, frozen_parameter, "
+                         "optimizer_state, gradient_accumulator or counter)");
+}
+
 namespace {
 
 const char *regionName(Region region) {
@@ -268,12 +296,12 @@ Status validateContractionStep(const Manifest &m, const Step &s,
 }
 
 Status validateBindings(const Manifest &m, const std::vector<Binding> &bindings,
-                        const char *field) {
+                        const std::string &field) {
   std::set<std::string> seen;
   for (size_t i = 0; i < bindings.size(); ++i) {
     const Binding &b = bindings[i];
-    std::string where = std::string("manifest: ") + field + "[" +
-                        std::to_string(i) + "] ('" + b.name + "')";
+    std::string where = "manifest: " + field + "[" + std::to_string(i) +
+                        "] ('" + b.name + "')";
     if (b.name.empty())
       return invalidArgument(where + ": empty name");
     if (!seen.insert(b.name).second)
@@ -284,6 +312,38 @@ Status validateBindings(const Manifest &m, const std::vector<Binding> &bindings,
                              std::to_string(m.buffers.size()) + " buffers)");
   }
   return Status::ok();
+}
+
+Status validateEntry(const Manifest &m, size_t index,
+                     std::set<std::string> &names) {
+  const Entry &e = m.entries[index];
+  std::string path = "entries[" + std::to_string(index) + "]";
+  if (e.name.empty())
+    return invalidArgument("manifest: " + path + ": empty name");
+  if (!names.insert(e.name).second)
+    return invalidArgument("manifest: " + path + " ('" + e.name +
+                           "'): duplicate name");
+  for (size_t i = 0; i < e.steps.size(); ++i) {
+    const Step &s = e.steps[i];
+    std::string where =
+        "manifest: " + path + ".steps[" + std::to_string(i) + "]";
+    size_t count =
+        s.kind == StepKind::Kernel ? m.kernels.size() : m.contractions.size();
+    if (s.index >= count)
+      return invalidArgument(where + ": " + stepKindName(s.kind) + " index " +
+                             std::to_string(s.index) + " out of range (" +
+                             std::to_string(count) + " " +
+                             stepKindName(s.kind) + "s)");
+    for (uint32_t id : s.buffers)
+      if (id >= m.buffers.size())
+        return invalidArgument(where + ": buffer " + std::to_string(id) +
+                               " out of range (" +
+                               std::to_string(m.buffers.size()) + " buffers)");
+    if (s.kind == StepKind::Contraction)
+      MEMFIT_RT_RETURN_IF_ERROR(validateContractionStep(m, s, where));
+  }
+  MEMFIT_RT_RETURN_IF_ERROR(validateBindings(m, e.inputs, path + ".inputs"));
+  return validateBindings(m, e.outputs, path + ".outputs");
 }
 
 } // namespace
@@ -298,27 +358,43 @@ Status Manifest::validate() const {
     MEMFIT_RT_RETURN_IF_ERROR(validateKernel(kernels[i], i));
   for (size_t i = 0; i < contractions.size(); ++i)
     MEMFIT_RT_RETURN_IF_ERROR(validateContraction(contractions[i], i));
-  for (size_t i = 0; i < steps.size(); ++i) {
-    const Step &s = steps[i];
-    std::string where = "manifest: steps[" + std::to_string(i) + "]";
-    size_t count =
-        s.kind == StepKind::Kernel ? kernels.size() : contractions.size();
-    if (s.index >= count)
-      return invalidArgument(where + ": " + stepKindName(s.kind) + " index " +
-                             std::to_string(s.index) + " out of range (" +
-                             std::to_string(count) + " " +
-                             stepKindName(s.kind) + "s)");
-    for (uint32_t id : s.buffers)
-      if (id >= buffers.size())
-        return invalidArgument(where + ": buffer " + std::to_string(id) +
-                               " out of range (" +
-                               std::to_string(buffers.size()) + " buffers)");
-    if (s.kind == StepKind::Contraction)
-      MEMFIT_RT_RETURN_IF_ERROR(validateContractionStep(*this, s, where));
+  if (entries.empty())
+    return invalidArgument("manifest: entries: no entry to run");
+  std::set<std::string> entryNames;
+  for (size_t i = 0; i < entries.size(); ++i)
+    MEMFIT_RT_RETURN_IF_ERROR(validateEntry(*this, i, entryNames));
+  std::set<std::string> variableNames;
+  for (size_t i = 0; i < variables.size(); ++i) {
+    const Variable &v = variables[i];
+    std::string where = "manifest: variables[" + std::to_string(i) + "] ('" +
+                        v.name + "')";
+    if (v.name.empty())
+      return invalidArgument(where + ": empty name");
+    if (!variableNames.insert(v.name).second)
+      return invalidArgument(where + ": duplicate name");
+    if (v.buffer >= buffers.size())
+      return invalidArgument(where + ": buffer " + std::to_string(v.buffer) +
+                             " out of range (" +
+                             std::to_string(buffers.size()) + " buffers)");
+    if (buffers[v.buffer].region != Region::Weights)
+      return invalidArgument(where + ": " + bufferLabel(*this, v.buffer) +
+                             " is in the arena, not the weights region");
   }
-  MEMFIT_RT_RETURN_IF_ERROR(validateBindings(*this, inputs, "inputs"));
-  MEMFIT_RT_RETURN_IF_ERROR(validateBindings(*this, outputs, "outputs"));
   return Status::ok();
+}
+
+const Entry *Manifest::findEntry(const std::string &name) const {
+  for (const Entry &e : entries)
+    if (e.name == name)
+      return &e;
+  return nullptr;
+}
+
+const Variable *Manifest::findVariable(const std::string &name) const {
+  for (const Variable &v : variables)
+    if (v.name == name)
+      return &v;
+  return nullptr;
 }
 
 //===----------------------------------------------------------------------===//
@@ -361,6 +437,7 @@ std::string manifestToJson(const Manifest &m) {
   root.set("model", m.model);
   root.set("weightsBytes", m.weightsBytes);
   root.set("arenaBytes", m.arenaBytes);
+  root.set("trainableParameters", m.trainableParameters);
 
   JsonValue buffers = JsonValue::array();
   for (const Buffer &b : m.buffers) {
@@ -408,18 +485,34 @@ std::string manifestToJson(const Manifest &m) {
   }
   root.set("contractions", std::move(contractions));
 
-  JsonValue steps = JsonValue::array();
-  for (const Step &s : m.steps) {
+  JsonValue entries = JsonValue::array();
+  for (const Entry &e : m.entries) {
+    JsonValue steps = JsonValue::array();
+    for (const Step &s : e.steps) {
+      JsonValue o = JsonValue::object();
+      o.set("kind", stepKindName(s.kind));
+      o.set("index", s.index);
+      o.set("buffers", intArray(s.buffers));
+      steps.push(std::move(o));
+    }
     JsonValue o = JsonValue::object();
-    o.set("kind", stepKindName(s.kind));
-    o.set("index", s.index);
-    o.set("buffers", intArray(s.buffers));
-    steps.push(std::move(o));
+    o.set("name", e.name);
+    o.set("steps", std::move(steps));
+    o.set("inputs", bindingsToJson(e.inputs));
+    o.set("outputs", bindingsToJson(e.outputs));
+    entries.push(std::move(o));
   }
-  root.set("steps", std::move(steps));
+  root.set("entries", std::move(entries));
 
-  root.set("inputs", bindingsToJson(m.inputs));
-  root.set("outputs", bindingsToJson(m.outputs));
+  JsonValue variables = JsonValue::array();
+  for (const Variable &v : m.variables) {
+    JsonValue o = JsonValue::object();
+    o.set("name", v.name);
+    o.set("buffer", v.buffer);
+    o.set("kind", variableKindName(v.kind));
+    variables.push(std::move(o));
+  }
+  root.set("variables", std::move(variables));
 
   JsonValue memory = JsonValue::array();
   for (const MemoryCategory &c : m.memory) {
@@ -677,6 +770,19 @@ Status readBinding(const ObjectReader &r, Binding &b) {
   return r.integer("buffer", b.buffer);
 }
 
+Status readVariable(const ObjectReader &r, Variable &v) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "buffer", "kind"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", v.name));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("buffer", v.buffer));
+  std::string kind;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
+  StatusOr<VariableKind> parsed = parseVariableKind(kind);
+  if (!parsed)
+    return r.error("kind", parsed.status().message());
+  v.kind = *parsed;
+  return Status::ok();
+}
+
 Status readMemoryCategory(const ObjectReader &r, MemoryCategory &c) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "bytes"}));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
@@ -701,6 +807,15 @@ Status readArray(const ObjectReader &r, const char *field, std::vector<T> &out,
   return Status::ok();
 }
 
+Status readEntry(const ObjectReader &r, Entry &e) {
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"name", "steps", "inputs", "outputs"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", e.name));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "steps", e.steps, readStep));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "inputs", e.inputs, readBinding));
+  return readArray(r, "outputs", e.outputs, readBinding);
+}
+
 } // namespace
 
 StatusOr<Manifest> manifestFromJson(const std::string &json) {
@@ -709,32 +824,44 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
     return parsed.status().withContext("manifest: invalid JSON");
   const JsonValue &root = *parsed;
   ObjectReader r(root, "");
+  // The schema and version first: an executable of another version has
+  // other fields, and the version is what to report.
+  const JsonValue *schema = root.isObject() ? root.find("schema") : nullptr;
+  if (schema && schema->isString() &&
+      schema->asString() != "memfit-executable")
+    return r.error("schema", "expected \"memfit-executable\", got \"" +
+                                 schema->asString() + "\"");
+  const JsonValue *version = root.isObject() ? root.find("version") : nullptr;
+  if (version && version->isInt() && version->asInt() != Manifest::kVersion)
+    return r.error("version",
+                   "this runtime reads version " +
+                       std::to_string(Manifest::kVersion) +
+                       ", the executable is version " +
+                       std::to_string(version->asInt()) +
+                       (version->asInt() < Manifest::kVersion
+                            ? " (recompile it with this memfit)"
+                            : " (use the memfit that wrote it)"));
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
-      {"schema", "version", "model", "weightsBytes", "arenaBytes", "buffers",
-       "kernels", "contractions", "steps", "inputs", "outputs", "memory"}));
-  std::string schema;
-  MEMFIT_RT_RETURN_IF_ERROR(r.string("schema", schema));
-  if (schema != "memfit-executable")
-    return r.error("schema",
-                   "expected \"memfit-executable\", got \"" + schema + "\"");
-  int64_t version;
-  MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", version));
-  if (version != Manifest::kVersion)
-    return r.error("version", "this runtime reads version " +
-                                  std::to_string(Manifest::kVersion) +
-                                  ", the executable is version " +
-                                  std::to_string(version) + " (recompile it)");
+      {"schema", "version", "model", "weightsBytes", "arenaBytes",
+       "trainableParameters", "buffers", "kernels", "contractions",
+       "entries", "variables", "memory"}));
+  int64_t versionNumber;
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
+  std::string schemaName;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("schema", schemaName));
   Manifest m;
   MEMFIT_RT_RETURN_IF_ERROR(r.string("model", m.model));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("weightsBytes", m.weightsBytes));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("arenaBytes", m.arenaBytes));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.integer("trainableParameters", m.trainableParameters));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "buffers", m.buffers, readBuffer));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "kernels", m.kernels, readKernel));
   MEMFIT_RT_RETURN_IF_ERROR(
       readArray(r, "contractions", m.contractions, readContraction));
-  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "steps", m.steps, readStep));
-  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "inputs", m.inputs, readBinding));
-  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "outputs", m.outputs, readBinding));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "entries", m.entries, readEntry));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      readArray(r, "variables", m.variables, readVariable));
   MEMFIT_RT_RETURN_IF_ERROR(
       readArray(r, "memory", m.memory, readMemoryCategory));
   return m;
@@ -749,7 +876,7 @@ Status saveExecutable(const Executable &executable,
   const Manifest &m = executable.manifest;
   std::string where = "saveExecutable: " + directory;
   MEMFIT_RT_RETURN_IF_ERROR(m.validate().withContext(where));
-  if (executable.weights.size() != m.weightsBytes)
+  if (executable.weights.size() > m.weightsBytes)
     return invalidArgument(where + ": weights has " +
                            std::to_string(executable.weights.size()) +
                            " bytes but the manifest says weightsBytes " +
@@ -813,10 +940,10 @@ StatusOr<Executable> loadExecutable(const std::string &directory) {
   StatusOr<std::string> weights = readFile(weightsPath);
   if (!weights)
     return weights.status().withContext("loadExecutable");
-  if (weights->size() != executable.manifest.weightsBytes)
+  if (weights->size() > executable.manifest.weightsBytes)
     return invalidArgument(weightsPath + ": has " +
                            std::to_string(weights->size()) +
-                           " bytes but the manifest says weightsBytes " +
+                           " bytes, more than the manifest's weightsBytes " +
                            std::to_string(executable.manifest.weightsBytes));
   executable.weights.assign(weights->begin(), weights->end());
   MEMFIT_RT_RETURN_IF_ERROR(

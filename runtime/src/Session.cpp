@@ -26,6 +26,13 @@ struct Session::Impl {
   DeviceKind device = DeviceKind::Host;
   std::unique_ptr<Backend> backend;
   SessionTimings timings;
+  // Entries share the arena. A logical clock orders setInput and run so
+  // that run() can tell an input another entry may have overwritten, and
+  // getOutput an output that is stale: inputSetAt[entry][input] and
+  // lastRunAt[entry] (0: never).
+  uint64_t clock = 0;
+  std::vector<std::vector<uint64_t>> inputSetAt;
+  std::vector<uint64_t> lastRunAt;
 
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
@@ -34,20 +41,59 @@ struct Session::Impl {
            b.offset;
   }
 
-  const Binding *findBinding(const std::vector<Binding> &bindings,
-                             const std::string &name) const {
-    for (const Binding &b : bindings)
-      if (b.name == name)
-        return &b;
-    return nullptr;
+  /// The first entry with a binding named `name` in `bindings` (inputs or
+  /// outputs), and that binding's index; false when there is none.
+  bool findBinding(std::vector<Binding> Entry::*bindings,
+                   const std::string &name, size_t &entry,
+                   size_t &binding) const {
+    for (entry = 0; entry < manifest.entries.size(); ++entry) {
+      const std::vector<Binding> &list = manifest.entries[entry].*bindings;
+      for (binding = 0; binding < list.size(); ++binding)
+        if (list[binding].name == name)
+          return true;
+    }
+    return false;
   }
 
-  static std::string bindingNames(const std::vector<Binding> &bindings) {
+  /// "'x', 'mask'" over every entry, or "none".
+  std::string bindingNames(std::vector<Binding> Entry::*bindings) const {
     std::string s;
-    for (const Binding &b : bindings)
-      s += (s.empty() ? "'" : ", '") + b.name + "'";
+    for (const Entry &e : manifest.entries)
+      for (const Binding &b : e.*bindings)
+        s += (s.empty() ? "'" : ", '") + b.name + "'";
     return s.empty() ? "none" : s;
   }
+
+  std::string entryNames() const {
+    std::string s;
+    for (const Entry &e : manifest.entries)
+      s += (s.empty() ? "'" : ", '") + e.name + "'";
+    return s;
+  }
+
+  /// The entry other than `entry` that ran last, or -1.
+  int lastOtherEntry(size_t entry) const {
+    int last = -1;
+    for (size_t f = 0; f < lastRunAt.size(); ++f)
+      if (f != entry && lastRunAt[f] != 0 &&
+          (last < 0 || lastRunAt[f] > lastRunAt[last]))
+        last = static_cast<int>(f);
+    return last;
+  }
+
+  StatusOr<const Variable *> variable(const std::string &name) const {
+    if (const Variable *v = manifest.findVariable(name))
+      return v;
+    std::string names;
+    for (size_t i = 0; i < manifest.variables.size() && i < 8; ++i)
+      names += (i ? ", '" : "'") + manifest.variables[i].name + "'";
+    if (manifest.variables.size() > 8)
+      names += ", ... (" + std::to_string(manifest.variables.size()) + ")";
+    return notFound("no variable named '" + name + "' (variables: " +
+                    (names.empty() ? "none" : names) + ")");
+  }
+
+  Status runEntry(size_t index);
 };
 
 namespace {
@@ -90,14 +136,17 @@ Session::create(const Executable &executable, DeviceKind device,
                 const SessionOptions &options) {
   const Manifest &manifest = executable.manifest;
   MEMFIT_RT_RETURN_IF_ERROR(manifest.validate());
-  if (executable.weights.size() != manifest.weightsBytes)
+  if (executable.weights.size() > manifest.weightsBytes)
     return invalidArgument("executable: weights has " +
                            std::to_string(executable.weights.size()) +
-                           " bytes but the manifest says weightsBytes " +
+                           " bytes, more than the manifest's weightsBytes " +
                            std::to_string(manifest.weightsBytes));
   auto impl = std::make_unique<Impl>();
   impl->manifest = manifest;
   impl->device = device;
+  for (const Entry &e : manifest.entries)
+    impl->inputSetAt.emplace_back(e.inputs.size(), 0);
+  impl->lastRunAt.assign(manifest.entries.size(), 0);
   StatusOr<std::unique_ptr<Backend>> backend = device == DeviceKind::Host
                                                    ? createHostBackend(options)
                                                    : createCudaBackend(options);
@@ -110,6 +159,9 @@ Session::create(const Executable &executable, DeviceKind device,
     return Status::error(allocated.code(), allocated.message() + " (" +
                                                planBreakdown(manifest) + ")");
   MEMFIT_RT_RETURN_IF_ERROR(allocated);
+  // The allocation starts zeroed (Backend::allocate), so the weights region
+  // past the blob (optimizer states, accumulators, the step counter) starts
+  // at zero.
   MEMFIT_RT_RETURN_IF_ERROR(
       b.upload(0, executable.weights.data(), executable.weights.size()));
   MEMFIT_RT_RETURN_IF_ERROR(
@@ -129,11 +181,12 @@ const SessionTimings &Session::timings() const { return impl_->timings; }
 
 Status Session::setInput(const std::string &name, const Tensor &tensor) {
   const Manifest &m = impl_->manifest;
-  const Binding *binding = impl_->findBinding(m.inputs, name);
-  if (!binding)
+  size_t entry, index;
+  if (!impl_->findBinding(&Entry::inputs, name, entry, index))
     return notFound("no input named '" + name +
-                    "' (inputs: " + Impl::bindingNames(m.inputs) + ")");
-  const Buffer &buffer = m.buffers[binding->buffer];
+                    "' (inputs: " + impl_->bindingNames(&Entry::inputs) + ")");
+  uint32_t id = m.entries[entry].inputs[index].buffer;
+  const Buffer &buffer = m.buffers[id];
   if (tensor.dtype != buffer.dtype || tensor.shape != buffer.shape)
     return invalidArgument("input '" + name + "': expected " +
                            describe(buffer.dtype, buffer.shape) + ", got " +
@@ -143,37 +196,68 @@ Status Session::setInput(const std::string &name, const Tensor &tensor) {
         "input '" + name + "': tensor " + describe(tensor.dtype, tensor.shape) +
         " has " + std::to_string(tensor.data.size()) +
         " bytes of data, expected " + std::to_string(buffer.bytes));
-  return impl_->backend
-      ->upload(impl_->offsetOf(binding->buffer), tensor.data.data(),
-               buffer.bytes)
-      .withContext("input '" + name + "'");
+  MEMFIT_RT_RETURN_IF_ERROR(
+      impl_->backend
+          ->upload(impl_->offsetOf(id), tensor.data.data(), buffer.bytes)
+          .withContext("input '" + name + "'"));
+  impl_->inputSetAt[entry][index] = ++impl_->clock;
+  return Status::ok();
+}
+
+Status Session::run(const std::string &entry) {
+  const Manifest &m = impl_->manifest;
+  for (size_t i = 0; i < m.entries.size(); ++i)
+    if (m.entries[i].name == entry)
+      return impl_->runEntry(i);
+  return notFound("no entry named '" + entry +
+                  "' (entries: " + impl_->entryNames() + ")");
 }
 
 Status Session::run() {
-  const Manifest &m = impl_->manifest;
-  Backend &backend = *impl_->backend;
+  if (impl_->manifest.entries.size() != 1)
+    return invalidArgument("the executable has several entries (" +
+                           impl_->entryNames() + "): name the one to run");
+  return impl_->runEntry(0);
+}
+
+Status Session::Impl::runEntry(size_t index) {
+  const Entry &entry = manifest.entries[index];
+  std::string where = "entry '" + entry.name + "'";
+  int other = lastOtherEntry(index);
+  for (size_t i = 0; other >= 0 && i < entry.inputs.size(); ++i) {
+    const Binding &input = entry.inputs[i];
+    if (manifest.buffers[input.buffer].region == Region::Arena &&
+        inputSetAt[index][i] < lastRunAt[other])
+      return invalidArgument(
+          where + ": input '" + input.name + "' was not set since entry '" +
+          manifest.entries[other].name +
+          "' ran (entries share the arena: set every input of '" +
+          entry.name + "' again)");
+  }
+  lastRunAt[index] = ++clock;
   auto start = std::chrono::steady_clock::now();
   std::vector<uint64_t> offsets;
-  for (size_t i = 0; i < m.steps.size(); ++i) {
-    const Step &step = m.steps[i];
+  for (size_t i = 0; i < entry.steps.size(); ++i) {
+    const Step &step = entry.steps[i];
     offsets.clear();
     for (uint32_t id : step.buffers)
-      offsets.push_back(impl_->offsetOf(id));
+      offsets.push_back(offsetOf(id));
     if (step.kind == StepKind::Kernel) {
       MEMFIT_RT_RETURN_IF_ERROR(
-          backend.launchKernel(step.index, offsets)
-              .withContext("step " + std::to_string(i) + " (kernel '" +
-                           m.kernels[step.index].name + "')"));
+          backend->launchKernel(step.index, offsets)
+              .withContext(where + ": step " + std::to_string(i) +
+                           " (kernel '" + manifest.kernels[step.index].name +
+                           "')"));
     } else {
-      const Contraction &c = m.contractions[step.index];
+      const Contraction &c = manifest.contractions[step.index];
       MEMFIT_RT_RETURN_IF_ERROR(
-          backend.runContraction(c, offsets[0], offsets[1], offsets[2])
-              .withContext("step " + std::to_string(i) + " (contraction '" +
-                           c.name + "')"));
+          backend->runContraction(c, offsets[0], offsets[1], offsets[2])
+              .withContext(where + ": step " + std::to_string(i) +
+                           " (contraction '" + c.name + "')"));
     }
   }
-  MEMFIT_RT_RETURN_IF_ERROR(backend.synchronize());
-  impl_->timings.runSeconds =
+  MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
+  timings.runSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return Status::ok();
@@ -181,17 +265,58 @@ Status Session::run() {
 
 StatusOr<Tensor> Session::getOutput(const std::string &name) const {
   const Manifest &m = impl_->manifest;
-  const Binding *binding = impl_->findBinding(m.outputs, name);
-  if (!binding)
-    return notFound("no output named '" + name +
-                    "' (outputs: " + Impl::bindingNames(m.outputs) + ")");
-  const Buffer &buffer = m.buffers[binding->buffer];
+  size_t entry, index;
+  if (!impl_->findBinding(&Entry::outputs, name, entry, index))
+    return notFound("no output named '" + name + "' (outputs: " +
+                    impl_->bindingNames(&Entry::outputs) + ")");
+  uint32_t id = m.entries[entry].outputs[index].buffer;
+  const Buffer &buffer = m.buffers[id];
+  int other = impl_->lastOtherEntry(entry);
+  if (other >= 0 && buffer.region == Region::Arena &&
+      impl_->lastRunAt[other] > impl_->lastRunAt[entry])
+    return invalidArgument("output '" + name + "' of entry '" +
+                           m.entries[entry].name + "': entry '" +
+                           m.entries[other].name +
+                           "' ran after it and may have overwritten it");
   Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
   MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
-                                ->download(impl_->offsetOf(binding->buffer),
+                                ->download(impl_->offsetOf(id),
                                            tensor.data.data(), buffer.bytes)
                                 .withContext("output '" + name + "'"));
   return tensor;
+}
+
+const std::vector<Variable> &Session::variables() const {
+  return impl_->manifest.variables;
+}
+
+StatusOr<Tensor> Session::readVariable(const std::string &name) const {
+  StatusOr<const Variable *> v = impl_->variable(name);
+  if (!v)
+    return v.status();
+  const Buffer &buffer = impl_->manifest.buffers[(*v)->buffer];
+  Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
+  MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
+                                ->download(impl_->offsetOf((*v)->buffer),
+                                           tensor.data.data(), buffer.bytes)
+                                .withContext("variable '" + name + "'"));
+  return tensor;
+}
+
+Status Session::writeVariable(const std::string &name, const Tensor &tensor) {
+  StatusOr<const Variable *> v = impl_->variable(name);
+  if (!v)
+    return v.status();
+  const Buffer &buffer = impl_->manifest.buffers[(*v)->buffer];
+  if (tensor.dtype != buffer.dtype || tensor.shape != buffer.shape ||
+      tensor.data.size() != buffer.bytes)
+    return invalidArgument("variable '" + name + "': expected " +
+                           describe(buffer.dtype, buffer.shape) + ", got " +
+                           describe(tensor.dtype, tensor.shape) + " (" +
+                           std::to_string(tensor.data.size()) + " bytes)");
+  return impl_->backend
+      ->upload(impl_->offsetOf((*v)->buffer), tensor.data.data(), buffer.bytes)
+      .withContext("variable '" + name + "'");
 }
 
 } // namespace memfit::rt

@@ -17,7 +17,7 @@ Manifest sampleManifest() {
   Manifest m;
   m.model = "models/tiny \"gpt\".onnx";
   m.source = "extern \"C\" __global__ void k0(float *p) {}\n";
-  m.weightsBytes = 300;
+  m.weightsBytes = 516;
   m.arenaBytes = 4096;
   m.buffers = {
       {"w", Region::Weights, 0, 24, DType::f64, {3}},
@@ -27,6 +27,8 @@ Manifest sampleManifest() {
       {"h", Region::Arena, 768, 32, DType::bf16, {16}},
       {"scalar", Region::Arena, 1024, 8, DType::i64, {}},
       {"y2", Region::Arena, 1280, 256, DType::f32, {2, 32}},
+      {"w.exp_avg", Region::Weights, 256, 24, DType::f64, {3}},
+      {"step", Region::Weights, 512, 4, DType::f32, {}},
   };
   Kernel k;
   k.name = "k0";
@@ -51,10 +53,16 @@ Manifest sampleManifest() {
   c.batchStridesB = {0};
   c.onnxNodes = {"/MatMul"};
   m.contractions = {c};
-  m.steps = {{StepKind::Kernel, 0, {1, 2, 3}},
-             {StepKind::Contraction, 0, {1, 2, 6}}};
-  m.inputs = {{"x", 1}, {"mask", 3}};
-  m.outputs = {{"y", 2}};
+  m.trainableParameters = 3;
+  m.entries = {{"main",
+                {{StepKind::Kernel, 0, {1, 2, 3}},
+                 {StepKind::Contraction, 0, {1, 2, 6}}},
+                {{"x", 1}, {"mask", 3}},
+                {{"y", 2}}},
+               {"update", {{StepKind::Kernel, 0, {0}}}, {{"lr", 5}}, {}}};
+  m.variables = {{"w", 0, VariableKind::Parameter},
+                 {"w.exp_avg", 7, VariableKind::OptimizerState},
+                 {"step", 8, VariableKind::Counter}};
   m.memory = {{"weights", 300}, {"activations", 4096}};
   return m;
 }
@@ -92,17 +100,28 @@ bool sameList(const std::vector<T> &a, const std::vector<T> &b, Eq eq) {
 void checkSameManifest(const Manifest &a, const Manifest &b) {
   CHECK(a.model == b.model);
   CHECK(a.weightsBytes == b.weightsBytes && a.arenaBytes == b.arenaBytes);
+  CHECK(a.trainableParameters == b.trainableParameters);
   CHECK(sameList(a.buffers, b.buffers, sameBuffer));
   CHECK(sameList(a.kernels, b.kernels, sameKernel));
   CHECK(sameList(a.contractions, b.contractions, sameContraction));
-  CHECK(sameList(a.steps, b.steps, [](const Step &x, const Step &y) {
-    return x.kind == y.kind && x.index == y.index && x.buffers == y.buffers;
+  CHECK(sameList(a.entries, b.entries, [](const Entry &x, const Entry &y) {
+    auto sameBinding = [](const Binding &p, const Binding &q) {
+      return p.name == q.name && p.buffer == q.buffer;
+    };
+    return x.name == y.name &&
+           sameList(x.steps, y.steps,
+                    [](const Step &p, const Step &q) {
+                      return p.kind == q.kind && p.index == q.index &&
+                             p.buffers == q.buffers;
+                    }) &&
+           sameList(x.inputs, y.inputs, sameBinding) &&
+           sameList(x.outputs, y.outputs, sameBinding);
   }));
-  auto sameBinding = [](const Binding &x, const Binding &y) {
-    return x.name == y.name && x.buffer == y.buffer;
-  };
-  CHECK(sameList(a.inputs, b.inputs, sameBinding));
-  CHECK(sameList(a.outputs, b.outputs, sameBinding));
+  CHECK(sameList(a.variables, b.variables,
+                 [](const Variable &x, const Variable &y) {
+                   return x.name == y.name && x.buffer == y.buffer &&
+                          x.kind == y.kind;
+                 }));
   CHECK(sameList(a.memory, b.memory,
                  [](const MemoryCategory &x, const MemoryCategory &y) {
                    return x.name == y.name && x.bytes == y.bytes;
@@ -123,7 +142,7 @@ void testDTypes() {
 void testJsonRoundTrip() {
   Manifest m = sampleManifest();
   CHECK_OK(m.validate());
-  CHECK(m.arenaOffset() == 512 && m.totalBytes() == 512 + 4096);
+  CHECK(m.arenaOffset() == 768 && m.totalBytes() == 768 + 4096);
   std::string json = manifestToJson(m);
   CHECK(json.find("\"schema\": \"memfit-executable\"") != std::string::npos);
   CHECK(json.find("\"alpha\": 0.1,") != std::string::npos);
@@ -155,8 +174,11 @@ void testJsonErrors() {
                  "manifest: kernels[0].block: expected 3 integers");
   checkJsonError("\"schema\": \"memfit-executable\"", "\"schema\": \"other\"",
                  "manifest: schema: expected \"memfit-executable\"");
-  checkJsonError("\"version\": 1", "\"version\": 2",
-                 "manifest: version: this runtime reads version 1");
+  checkJsonError("\"version\": 2", "\"version\": 1",
+                 "manifest: version: this runtime reads version 2, the "
+                 "executable is version 1 (recompile it with this memfit)");
+  checkJsonError("\"version\": 2", "\"version\": 3",
+                 "the executable is version 3 (use the memfit that wrote it)");
   checkJsonError("\"dtype\": \"bf16\"", "\"dtype\": \"f128\"",
                  "manifest: buffers[4].dtype: unknown dtype 'f128'");
   checkJsonError(
@@ -174,15 +196,23 @@ void testJsonErrors() {
                  "manifest: kernels[0].usesBarriers: expected a boolean");
   checkJsonError(
       "\"kind\": \"kernel\"", "\"kind\": \"copy\"",
-      "manifest: steps[0].kind: expected \"kernel\" or \"contraction\"");
+      "manifest: entries[0].steps[0].kind: expected \"kernel\" or "
+      "\"contraction\"");
   checkJsonError("\"transA\": true,", "",
                  "manifest: contractions[0].transA: missing");
   checkJsonError("\"transA\": true,", "\"transA\": true, \"extra\": 1,",
                  "manifest: contractions[0]: unknown field 'extra'");
+  checkJsonError("\"kind\": \"counter\"", "\"kind\": \"clock\"",
+                 "manifest: variables[2].kind: unknown variable kind 'clock'");
+  checkJsonError("\"trainableParameters\": 3,", "",
+                 "manifest: trainableParameters: missing");
+  checkJsonError("\"entries\": [", "\"steps\": [], \"entries\": [",
+                 "manifest: top level: unknown field 'steps'");
   checkJsonError("\"/MatMul\"", "3",
                  "manifest: contractions[0].onnxNodes[0]: expected a string");
   checkJsonError("\"inputs\": [", "\"inputs\": [3, ",
-                 "manifest: inputs[0]: expected an object, got an integer");
+                 "manifest: entries[0].inputs[0]: expected an object, got an "
+                 "integer");
   Manifest noMemory = sampleManifest();
   noMemory.memory.clear();
   checkJsonError("\"memory\": []", "\"memory\": {}",
@@ -219,22 +249,26 @@ void testValidate() {
         m.buffers[1].shape = {2, -8};
       },
       "buffers[1] ('x'): negative dimension in shape [2, -8]");
-  checkInvalid([](Manifest &m) { m.steps[0].buffers.push_back(7); },
-               "manifest: steps[0]: buffer 7 out of range (7 buffers)");
-  checkInvalid([](Manifest &m) { m.steps[0].index = 1; },
-               "manifest: steps[0]: kernel index 1 out of range (1 kernels)");
-  checkInvalid([](Manifest &m) { m.steps[1].index = 3; },
-               "manifest: steps[1]: contraction index 3 out of range");
+  checkInvalid([](Manifest &m) { m.entries[0].steps[0].buffers.push_back(9); },
+               "manifest: entries[0].steps[0]: buffer 9 out of range (9 "
+               "buffers)");
+  checkInvalid([](Manifest &m) { m.entries[0].steps[0].index = 1; },
+               "manifest: entries[0].steps[0]: kernel index 1 out of range "
+               "(1 kernels)");
+  checkInvalid([](Manifest &m) { m.entries[0].steps[1].index = 3; },
+               "manifest: entries[0].steps[1]: contraction index 3 out of "
+               "range");
   checkInvalid(
-      [](Manifest &m) { m.steps[1].buffers.pop_back(); },
-      "steps[1] (contraction 'mm'): expected 3 buffers {A, B, out}, got 2");
+      [](Manifest &m) { m.entries[0].steps[1].buffers.pop_back(); },
+      "entries[0].steps[1] (contraction 'mm'): expected 3 buffers {A, B, "
+      "out}, got 2");
   checkInvalid(
-      [](Manifest &m) { m.steps[1].buffers[0] = 0; },
+      [](Manifest &m) { m.entries[0].steps[1].buffers[0] = 0; },
       "steps[1] (contraction 'mm'): A is buffer 0 ('w') of f64 but the "
       "contraction is f32");
   checkInvalid(
       [](Manifest &m) {
-        m.steps[1].buffers[2] = 1;
+        m.entries[0].steps[1].buffers[2] = 1;
         m.contractions[0].batchShape = {3};
         m.contractions[0].batchStridesA = {0};
       },
@@ -265,12 +299,41 @@ void testValidate() {
       "kernels[0] ('k0'): block dimension 2 is 65 (must be 1 to 64)");
   checkInvalid([](Manifest &m) { m.kernels[0].name = "k0(); int x"; },
                "kernels[0] ('k0(); int x'): name is not a C identifier");
-  checkInvalid([](Manifest &m) { m.inputs[1].name = "x"; },
-               "manifest: inputs[1] ('x'): duplicate name");
-  checkInvalid([](Manifest &m) { m.outputs[0].buffer = 9; },
-               "manifest: outputs[0] ('y'): buffer 9 out of range (7 buffers)");
+  checkInvalid([](Manifest &m) { m.entries[0].inputs[1].name = "x"; },
+               "manifest: entries[0].inputs[1] ('x'): duplicate name");
+  checkInvalid([](Manifest &m) { m.entries[0].outputs[0].buffer = 9; },
+               "manifest: entries[0].outputs[0] ('y'): buffer 9 out of range "
+               "(9 buffers)");
   checkInvalid([](Manifest &m) { m.arenaBytes = ~0ull - 100; },
                "weightsBytes + arenaBytes overflows");
+
+  // Entries.
+  checkInvalid([](Manifest &m) { m.entries.clear(); },
+               "manifest: entries: no entry to run");
+  checkInvalid([](Manifest &m) { m.entries[1].name = "main"; },
+               "manifest: entries[1] ('main'): duplicate name");
+  checkInvalid([](Manifest &m) { m.entries[1].name.clear(); },
+               "manifest: entries[1]: empty name");
+  checkInvalid([](Manifest &m) { m.entries[1].steps[0].buffers = {12}; },
+               "manifest: entries[1].steps[0]: buffer 12 out of range");
+  checkInvalid([](Manifest &m) { m.entries[1].inputs.push_back({"lr", 1}); },
+               "manifest: entries[1].inputs[1] ('lr'): duplicate name");
+  // An input name may recur in another entry.
+  Manifest shared = sampleManifest();
+  shared.entries[1].inputs.push_back({"x", 1});
+  CHECK_OK(shared.validate());
+
+  // Variables.
+  checkInvalid([](Manifest &m) { m.variables[1].buffer = 1; },
+               "manifest: variables[1] ('w.exp_avg'): buffer 1 ('x') is in "
+               "the arena, not the weights region");
+  checkInvalid([](Manifest &m) { m.variables[2].buffer = 20; },
+               "manifest: variables[2] ('step'): buffer 20 out of range (9 "
+               "buffers)");
+  checkInvalid([](Manifest &m) { m.variables[2].name = "w"; },
+               "manifest: variables[2] ('w'): duplicate name");
+  checkInvalid([](Manifest &m) { m.variables[0].name.clear(); },
+               "manifest: variables[0] (''): empty name");
 }
 
 void testExecutables() {
@@ -289,13 +352,19 @@ void testExecutables() {
   CHECK(back->manifest.source == e.manifest.source);
   CHECK(back->weights == e.weights);
 
-  // A weights.bin of the wrong size.
+  // A weights.bin longer than the region is refused; a shorter one is a
+  // prefix (the session zero-fills the rest).
   std::string bad = scratchDirectory() + "/executable/bad";
   CHECK_OK(saveExecutable(e, bad));
+  std::vector<uint8_t> longer(517, 1);
+  CHECK_OK(writeFile(bad + "/weights.bin", longer.data(), longer.size()));
+  CHECK_ERROR(loadExecutable(bad).status(),
+              "weights.bin: has 517 bytes, more than the manifest's "
+              "weightsBytes 516");
   CHECK_OK(writeFile(bad + "/weights.bin", "abc", 3));
-  CHECK_ERROR(
-      loadExecutable(bad).status(),
-      "weights.bin: has 3 bytes but the manifest says weightsBytes 300");
+  StatusOr<Executable> prefix = loadExecutable(bad);
+  if (CHECK_OK(prefix.status()))
+    CHECK(prefix->weights.size() == 3);
   // A manifest that does not validate.
   std::string json = manifestToJson(e.manifest);
   json.replace(json.find("\"offset\": 256"), 13, "\"offset\": 8192");
@@ -309,11 +378,11 @@ void testExecutables() {
   CHECK(missing.status().code() == StatusCode::NotFound);
   CHECK_ERROR(missing.status(), "nowhere/manifest.json: cannot open");
 
-  // Saving refuses weights of the wrong size and leaves nothing behind.
-  e.weights.pop_back();
-  CHECK_ERROR(saveExecutable(e, scratchDirectory() + "/executable/short"),
-              "weights has 299 bytes but the manifest says weightsBytes 300");
-  CHECK(!fileExists(scratchDirectory() + "/executable/short/manifest.json"));
+  // Saving refuses weights longer than the region and leaves nothing behind.
+  e.weights.push_back(0);
+  CHECK_ERROR(saveExecutable(e, scratchDirectory() + "/executable/long"),
+              "weights has 517 bytes but the manifest says weightsBytes 516");
+  CHECK(!fileExists(scratchDirectory() + "/executable/long/manifest.json"));
 }
 
 } // namespace

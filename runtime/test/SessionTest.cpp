@@ -113,13 +113,14 @@ Executable sampleExecutable() {
   yv.batchStridesB = {0, 20};
   m.contractions = {xw, yv};
 
-  m.steps = {{StepKind::Contraction, 0, {3, 0, 4}},
-             {StepKind::Kernel, 0, {4, 1}},
-             {StepKind::Kernel, 1, {5}},
-             {StepKind::Contraction, 1, {4, 2, 5}},
-             {StepKind::Kernel, 2, {6, 5}}};
-  m.inputs = {{"x", 3}};
-  m.outputs = {{"z", 5}, {"s", 6}};
+  m.entries = {{"main",
+                {{StepKind::Contraction, 0, {3, 0, 4}},
+                 {StepKind::Kernel, 0, {4, 1}},
+                 {StepKind::Kernel, 1, {5}},
+                 {StepKind::Contraction, 1, {4, 2, 5}},
+                 {StepKind::Kernel, 2, {6, 5}}},
+                {{"x", 3}},
+                {{"z", 5}, {"s", 6}}}};
   m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
 
   e.weights.assign(m.weightsBytes, 0);
@@ -265,14 +266,15 @@ void testSessionErrors() {
   options.cacheDir = scratchDirectory() + "/cache-session";
   options.hostThreads = 1;
   Executable e = sampleExecutable();
-  e.weights.pop_back();
+  e.weights.push_back(0);
   CHECK_ERROR(Session::create(e, DeviceKind::Host, options).status(),
-              "executable: weights has 751 bytes but the manifest says "
+              "executable: weights has 753 bytes, more than the manifest's "
               "weightsBytes 752");
   e = sampleExecutable();
-  e.manifest.steps[0].buffers = {3, 0};
+  e.manifest.entries[0].steps[0].buffers = {3, 0};
   CHECK_ERROR(Session::create(e, DeviceKind::Host, options).status(),
-              "manifest: steps[0] (contraction 'x_wT'): expected 3 buffers");
+              "manifest: entries[0].steps[0] (contraction 'x_wT'): expected 3 "
+              "buffers");
 
   // A plan that does not fit fails up front, with the plan's breakdown.
   e = sampleExecutable();
@@ -286,13 +288,14 @@ void testSessionErrors() {
 
   // Errors while running name the step.
   e = sampleExecutable();
-  e.manifest.steps[1].buffers = {4};
+  e.manifest.entries[0].steps[1].buffers = {4};
   StatusOr<std::unique_ptr<Session>> session =
       Session::create(e, DeviceKind::Host, options);
   if (CHECK_OK(session.status()))
     CHECK_ERROR(
         (*session)->run(),
-        "step 1 (kernel 'bias_relu'): the kernel takes 2 parameters but "
+        "entry 'main': step 1 (kernel 'bias_relu'): the kernel takes 2 "
+        "parameters but "
         "the step passes 1 buffers");
 }
 

@@ -232,7 +232,7 @@ LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
     step.buffers.push_back(*id);
   }
   manifest.kernels.push_back(std::move(kernel));
-  manifest.steps.push_back(std::move(step));
+  manifest.entries.front().steps.push_back(std::move(step));
   return success();
 }
 
@@ -262,7 +262,7 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
     step.buffers.push_back(*id);
   }
   manifest.contractions.push_back(std::move(contraction));
-  manifest.steps.push_back(std::move(step));
+  manifest.entries.front().steps.push_back(std::move(step));
   return success();
 }
 
@@ -338,6 +338,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     return failure();
   plan = std::move(*planned);
   manifest.model = options.modelName;
+  manifest.entries.emplace_back().name = func.getSymName().str();
   manifest.weightsBytes = plan.weightsBytes;
   manifest.arenaBytes = plan.arenaBytes;
   if (failed(fillWeights()))
@@ -365,7 +366,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     FailureOr<uint32_t> id = bufferId(arg);
     if (failed(id))
       return failure();
-    manifest.inputs.push_back({describeValue(arg), *id});
+    manifest.entries.front().inputs.push_back({describeValue(arg), *id});
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -375,7 +376,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     std::string name = llvm::formatv("output{0}", i).str();
     if (auto attr = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
       name = attr.str();
-    manifest.outputs.push_back({name, *id});
+    manifest.entries.front().outputs.push_back({name, *id});
   }
 
   for (BufferCategory category :

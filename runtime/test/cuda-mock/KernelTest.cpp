@@ -403,10 +403,11 @@ Executable sessionExecutable() {
   xw.n = 4;
   xw.k = 3;
   m.contractions = {xw};
-  m.steps = {{StepKind::Contraction, 0, {2, 0, 3}},
-             {StepKind::Kernel, 0, {4, 3, 1}}};
-  m.inputs = {{"x", 2}};
-  m.outputs = {{"y", 4}};
+  m.entries = {{"main",
+                {{StepKind::Contraction, 0, {2, 0, 3}},
+                 {StepKind::Kernel, 0, {4, 3, 1}}},
+                {{"x", 2}},
+                {{"y", 4}}}};
   m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
   e.weights.assign(m.weightsBytes, 0);
   for (int i = 0; i < 12; ++i) {

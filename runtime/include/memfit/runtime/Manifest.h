@@ -4,9 +4,18 @@
 // schema is owned here. An executable is a manifest, the CUDA C++ source of
 // its kernels and a weights blob. On disk it is a directory:
 //
-//   manifest.json   this structure as JSON (schema "memfit-executable", v1)
+//   manifest.json   this structure as JSON (schema "memfit-executable", v2)
 //   kernels.cu      Manifest::source
-//   weights.bin     the initial contents of the weights region
+//   weights.bin     the initial contents of the weights region (a prefix:
+//                   the rest of the region starts as zeros)
+//
+// An executable has one or more entries, each a call sequence with its own
+// inputs and outputs over the same buffers: a forward pass has one ("main");
+// a training step has "train_step", or "accumulate" and "apply" (gradients
+// summed over micro-batches, then one optimizer step). Variables name the
+// persistent tensors of the weights region that training updates and
+// checkpoints hold: parameters, optimizer states, gradient accumulators and
+// the step counter.
 //
 // Device memory is one allocation of totalBytes(): the weights region
 // [0, weightsBytes) followed, at arenaOffset(), by the arena of
@@ -94,26 +103,65 @@ struct Binding {
   uint32_t buffer = 0;
 };
 
-/// One line of the memory plan's breakdown ("weights", "inputs",
-/// "activations", ...). Categories of the arena add up to more than
-/// arenaBytes when buffers share space; peak is what counts.
+/// A call sequence the session can run by name, with the inputs it reads and
+/// the outputs it writes. Entries share the buffers, and so the arena: one
+/// entry's run may overwrite another's inputs and outputs.
+struct Entry {
+  std::string name;
+  std::vector<Step> steps;
+  std::vector<Binding> inputs, outputs;
+};
+
+/// What a variable holds. Checkpoints save every kind but FrozenParameter.
+enum class VariableKind {
+  Parameter,           // trainable
+  FrozenParameter,     // a parameter training leaves alone
+  OptimizerState,      // "<param>.exp_avg", "<param>.momentum", ...
+  GradientAccumulator, // "<param>.grad", summed over micro-batches
+  Counter,             // "step": optimizer steps taken, f32 of shape []
+};
+
+/// "parameter", "frozen_parameter", "optimizer_state",
+/// "gradient_accumulator", "counter".
+const char *variableKindName(VariableKind kind);
+StatusOr<VariableKind> parseVariableKind(const std::string &name);
+
+/// A named persistent tensor: a buffer of the weights region.
+struct Variable {
+  std::string name;
+  uint32_t buffer = 0;
+  VariableKind kind = VariableKind::Parameter;
+};
+
+/// One line of the memory plan's breakdown. The compiler writes, for the
+/// weights region, "parameters", "frozen_parameters", "constants",
+/// "gradient_accumulators" and "optimizer_states"; for the arena, the bytes
+/// live at its peak of "inputs", "outputs", "gradients",
+/// "saved_activations" and "temporaries"; and the totals "weights region"
+/// and "arena peak". Readers tolerate other names.
 struct MemoryCategory {
   std::string name;
   uint64_t bytes = 0;
 };
 
 struct Manifest {
-  static constexpr int kVersion = 1;
+  static constexpr int kVersion = 2;
   std::string model;       // the model file it was compiled from
   std::string source;      // CUDA C++ of every kernel
   uint64_t weightsBytes = 0;
   uint64_t arenaBytes = 0; // the plan's peak
+  /// Elements of the trainable parameters (0 for a forward pass), for the
+  /// memory report's bytes per parameter.
+  uint64_t trainableParameters = 0;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Contraction> contractions;
-  std::vector<Step> steps;
-  std::vector<Binding> inputs, outputs;
+  std::vector<Entry> entries;
+  std::vector<Variable> variables;
   std::vector<MemoryCategory> memory;
+
+  const Entry *findEntry(const std::string &name) const;
+  const Variable *findVariable(const std::string &name) const;
 
   uint64_t arenaOffset() const {
     return (weightsBytes + kBufferAlignment - 1) / kBufferAlignment *
@@ -125,8 +173,15 @@ struct Manifest {
   Status validate() const;
 };
 
-/// A manifest and the initial contents of the weights region
-/// (weights.size() == manifest.weightsBytes).
+/// A table of the memory plan for people: weights, gradients, optimizer
+/// states, saved activations and temporaries in bytes, MiB and bytes per
+/// trainable parameter, the region totals, and parameters + gradients +
+/// optimizer states per parameter next to the usual fp32 rule of thumb.
+std::string formatMemoryReport(const Manifest &manifest);
+
+/// A manifest and the initial contents of the weights region: a prefix of
+/// it (weights.size() <= manifest.weightsBytes); the session fills the rest
+/// with zeros, so zero-initialized optimizer states take no space on disk.
 struct Executable {
   Manifest manifest;
   std::vector<uint8_t> weights;

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace memfit::rt {
 
@@ -62,11 +63,34 @@ public:
   uint64_t allocatedBytes() const;
   const SessionTimings &timings() const;
 
-  /// Copies a tensor to the named input; dtype and shape must match.
+  /// Copies a tensor to the named input of the first entry that has one;
+  /// dtype and shape must match.
   Status setInput(const std::string &name, const Tensor &tensor);
-  /// Runs the call sequence once and waits for it.
+  /// Runs an entry's call sequence once and waits for it. Entries share the
+  /// arena, so every input of `entry` must have been set since another
+  /// entry last ran (running the same entry again on the same inputs is
+  /// fine).
+  Status run(const std::string &entry);
+  /// Runs the only entry; an error names them when there are several.
   Status run();
+  /// Copies back the named output of the first entry that has one; an error
+  /// when another entry ran after it (and may have overwritten it).
   StatusOr<Tensor> getOutput(const std::string &name) const;
+
+  /// The persistent tensors of the weights region (manifest().variables).
+  const std::vector<Variable> &variables() const;
+  StatusOr<Tensor> readVariable(const std::string &name) const;
+  /// Overwrites a variable; dtype and shape must match.
+  Status writeVariable(const std::string &name, const Tensor &tensor);
+
+  /// Writes every variable except frozen parameters to one file (format in
+  /// docs/runtime.md) through a temporary that is flushed to disk and
+  /// renamed over `path`: a crash leaves the old file or the new one.
+  Status saveCheckpoint(const std::string &path) const;
+  /// Reads a checkpoint of saveCheckpoint and writes its variables. The
+  /// whole file is checked against the manifest first (names, kinds,
+  /// dtypes, shapes, sizes), so on error the session is unchanged.
+  Status loadCheckpoint(const std::string &path);
 
 private:
   struct Impl;

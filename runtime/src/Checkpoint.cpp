@@ -1,0 +1,259 @@
+//===- Checkpoint.cpp - variables of a session saved to and loaded from disk -===//
+//
+// A checkpoint is one file:
+//
+//   memfit-checkpoint <H>\n      the magic line; H is the header's size
+//   <H bytes of JSON>            the header (below)
+//   <data>                       the variables' bytes, back to back
+//
+// The header is {"format": "memfit-checkpoint", "version": 1, "model",
+// "dataBytes", "variables": [{"name", "kind", "dtype", "shape", "offset",
+// "bytes", "fnv1a64"}]}, offsets counted from the first byte of the data and
+// fnv1a64 the 64-bit FNV-1a hash of the variable's bytes in hex. Frozen
+// parameters are not saved: they never change.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/runtime/Session.h"
+
+#include "Files.h"
+#include "Json.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+
+namespace memfit::rt {
+
+namespace {
+
+constexpr const char *kMagic = "memfit-checkpoint";
+constexpr int kCheckpointVersion = 1;
+
+uint64_t fnv1a64(const uint8_t *data, size_t size) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < size; ++i)
+    hash = (hash ^ data[i]) * 0x100000001b3ull;
+  return hash;
+}
+
+std::string hex64(uint64_t value) {
+  char text[17];
+  std::snprintf(text, sizeof(text), "%016llx", (unsigned long long)value);
+  return text;
+}
+
+std::string shapeText(const std::vector<int64_t> &shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+/// A member of a header object of the expected kind, or nullptr.
+const JsonValue *member(const JsonValue &object, const char *name,
+                        JsonValue::Kind kind) {
+  const JsonValue *v = object.isObject() ? object.find(name) : nullptr;
+  if (!v)
+    return nullptr;
+  if (v->kind() == kind)
+    return v;
+  return nullptr;
+}
+
+/// One variable of a checkpoint's header, checked against the manifest.
+struct SavedVariable {
+  const Variable *variable = nullptr;
+  uint64_t offset = 0;
+};
+
+} // namespace
+
+Status Session::saveCheckpoint(const std::string &path) const {
+  std::string where = "saveCheckpoint: " + path;
+  std::vector<Tensor> tensors;
+  std::vector<const Variable *> saved;
+  for (const Variable &v : variables()) {
+    if (v.kind == VariableKind::FrozenParameter)
+      continue;
+    StatusOr<Tensor> t = readVariable(v.name);
+    if (!t)
+      return t.status().withContext(where);
+    tensors.push_back(std::move(*t));
+    saved.push_back(&v);
+  }
+
+  JsonValue list = JsonValue::array();
+  uint64_t offset = 0;
+  for (size_t i = 0; i < saved.size(); ++i) {
+    const Tensor &t = tensors[i];
+    JsonValue o = JsonValue::object();
+    o.set("name", saved[i]->name);
+    o.set("kind", variableKindName(saved[i]->kind));
+    o.set("dtype", dtypeName(t.dtype));
+    JsonValue shape = JsonValue::array();
+    for (int64_t d : t.shape)
+      shape.push(JsonValue(d));
+    o.set("shape", std::move(shape));
+    o.set("offset", offset);
+    o.set("bytes", uint64_t(t.data.size()));
+    o.set("fnv1a64", hex64(fnv1a64(t.data.data(), t.data.size())));
+    list.push(std::move(o));
+    offset += t.data.size();
+  }
+  JsonValue header = JsonValue::object();
+  header.set("format", kMagic);
+  header.set("version", kCheckpointVersion);
+  header.set("model", manifest().model);
+  header.set("dataBytes", offset);
+  header.set("variables", std::move(list));
+  std::string headerText = writeJson(header) + "\n";
+  std::string magic =
+      std::string(kMagic) + " " + std::to_string(headerText.size()) + "\n";
+
+  DurableFileWriter file(path);
+  MEMFIT_RT_RETURN_IF_ERROR(file.open().withContext("saveCheckpoint"));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      file.append(magic.data(), magic.size()).withContext("saveCheckpoint"));
+  MEMFIT_RT_RETURN_IF_ERROR(file.append(headerText.data(), headerText.size())
+                                .withContext("saveCheckpoint"));
+  for (const Tensor &t : tensors)
+    MEMFIT_RT_RETURN_IF_ERROR(file.append(t.data.data(), t.data.size())
+                                  .withContext("saveCheckpoint"));
+  return file.commit().withContext("saveCheckpoint");
+}
+
+Status Session::loadCheckpoint(const std::string &path) {
+  StatusOr<std::string> read = readFile(path);
+  if (!read)
+    return read.status().withContext("loadCheckpoint");
+  const std::string &file = *read;
+  auto error = [&](const std::string &message) {
+    return invalidArgument("loadCheckpoint: " + path + ": " + message);
+  };
+
+  // The magic line and the header.
+  std::string prefix = std::string(kMagic) + " ";
+  size_t newline = file.find('\n');
+  if (file.compare(0, prefix.size(), prefix) != 0 ||
+      newline == std::string::npos || newline > 64)
+    return error("not a memfit checkpoint (the first line is not '" +
+                 std::string(kMagic) + " <header bytes>')");
+  uint64_t headerBytes = 0;
+  for (size_t i = prefix.size(); i < newline; ++i) {
+    char c = file[i];
+    if (c < '0' || c > '9' || headerBytes > (1ull << 40))
+      return error("not a memfit checkpoint (bad header size on the first "
+                   "line)");
+    headerBytes = headerBytes * 10 + uint64_t(c - '0');
+  }
+  uint64_t headerStart = newline + 1;
+  if (headerBytes > file.size() - headerStart)
+    return error("truncated: the header needs " + std::to_string(headerBytes) +
+                 " bytes, the file has " +
+                 std::to_string(file.size() - headerStart) + " after the "
+                 "first line");
+  StatusOr<JsonValue> parsed =
+      parseJson(file.substr(headerStart, headerBytes));
+  if (!parsed)
+    return error("corrupt header: " + parsed.status().message());
+  const JsonValue &header = *parsed;
+  const JsonValue *format = member(header, "format", JsonValue::Kind::String);
+  const JsonValue *version = member(header, "version", JsonValue::Kind::Int);
+  const JsonValue *dataBytes =
+      member(header, "dataBytes", JsonValue::Kind::Int);
+  const JsonValue *list = member(header, "variables", JsonValue::Kind::Array);
+  if (!format || format->asString() != kMagic || !version || !dataBytes ||
+      dataBytes->asInt() < 0 || !list ||
+      !member(header, "model", JsonValue::Kind::String))
+    return error("corrupt header: expected an object with format \"" +
+                 std::string(kMagic) +
+                 "\", version, model, dataBytes and variables");
+  if (version->asInt() != kCheckpointVersion)
+    return error("checkpoint format version " +
+                 std::to_string(version->asInt()) + ", this runtime reads " +
+                 std::to_string(kCheckpointVersion));
+  uint64_t dataStart = headerStart + headerBytes;
+  uint64_t dataSize = uint64_t(dataBytes->asInt());
+  uint64_t present = file.size() - dataStart;
+  if (present < dataSize)
+    return error("truncated: the header lists " + std::to_string(dataSize) +
+                 " bytes of data, the file has " + std::to_string(present));
+  if (present > dataSize)
+    return error(std::to_string(present - dataSize) +
+                 " bytes past the data the header lists");
+
+  // Every variable against the manifest, before anything is written.
+  const Manifest &m = manifest();
+  std::map<std::string, SavedVariable> saved;
+  for (size_t i = 0; i < list->elements().size(); ++i) {
+    const JsonValue &o = list->elements()[i];
+    const JsonValue *name = member(o, "name", JsonValue::Kind::String);
+    const JsonValue *kind = member(o, "kind", JsonValue::Kind::String);
+    const JsonValue *dtype = member(o, "dtype", JsonValue::Kind::String);
+    const JsonValue *shape = member(o, "shape", JsonValue::Kind::Array);
+    const JsonValue *offset = member(o, "offset", JsonValue::Kind::Int);
+    const JsonValue *bytes = member(o, "bytes", JsonValue::Kind::Int);
+    const JsonValue *hash = member(o, "fnv1a64", JsonValue::Kind::String);
+    if (!name || !kind || !dtype || !shape || !offset || !bytes || !hash ||
+        offset->asInt() < 0 || bytes->asInt() < 0)
+      return error("corrupt header: variables[" + std::to_string(i) +
+                   "] needs name, kind, dtype, shape, offset, bytes and "
+                   "fnv1a64");
+    std::string label = "variable '" + name->asString() + "'";
+    const Variable *v = m.findVariable(name->asString());
+    if (!v)
+      return error(label + " is not a variable of the executable");
+    if (v->kind == VariableKind::FrozenParameter)
+      return error(label +
+                   " is a frozen parameter of the executable, which "
+                   "checkpoints do not hold");
+    if (kind->asString() != variableKindName(v->kind))
+      return error(label + " is a " + kind->asString() +
+                   " in the checkpoint but a " + variableKindName(v->kind) +
+                   " in the executable");
+    const Buffer &buffer = m.buffers[v->buffer];
+    std::vector<int64_t> dims;
+    for (const JsonValue &d : shape->elements()) {
+      if (!d.isInt())
+        return error(label + ": shape holds a non-integer");
+      dims.push_back(d.asInt());
+    }
+    if (dtype->asString() != dtypeName(buffer.dtype) || dims != buffer.shape)
+      return error(label + " is " + dtype->asString() + " " + shapeText(dims) +
+                   " in the checkpoint but " + dtypeName(buffer.dtype) + " " +
+                   shapeText(buffer.shape) + " in the executable");
+    uint64_t start = uint64_t(offset->asInt()), size = uint64_t(bytes->asInt());
+    if (size != buffer.bytes || start > dataSize || size > dataSize - start)
+      return error(label + ": " + std::to_string(size) + " bytes at offset " +
+                   std::to_string(start) + " do not fit its " +
+                   std::to_string(buffer.bytes) + " bytes within the " +
+                   std::to_string(dataSize) + " bytes of data");
+    const uint8_t *data =
+        reinterpret_cast<const uint8_t *>(file.data()) + dataStart + start;
+    if (hash->asString() != hex64(fnv1a64(data, size)))
+      return error(label + ": the data does not match its checksum (the "
+                           "file is corrupt)");
+    if (!saved.emplace(v->name, SavedVariable{v, start}).second)
+      return error(label + " appears twice");
+  }
+  for (const Variable &v : m.variables)
+    if (v.kind != VariableKind::FrozenParameter && !saved.count(v.name))
+      return error("variable '" + v.name + "' (" + variableKindName(v.kind) +
+                   ") of the executable is missing");
+
+  for (const Variable &v : m.variables) {
+    auto it = saved.find(v.name);
+    if (it == saved.end())
+      continue;
+    const Buffer &buffer = m.buffers[v.buffer];
+    Tensor t = Tensor::zeros(buffer.dtype, buffer.shape);
+    std::copy_n(file.data() + dataStart + it->second.offset, buffer.bytes,
+                reinterpret_cast<char *>(t.data.data()));
+    MEMFIT_RT_RETURN_IF_ERROR(
+        writeVariable(v.name, t).withContext("loadCheckpoint: " + path));
+  }
+  return Status::ok();
+}
+
+} // namespace memfit::rt

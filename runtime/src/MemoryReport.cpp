@@ -1,0 +1,184 @@
+//===- MemoryReport.cpp - the memory plan as a table for people ------------===//
+//
+// Groups the manifest's memory categories (Manifest.h, MemoryCategory) into
+// weights, gradients, optimizer states, saved activations and temporaries,
+// in bytes, MiB and bytes per trainable parameter, and compares parameters +
+// gradients + optimizer states per parameter with the fp32 rule of thumb.
+// Categories it does not know are listed under "other"; categories the
+// manifest lacks are left out rather than shown as zero.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/runtime/Manifest.h"
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+
+namespace memfit::rt {
+
+namespace {
+
+struct Group {
+  const char *title;
+  /// Category names, including the forward emitter's singular ones.
+  std::vector<const char *> names;
+};
+
+const std::vector<Group> &groups() {
+  static const std::vector<Group> g = {
+      {"weights",
+       {"parameters", "parameter", "frozen_parameters", "constants",
+        "constant"}},
+      {"gradients", {"gradient_accumulators", "gradients"}},
+      {"optimizer states", {"optimizer_states"}},
+      {"saved activations", {"saved_activations"}},
+      {"temporaries",
+       {"temporaries", "activations", "activation", "inputs", "input",
+        "outputs", "output"}},
+  };
+  return g;
+}
+
+bool isTotal(const std::string &name) {
+  return name == "weights region" || name == "arena peak";
+}
+
+/// "1,234,567".
+std::string grouped(uint64_t v) {
+  std::string s = std::to_string(v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
+    s.insert(i, ",");
+  return s;
+}
+
+std::string label(const std::string &name) {
+  std::string s = name;
+  for (char &c : s)
+    if (c == '_')
+      c = ' ';
+  return s;
+}
+
+class Table {
+public:
+  explicit Table(uint64_t parameters) : parameters_(parameters) {}
+
+  void row(const std::string &name, uint64_t bytes, int indent) {
+    char line[160];
+    std::string text = std::string(2 + 2 * indent, ' ') + name;
+    int n = std::snprintf(line, sizeof(line), "%-34s %17s %11.2f",
+                          text.c_str(), grouped(bytes).c_str(),
+                          double(bytes) / (1024.0 * 1024.0));
+    out_.append(line, n);
+    if (parameters_) {
+      n = std::snprintf(line, sizeof(line), " %9.2f",
+                        double(bytes) / double(parameters_));
+      out_.append(line, n);
+    }
+    out_ += "\n";
+  }
+
+  void text(const std::string &line) { out_ += line + "\n"; }
+  std::string str() const { return out_; }
+
+private:
+  uint64_t parameters_;
+  std::string out_;
+};
+
+uint64_t categoryBytes(const Manifest &m, const char *name, bool *found) {
+  uint64_t bytes = 0;
+  for (const MemoryCategory &c : m.memory)
+    if (c.name == name) {
+      bytes += c.bytes;
+      if (found)
+        *found = true;
+    }
+  return bytes;
+}
+
+} // namespace
+
+std::string formatMemoryReport(const Manifest &m) {
+  uint64_t params = m.trainableParameters;
+  Table table(params);
+  std::string title = "memory report";
+  if (!m.model.empty())
+    title += " (" + m.model + ")";
+  if (params)
+    title += ": " + grouped(params) + " trainable parameters";
+  table.text(title);
+  char head[160];
+  std::snprintf(head, sizeof(head), "%-34s %17s %11s%s", "", "bytes", "MiB",
+                params ? "   B/param" : "");
+  table.text(head);
+
+  std::set<std::string> known;
+  for (const Group &g : groups()) {
+    std::vector<const MemoryCategory *> members;
+    uint64_t total = 0;
+    for (const char *name : g.names) {
+      known.insert(name);
+      for (const MemoryCategory &c : m.memory)
+        if (c.name == name) {
+          members.push_back(&c);
+          total += c.bytes;
+        }
+    }
+    if (members.empty())
+      continue;
+    table.row(g.title, total, 0);
+    if (members.size() > 1 || label(members[0]->name) != g.title)
+      for (const MemoryCategory *c : members)
+        table.row(label(c->name), c->bytes, 1);
+  }
+  bool otherTitle = false;
+  for (const MemoryCategory &c : m.memory) {
+    if (known.count(c.name) || isTotal(c.name))
+      continue;
+    if (!otherTitle)
+      table.text("  other");
+    otherTitle = true;
+    table.row(c.name, c.bytes, 1);
+  }
+  table.row("weights region", m.weightsBytes, 0);
+  table.row("arena peak", m.arenaBytes, 0);
+  table.row("one allocation", m.totalBytes(), 0);
+  table.text("(arena categories count the bytes live at the arena's peak)");
+
+  if (params) {
+    double p = double(params);
+    bool hasGradients = false, hasStates = false;
+    double weights = categoryBytes(m, "parameters", nullptr) / p;
+    double gradients =
+        (categoryBytes(m, "gradient_accumulators", &hasGradients) +
+         categoryBytes(m, "gradients", &hasGradients)) /
+        p;
+    double states = categoryBytes(m, "optimizer_states", &hasStates) / p;
+    char line[256];
+    std::snprintf(line, sizeof(line),
+                  "parameters + gradients + optimizer states: %.2f + %.2f + "
+                  "%.2f = %.2f bytes per trainable parameter",
+                  weights, gradients, states, weights + gradients + states);
+    table.text(line);
+    const char *rule = nullptr;
+    if (std::fabs(states - 8) < 0.5)
+      rule = "fp32 AdamW: 4 weights + 4 gradients + 8 states = 16 B/param, "
+             "plus activations";
+    else if (std::fabs(states - 4) < 0.5)
+      rule = "fp32 SGD with momentum: 4 weights + 4 gradients + 4 states = "
+             "12 B/param, plus activations";
+    else if (std::fabs(states) < 0.5)
+      rule = "fp32 plain SGD: 4 weights + 4 gradients = 8 B/param, plus "
+             "activations";
+    if (rule)
+      table.text(std::string("  rule of thumb for ") + rule);
+    if (!hasGradients || !hasStates)
+      table.text("  (the manifest lists no gradient or optimizer-state "
+                 "category: counted as 0)");
+  }
+  return table.str();
+}
+
+} // namespace memfit::rt
