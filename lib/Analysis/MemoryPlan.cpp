@@ -2,9 +2,12 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Training.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/ADT/StringSet.h"
+#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -24,8 +27,38 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "outputs";
   case BufferCategory::Activation:
     return "activations";
+  case BufferCategory::FrozenParameter:
+    return "frozen_parameters";
+  case BufferCategory::OptimizerState:
+    return "optimizer_states";
+  case BufferCategory::GradientAccumulator:
+    return "gradient_accumulators";
+  case BufferCategory::Gradient:
+    return "gradients";
+  case BufferCategory::SavedActivation:
+    return "saved_activations";
+  case BufferCategory::Temporary:
+    return "temporaries";
   }
   return "?";
+}
+
+BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
+  StringRef role = parameterRole(param);
+  if (role == kRoleFrozen)
+    return BufferCategory::FrozenParameter;
+  if (role == kRoleOptimizerState || role == kRoleCounter)
+    return BufferCategory::OptimizerState;
+  if (role == kRoleGradientAccumulator)
+    return BufferCategory::GradientAccumulator;
+  return BufferCategory::Parameter;
+}
+
+/// Whether a parameter starts as zeros that need not be stored.
+static bool isZeroState(ParameterOp param) {
+  StringRef role = parameterRole(param);
+  return role == kRoleOptimizerState || role == kRoleCounter ||
+         role == kRoleGradientAccumulator;
 }
 
 int64_t mlir::memfit::tensorBytes(RankedTensorType type) {
@@ -52,16 +85,28 @@ bool mlir::memfit::isBufferView(Operation *op) {
 
 namespace {
 
+/// Weights offsets shared by the functions of a module plan.
+struct WeightsLayout {
+  llvm::StringMap<int64_t> parameters;
+  DenseMap<Value, int64_t> constants;
+  int64_t bytes = 0;
+};
+
 class Planner {
 public:
-  explicit Planner(func::FuncOp func) : func(func) {}
+  Planner(func::FuncOp func, const WeightsLayout &layout)
+      : func(func), layout(layout) {}
 
   FailureOr<MemoryPlan> run() {
     if (failed(collect()))
       return failure();
     computeLiveRanges();
+    if (failed(placeUpdates()))
+      return failure();
+    classifyTraining();
     layoutWeights();
     placeArena();
+    computePeak();
     return std::move(plan);
   }
 
@@ -106,11 +151,21 @@ private:
           return failure();
       if (auto load = dyn_cast<LoadParameterOp>(op)) {
         auto [it, inserted] = parameters.try_emplace(load.getName(), 0);
-        if (inserted)
+        if (inserted) {
+          auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+              func, load.getNameAttr());
           it->second = addBuffer(load.getResult(), BufferRegion::Weights,
-                                 BufferCategory::Parameter);
-        else
+                                 param ? parameterCategory(param)
+                                       : BufferCategory::Parameter);
+        } else {
           plan.bufferOf[load.getResult()] = it->second;
+        }
+        loads[load.getName()].push_back(load.getResult());
+      } else if (auto assign = dyn_cast<AssignOp>(op)) {
+        if (!assigned.insert(assign.getName()).second)
+          return assign.emitError()
+                 << "@" << assign.getName() << " is assigned twice";
+        assigns.push_back(assign);
       } else if (auto constant = dyn_cast<ConstantOp>(op)) {
         addBuffer(constant.getResult(), BufferRegion::Weights,
                   BufferCategory::Constant);
@@ -168,15 +223,153 @@ private:
     });
   }
 
-  void layoutWeights() {
-    int64_t offset = 0;
+  /// Steps that read `value`, through views.
+  void readers(Value value, DenseMap<Operation *, int64_t> &stepOf,
+               SmallVectorImpl<std::pair<Operation *, int64_t>> &out) {
+    for (Operation *user : value.getUsers()) {
+      if (isBufferView(user)) {
+        readers(user->getResult(0), stepOf, out);
+        continue;
+      }
+      if (auto it = stepOf.find(user); it != stepOf.end())
+        out.push_back({user, it->second});
+    }
+  }
+
+  /// Whether a kernel reads and writes element by element at the same
+  /// index, so that a result may overwrite an input in place.
+  static bool isPointwise(Operation *op) {
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (!kernel)
+      return false;
+    for (Operation &inner : kernel.getBodyOps()) {
+      auto opClass = dyn_cast<OpClassInterface>(&inner);
+      if (!opClass)
+        return false;
+      OpClass c = opClass.getOpClass();
+      bool splatExpand = isa<ExpandOp>(inner) &&
+                         inner.getOperand(0).getDefiningOp<ConstantOp>();
+      if (c != OpClass::ElementWise && c != OpClass::Constant && !splatExpand)
+        return false;
+    }
+    return true;
+  }
+
+  /// Puts each value that a memfit.assign stores into the parameter's own
+  /// bytes, after checking that nothing reads the old value later.
+  LogicalResult placeUpdates() {
+    if (assigns.empty())
+      return success();
+    DenseMap<Operation *, int64_t> stepOf;
+    for (auto [index, op] : llvm::enumerate(plan.schedule))
+      stepOf[op] = index + 1;
+    for (AssignOp assign : assigns) {
+      Value value = assign.getValue();
+      Operation *producer = value.getDefiningOp();
+      if (!producer || !stepOf.count(producer) || !value.hasOneUse())
+        return assign.emitError()
+               << "cannot update @" << assign.getName()
+               << " in place: its new value must be a kernel result used "
+                  "only by the assignment";
+      int64_t step = stepOf.lookup(producer);
+      SmallVector<std::pair<Operation *, int64_t>> reads;
+      for (Value loaded : loads.lookup(assign.getName()))
+        readers(loaded, stepOf, reads);
+      for (auto [reader, readStep] : reads)
+        if (readStep > step || (readStep == step && !isPointwise(reader)))
+          return assign.emitError()
+                 << "cannot update @" << assign.getName()
+                 << " in place: step " << readStep
+                 << " reads the old value after step " << step
+                 << " writes the new one";
+      PlannedBuffer &buffer = plan.buffers[plan.bufferOf.lookup(value)];
+      auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+          func, assign.getNameAttr());
+      buffer.region = BufferRegion::Weights;
+      buffer.category = parameterCategory(param);
+      updates[plan.bufferOf.lookup(value)] = assign.getName();
+    }
+    return success();
+  }
+
+  /// In a training function, splits the arena's activations into
+  /// gradients, saved activations and temporaries.
+  void classifyTraining() {
+    int64_t firstBackward = 0;
+    bool training = !assigns.empty();
+    auto isBackward = [](Operation *op) {
+      if (op->hasAttr(kBackwardAttr))
+        return true;
+      if (auto kernel = dyn_cast<KernelOp>(op))
+        for (Operation &inner : kernel.getBodyOps())
+          if (inner.hasAttr(kBackwardAttr))
+            return true;
+      return false;
+    };
+    for (auto [index, op] : llvm::enumerate(plan.schedule))
+      if (isBackward(op)) {
+        training = true;
+        if (!firstBackward)
+          firstBackward = index + 1;
+      }
+    if (!training)
+      return;
+    auto isGradient = [](Value value) {
+      Operation *def = value.getDefiningOp();
+      if (!def)
+        return false;
+      if (def->hasAttr(kGradientOfAttr))
+        return true;
+      if (auto kernel = dyn_cast<KernelOp>(def)) {
+        Value yielded = kernel.getBodyBlock().getTerminator()->getOperand(
+            cast<OpResult>(value).getResultNumber());
+        Operation *inner = yielded.getDefiningOp();
+        return inner && inner->hasAttr(kGradientOfAttr);
+      }
+      return false;
+    };
     for (PlannedBuffer &buffer : plan.buffers) {
+      if (buffer.region != BufferRegion::Arena ||
+          buffer.category != BufferCategory::Activation)
+        continue;
+      if (isGradient(buffer.value))
+        buffer.category = BufferCategory::Gradient;
+      else if (firstBackward && buffer.firstStep < firstBackward &&
+               buffer.lastStep >= firstBackward)
+        buffer.category = BufferCategory::SavedActivation;
+      else
+        buffer.category = BufferCategory::Temporary;
+    }
+  }
+
+  void layoutWeights() {
+    for (auto [index, buffer] : llvm::enumerate(plan.buffers)) {
       if (buffer.region != BufferRegion::Weights)
         continue;
-      buffer.offset = offset;
-      offset = alignTo(offset + buffer.bytes);
+      Value value = buffer.value;
+      if (auto it = updates.find(index); it != updates.end())
+        buffer.offset = layout.parameters.lookup(it->second);
+      else if (auto load = value.getDefiningOp<LoadParameterOp>())
+        buffer.offset = layout.parameters.lookup(load.getName());
+      else
+        buffer.offset = layout.constants.lookup(value);
     }
-    plan.weightsBytes = offset;
+    plan.weightsBytes = layout.bytes;
+  }
+
+  /// The step with the most live arena bytes and its bytes by category.
+  void computePeak() {
+    int64_t end = plan.schedule.size() + 1;
+    SmallVector<int64_t> live(end + 1, 0);
+    for (const PlannedBuffer &buffer : plan.buffers)
+      if (buffer.region == BufferRegion::Arena)
+        for (int64_t s = buffer.firstStep; s <= buffer.lastStep && s <= end; ++s)
+          live[s] += buffer.bytes;
+    plan.peakStep = std::max_element(live.begin(), live.end()) - live.begin();
+    for (const PlannedBuffer &buffer : plan.buffers)
+      if (buffer.region == BufferRegion::Arena &&
+          buffer.firstStep <= plan.peakStep && plan.peakStep <= buffer.lastStep)
+        plan.peakBytes[unsigned(buffer.category)] += buffer.bytes;
   }
 
   /// Greedy by size: the largest buffers are placed first, each at the
@@ -218,13 +411,77 @@ private:
   }
 
   func::FuncOp func;
+  const WeightsLayout &layout;
   MemoryPlan plan;
+  llvm::StringMap<SmallVector<Value>> loads;
+  llvm::StringSet<> assigned;
+  SmallVector<AssignOp> assigns;
+  DenseMap<unsigned, StringRef> updates; // buffer -> parameter it updates
 };
 
 } // namespace
 
+FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
+                                               ArrayRef<func::FuncOp> funcs) {
+  ModulePlan result;
+  WeightsLayout layout;
+  // Parameters that the functions read or assign, in module order: those
+  // with data first, zero-initialized states last.
+  llvm::StringSet<> used;
+  for (func::FuncOp func : funcs)
+    func.walk([&](Operation *op) {
+      if (auto load = dyn_cast<LoadParameterOp>(op))
+        used.insert(load.getName());
+      else if (auto assign = dyn_cast<AssignOp>(op))
+        used.insert(assign.getName());
+    });
+  SmallVector<ParameterOp> withData, zeroStates;
+  for (auto param : module.getOps<ParameterOp>())
+    if (used.contains(param.getSymName()))
+      (isZeroState(param) ? zeroStates : withData).push_back(param);
+  int64_t offset = 0;
+  auto place = [&](ParameterOp param) {
+    layout.parameters[param.getSymName()] = offset;
+    int64_t bytes = tensorBytes(param.getType());
+    result.weightsByCategory[unsigned(parameterCategory(param))] += bytes;
+    offset = alignTo(offset + bytes);
+  };
+  for (ParameterOp param : withData)
+    place(param);
+  for (func::FuncOp func : funcs)
+    for (Operation &op : func.getBody().front())
+      if (auto constant = dyn_cast<ConstantOp>(op)) {
+        layout.constants[constant.getResult()] = offset;
+        int64_t bytes = tensorBytes(constant.getType());
+        result.weightsByCategory[unsigned(BufferCategory::Constant)] += bytes;
+        offset = alignTo(offset + bytes);
+      }
+  result.initializedWeightsBytes = offset;
+  for (ParameterOp param : zeroStates)
+    place(param);
+  layout.bytes = offset;
+  result.weightsBytes = offset;
+  result.parameterOffsets = layout.parameters;
+
+  for (auto [index, func] : llvm::enumerate(funcs)) {
+    FailureOr<MemoryPlan> plan = Planner(func, layout).run();
+    if (failed(plan))
+      return failure();
+    if (plan->arenaBytes > result.arenaBytes) {
+      result.arenaBytes = plan->arenaBytes;
+      result.peakFunction = index;
+    }
+    result.functions.push_back(std::move(*plan));
+  }
+  return result;
+}
+
 FailureOr<MemoryPlan> mlir::memfit::planMemory(func::FuncOp func) {
-  return Planner(func).run();
+  auto module = func->getParentOfType<ModuleOp>();
+  FailureOr<ModulePlan> plan = planModule(module, {func});
+  if (failed(plan))
+    return failure();
+  return std::move(plan->functions.front());
 }
 
 static std::string valueName(Value value) {
@@ -248,15 +505,32 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
                       plan.weightsBytes,
                       plan.categoryBytes(BufferCategory::Parameter),
                       plan.categoryBytes(BufferCategory::Constant));
-  int64_t unshared = plan.categoryBytes(BufferCategory::Input) +
-                     plan.categoryBytes(BufferCategory::Output) +
-                     plan.categoryBytes(BufferCategory::Activation);
+  int64_t unshared = 0;
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (buffer.region == BufferRegion::Arena)
+      unshared += buffer.bytes;
   os << llvm::formatv("  arena peak: {0} bytes (inputs {1}, outputs {2}, "
                       "activations {3}; {4} bytes if nothing were shared)\n",
                       plan.arenaBytes,
                       plan.categoryBytes(BufferCategory::Input),
                       plan.categoryBytes(BufferCategory::Output),
                       plan.categoryBytes(BufferCategory::Activation), unshared);
+  int64_t training = plan.categoryBytes(BufferCategory::Gradient) +
+                     plan.categoryBytes(BufferCategory::SavedActivation) +
+                     plan.categoryBytes(BufferCategory::Temporary);
+  if (training) {
+    os << llvm::formatv("  training: gradients {0}, saved activations {1}, "
+                        "temporaries {2} bytes in all\n",
+                        plan.categoryBytes(BufferCategory::Gradient),
+                        plan.categoryBytes(BufferCategory::SavedActivation),
+                        plan.categoryBytes(BufferCategory::Temporary));
+    os << "  live at the peak (step " << plan.peakStep << "):";
+    for (unsigned c = 0; c < kNumBufferCategories; ++c)
+      if (plan.peakBytes[c])
+        os << " " << stringifyBufferCategory(BufferCategory(c)) << " "
+           << plan.peakBytes[c];
+    os << "\n";
+  }
   os << llvm::formatv("  total: {0} bytes\n",
                       alignTo(plan.weightsBytes) + plan.arenaBytes);
   if (!listBuffers)

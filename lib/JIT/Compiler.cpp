@@ -19,6 +19,8 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 
+#include <cstdio>
+
 using namespace mlir;
 using mlir::memfit::CudaEmitOptions;
 using mlir::memfit::emitExecutable;
@@ -48,6 +50,45 @@ void registerForwardPipeline() {
       [](OpPassManager &pm) {
         (void)parsePassPipeline(kForwardPasses, pm);
       });
+}
+
+static std::string number(double value) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.17g", value);
+  return text;
+}
+
+static std::string joined(const std::vector<std::string> &items) {
+  std::string out;
+  for (const std::string &item : items)
+    out += (out.empty() ? "" : ",") + item;
+  return out;
+}
+
+/// The passes of a training step, without the module anchor.
+static std::string trainingPasses(const TrainOptions &options) {
+  std::string autodiff = "memfit-autodiff{loss=" + options.loss +
+                         " ignore-index=" + std::to_string(options.ignoreIndex);
+  if (!options.trainable.empty())
+    autodiff += " trainable=" + joined(options.trainable);
+  if (!options.frozen.empty())
+    autodiff += " frozen=" + joined(options.frozen);
+  autodiff += "}";
+  std::string passes = "canonicalize,cse,memfit-tie-parameters," + autodiff;
+  if (options.optimizer != "none")
+    passes += ",memfit-optimizer{optimizer=" + options.optimizer +
+              " beta1=" + number(options.beta1) +
+              " beta2=" + number(options.beta2) + " eps=" + number(options.eps) +
+              " weight-decay=" + number(options.weightDecay) +
+              " momentum=" + number(options.momentum) +
+              " nesterov=" + (options.nesterov ? "true" : "false") +
+              " clip-norm=" + number(options.clipNorm) +
+              " accumulate=" + std::to_string(options.accumulate) + "}";
+  return passes + ",canonicalize,cse,func.func(memfit-form-kernels)";
+}
+
+std::string trainingPipeline(const TrainOptions &options) {
+  return "builtin.module(" + trainingPasses(options) + ")";
 }
 
 namespace {
@@ -142,8 +183,24 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
 
   registerPipelinePasses();
   PassManager pm(&context, ModuleOp::getOperationName());
-  if (failed(parsePassPipeline(kForwardPasses, pm)))
+  if (options.train) {
+    const TrainOptions &train = *options.train;
+    if (train.optimizer != "adamw" && train.optimizer != "sgd" &&
+        train.optimizer != "none")
+      return rt::invalidArgument("unknown optimizer '" + train.optimizer +
+                                 "'; expected adamw, sgd or none");
+    if (train.accumulate < 1)
+      return rt::invalidArgument("accumulation steps must be at least 1");
+    for (const auto *patterns : {&train.trainable, &train.frozen})
+      for (const std::string &pattern : *patterns)
+        if (pattern.find_first_of(" {}") != std::string::npos)
+          return rt::invalidArgument("parameter pattern '" + pattern +
+                                     "' may not contain spaces or braces");
+    if (failed(parsePassPipeline(trainingPasses(train), pm)))
+      return rt::internalError("the training pipeline does not parse");
+  } else if (failed(parsePassPipeline(kForwardPasses, pm))) {
     return rt::internalError("the forward pipeline does not parse");
+  }
   if (failed(pm.run(*module)))
     return rt::invalidArgument(diagnostics.text());
 

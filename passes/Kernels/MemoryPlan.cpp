@@ -30,14 +30,20 @@ struct MemfitMemoryPlanPass
                          << "': " << error;
       return signalPassFailure();
     }
-    for (auto func : module.getOps<func::FuncOp>()) {
-      if (func.isExternal())
-        continue;
-      FailureOr<MemoryPlan> plan = planMemory(func);
-      if (failed(plan))
+    SmallVector<func::FuncOp> funcs;
+    for (auto func : module.getOps<func::FuncOp>())
+      if (!func.isExternal())
+        funcs.push_back(func);
+    // Functions share one weights region, so a failing one fails all;
+    // planning each alone first pins the error on its function.
+    for (func::FuncOp func : funcs)
+      if (failed(planMemory(func)))
         return signalPassFailure();
-      printMemoryPlan(*plan, func, file->os(), buffers);
-    }
+    FailureOr<ModulePlan> plan = planModule(module, funcs);
+    if (failed(plan))
+      return signalPassFailure();
+    for (auto [func, functionPlan] : llvm::zip(funcs, plan->functions))
+      printMemoryPlan(functionPlan, func, file->os(), buffers);
     file->keep();
     markAllAnalysesPreserved();
   }

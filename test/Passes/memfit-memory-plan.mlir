@@ -77,9 +77,10 @@ func.func @view_extends_liveness(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tenso
 
 // -----
 
-// Parameters and constants fill the weights region in op order, each at a
-// 256-byte boundary (their live ranges do not matter): w1 (12 bytes) @0,
-// the table (12 bytes) @256, w2 (400 bytes) @512; 912 bytes aligned up: 1024. The second load of w1 maps
+// Parameters fill the weights region in module order, then the constants,
+// each at a 256-byte boundary (their live ranges do not matter): w1 (12
+// bytes) @0, w2 (400 bytes) @256, the table (12 bytes) @768; 780 bytes
+// aligned up: 1024. The second load of w1 maps
 // to w1's buffer, and the splat 0.5 became a literal of its kernel.
 // Arena (steps: a 1, b 2, c 3, s 4, e 5, f 6): 12-byte buffers first; the
 // input x is live to the end and holds offset 0, and the others alternate
@@ -94,8 +95,8 @@ func.func @view_extends_liveness(%x: tensor<2x8xf32>) -> (tensor<2x8xf32>, tenso
 // CHECK-NEXT: total: 2048 bytes
 // CHECK-NEXT: buffer 0: arena inputs offset 0 bytes 12 steps 0..7 %arg0
 // CHECK-NEXT: buffer 1: weights parameters offset 0 bytes 12 steps 0..2 w1
-// CHECK-NEXT: buffer 2: weights constants offset 256 bytes 12 steps 0..3 table
-// CHECK-NEXT: buffer 3: weights parameters offset 512 bytes 400 steps 0..4 w2
+// CHECK-NEXT: buffer 2: weights constants offset 768 bytes 12 steps 0..3 table
+// CHECK-NEXT: buffer 3: weights parameters offset 256 bytes 400 steps 0..4 w2
 // CHECK-NEXT: buffer 4: arena activations offset 256 bytes 12 steps 1..2 a
 // CHECK-NEXT: buffer 5: arena activations offset 512 bytes 12 steps 2..3 b
 // CHECK-NEXT: buffer 6: arena activations offset 256 bytes 12 steps 3..5 c

@@ -207,19 +207,6 @@ func.func @intermediate_broadcast(%x: tensor<4xf32>, %y: tensor<3x4xf32>) -> ten
 
 // -----
 
-// With several functions the entry is @main; without one it must be named.
-// expected-error @+1 {{several functions and none is @main: name the entry}}
-module {
-  func.func @a(%x: tensor<4xf32>) -> tensor<4xf32> {
-    return %x : tensor<4xf32>
-  }
-  func.func @b(%x: tensor<4xf32>) -> tensor<4xf32> {
-    return %x : tensor<4xf32>
-  }
-}
-
-// -----
-
 // Row templates read their operands from buffers: a constant defined inside
 // the kernel cannot feed a layer norm.
 func.func @row_operand_defined_in_kernel(%x: tensor<2x4xf32>) -> tensor<2x4xf32> {

@@ -13,10 +13,11 @@
 // x (256, 0..1) overlaps both -> @1024 (992 aligned up). Peak 1024 + 256.
 // Buffers are numbered in the order the steps name them: A, B, result.
 // CHECK-LABEL: "schema": "memfit-executable"
-// CHECK-NEXT: "version": 1,
+// CHECK-NEXT: "version": 2,
 // CHECK-NEXT: "model": "",
 // CHECK-NEXT: "weightsBytes": 0,
 // CHECK-NEXT: "arenaBytes": 1280,
+// CHECK-NEXT: "trainableParameters": 0,
 // CHECK-NEXT: "buffers": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "x",
@@ -63,6 +64,10 @@
 // CHECK-NEXT: ]
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
+// CHECK-NEXT: "entries": [
+// CHECK-NEXT: {
+// CHECK-NEXT: "name": "batched_matmul",
+// Inputs and outputs are named by the onnx.name attributes.
 // CHECK-NEXT: "steps": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "kind": "contraction",
@@ -70,7 +75,6 @@
 // CHECK-NEXT: "buffers": [0, 1, 2]
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
-// Inputs and outputs are named by the onnx.name attributes.
 // CHECK-NEXT: "inputs": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "x",
@@ -86,8 +90,10 @@
 // CHECK-NEXT: "name": "z",
 // CHECK-NEXT: "buffer": 2
 // CHECK-NEXT: }
+// CHECK-NEXT: ]
+// CHECK-NEXT: }
 // CHECK-NEXT: ],
-// Inputs: 256 + 480 bytes; the result is an output, not an activation.
+// CHECK-NEXT: "variables": [],
 // CHECK-NEXT: "memory": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "parameters",
@@ -104,10 +110,6 @@
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "outputs",
 // CHECK-NEXT: "bytes": 480
-// CHECK-NEXT: },
-// CHECK-NEXT: {
-// CHECK-NEXT: "name": "activations",
-// CHECK-NEXT: "bytes": 0
 // CHECK-NEXT: },
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "weights region",
@@ -134,6 +136,7 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-LABEL: "schema": "memfit-executable"
 // CHECK: "weightsBytes": 512,
 // CHECK-NEXT: "arenaBytes": 512,
+// CHECK-NEXT: "trainableParameters": 0,
 // CHECK-NEXT: "buffers": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "bias",
@@ -203,7 +206,10 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: "name": "y",
 // CHECK-NEXT: "buffer": 1
 // CHECK-NEXT: }
+// CHECK-NEXT: ]
+// CHECK-NEXT: }
 // CHECK-NEXT: ],
+// CHECK-NEXT: "variables": [],
 // CHECK-NEXT: "memory": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "parameters",
@@ -220,10 +226,6 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "outputs",
 // CHECK-NEXT: "bytes": 48
-// CHECK-NEXT: },
-// CHECK-NEXT: {
-// CHECK-NEXT: "name": "activations",
-// CHECK-NEXT: "bytes": 0
 // CHECK-NEXT: },
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "weights region",

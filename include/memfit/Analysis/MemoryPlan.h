@@ -14,10 +14,17 @@
 #define MEMFIT_ANALYSIS_MEMORYPLAN_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "memfit/Dialect/MemfitOps.h"
+
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringRef.h"
+
+#include <array>
+#include <vector>
 
 namespace mlir::memfit {
 
@@ -25,7 +32,25 @@ namespace mlir::memfit {
 constexpr int64_t kPlanAlignment = 256;
 
 enum class BufferRegion { Weights, Arena };
-enum class BufferCategory { Parameter, Constant, Input, Output, Activation };
+/// What a buffer holds. Weights-region categories persist across steps;
+/// arena categories are live for part of one. Forward-only functions use
+/// Activation; training functions (with backward ops or parameter updates)
+/// split it into Gradient (of a parameter), SavedActivation (a forward
+/// value the backward reads) and Temporary.
+enum class BufferCategory {
+  Parameter,
+  FrozenParameter,
+  Constant,
+  OptimizerState,
+  GradientAccumulator,
+  Input,
+  Output,
+  Activation,
+  Gradient,
+  SavedActivation,
+  Temporary,
+};
+constexpr unsigned kNumBufferCategories = 11;
 
 llvm::StringRef stringifyBufferCategory(BufferCategory category);
 
@@ -52,6 +77,9 @@ struct MemoryPlan {
   llvm::SmallVector<Operation *> schedule;
   int64_t weightsBytes = 0;
   int64_t arenaBytes = 0; // the peak
+  /// The step with the most live arena bytes, and those bytes by category.
+  int64_t peakStep = 0;
+  std::array<int64_t, kNumBufferCategories> peakBytes{};
 
   /// Sum of the sizes of a category's buffers (arena categories add up to
   /// more than the peak when they share space).
@@ -68,9 +96,33 @@ int64_t tensorBytes(RankedTensorType type);
 /// flatten, squeeze, unsqueeze): no kernel, no buffer of their own.
 bool isBufferView(Operation *op);
 
-/// Plans `func`; emits an error on the first op that has no place in a
-/// plan (an op not yet formed into a kernel, a dynamic shape).
+/// Plans `func` alone; emits an error on the first op that has no place in
+/// a plan (an op not yet formed into a kernel, a dynamic shape).
 FailureOr<MemoryPlan> planMemory(func::FuncOp func);
+
+/// The plan of several functions that share one weights region and one
+/// arena (the entries of a training step: `accumulate` and `apply`).
+/// Weights are laid out once: parameters and constants with data first,
+/// then the zero-initialized training states, so that only the first
+/// `initializedWeightsBytes` need storing. Parameters keep one offset in
+/// every function. A `memfit.assign` makes the kernel result it stores
+/// live in the parameter's own bytes (an in-place update).
+struct ModulePlan {
+  std::vector<MemoryPlan> functions;
+  llvm::StringMap<int64_t> parameterOffsets;
+  int64_t weightsBytes = 0;
+  int64_t initializedWeightsBytes = 0;
+  int64_t arenaBytes = 0; // the largest function's peak
+  /// Bytes of the weights region by category (parameters, states...).
+  std::array<int64_t, kNumBufferCategories> weightsByCategory{};
+  /// The function whose arena peak is the largest.
+  unsigned peakFunction = 0;
+};
+FailureOr<ModulePlan> planModule(ModuleOp module,
+                                 llvm::ArrayRef<func::FuncOp> funcs);
+
+/// The category of a module parameter from its memfit.role.
+BufferCategory parameterCategory(ParameterOp param);
 
 /// Human-readable report; with `listBuffers`, one line per buffer.
 void printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,

@@ -15,6 +15,7 @@
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
+#include "memfit/Dialect/Training.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -122,8 +123,9 @@ std::string describeValue(Value value) {
 
 class ExecutableBuilder {
 public:
-  ExecutableBuilder(ModuleOp module, func::FuncOp func, rt::Executable &exe)
-      : module(module), func(func), exe(exe), manifest(exe.manifest),
+  ExecutableBuilder(ModuleOp module, ArrayRef<func::FuncOp> funcs,
+                    rt::Executable &exe)
+      : module(module), funcs(funcs), exe(exe), manifest(exe.manifest),
         symbols(module) {}
 
   LogicalResult build(const CudaEmitOptions &options);
@@ -131,6 +133,9 @@ public:
 private:
   FailureOr<uint32_t> bufferId(Value value);
   LogicalResult fillWeights();
+  LogicalResult emitFunction(func::FuncOp func, unsigned index);
+  LogicalResult addVariables();
+  void addMemoryReport();
   LogicalResult emitKernelStep(KernelOp kernel);
   LogicalResult addKernelStep(rt::Kernel kernel, ArrayRef<Value> buffers);
   LogicalResult emitMatMul(MatMulOp op);
@@ -139,11 +144,13 @@ private:
                                Value a, Value b, Value out);
 
   ModuleOp module;
-  func::FuncOp func;
+  ArrayRef<func::FuncOp> funcs;
+  func::FuncOp func; // the one being emitted
   rt::Executable &exe;
   rt::Manifest &manifest;
   SymbolTable symbols;
-  MemoryPlan plan;
+  ModulePlan modulePlan;
+  const MemoryPlan *plan = nullptr; // of `func`
   DenseMap<Value, uint32_t> ids;
   std::string source;
   llvm::raw_string_ostream sourceOs{source};
@@ -162,7 +169,7 @@ FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
                               << type,
            failure();
   }
-  const PlannedBuffer &planned = plan.bufferFor(value);
+  const PlannedBuffer &planned = plan->bufferFor(value);
   rt::Buffer buffer;
   buffer.name = describeValue(value);
   buffer.region = planned.region == BufferRegion::Weights ? rt::Region::Weights
@@ -178,25 +185,28 @@ FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
 }
 
 LogicalResult ExecutableBuilder::fillWeights() {
-  exe.weights.assign(plan.weightsBytes, 0);
-  for (const PlannedBuffer &buffer : plan.buffers) {
-    if (buffer.region != BufferRegion::Weights)
+  // Zero-initialized states lie past the initialized prefix; the runtime
+  // zero-fills them.
+  exe.weights.assign(modulePlan.initializedWeightsBytes, 0);
+  for (auto param : module.getOps<ParameterOp>()) {
+    auto it = modulePlan.parameterOffsets.find(param.getSymName());
+    if (it == modulePlan.parameterOffsets.end())
       continue;
-    Operation *op = buffer.value.getDefiningOp();
-    ElementsAttr value;
-    if (auto load = dyn_cast<LoadParameterOp>(op)) {
-      auto parameter = symbols.lookup<ParameterOp>(load.getName());
-      if (!parameter)
-        return load.emitError() << "no memfit.parameter named @"
-                                << load.getName();
-      value = parameter.getValue();
-    } else {
-      value = cast<ConstantOp>(op).getValue();
-    }
-    if (failed(writeElements(value, op, exe.weights.data() + buffer.offset,
-                             buffer.bytes)))
+    int64_t bytes = tensorBytes(param.getType());
+    if (it->second + bytes > modulePlan.initializedWeightsBytes)
+      continue;
+    if (failed(writeElements(param.getValue(), param,
+                             exe.weights.data() + it->second, bytes)))
       return failure();
   }
+  for (const MemoryPlan &functionPlan : modulePlan.functions)
+    for (const PlannedBuffer &buffer : functionPlan.buffers)
+      if (auto constant = buffer.value.getDefiningOp<ConstantOp>())
+        if (buffer.region == BufferRegion::Weights &&
+            failed(writeElements(constant.getValue(), constant,
+                                 exe.weights.data() + buffer.offset,
+                                 buffer.bytes)))
+          return failure();
   return success();
 }
 
@@ -232,7 +242,7 @@ LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
     step.buffers.push_back(*id);
   }
   manifest.kernels.push_back(std::move(kernel));
-  manifest.entries.front().steps.push_back(std::move(step));
+  manifest.entries.back().steps.push_back(std::move(step));
   return success();
 }
 
@@ -262,7 +272,7 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
     step.buffers.push_back(*id);
   }
   manifest.contractions.push_back(std::move(contraction));
-  manifest.entries.front().steps.push_back(std::move(step));
+  manifest.entries.back().steps.push_back(std::move(step));
   return success();
 }
 
@@ -332,24 +342,12 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
                         op.getResult());
 }
 
-LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
-  FailureOr<MemoryPlan> planned = planMemory(func);
-  if (failed(planned))
-    return failure();
-  plan = std::move(*planned);
-  manifest.model = options.modelName;
-  manifest.entries.emplace_back().name = func.getSymName().str();
-  manifest.weightsBytes = plan.weightsBytes;
-  manifest.arenaBytes = plan.arenaBytes;
-  if (failed(fillWeights()))
-    return failure();
-
-  sourceOs << "// CUDA C++ generated by memfit.\n// One __global__ function per kernel; parameters are "
-              "device pointers to the\n// kernel's input buffers followed "
-              "by its output buffers.\n\n";
-  cuda::emitPrelude(sourceOs);
-
-  for (Operation *op : plan.schedule) {
+LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
+  func = f;
+  plan = &modulePlan.functions[index];
+  rt::Entry &entry = manifest.entries.emplace_back();
+  entry.name = func.getSymName().str();
+  for (Operation *op : plan->schedule) {
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case([&](KernelOp kernel) { return emitKernelStep(kernel); })
@@ -366,7 +364,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     FailureOr<uint32_t> id = bufferId(arg);
     if (failed(id))
       return failure();
-    manifest.entries.front().inputs.push_back({describeValue(arg), *id});
+    manifest.entries.back().inputs.push_back({describeValue(arg), *id});
   }
   auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
   for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
@@ -376,46 +374,131 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     std::string name = llvm::formatv("output{0}", i).str();
     if (auto attr = func.getResultAttrOfType<StringAttr>(i, "onnx.name"))
       name = attr.str();
-    manifest.entries.front().outputs.push_back({name, *id});
+    manifest.entries.back().outputs.push_back({name, *id});
   }
+  return success();
+}
 
+/// Every parameter with a training role becomes a named variable that
+/// sessions read, write and checkpoint.
+LogicalResult ExecutableBuilder::addVariables() {
+  for (auto param : module.getOps<ParameterOp>()) {
+    StringRef role = parameterRole(param);
+    auto it = modulePlan.parameterOffsets.find(param.getSymName());
+    if (role.empty() || it == modulePlan.parameterOffsets.end())
+      continue;
+    rt::VariableKind kind = rt::VariableKind::Parameter;
+    if (role == kRoleFrozen)
+      kind = rt::VariableKind::FrozenParameter;
+    else if (role == kRoleOptimizerState)
+      kind = rt::VariableKind::OptimizerState;
+    else if (role == kRoleGradientAccumulator)
+      kind = rt::VariableKind::GradientAccumulator;
+    else if (role == kRoleCounter)
+      kind = rt::VariableKind::Counter;
+    RankedTensorType type = param.getType();
+    FailureOr<rt::DType> dtype = toDType(type.getElementType());
+    if (failed(dtype))
+      return param.emitError() << "the runtime has no element type for "
+                               << type;
+    rt::Buffer buffer;
+    buffer.name = param.getSymName().str();
+    buffer.region = rt::Region::Weights;
+    buffer.offset = it->second;
+    buffer.bytes = tensorBytes(type);
+    buffer.dtype = *dtype;
+    buffer.shape.assign(type.getShape().begin(), type.getShape().end());
+    manifest.buffers.push_back(std::move(buffer));
+    manifest.variables.push_back(
+        {param.getSymName().str(),
+         static_cast<uint32_t>(manifest.buffers.size() - 1), kind});
+    if (kind == rt::VariableKind::Parameter)
+      manifest.trainableParameters += type.getNumElements();
+  }
+  return success();
+}
+
+/// Persistent bytes by category, and what is live in the arena at the
+/// peak of the function with the largest one.
+void ExecutableBuilder::addMemoryReport() {
+  // Categories that only training has are left out when empty.
+  auto always = [](BufferCategory category) {
+    return category == BufferCategory::Parameter ||
+           category == BufferCategory::Constant ||
+           category == BufferCategory::Input ||
+           category == BufferCategory::Output;
+  };
   for (BufferCategory category :
-       {BufferCategory::Parameter, BufferCategory::Constant,
-        BufferCategory::Input, BufferCategory::Output,
-        BufferCategory::Activation})
-    manifest.memory.push_back({stringifyBufferCategory(category).str(),
-                               static_cast<uint64_t>(plan.categoryBytes(category))});
+       {BufferCategory::Parameter, BufferCategory::FrozenParameter,
+        BufferCategory::Constant, BufferCategory::GradientAccumulator,
+        BufferCategory::OptimizerState}) {
+    int64_t bytes = modulePlan.weightsByCategory[unsigned(category)];
+    if (bytes || always(category))
+      manifest.memory.push_back({stringifyBufferCategory(category).str(),
+                                 static_cast<uint64_t>(bytes)});
+  }
+  const MemoryPlan &peak = modulePlan.functions[modulePlan.peakFunction];
+  for (BufferCategory category :
+       {BufferCategory::Input, BufferCategory::Output,
+        BufferCategory::Activation, BufferCategory::Gradient,
+        BufferCategory::SavedActivation, BufferCategory::Temporary}) {
+    int64_t bytes = peak.peakBytes[unsigned(category)];
+    if (bytes || always(category))
+      manifest.memory.push_back({stringifyBufferCategory(category).str(),
+                                 static_cast<uint64_t>(bytes)});
+  }
   manifest.memory.push_back({"weights region", manifest.weightsBytes});
   manifest.memory.push_back({"arena peak", manifest.arenaBytes});
+}
+
+LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
+  FailureOr<ModulePlan> planned = planModule(module, funcs);
+  if (failed(planned))
+    return failure();
+  modulePlan = std::move(*planned);
+  manifest.model = options.modelName;
+  manifest.weightsBytes = modulePlan.weightsBytes;
+  manifest.arenaBytes = modulePlan.arenaBytes;
+  if (failed(fillWeights()))
+    return failure();
+
+  sourceOs << "// CUDA C++ generated by memfit.\n// One __global__ function per kernel; parameters are "
+              "device pointers to the\n// kernel's input buffers followed "
+              "by its output buffers.\n\n";
+  cuda::emitPrelude(sourceOs);
+  for (auto [index, f] : llvm::enumerate(funcs))
+    if (failed(emitFunction(f, index)))
+      return failure();
+  if (failed(addVariables()))
+    return failure();
+  addMemoryReport();
   manifest.source = std::move(source);
 
   rt::Status status = manifest.validate();
   if (!status.isOk())
-    return func.emitError() << "emitted an invalid manifest: "
-                            << status.message();
+    return module.emitError() << "emitted an invalid manifest: "
+                              << status.message();
   return success();
 }
 
-FailureOr<func::FuncOp> findEntry(ModuleOp module, StringRef entry) {
-  SmallVector<func::FuncOp> candidates;
+/// The functions to emit as entries: the one named `entry`, else every
+/// function with a body, in module order.
+FailureOr<SmallVector<func::FuncOp>> findEntries(ModuleOp module,
+                                                 StringRef entry) {
+  SmallVector<func::FuncOp> funcs;
   for (auto func : module.getOps<func::FuncOp>()) {
     if (func.isExternal())
       continue;
-    if (!entry.empty() ? func.getSymName() == entry
-                       : func.getSymName() == "main")
-      return func;
-    candidates.push_back(func);
+    if (!entry.empty() && func.getSymName() != entry)
+      continue;
+    funcs.push_back(func);
   }
-  if (!entry.empty())
-    return module.emitError() << "no function @" << entry << " to emit",
+  if (funcs.empty())
+    return module.emitError() << (entry.empty()
+                                      ? std::string("no function with a body to emit")
+                                      : "no function @" + entry.str() + " to emit"),
            failure();
-  if (candidates.size() != 1)
-    return module.emitError()
-               << (candidates.empty() ? "no function with a body to emit"
-                                      : "several functions and none is "
-                                        "@main: name the entry"),
-           failure();
-  return candidates.front();
+  return funcs;
 }
 
 } // namespace
@@ -423,11 +506,12 @@ FailureOr<func::FuncOp> findEntry(ModuleOp module, StringRef entry) {
 LogicalResult mlir::memfit::emitExecutable(ModuleOp module,
                                            const CudaEmitOptions &options,
                                            rt::Executable &executable) {
-  FailureOr<func::FuncOp> func = findEntry(module, options.entry);
-  if (failed(func))
+  FailureOr<SmallVector<func::FuncOp>> funcs =
+      findEntries(module, options.entry);
+  if (failed(funcs))
     return failure();
   executable = rt::Executable();
-  return ExecutableBuilder(module, *func, executable).build(options);
+  return ExecutableBuilder(module, *funcs, executable).build(options);
 }
 
 void mlir::memfit::registerCudaTranslations() {
