@@ -204,13 +204,15 @@ Status Session::loadCheckpoint(const std::string &path) {
     const Variable *v = m.findVariable(name->asString());
     if (!v)
       return error(label + " is not a variable of the executable");
+    if (saved.count(v->name))
+      return error(label + " appears twice");
     if (v->kind == VariableKind::FrozenParameter)
       return error(label +
                    " is a frozen parameter of the executable, which "
                    "checkpoints do not hold");
     if (kind->asString() != variableKindName(v->kind))
-      return error(label + " is a " + kind->asString() +
-                   " in the checkpoint but a " + variableKindName(v->kind) +
+      return error(label + " is of kind " + kind->asString() +
+                   " in the checkpoint but " + variableKindName(v->kind) +
                    " in the executable");
     const Buffer &buffer = m.buffers[v->buffer];
     std::vector<int64_t> dims;
@@ -234,8 +236,7 @@ Status Session::loadCheckpoint(const std::string &path) {
     if (hash->asString() != hex64(fnv1a64(data, size)))
       return error(label + ": the data does not match its checksum (the "
                            "file is corrupt)");
-    if (!saved.emplace(v->name, SavedVariable{v, start}).second)
-      return error(label + " appears twice");
+    saved[v->name] = SavedVariable{v, start};
   }
   for (const Variable &v : m.variables)
     if (v.kind != VariableKind::FrozenParameter && !saved.count(v.name))

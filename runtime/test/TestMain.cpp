@@ -16,5 +16,6 @@ int main(int argc, char **argv) {
     test::runTensorTests();
     test::runHostBackendTests();
     test::runSessionTests();
+    test::runTrainingTests();
   });
 }

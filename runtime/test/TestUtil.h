@@ -60,6 +60,7 @@ void runManifestTests();
 void runTensorTests();
 void runHostBackendTests();
 void runSessionTests();
+void runTrainingTests();
 
 } // namespace memfit::rt::test
 
