@@ -267,7 +267,7 @@ void printPlan(llvm::raw_ostream &os, const rt::Manifest &m) {
   os << "  by category (each buffer counted once; arena buffers share space):\n";
   for (const rt::MemoryCategory &c : m.memory)
     if (c.name != "weights region" && c.name != "arena peak")
-      os << llvm::formatv("    {0,-12} {1,14} bytes\n", c.name, grouped(c.bytes));
+      os << llvm::formatv("    {0,-22} {1,14} bytes\n", c.name, grouped(c.bytes));
 }
 
 /// Text of --help: what the modes do and the exact data scheme, which a
@@ -672,10 +672,11 @@ int trainSession(rt::Session &session, int64_t k,
                                fixedPaths, dataPaths, k, os);
   if (!ready.isOk())
     return fail(ready.message());
+  char peak[32];
+  std::snprintf(peak, sizeof(peak), "%.3e", double(schedule.peak));
   os << llvm::formatv("training: steps {0} to {1}, {2} micro-batch{3} per "
-                      "step, {4} learning rate {5:e}\n",
-                      start + 1, end, k, k == 1 ? "" : "es", lrSchedule,
-                      double(schedule.peak));
+                      "step, {4} learning rate {5}\n",
+                      start + 1, end, k, k == 1 ? "" : "es", lrSchedule, peak);
 
   bool bar = !quiet && ::isatty(STDERR_FILENO);
   std::string losses = "step,loss\n";
