@@ -15,6 +15,10 @@
 //  - loss: one thread per (sample, position); reduced losses add up in one
 //    block.
 //
+// Two training ops have templates of their own: gather_grad (one thread per
+// column along the axis, adding the gradient in index order: deterministic,
+// no atomics) and softmax_cross_entropy_grad (the row template of softmax).
+//
 //===----------------------------------------------------------------------===//
 
 #include "KernelEmitter.h"
@@ -273,6 +277,8 @@ private:
                          Value weights, std::optional<int64_t> ignoreIndex,
                          LossReduction reduction, bool fromLogits);
   LogicalResult emitSplit(SplitOp op);
+  LogicalResult emitGatherGrad(GatherGradOp op);
+  LogicalResult emitSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op);
 
   void collectNodeNamesInto(Location loc) {
     std::vector<std::string> found;
@@ -302,7 +308,7 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
     auto opClass = cast<OpClassInterface>(&op).getOpClass();
     bool special = opClass == OpClass::Normalization ||
                    opClass == OpClass::Reduction || opClass == OpClass::Loss ||
-                   isa<SplitOp>(op);
+                   isa<SplitOp, GatherGradOp>(op);
     if (!special)
       continue;
     if (anchor)
@@ -320,9 +326,11 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
                         << anchor->getName()
                         << "' is not supported by the emitter yet",
              failure();
-  // Row, reduction and loss templates read their operands from buffers.
+  // Row, reduction and loss templates read their operands from buffers;
+  // gather_grad also takes splat constants as literals.
   for (Value operand : anchor->getOperands())
-    if (!isa<BlockArgument>(operand))
+    if (!isa<BlockArgument>(operand) &&
+        !(isa<GatherGradOp>(anchor) && operand.getDefiningOp<ConstantOp>()))
       return error(anchor) << "operands must be kernel inputs, not values "
                               "defined in the kernel",
              failure();
@@ -332,12 +340,18 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
 LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
   out << "extern \"C\" __global__ void " << info.name << "(";
   bool first = true;
+  // A kernel whose results memfit.assign stores writes over the parameters
+  // and states it reads (the memory plan updates them in place): its
+  // pointers alias, so they must not be declared __restrict__.
+  bool inPlace = llvm::any_of(kernel->getUsers(),
+                              [](Operation *user) { return isa<AssignOp>(user); });
+  const char *restrict = inPlace ? "* " : "* __restrict__ ";
   for (BlockArgument arg : kernel.getBodyBlock().getArguments()) {
     FailureOr<std::string> t = cType(eltOf(arg));
     if (failed(t))
       return error(kernel) << "unsupported element type " << eltOf(arg),
              failure();
-    out << (first ? "" : ", ") << "const " << *t << "* __restrict__ in"
+    out << (first ? "" : ", ") << "const " << *t << restrict << "in"
         << arg.getArgNumber();
     first = false;
   }
@@ -346,7 +360,7 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
     if (failed(t))
       return error(kernel) << "unsupported element type " << eltOf(result),
              failure();
-    out << (first ? "" : ", ") << *t << "* __restrict__ out" << i;
+    out << (first ? "" : ", ") << *t << restrict << "out" << i;
     first = false;
   }
   out << ") {\n";
@@ -411,6 +425,10 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
                                   op.getReduction(), /*fromLogits=*/false);
                 })
                 .Case([&](SplitOp op) { return emitSplit(op); })
+                .Case([&](GatherGradOp op) { return emitGatherGrad(op); })
+                .Case([&](SoftmaxCrossEntropyGradOp op) {
+                  return emitSoftmaxCrossEntropyGrad(op);
+                })
                 .Default([&](Operation *op) {
                   return error(op) << "no kernel template", failure();
                 });
@@ -1115,6 +1133,113 @@ LogicalResult KernelWriter::emitSplit(SplitOp op) {
   info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
   gridBlocks = gridFor(n, kPointwiseBlock);
   info.usesBarriers = false;
+  return success();
+}
+
+LogicalResult KernelWriter::emitGatherGrad(GatherGradOp op) {
+  Shape shape = shapeOf(op.getResult());
+  int64_t axis = op.getAxis();
+  int64_t extent = shape[axis];
+  int64_t outer = product(ArrayRef<int64_t>(shape).take_front(axis));
+  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
+  int64_t count = product(shapeOf(op.getIndices()));
+  FailureOr<std::string> t = cType(eltOf(op.getResult()));
+  if (failed(t) || !isa<FloatType>(eltOf(op.getResult())))
+    return error(op) << "unsupported element type " << eltOf(op.getResult()),
+           failure();
+  int64_t columns = outer * inner;
+  // Thread t owns column (o, i) of the result along the axis: it zeroes it,
+  // then adds every index position's gradient in order.
+  os << "  const long long t = (long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x;\n";
+  os << "  if (t >= " << columns << "LL) return;\n";
+  os << "  const long long o = t / " << std::max<int64_t>(inner, 1)
+     << "LL, i = t % " << std::max<int64_t>(inner, 1) << "LL;\n";
+  os << "  const long long base = o * " << extent * inner << "LL + i;\n";
+  os << "  const long long gbase = o * " << count * inner << "LL + i;\n";
+  os << "  for (long long d = 0; d < " << extent << "LL; ++d) out0[base + d * "
+     << inner << "LL] = (" << *t << ")0;\n";
+  FailureOr<std::string> index =
+      load(op.getIndices(), "j", op);
+  FailureOr<std::string> grad =
+      load(op.getGrad(), llvm::formatv("gbase + j * {0}LL", inner).str(), op);
+  if (failed(index) || failed(grad))
+    return failure();
+  os << "  for (long long j = 0; j < " << count << "LL; ++j) {\n";
+  os << "    long long k = (long long)" << *index << ";\n";
+  os << "    if (k < 0) k += " << extent << "LL;\n";
+  // Out-of-range indices contribute nothing.
+  os << "    if (k >= 0 && k < " << extent << "LL) out0[base + k * " << inner
+     << "LL] += " << *grad << ";\n";
+  os << "  }\n";
+  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
+  gridBlocks = gridFor(columns, kPointwiseBlock);
+  info.usesBarriers = false;
+  return success();
+}
+
+LogicalResult
+KernelWriter::emitSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op) {
+  Shape shape = shapeOf(op.getScores());
+  int64_t rows = shape[0], classes = shape[1];
+  Type type = eltOf(op.getScores());
+  FailureOr<std::string> acc = accType(op, type);
+  if (failed(acc) || !isa<FloatType>(type))
+    return error(op) << "unsupported element type " << type, failure();
+  bool d = type.isF64();
+  std::string x = param(cast<BlockArgument>(op.getScores()));
+  std::string labels = param(cast<BlockArgument>(op.getLabels()));
+  std::string dloss = param(cast<BlockArgument>(op.getDloss()));
+  std::optional<int64_t> ignoreIndex;
+  if (op.getIgnoreIndex())
+    ignoreIndex = static_cast<int64_t>(*op.getIgnoreIndex());
+  std::string e = mathFn("exp", type);
+  std::string at = "(" + *acc + ")" + x + "[base + j]";
+  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
+                                   "{0}LL; j += blockDim.x)",
+                                   classes);
+
+  os << "  __shared__ " << *acc << " scratch[32];\n";
+  os << "  const long long row = blockIdx.x;\n";
+  os << "  const long long base = row * " << classes << "LL;\n";
+  os << "  const long long label = (long long)" << labels << "[row];\n";
+  // The loss gradient of this row; `mean` divides by the number of labels
+  // not ignored, which every block counts for itself.
+  std::string g = "(" + *acc + ")" + dloss +
+                  (op.getReduction() == LossReduction::None ? "[row]" : "[0]");
+  if (op.getReduction() == LossReduction::Mean) {
+    if (ignoreIndex) {
+      os << "  " << *acc << " count = 0;\n";
+      os << "  for (long long r = threadIdx.x; r < " << rows
+         << "LL; r += blockDim.x)\n";
+      os << "    if ((long long)" << labels << "[r] != "
+         << intLiteral(*ignoreIndex) << ") count += " << floatLiteral(1.0, d)
+         << ";\n";
+      os << "  count = memfit_block_sum(count, scratch);\n";
+      g += " / count";
+    } else {
+      g += " / " + floatLiteral(static_cast<double>(rows), d);
+    }
+  }
+  if (ignoreIndex) {
+    // The whole block takes this branch or none of it.
+    os << "  if (label == " << intLiteral(*ignoreIndex) << ") {\n";
+    os << "  " << loop << " out0[base + j] = 0;\n";
+    os << "    return;\n  }\n";
+  }
+  os << "  " << *acc << " m = " << floatLiteral(-INFINITY, d) << ";\n";
+  os << loop << "\n    m = memfit_max(m, " << at << ");\n";
+  os << "  m = memfit_block_max(m, scratch);\n";
+  os << "  " << *acc << " s = 0;\n";
+  os << loop << "\n    s += " << e << "(" << at << " - m);\n";
+  os << "  s = memfit_block_sum(s, scratch);\n";
+  os << "  const " << *acc << " g = " << g << ";\n";
+  // A label out of range makes the loss NaN, and so its gradient.
+  os << "  const bool valid = label >= 0 && label < " << classes << "LL;\n";
+  os << loop << "\n    out0[base + j] = valid ? (" << e << "(" << at
+     << " - m) / s - (j == label ? " << floatLiteral(1.0, d) << " : "
+     << floatLiteral(0.0, d) << ")) * g : " << floatLiteral(NAN, d) << ";\n";
+  setRowLaunch(classes, rows);
   return success();
 }
 
