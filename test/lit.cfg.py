@@ -37,7 +37,8 @@ config.substitutions.append(("%mkonnx", python + " " + os.path.join(
 
 tool_dirs = [config.memfit_tools_dir, config.llvm_tools_dir]
 tools = ["memfit-opt", "memfit-translate", "memfit-run", "memfit-nvrtc",
-         "memfit-runtime-test", "memfit-example-forward", "memfit-cuda-mock-test"]
+         "memfit-runtime-test", "memfit-example-forward", "memfit-example-train",
+         "memfit-cuda-mock-test"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

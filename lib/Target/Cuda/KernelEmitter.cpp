@@ -345,13 +345,13 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
   // pointers alias, so they must not be declared __restrict__.
   bool inPlace = llvm::any_of(kernel->getUsers(),
                               [](Operation *user) { return isa<AssignOp>(user); });
-  const char *restrict = inPlace ? "* " : "* __restrict__ ";
+  const char *pointer = inPlace ? "* " : "* __restrict__ ";
   for (BlockArgument arg : kernel.getBodyBlock().getArguments()) {
     FailureOr<std::string> t = cType(eltOf(arg));
     if (failed(t))
       return error(kernel) << "unsupported element type " << eltOf(arg),
              failure();
-    out << (first ? "" : ", ") << "const " << *t << restrict << "in"
+    out << (first ? "" : ", ") << "const " << *t << pointer << "in"
         << arg.getArgNumber();
     first = false;
   }
@@ -360,7 +360,7 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
     if (failed(t))
       return error(kernel) << "unsupported element type " << eltOf(result),
              failure();
-    out << (first ? "" : ", ") << *t << restrict << "out" << i;
+    out << (first ? "" : ", ") << *t << pointer << "out" << i;
     first = false;
   }
   out << ") {\n";

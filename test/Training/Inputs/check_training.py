@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Training runs of memfit-run checked against PyTorch and against itself.
+
+  check_training.py curve MEMFIT_RUN MODELS WORKDIR [STEPS]
+      Trains gpt_ts with AdamW on the shipped corpus exactly as
+      test/models/gpt_train_ref.json records (batch, sequence, lr, betas,
+      eps, weight decay) and compares the loss of every step with PyTorch's:
+      |memfit - torch| / torch <= 1e-3, and the loss must fall. Writes
+      WORKDIR/losses.csv (memfit's curve, for scripts/plot_loss_curves.py).
+
+  check_training.py accumulate MEMFIT_RUN MODELS WORKDIR
+      k = 2 micro-batches of 2 rows against one batch of 4 rows (the corpus
+      batching gives both the same rows): the losses of 3 steps and every
+      parameter and optimizer state after them must agree to fp32 rounding
+      (max |a - b| <= 1e-5 * max(1, max |b|)). SGD with momentum: AdamW
+      divides each gradient by its own magnitude, which blows the rounding
+      noise of the key biases' gradients (zero analytically: softmax ignores
+      a constant added to every score) up to full-size updates.
+
+  check_training.py resume MEMFIT_RUN MODELS WORKDIR
+      6 steps in one run against 3 steps, a checkpoint, and 3 resumed steps:
+      the resumed losses and the final checkpoints' variables must be
+      bit-identical.
+
+Each prints PASS/FAIL lines with the measured differences.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run(args):
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode != 0:
+        print(f"FAIL: memfit-run exited with {done.returncode}\n{done.stdout}"
+              f"{done.stderr}\n$ {' '.join(args)}")
+        sys.exit(1)
+    return done.stdout
+
+
+def read_losses(path):
+    lines = open(path).read().split("\n")
+    assert lines[0] == "step,loss", lines[0]
+    out = {}
+    for line in lines[1:]:
+        if line:
+            step, loss = line.split(",")
+            out[int(step)] = float(loss)
+    return out
+
+
+def read_checkpoint(path):
+    """{name: array} from a memfit checkpoint file (runtime/src/Checkpoint.cpp)."""
+    data = open(path, "rb").read()
+    newline = data.index(b"\n")
+    magic, size = data[:newline].decode().split(" ")
+    assert magic == "memfit-checkpoint"
+    start = newline + 1
+    header = json.loads(data[start:start + int(size)])
+    blob = data[start + int(size):]
+    dtypes = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
+              "i32": np.int32}
+    out = {}
+    for v in header["variables"]:
+        raw = blob[v["offset"]:v["offset"] + v["bytes"]]
+        out[v["name"]] = np.frombuffer(raw, dtypes[v["dtype"]]).reshape(v["shape"])
+    return out
+
+
+def train_args(memfit_run, models, batch, seq, steps, extra):
+    return [memfit_run, os.path.join(models, "gpt_ts.onnx"), "--train",
+            "--device=host", "--loss=cross-entropy",
+            f"--corpus={os.path.join(models, 'corpus.txt')}",
+            f"--input-shape=input_ids={batch}x{seq}", f"--steps={steps}"] + extra
+
+
+def curve(memfit_run, models, workdir, steps=None):
+    ref = json.load(open(os.path.join(models, "gpt_train_ref.json")))
+    opt = ref["optimizer"]
+    steps = int(steps or ref["steps"])
+    losses_path = os.path.join(workdir, "losses.csv")
+    run(train_args(memfit_run, models, ref["batch"], ref["seq"], steps, [
+        "--optimizer=adamw", f"--lr={opt['lr']}", f"--beta1={opt['beta1']}",
+        f"--beta2={opt['beta2']}", f"--eps={opt['eps']}",
+        f"--weight-decay={opt['weight_decay']}", f"--losses={losses_path}"]))
+    got = read_losses(losses_path)
+    torch = ref["losses_fp32"][:steps]
+    worst, worst_step = 0.0, 0
+    for step, expected in enumerate(torch):
+        rel = abs(got[step + 1] - expected) / abs(expected)
+        if rel > worst:
+            worst, worst_step = rel, step + 1
+    first, last = got[1], got[steps]
+    print(f"steps {steps}: loss {first:.6f} -> {last:.6f} (PyTorch "
+          f"{torch[0]:.6f} -> {torch[-1]:.6f}); max relative difference "
+          f"{worst:.2e} at step {worst_step}")
+    ok = worst <= 1e-3 and last < first
+    print(("PASS" if ok else "FAIL") + " curve")
+    return 0 if ok else 1
+
+
+def accumulate(memfit_run, models, workdir):
+    results = {}
+    for name, batch, k in (("whole", 4, 1), ("micro", 2, 2)):
+        losses = os.path.join(workdir, f"{name}.csv")
+        ckpt = os.path.join(workdir, f"{name}.ckpt")
+        run(train_args(memfit_run, models, batch, 32, 3, [
+            f"--accumulate={k}", f"--losses={losses}", f"--checkpoint={ckpt}",
+            "--optimizer=sgd", "--momentum=0.9", "--lr=0.1"]))
+        results[name] = (read_losses(losses), read_checkpoint(ckpt))
+    (wl, wc), (ml, mc) = results["whole"], results["micro"]
+    worst_loss = max(abs(wl[s] - ml[s]) / abs(wl[s]) for s in wl)
+    print(f"losses whole {[round(wl[s], 6) for s in sorted(wl)]} micro "
+          f"{[round(ml[s], 6) for s in sorted(ml)]}: max relative "
+          f"difference {worst_loss:.2e}")
+    failures = []
+    if set(wl) != set(ml) or worst_loss > 1e-5:
+        failures.append("losses differ")
+    worst = 0.0
+    compared = 0
+    for name, value in wc.items():
+        if name.endswith(".grad"):
+            continue
+        if name not in mc:
+            failures.append(f"{name} missing with accumulation")
+            continue
+        tol = 1e-5 * max(1.0, float(np.max(np.abs(value))))
+        diff = float(np.max(np.abs(mc[name].astype(np.float64) - value)))
+        worst = max(worst, diff / tol * 1e-5)
+        compared += 1
+        if diff > tol:
+            failures.append(f"{name}: max difference {diff:.3e}")
+    accumulators = [n for n in mc if n.endswith(".grad")]
+    if not accumulators:
+        failures.append("no gradient accumulators in the k = 2 checkpoint")
+    for n in accumulators:
+        if np.any(mc[n] != 0):
+            failures.append(f"{n} is not zero after apply")
+    print(f"{compared} variables compared, worst scaled difference "
+          f"{worst:.2e}; {len(accumulators)} accumulators zero after apply")
+    for f in failures:
+        print(f"FAIL accumulate: {f}")
+    if not failures:
+        print("PASS accumulate")
+    return 1 if failures else 0
+
+
+def resume(memfit_run, models, workdir):
+    full_losses = os.path.join(workdir, "full.csv")
+    full_ckpt = os.path.join(workdir, "full.ckpt")
+    run(train_args(memfit_run, models, 2, 16, 6, [
+        f"--losses={full_losses}", f"--checkpoint={full_ckpt}"]))
+    half = os.path.join(workdir, "half.ckpt")
+    run(train_args(memfit_run, models, 2, 16, 3, [f"--checkpoint={half}"]))
+    resumed_losses = os.path.join(workdir, "resumed.csv")
+    resumed_ckpt = os.path.join(workdir, "resumed.ckpt")
+    run(train_args(memfit_run, models, 2, 16, 3, [
+        f"--resume={half}", f"--losses={resumed_losses}",
+        f"--checkpoint={resumed_ckpt}"]))
+    full, resumed = read_losses(full_losses), read_losses(resumed_losses)
+    failures = []
+    print(f"steps {sorted(resumed)} resumed {[resumed[s] for s in sorted(resumed)]}"
+          f" uninterrupted {[full.get(s) for s in sorted(resumed)]}")
+    if sorted(resumed) != [4, 5, 6]:
+        failures.append(f"resumed steps are {sorted(resumed)}")
+    for s, loss in resumed.items():
+        if full.get(s) != loss:
+            failures.append(f"step {s}: {loss!r} != {full.get(s)!r}")
+    a, b = read_checkpoint(full_ckpt), read_checkpoint(resumed_ckpt)
+    if set(a) != set(b):
+        failures.append("the checkpoints hold different variables")
+    differing = [n for n in a if n in b and a[n].tobytes() != b[n].tobytes()]
+    if differing:
+        failures.append(f"variables differ: {differing[:5]}")
+    print(f"{len(a)} variables compared bit for bit, {len(differing)} differ; "
+          f"step counter {float(b.get('step', np.nan))}")
+    for f in failures:
+        print(f"FAIL resume: {f}")
+    if not failures:
+        print("PASS resume")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    mode, *rest = sys.argv[1:]
+    os.makedirs(rest[2], exist_ok=True)
+    sys.exit({"curve": curve, "accumulate": accumulate, "resume": resume}[mode](*rest))
