@@ -282,6 +282,11 @@ struct MemfitAutodiffPass
         param->setAttr(kRoleAttr, builder.getStringAttr(kRoleFrozen));
         continue;
       }
+      // The memory plan files the value under "gradients".
+      if (Operation *def = grad.getDefiningOp();
+          def && def->hasAttr(kBackwardAttr))
+        def->setAttr(kGradientOfAttr,
+                     FlatSymbolRefAttr::get(param.getSymNameAttr()));
       results.push_back(grad);
       resultAttrs.push_back(DictionaryAttr::get(
           ctx, {builder.getNamedAttr(
