@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
-# Sets up (scripts/setup.sh) and runs memfit's main job on the shipped
-# GPT-style model: compile it for batch 2 x sequence 16, print the memory
-# plan, run the forward pass on the fixture's token ids (on CUDA where a GPU
-# is usable, else on the host backend) and print a summary of the logits.
+# Sets up (scripts/setup.sh) and runs memfit's main job: trains the shipped
+# GPT-style model (test/models/gpt_ts.onnx) with AdamW on the shipped
+# character-level corpus for a few dozen steps (batch 4 x sequence 32), on
+# CUDA where a GPU is usable, else on the host backend. It prints the memory
+# report (weights, gradients, optimizer states, activations, temporaries and
+# bytes per parameter) before the first step, then the loss of every step,
+# and saves a checkpoint under build/main-job.
+#   scripts/run-main.sh [STEPS] [extra memfit-run flags...]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
-model=${1:-test/models/gpt_ts.onnx}
-inputs=build/main-job
-mkdir -p "$inputs"
-.venv/bin/python - "$inputs" <<'PY'
-import sys
-import numpy as np
-for name, value in np.load("test/models/gpt_inputs.npz").items():
-    np.save(f"{sys.argv[1]}/{name}.npy", value)
-PY
-echo "memfit: running $model"
-build/bin/memfit-run "$model" --input-shape=batch=2,seq=16 \
-  --input=input_ids="$inputs/input_ids.npy" --output-dir="$inputs/outputs"
+steps=${1:-40}
+shift || true
+out=build/main-job
+mkdir -p "$out"
+echo "memfit: training test/models/gpt_ts.onnx for $steps steps"
+build/bin/memfit-run test/models/gpt_ts.onnx --train --loss=cross-entropy \
+  --optimizer=adamw --lr=1e-3 --input-shape=input_ids=4x32 \
+  --corpus=test/models/corpus.txt --steps="$steps" --memory-report \
+  --losses="$out/losses.csv" --checkpoint="$out/gpt_ts.ckpt" "$@"
