@@ -1,4 +1,4 @@
-//===- Gradients.cpp - per-op gradient rules --------------------------------===//
+//===- Gradients.cpp - per-op gradient rules ------------------------------===//
 //
 // The vector-Jacobian product of every memfit op that can carry a float
 // gradient, attached as an external model of GradientOpInterface. A rule
@@ -80,7 +80,8 @@ Value mlir::memfit::splatConstant(OpBuilder &builder, Location loc,
     element = IntegerAttr::get(elt, value != 0);
   else
     element = IntegerAttr::get(elt, static_cast<int64_t>(value));
-  return ConstantOp::create(builder, loc, DenseElementsAttr::get(type, element));
+  return ConstantOp::create(builder, loc,
+                            DenseElementsAttr::get(type, element));
 }
 
 namespace {
@@ -125,8 +126,7 @@ public:
   GradBuilder(Operation *op, OpBuilder &builder, ArrayRef<Value> resultGrads,
               ArrayRef<bool> needsGrad, SmallVectorImpl<Value> &operandGrads)
       : b(builder),
-        loc(builder.getFusedLoc({op->getLoc()},
-                                builder.getStringAttr("grad"))),
+        loc(builder.getFusedLoc({op->getLoc()}, builder.getStringAttr("grad"))),
         op(op), resultGrads(resultGrads), needsGrad(needsGrad),
         operandGrads(operandGrads) {}
 
@@ -136,8 +136,7 @@ public:
   }
   /// Whether operand `i` wants a gradient and can carry one.
   bool needs(unsigned i) const {
-    return i < needsGrad.size() && needsGrad[i] &&
-           isFloat(op->getOperand(i));
+    return i < needsGrad.size() && needsGrad[i] && isFloat(op->getOperand(i));
   }
   bool needsAny() const {
     for (unsigned i = 0, e = op->getNumOperands(); i < e; ++i)
@@ -145,9 +144,10 @@ public:
         return true;
     return false;
   }
-  bool hasResultGrad() const { return llvm::any_of(resultGrads, [](Value v) {
-    return static_cast<bool>(v);
-  }); }
+  bool hasResultGrad() const {
+    return llvm::any_of(resultGrads,
+                        [](Value v) { return static_cast<bool>(v); });
+  }
   void set(unsigned i, Value v) { operandGrads[i] = v; }
 
   /// The error a rule returns for a case it does not cover.
@@ -189,8 +189,7 @@ public:
   Value reshape(Value x, ArrayRef<int64_t> shape) {
     if (shapeOf(x) == shape)
       return x;
-    return ReshapeOp::create(b, loc, RankedTensorType::get(shape, eltOf(x)),
-                             x);
+    return ReshapeOp::create(b, loc, RankedTensorType::get(shape, eltOf(x)), x);
   }
   Value unbroadcastTo(Value x, Value like) {
     return unbroadcast(b, loc, x, typeOf(like));
@@ -314,9 +313,8 @@ LogicalResult rule(ReluOp op, GradBuilder &g) {
 }
 
 LogicalResult rule(SinOp op, GradBuilder &g) {
-  return unaryRule(op, g, [&](Value x, Value) {
-    return CosOp::create(g.b, g.loc, x);
-  });
+  return unaryRule(
+      op, g, [&](Value x, Value) { return CosOp::create(g.b, g.loc, x); });
 }
 
 LogicalResult rule(CosOp op, GradBuilder &g) {
@@ -338,14 +336,14 @@ LogicalResult rule(GeluOp op, GradBuilder &g) {
       Value t = TanhOp::create(g.b, g.loc, u);
       Value du = g.mul(g.add(c(1.0), g.mul(x2, c(3.0 * kKappa))), c(kBeta));
       Value left = g.mul(g.add(c(1.0), t), c(0.5));
-      Value right = g.mul(g.mul(g.mul(x, c(0.5)), g.sub(c(1.0), g.mul(t, t))),
-                          du);
+      Value right =
+          g.mul(g.mul(g.mul(x, c(0.5)), g.sub(c(1.0), g.mul(t, t))), du);
       return g.add(left, right);
     }
     // y = x Phi(x): dy/dx = Phi(x) + x phi(x).
-    Value cdf = g.mul(
-        g.add(c(1.0), ErfOp::create(g.b, g.loc, g.mul(x, c(M_SQRT1_2)))),
-        c(0.5));
+    Value cdf =
+        g.mul(g.add(c(1.0), ErfOp::create(g.b, g.loc, g.mul(x, c(M_SQRT1_2)))),
+              c(0.5));
     Value pdf = g.mul(g.exp(g.mul(g.mul(x, x), c(-0.5))),
                       c(1.0 / std::sqrt(2.0 * M_PI)));
     return g.add(cdf, g.mul(x, pdf));
@@ -409,8 +407,8 @@ LogicalResult rule(DivOp op, GradBuilder &g) {
   if (g.needs(0))
     g.set(0, g.unbroadcastTo(scaled, op.getLhs()));
   if (g.needs(1))
-    g.set(1, g.neg(g.unbroadcastTo(g.mul(scaled, op.getResult()),
-                                   op.getRhs())));
+    g.set(1,
+          g.neg(g.unbroadcastTo(g.mul(scaled, op.getResult()), op.getRhs())));
   return success();
 }
 
@@ -463,8 +461,8 @@ LogicalResult rule(WhereOp op, GradBuilder &g) {
 //===----------------------------------------------------------------------===//
 
 Value gemm(GradBuilder &g, Value x, Value y, bool tx, bool ty) {
-  return GemmOp::create(g.b, g.loc, x, y, Value(), APFloat(1.0f),
-                        APFloat(1.0f), tx, ty);
+  return GemmOp::create(g.b, g.loc, x, y, Value(), APFloat(1.0f), APFloat(1.0f),
+                        tx, ty);
 }
 
 LogicalResult rule(MatMulOp op, GradBuilder &g) {
@@ -500,14 +498,14 @@ LogicalResult rule(MatMulOp op, GradBuilder &g) {
   // Batched: matmuls with transposed operands, summed over the batch
   // dimensions each operand was broadcast in.
   if (g.needs(0)) {
-    Value da = MatMulOp::create(g.b, g.loc, g2,
-                                g.transposeLast2(g.reshape(b, b2s)));
+    Value da =
+        MatMulOp::create(g.b, g.loc, g2, g.transposeLast2(g.reshape(b, b2s)));
     da = unbroadcast(g.b, g.loc, da, RankedTensorType::get(a2s, elt));
     g.set(0, g.reshape(da, as));
   }
   if (g.needs(1)) {
-    Value db = MatMulOp::create(g.b, g.loc,
-                                g.transposeLast2(g.reshape(a, a2s)), g2);
+    Value db =
+        MatMulOp::create(g.b, g.loc, g.transposeLast2(g.reshape(a, a2s)), g2);
     db = unbroadcast(g.b, g.loc, db, RankedTensorType::get(b2s, elt));
     g.set(1, g.reshape(db, bs));
   }
@@ -586,8 +584,8 @@ LogicalResult normRule(GradBuilder &g, Value x, Value scale, Value bias,
     g.set(1, g.unbroadcastTo(g.mul(dy, xhat), scale));
   if (g.needs(0)) {
     Value dxhat = g.mul(dy, scale);
-    Value inner = g.sub(
-        dxhat, g.mul(xhat, g.reduceMean(g.mul(dxhat, xhat), axes)));
+    Value inner =
+        g.sub(dxhat, g.mul(xhat, g.reduceMean(g.mul(dxhat, xhat), axes)));
     if (centered)
       inner = g.sub(inner, g.reduceMean(dxhat, axes));
     g.set(0, g.mul(inner, rstd));
@@ -675,15 +673,16 @@ LogicalResult rule(TransposeOp op, GradBuilder &g) {
 }
 
 /// Reshape-like ops: the gradient takes the input's shape back.
-template <typename OpTy>
-LogicalResult reshapeRule(OpTy op, GradBuilder &g) {
+template <typename OpTy> LogicalResult reshapeRule(OpTy op, GradBuilder &g) {
   g.set(0, g.reshape(g.grad(), shapeOf(op.getInput())));
   return success();
 }
 LogicalResult rule(ReshapeOp op, GradBuilder &g) { return reshapeRule(op, g); }
 LogicalResult rule(FlattenOp op, GradBuilder &g) { return reshapeRule(op, g); }
 LogicalResult rule(SqueezeOp op, GradBuilder &g) { return reshapeRule(op, g); }
-LogicalResult rule(UnsqueezeOp op, GradBuilder &g) { return reshapeRule(op, g); }
+LogicalResult rule(UnsqueezeOp op, GradBuilder &g) {
+  return reshapeRule(op, g);
+}
 
 LogicalResult rule(ExpandOp op, GradBuilder &g) {
   g.set(0, g.unbroadcastTo(g.grad(), op.getInput()));
@@ -773,8 +772,7 @@ LogicalResult rule(SliceOp op, GradBuilder &g) {
     SmallVector<int64_t> positions;
     for (int64_t k = 0; k < dim.size; ++k)
       positions.push_back(dim.start + k * dim.step);
-    auto indexType =
-        RankedTensorType::get({dim.size}, g.b.getIntegerType(64));
+    auto indexType = RankedTensorType::get({dim.size}, g.b.getIntegerType(64));
     Value indices = ConstantOp::create(
         g.b, g.loc, DenseElementsAttr::get(indexType, ArrayRef(positions)));
     shape[d] = extent;
@@ -797,8 +795,8 @@ LogicalResult rule(GatherOp op, GradBuilder &g) {
 
 LogicalResult rule(GatherGradOp op, GradBuilder &g) {
   // gather_grad is linear in its gradient operand; its adjoint is gather.
-  g.set(0, GatherOp::create(g.b, g.loc, g.grad(), op.getIndices(),
-                            op.getAxis()));
+  g.set(0,
+        GatherOp::create(g.b, g.loc, g.grad(), op.getIndices(), op.getAxis()));
   return success();
 }
 
@@ -852,8 +850,7 @@ Value labelMask(GradBuilder &g, Value scores, Value labels) {
 
 /// The per-sample scale broadcast against `[N, C, d...]`.
 Value classBroadcast(GradBuilder &g, Value scale) {
-  return shapeOf(scale).empty() ? scale
-                                : g.unsqueeze(scale, 1);
+  return shapeOf(scale).empty() ? scale : g.unsqueeze(scale, 1);
 }
 
 LogicalResult rule(SoftmaxCrossEntropyLossOp op, GradBuilder &g) {
@@ -916,8 +913,7 @@ struct GradientModel
   }
 };
 
-template <typename... OpTys>
-void attach(MLIRContext *context) {
+template <typename... OpTys> void attach(MLIRContext *context) {
   (OpTys::template attachInterface<GradientModel<OpTys>>(*context), ...);
 }
 
@@ -934,9 +930,9 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
       // Contractions and normalizations.
       MatMulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, RMSNormOp,
       // Reductions and data movement.
-      ReduceSumOp, ReduceMeanOp, ReduceMaxOp, TransposeOp, ReshapeOp,
-      FlattenOp, SqueezeOp, UnsqueezeOp, ExpandOp, ConcatOp, SplitOp, SliceOp,
-      GatherOp, GatherGradOp,
+      ReduceSumOp, ReduceMeanOp, ReduceMaxOp, TransposeOp, ReshapeOp, FlattenOp,
+      SqueezeOp, UnsqueezeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp,
+      GatherGradOp,
       // Losses.
       SoftmaxCrossEntropyLossOp, NegativeLogLikelihoodLossOp,
       SoftmaxCrossEntropyGradOp>(context);
