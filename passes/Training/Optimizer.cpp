@@ -73,17 +73,20 @@ struct MemfitOptimizerPass
       signalPassFailure();
   }
 
-  /// A zero-initialized training state next to `param`.
+  /// A zero-initialized training state next to `param`, named `name` or,
+  /// when a symbol has that name already, `name_1`, `name_2`...
   ParameterOp addState(ModuleOp module, Operation *after, StringRef name,
                        RankedTensorType type, StringRef role) {
     OpBuilder builder(after->getContext());
     builder.setInsertionPointAfter(after);
+    std::string unique = name.str();
+    for (int n = 1; SymbolTable::lookupSymbolIn(module, unique); ++n)
+      unique = name.str() + "_" + std::to_string(n);
     auto zero = DenseElementsAttr::get(
         type, builder.getFloatAttr(type.getElementType(), 0.0));
     auto state = ParameterOp::create(builder, after->getLoc(),
-                                     builder.getStringAttr(name), zero);
+                                     builder.getStringAttr(unique), zero);
     state->setAttr(kRoleAttr, builder.getStringAttr(role));
-    SymbolTable(module).insert(state); // renames on a clash
     return state;
   }
 
