@@ -113,7 +113,7 @@ SmallVector<int64_t> reductionAxes(ArrayRef<int64_t> axes, int64_t rank) {
     return result;
   }
   for (int64_t a : axes)
-    result.push_back(a < 0 ? a + rank : a);
+    result.push_back(*normalizeAxis(a, rank, std::nullopt));
   llvm::sort(result);
   return result;
 }
@@ -564,7 +564,7 @@ LogicalResult rule(LogSoftmaxOp op, GradBuilder &g) {
 LogicalResult normRule(GradBuilder &g, Value x, Value scale, Value bias,
                        int64_t axisAttr, double epsilon, bool centered) {
   int64_t rank = shapeOf(x).size();
-  int64_t axis = axisAttr < 0 ? axisAttr + rank : axisAttr;
+  int64_t axis = *normalizeAxis(axisAttr, rank, std::nullopt);
   SmallVector<int64_t> axes;
   for (int64_t d = axis; d < rank; ++d)
     axes.push_back(d);
@@ -693,9 +693,7 @@ LogicalResult rule(ConcatOp op, GradBuilder &g) {
   // The pieces of the gradient: one split, or a slice when one input
   // wants a gradient.
   int64_t rank = shapeOf(op.getResult()).size();
-  int64_t axis = static_cast<int64_t>(op.getAxis());
-  if (axis < 0)
-    axis += rank;
+  int64_t axis = *normalizeAxis(op.getAxis(), rank, std::nullopt);
   SmallVector<int64_t> sizes;
   SmallVector<unsigned> wanted;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
@@ -784,10 +782,8 @@ LogicalResult rule(SliceOp op, GradBuilder &g) {
 }
 
 LogicalResult rule(GatherOp op, GradBuilder &g) {
-  int64_t rank = shapeOf(op.getData()).size();
-  int64_t axis = static_cast<int64_t>(op.getAxis());
-  if (axis < 0)
-    axis += rank;
+  int64_t axis =
+      *normalizeAxis(op.getAxis(), shapeOf(op.getData()).size(), std::nullopt);
   g.set(0, GatherGradOp::create(g.b, g.loc, op.getData().getType(), g.grad(),
                                 op.getIndices(), static_cast<uint64_t>(axis)));
   return success();

@@ -200,28 +200,32 @@ LogicalResult ParameterOp::verify() {
   return success();
 }
 
-LogicalResult
-LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto param =
-      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
+/// A read or write of a parameter: `name` must be a memfit.parameter of
+/// type `type` (the op's `what`).
+static LogicalResult verifyParameterUse(Operation *op, FlatSymbolRefAttr name,
+                                        Type type, StringRef what,
+                                        SymbolTableCollection &symbolTable) {
+  auto param = symbolTable.lookupNearestSymbolFrom<ParameterOp>(op, name);
   if (!param)
-    return emitOpError("'") << getName() << "' does not name a memfit.parameter";
-  if (param.getType() != getType())
-    return emitOpError("result type ")
-           << getType() << " differs from parameter type " << param.getType();
+    return op->emitOpError("'")
+           << name.getValue() << "' does not name a memfit.parameter";
+  if (param.getType() != type)
+    return op->emitOpError() << what << " type " << type
+                             << " differs from parameter type "
+                             << param.getType();
   return success();
 }
 
 LogicalResult
+LoadParameterOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
+  return verifyParameterUse(*this, getNameAttr(), getType(), "result",
+                            symbolTable);
+}
+
+LogicalResult
 AssignOp::verifySymbolUses(SymbolTableCollection &symbolTable) {
-  auto param =
-      symbolTable.lookupNearestSymbolFrom<ParameterOp>(*this, getNameAttr());
-  if (!param)
-    return emitOpError("'") << getName() << "' does not name a memfit.parameter";
-  if (param.getType() != getValue().getType())
-    return emitOpError("value type ") << getValue().getType()
-           << " differs from parameter type " << param.getType();
-  return success();
+  return verifyParameterUse(*this, getNameAttr(), getValue().getType(),
+                            "value", symbolTable);
 }
 
 LogicalResult GatherGradOp::verify() {

@@ -33,3 +33,27 @@ StringRef mlir::memfit::parameterRole(ParameterOp param) {
     return role.getValue();
   return {};
 }
+
+DictionaryAttr mlir::memfit::namedValueAttrs(MLIRContext *context,
+                                             StringRef name) {
+  return DictionaryAttr::get(
+      context, {NamedAttribute(StringAttr::get(context, "onnx.name"),
+                               StringAttr::get(context, name))});
+}
+
+BlockArgument mlir::memfit::appendNamedArgument(func::FuncOp func, Type type,
+                                                StringRef name) {
+  unsigned index = func.getNumArguments();
+  (void)func.insertArgument(index, type,
+                            namedValueAttrs(func.getContext(), name),
+                            func.getLoc());
+  return func.getArgument(index);
+}
+
+void mlir::memfit::setResults(func::FuncOp func, ValueRange values,
+                              ArrayRef<DictionaryAttr> attrs) {
+  func.getBody().front().getTerminator()->setOperands(values);
+  func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
+                                 values.getTypes()));
+  func.setAllResultAttrs(attrs);
+}

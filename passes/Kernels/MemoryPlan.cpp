@@ -34,11 +34,6 @@ struct MemfitMemoryPlanPass
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())
         funcs.push_back(func);
-    // Functions share one weights region, so a failing one fails all;
-    // planning each alone first pins the error on its function.
-    for (func::FuncOp func : funcs)
-      if (failed(planMemory(func)))
-        return signalPassFailure();
     FailureOr<ModulePlan> plan = planModule(module, funcs);
     if (failed(plan))
       return signalPassFailure();

@@ -114,14 +114,6 @@ struct MemfitAutodiffPass
              << outType << ", not a float tensor to take a loss of";
     OpBuilder builder(ret);
     MLIRContext *ctx = func.getContext();
-    auto addArgument = [&](Type type, StringRef name) -> Value {
-      unsigned index = func.getNumArguments();
-      auto attrs = DictionaryAttr::get(
-          ctx, {NamedAttribute(StringAttr::get(ctx, "onnx.name"),
-                               StringAttr::get(ctx, name))});
-      (void)func.insertArgument(index, type, attrs, loc);
-      return func.getArgument(index);
-    };
     for (BlockArgument arg : func.getArguments())
       if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
                                                         "onnx.name"))
@@ -130,7 +122,7 @@ struct MemfitAutodiffPass
                  << name.getValue() << "'";
 
     if (loss == "mse") {
-      Value target = addArgument(outType, "target");
+      Value target = appendNamedArgument(func, outType, "target");
       Value diff = SubOp::create(builder, loc, output, target);
       Value square = MulOp::create(builder, loc, diff, diff);
       return ReduceMeanOp::create(builder, loc, square,
@@ -151,7 +143,7 @@ struct MemfitAutodiffPass
       rows *= d;
     auto labelsType =
         RankedTensorType::get(shape.drop_back(), builder.getI64Type());
-    Value labels = addArgument(labelsType, "labels");
+    Value labels = appendNamedArgument(func, labelsType, "labels");
     Value scores = output;
     auto scoresType =
         RankedTensorType::get({rows, classes}, outType.getElementType());
@@ -205,10 +197,10 @@ struct MemfitAutodiffPass
 
     OpBuilder builder(ret);
     llvm::DenseMap<Value, Value> grads;
-    auto accumulate = [&](Value value, Value grad) {
-      Value &slot = grads[value];
-      slot = slot ? AddOp::create(builder, grad.getLoc(), slot, grad).getResult()
-                  : grad;
+    // Adds `grad` into a running sum (null while empty).
+    auto addInto = [&](Value &sum, Value grad) {
+      sum = sum ? AddOp::create(builder, grad.getLoc(), sum, grad).getResult()
+                : grad;
     };
     Operation *lastForward = ret->getPrevNode();
     grads[lossVal] = splatConstant(
@@ -246,7 +238,7 @@ struct MemfitAutodiffPass
           return op->emitError("gradient rule of '")
                  << op->getName() << "' gave " << operandGrads[i].getType()
                  << " for operand " << i << " of type " << operand.getType();
-        accumulate(operand, operandGrads[i]);
+        addInto(grads[operand], operandGrads[i]);
       }
     }
 
@@ -255,10 +247,7 @@ struct MemfitAutodiffPass
     for (Operation *op : forward)
       if (auto load = dyn_cast<LoadParameterOp>(op))
         if (Value grad = grads.lookup(load.getResult())) {
-          Value &slot = paramGrads[load.getName()];
-          slot = slot ? AddOp::create(builder, load.getLoc(), slot, grad)
-                            .getResult()
-                      : grad;
+          addInto(paramGrads[load.getName()], grad);
         }
 
     for (Operation *op = lastForward ? lastForward->getNextNode()
@@ -269,8 +258,7 @@ struct MemfitAutodiffPass
     // The new results: the loss, then one gradient per trained parameter.
     MLIRContext *ctx = func.getContext();
     SmallVector<Value> results{lossVal};
-    SmallVector<DictionaryAttr> resultAttrs{DictionaryAttr::get(
-        ctx, {builder.getNamedAttr("onnx.name", builder.getStringAttr("loss"))})};
+    SmallVector<DictionaryAttr> resultAttrs{namedValueAttrs(ctx, "loss")};
     for (auto param : module.getOps<ParameterOp>()) {
       if (parameterRole(param) != kRoleParameter)
         continue;
@@ -298,10 +286,7 @@ struct MemfitAutodiffPass
     }
     if (results.size() == 1)
       return func.emitError("no trainable parameter reaches the loss");
-    ret->setOperands(results);
-    func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
-                                   ValueRange(results).getTypes()));
-    func.setAllResultAttrs(resultAttrs);
+    setResults(func, results, resultAttrs);
     return success();
   }
 };

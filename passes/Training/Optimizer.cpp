@@ -203,11 +203,7 @@ struct MemfitOptimizerPass
     }
 
     // The learning rate input.
-    unsigned lrIndex = updateFunc.getNumArguments();
-    auto lrAttrs = DictionaryAttr::get(
-        ctx, {builder.getNamedAttr("onnx.name", builder.getStringAttr("lr"))});
-    (void)updateFunc.insertArgument(lrIndex, counterType, lrAttrs, loc);
-    Value lr = updateFunc.getArgument(lrIndex);
+    Value lr = appendNamedArgument(updateFunc, counterType, "lr");
 
     // Clipping by the global norm.
     Value clipCoef, gradNorm;
@@ -352,24 +348,16 @@ struct MemfitOptimizerPass
     SmallVector<DictionaryAttr> updateAttrs;
     if (gradNorm) {
       updateResults.push_back(gradNorm);
-      updateAttrs.push_back(DictionaryAttr::get(
-          ctx, {builder.getNamedAttr("onnx.name",
-                                     builder.getStringAttr("grad_norm"))}));
+      updateAttrs.push_back(namedValueAttrs(ctx, "grad_norm"));
     }
     if (updateFunc == func) {
       llvm::append_range(kept, updateResults);
       llvm::append_range(keptAttrs, updateAttrs);
     } else {
-      func::ReturnOp::create(builder, loc, updateResults);
-      updateFunc.setType(FunctionType::get(
-          ctx, updateFunc.getArgumentTypes(),
-          ValueRange(updateResults).getTypes()));
-      updateFunc.setAllResultAttrs(updateAttrs);
+      func::ReturnOp::create(builder, loc, ValueRange());
+      setResults(updateFunc, updateResults, updateAttrs);
     }
-    ret->setOperands(kept);
-    func.setType(FunctionType::get(ctx, func.getArgumentTypes(),
-                                   ValueRange(kept).getTypes()));
-    func.setAllResultAttrs(keptAttrs);
+    setResults(func, kept, keptAttrs);
     return success();
   }
 };

@@ -31,6 +31,17 @@ constexpr char kGradientOfAttr[] = "memfit.gradient_of";
 /// emits an error on the module otherwise.
 FailureOr<func::FuncOp> findEntryFunction(ModuleOp module, StringRef name);
 
+/// `{onnx.name = name}`: how inputs and outputs are named for the runtime.
+DictionaryAttr namedValueAttrs(MLIRContext *context, StringRef name);
+
+/// Appends an argument called `name` to `func`.
+BlockArgument appendNamedArgument(func::FuncOp func, Type type, StringRef name);
+
+/// Makes `values` the results of `func` (returned by its terminator, which
+/// must exist) with the result attributes `attrs`.
+void setResults(func::FuncOp func, ValueRange values,
+                ArrayRef<DictionaryAttr> attrs);
+
 /// Float parameters of rank >= 1: what training may update.
 bool isTrainableCandidate(ParameterOp param);
 
