@@ -69,6 +69,33 @@ def MemfitMemoryPlanPass : Pass<"memfit-memory-plan", "::mlir::ModuleOp"> {
            "Where to write the plan ('-' for standard output)">,
     Option<"buffers", "buffers", "bool", /*default=*/"false",
            "List every buffer, not only the totals">,
+    Option<"timeline", "timeline", "std::string", /*default=*/"\"\"",
+           "Write the memory timeline of the largest function as an SVG "
+           "chart to this file">,
+    Option<"timelineData", "timeline-data", "std::string",
+           /*default=*/"\"\"",
+           "Write the memory timeline's data (bytes live per step by "
+           "category) as CSV to this file">,
+  ];
+}
+
+def MemfitOpCostPass : Pass<"memfit-op-cost", "::mlir::ModuleOp"> {
+  let summary = "Prints the FLOPs and bytes of every op from the op cost interface";
+  let description = [{
+    Prints, for every function, one line per op that does work (kernels,
+    contractions and the ops inside kernels are counted once, by their
+    kernel) with its FLOPs and the bytes it reads and writes, as the
+    CostOpInterface estimates them, followed by totals by computation
+    class. memfit-remat prices recomputation with the same numbers. The IR
+    is left unchanged.
+
+    ```
+    memfit-opt gpt.onnx --input-shape=input_ids=2x16 --memfit-op-cost -o /dev/null
+    ```
+  }];
+  let options = [
+    Option<"output", "output", "std::string", /*default=*/"\"-\"",
+           "Where to write the table ('-' for standard output)">,
   ];
 }
 
@@ -190,6 +217,42 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
            "Clip gradients to this global L2 norm (0: off)">,
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
            "Micro-batches per optimizer step">,
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Rematerialization
+//===----------------------------------------------------------------------===//
+
+def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
+  let summary = "Saves or recomputes each forward value of a training step to fit a memory budget";
+  let description = [{
+    Runs on a training step formed into kernels (after memfit-autodiff,
+    memfit-optimizer and memfit-form-kernels). Each forward kernel or
+    contraction whose results the backward reads is either saved (kept live
+    from the forward pass to its last backward use) or recomputed: cloned
+    into the backward, just before the first backward step that needs it,
+    from saved values, parameters and inputs. See docs/remat.md.
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
+           "none, checkpoint-layers, auto or optimal">,
+    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+           "Peak device memory of the step (weights region plus arena), in "
+           "bytes or with a unit: 512MiB, 1.5GiB, 800MB">,
+    Option<"activationFraction", "activation-fraction", "double",
+           /*default=*/"0", "Keep at most this fraction of the activation "
+           "memory that saving everything takes (0: no limit)">,
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write the remat report ('-' for standard output)">,
+    Option<"timeline", "timeline", "std::string", /*default=*/"\"\"",
+           "Write the memory timeline of the planned step as SVG">,
+    Option<"timelineData", "timeline-data", "std::string",
+           /*default=*/"\"\"",
+           "Write the memory timeline's data as CSV">,
+    Option<"timeLimit", "time-limit", "double", /*default=*/"60",
+           "optimal: seconds the ILP solver may take">,
   ];
 }
 
