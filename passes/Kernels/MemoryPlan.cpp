@@ -1,6 +1,7 @@
-//===- MemoryPlan.cpp - print the arena plan of each function --------------===//
+//===- MemoryPlan.cpp - print the arena plan and memory timeline ----------===//
 
 #include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Analysis/MemoryTimeline.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -40,6 +41,9 @@ struct MemfitMemoryPlanPass
     for (auto [func, functionPlan] : llvm::zip(funcs, plan->functions))
       printMemoryPlan(functionPlan, func, file->os(), buffers);
     file->keep();
+    if (failed(writeMemoryTimelineFiles(*plan, module, funcs, timeline,
+                                        timelineData)))
+      return signalPassFailure();
     markAllAnalysesPreserved();
   }
 };
