@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build lld ccache g++ python3 python3-venv
           libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
           libonnx-dev libprotobuf-dev protobuf-compiler libzstd-dev
-          libopenblas-dev)
+          libopenblas-dev libglpk-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -37,6 +37,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "gradients";
   case BufferCategory::SavedActivation:
     return "saved_activations";
+  case BufferCategory::Recomputed:
+    return "recomputed";
   case BufferCategory::Temporary:
     return "temporaries";
   }
@@ -328,12 +330,18 @@ private:
       }
       return false;
     };
+    auto isRecomputed = [](Value value) {
+      Operation *def = value.getDefiningOp();
+      return def && def->hasAttr(kRecomputedFromAttr);
+    };
     for (PlannedBuffer &buffer : plan.buffers) {
       if (buffer.region != BufferRegion::Arena ||
           buffer.category != BufferCategory::Activation)
         continue;
       if (isGradient(buffer.value))
         buffer.category = BufferCategory::Gradient;
+      else if (isRecomputed(buffer.value))
+        buffer.category = BufferCategory::Recomputed;
       else if (firstBackward && buffer.firstStep < firstBackward &&
                buffer.lastStep >= firstBackward)
         buffer.category = BufferCategory::SavedActivation;

@@ -84,7 +84,21 @@ static std::string trainingPasses(const TrainOptions &options) {
               " nesterov=" + (options.nesterov ? "true" : "false") +
               " clip-norm=" + number(options.clipNorm) +
               " accumulate=" + std::to_string(options.accumulate) + "}";
-  return passes + ",canonicalize,cse,func.func(memfit-form-kernels)";
+  passes += ",canonicalize,cse,func.func(memfit-form-kernels)";
+  std::string remat = "memfit-remat{policy=" + options.remat;
+  if (!options.budget.empty())
+    remat += " budget=" + options.budget;
+  if (options.activationFraction > 0)
+    remat += " activation-fraction=" + number(options.activationFraction);
+  // Paths are quoted so that spaces and separators survive the parser.
+  auto path = [&](const char *name, const std::string &value) {
+    if (!value.empty())
+      remat += std::string(" ") + name + "=\"" + value + "\"";
+  };
+  path("report", options.rematReport);
+  path("timeline", options.timeline);
+  path("timeline-data", options.timelineData);
+  return passes + "," + remat + "}";
 }
 
 std::string trainingPipeline(const TrainOptions &options) {

@@ -33,6 +33,7 @@ const std::vector<Group> &groups() {
       {"gradients", {"gradient_accumulators", "gradients"}},
       {"optimizer states", {"optimizer_states"}},
       {"saved activations", {"saved_activations"}},
+      {"recomputed activations", {"recomputed"}},
       {"temporaries",
        {"temporaries", "activations", "activation", "inputs", "input",
         "outputs", "output"}},

@@ -140,6 +140,29 @@ static cl::opt<int64_t> accumulate(
     "accumulate", cl::init(1),
     cl::desc("Micro-batches per optimizer step (gradient accumulation)"),
     cl::cat(trainCategory));
+static cl::opt<std::string> rematPolicy(
+    "remat", cl::init("auto"),
+    cl::desc("Rematerialization policy: none, checkpoint-layers, auto "
+             "(default; needs --budget or --activation-fraction) or "
+             "optimal"));
+static cl::opt<std::string> budgetFlag(
+    "budget", cl::desc("Peak device memory of the training step (weights + "
+                       "arena): bytes, or with KiB/MiB/GiB/KB/MB/GB"));
+static cl::opt<double> activationFractionFlag(
+    "activation-fraction",
+    cl::desc("Keep at most this fraction of the activation memory that "
+             "saving every forward value takes"));
+static cl::opt<std::string> rematReport(
+    "remat-report", cl::ValueOptional,
+    cl::desc("Print memfit-remat's decisions (each forward value saved or "
+             "recomputed, and why), or write them to =FILE"));
+static cl::opt<std::string> timelinePath(
+    "memory-timeline",
+    cl::desc("Write the memory timeline of the training step (bytes live "
+             "per step by category) as SVG to this file"));
+static cl::opt<std::string> timelineDataPath(
+    "memory-timeline-data",
+    cl::desc("Write the memory timeline's data as CSV to this file"));
 static cl::opt<std::string> lossKind(
     "loss", cl::init("output"),
     cl::desc("output (the model's output is the loss), cross-entropy (input "
@@ -343,6 +366,13 @@ memfit::TrainOptions trainOptionsFromFlags() {
   if (clipNorm.getNumOccurrences())
     t.clipNorm = clipNorm;
   t.accumulate = gradients ? 1 : accumulate.getValue();
+  t.remat = rematPolicy;
+  t.budget = budgetFlag;
+  t.activationFraction = activationFractionFlag;
+  if (rematReport.getNumOccurrences())
+    t.rematReport = rematReport.empty() ? "-" : rematReport.getValue();
+  t.timeline = timelinePath;
+  t.timelineData = timelineDataPath;
   return t;
 }
 
@@ -791,8 +821,16 @@ int main(int argc, char **argv) {
   if (!train) {
     if (std::optional<std::string> flag = trainOnlyFlagWithoutTrain())
       return fail("--" + *flag + " needs --train");
-    cl::Option *const lossFlags[] = {&lossKind, &ignoreIndex,
-                                     std::addressof(trainablePatterns), std::addressof(frozenPatterns)};
+    cl::Option *const lossFlags[] = {&lossKind,
+                                     &ignoreIndex,
+                                     std::addressof(trainablePatterns),
+                                     std::addressof(frozenPatterns),
+                                     &rematPolicy,
+                                     &budgetFlag,
+                                     &activationFractionFlag,
+                                     &rematReport,
+                                     &timelinePath,
+                                     &timelineDataPath};
     if (!gradients)
       for (cl::Option *option : lossFlags)
         if (option->getNumOccurrences())

@@ -36,7 +36,8 @@ enum class BufferRegion { Weights, Arena };
 /// arena categories are live for part of one. Forward-only functions use
 /// Activation; training functions (with backward ops or parameter updates)
 /// split it into Gradient (of a parameter), SavedActivation (a forward
-/// value the backward reads) and Temporary.
+/// value the backward reads), Recomputed (a forward value that memfit-remat
+/// recomputes in the backward) and Temporary.
 enum class BufferCategory {
   Parameter,
   FrozenParameter,
@@ -48,9 +49,10 @@ enum class BufferCategory {
   Activation,
   Gradient,
   SavedActivation,
+  Recomputed,
   Temporary,
 };
-constexpr unsigned kNumBufferCategories = 11;
+constexpr unsigned kNumBufferCategories = 12;
 
 llvm::StringRef stringifyBufferCategory(BufferCategory category);
 

@@ -68,10 +68,14 @@ def Memfit_IndexTensor : StaticShapeTensorOf<[Memfit_IndexElt]>;
 //===----------------------------------------------------------------------===//
 
 // Every memfit op states its computation class; `opClass` names a case of
-// OpClass. Ops put their own C++ declarations in `extraDecls`.
+// OpClass. Every op has a cost, by default the class-based model of
+// defaultOpCost; ops with a formula of their own also list
+// DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>. Ops put
+// their own C++ declarations in `extraDecls`.
 class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
     : Op<Memfit_Dialect, mnemonic,
-         !listconcat([Memfit_OpClassInterface], traits)> {
+         !listconcat([Memfit_OpClassInterface, Memfit_CostOpInterface],
+                     traits)> {
   code extraDecls = "";
   let extraClassDeclaration = [{
     ::mlir::memfit::OpClass getOpClass() {

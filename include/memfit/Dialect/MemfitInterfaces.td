@@ -1,8 +1,10 @@
 //===- MemfitInterfaces.td - memfit op interfaces ---------*- tablegen -*-===//
 //
-// Per-op behaviour that passes query without switching on op names. The
-// foundation carries the classification used by reports and (later) fusion;
-// gradient, cost and quantizability interfaces join it as their passes land.
+// Per-op behaviour that passes query without switching on op names:
+//  - OpClassInterface: the computation class, for reports and fusion;
+//  - CostOpInterface: FLOPs and bytes moved, for memfit-op-cost and the
+//    recomputation prices of memfit-remat;
+//  - GradientOpInterface: the vector-Jacobian product, for memfit-autodiff.
 //
 //===----------------------------------------------------------------------===//
 
@@ -36,6 +38,58 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
   let methods = [
     InterfaceMethod<"Returns the op's computation class.",
       "::mlir::memfit::OpClass", "getOpClass", (ins)>,
+  ];
+}
+
+def Memfit_CostOpInterface : OpInterface<"CostOpInterface"> {
+  let cppNamespace = "::mlir::memfit";
+  let description = [{
+    What running the op once costs: the floating-point operations it
+    performs and the bytes it moves between memory and the processor. A
+    rough, static model (no cache effects, no launch overhead) that ranks
+    ops against one another; memfit-remat prices recomputation with it and
+    memfit-op-cost prints it. The numbers live in lib/Dialect/OpCost.cpp.
+
+    Bytes: every ranked-tensor operand read once plus every result written
+    once, at the element type's width (i1 is one byte). A splat
+    `memfit.constant` read inside a `memfit.kernel` counts nothing: the
+    kernel holds it as a literal. Views (`reshape`, `flatten`, `squeeze`,
+    `unsqueeze`), `parameter`, `load_parameter`, `constant` and `assign`
+    move nothing (a view shares its source's buffer; weights and constants
+    sit in the weights region; an assign is planned in place). `gather` and
+    `slice` read only the elements they select (twice the result's bytes,
+    plus the indices for gather); `negative_log_likelihood_loss` reads one
+    input element per target.
+
+    FLOPs, by op class (OpClassInterface):
+    - element-wise: result elements times a per-op factor: 1 for
+      arithmetic, comparisons, selection, casts, masks and `reciprocal`; 4
+      for `exp`, `log`, `sqrt`, `erf`, `tanh`, `sigmoid`, `sin`, `cos`,
+      `pow` and `dropout` (its random numbers); 8 for `gelu`;
+    - reduction: one per input element;
+    - normalization (`softmax`, `log_softmax`, `layer_norm`, `rms_norm`): 5
+      per input element;
+    - loss: 5 per score (`softmax_cross_entropy_loss`); 2 per target for
+      `negative_log_likelihood_loss`, which only picks one input per target;
+    - data movement and constant: 0.
+
+    Overrides: `matmul` is 2 * batch * M * N * K with the broadcast batch
+    (2 * result elements * K); `gemm` is 2 * M * N * K, plus M * N for each
+    of the alpha scale (alpha != 1), the bias add (with `c`) and the beta
+    scale (with `c`, beta != 1); `gather_grad` is one addition per gradient
+    element; `softmax_cross_entropy_grad` is 7 per score (the softmax, the
+    one-hot subtraction and the scaling by the loss gradient); a
+    `memfit.kernel` does the FLOPs of its body ops and moves only its own
+    inputs and results: the body's intermediate values stay in registers
+    (an input that the body only gathers or slices from counts the
+    elements selected, as for the ops themselves).
+  }];
+  let methods = [
+    InterfaceMethod<"Returns the FLOPs and bytes of running the op once.",
+      "::mlir::memfit::OpCost", "getCost", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{
+        return ::mlir::memfit::defaultOpCost($_op);
+      }]>,
   ];
 }
 

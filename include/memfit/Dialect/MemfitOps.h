@@ -14,6 +14,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "memfit/Dialect/MemfitDialect.h"
+#include "memfit/Dialect/OpCost.h"
 #include "memfit/Dialect/MemfitEnums.h.inc"
 #include "memfit/Dialect/MemfitInterfaces.h.inc"
 

@@ -263,7 +263,8 @@ def Memfit_WhereOp : Memfit_InferredOp<"where", "ElementWise"> {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-def Memfit_MatMulOp : Memfit_InferredOp<"matmul", "Contraction"> {
+def Memfit_MatMulOp : Memfit_InferredOp<"matmul", "Contraction",
+    [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "matrix product with numpy semantics (ONNX MatMul)";
   let description = [{
     Multiplies the last two dimensions and broadcasts the leading (batch)
@@ -281,7 +282,8 @@ def Memfit_MatMulOp : Memfit_InferredOp<"matmul", "Contraction"> {
   }];
 }
 
-def Memfit_GemmOp : Memfit_InferredOp<"gemm", "Contraction"> {
+def Memfit_GemmOp : Memfit_InferredOp<"gemm", "Contraction",
+    [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "general matrix multiply (ONNX Gemm)";
   let description = [{
     `alpha * op(a) * op(b) + beta * c` on 2-D operands, where `op` transposes
@@ -511,7 +513,8 @@ def Memfit_SplitOp : Memfit_InferredOp<"split", "DataMovement"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($results)";
 }
 
-def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement"> {
+def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement",
+    [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "strided slice (ONNX Slice)";
   let description = [{
     For each listed axis, takes `starts[i]` to `ends[i]` (exclusive) by
@@ -530,7 +533,8 @@ def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement"> {
   let hasFolder = 1;
 }
 
-def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement"> {
+def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
+    [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "selects entries along an axis by index (ONNX Gather)";
   let description = [{
     Embedding lookups and index selection: the result shape is
@@ -597,7 +601,8 @@ def Memfit_SoftmaxCrossEntropyLossOp
 }
 
 def Memfit_NegativeLogLikelihoodLossOp
-    : Memfit_InferredOp<"negative_log_likelihood_loss", "Loss"> {
+    : Memfit_InferredOp<"negative_log_likelihood_loss", "Loss",
+        [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "negative log-likelihood against integer targets";
   let description = [{
     ONNX NegativeLogLikelihoodLoss: `input` holds log-probabilities
@@ -623,7 +628,8 @@ def Memfit_NegativeLogLikelihoodLossOp
 // Training
 //===----------------------------------------------------------------------===//
 
-def Memfit_GatherGradOp : Memfit_Op<"gather_grad", "DataMovement", [Pure]> {
+def Memfit_GatherGradOp : Memfit_Op<"gather_grad", "DataMovement",
+    [Pure, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "the adjoint of gather: scatter-adds rows into zeros";
   let description = [{
     The gradient of `memfit.gather` with respect to its data: a tensor of
@@ -647,7 +653,9 @@ def Memfit_GatherGradOp : Memfit_Op<"gather_grad", "DataMovement", [Pure]> {
 }
 
 def Memfit_SoftmaxCrossEntropyGradOp
-    : Memfit_Op<"softmax_cross_entropy_grad", "Loss", [Pure]> {
+    : Memfit_Op<"softmax_cross_entropy_grad", "Loss",
+        [Pure,
+         DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "the gradient of softmax cross-entropy with respect to the scores";
   let description = [{
     For 2-D `scores` `[N, C]` and `labels` `[N]`: row `n` of the result is
@@ -695,7 +703,8 @@ def Memfit_AssignOp : Memfit_Op<"assign", "Constant",
 //===----------------------------------------------------------------------===//
 
 def Memfit_KernelOp : Op<Memfit_Dialect, "kernel",
-    [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock]> {
+    [IsolatedFromAbove, RecursiveMemoryEffects, SingleBlock,
+     DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "a group of ops that runs as one generated GPU kernel";
   let description = [{
     The unit of code generation: `memfit-form-kernels` wraps every op that

@@ -26,6 +26,11 @@ constexpr char kRoleGradientAccumulator[] = "gradient_accumulator";
 constexpr char kRoleCounter[] = "counter";
 constexpr char kBackwardAttr[] = "memfit.backward";
 constexpr char kGradientOfAttr[] = "memfit.gradient_of";
+/// On an op that memfit-remat cloned into the backward: the saved values
+/// (by name) that its recomputation starts from.
+constexpr char kRecomputedFromAttr[] = "memfit.recomputed_from";
+/// On a forward op whose result memfit-remat keeps for the backward: why.
+constexpr char kSavedAttr[] = "memfit.saved";
 
 /// The function named `name`, or when empty the only function or `main`;
 /// emits an error on the module otherwise.

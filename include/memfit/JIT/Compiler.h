@@ -60,6 +60,16 @@ struct TrainOptions {
   double clipNorm = 0.0;
   /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
+  /// Rematerialization (memfit-remat): "none", "checkpoint-layers", "auto"
+  /// or "optimal"; the peak budget ("512MiB", bytes when no unit) and/or
+  /// the fraction of the activation memory to keep (0: no limit). "auto"
+  /// and "optimal" change nothing without a budget or fraction.
+  std::string remat = "auto";
+  std::string budget;
+  double activationFraction = 0.0;
+  /// Where memfit-remat writes its report ("-": standard output) and the
+  /// memory timeline (SVG, CSV); empty: not written.
+  std::string rematReport, timeline, timelineData;
 };
 
 struct CompileOptions {

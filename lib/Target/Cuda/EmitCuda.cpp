@@ -441,7 +441,8 @@ void ExecutableBuilder::addMemoryReport() {
   for (BufferCategory category :
        {BufferCategory::Input, BufferCategory::Output,
         BufferCategory::Activation, BufferCategory::Gradient,
-        BufferCategory::SavedActivation, BufferCategory::Temporary}) {
+        BufferCategory::SavedActivation, BufferCategory::Recomputed,
+        BufferCategory::Temporary}) {
     int64_t bytes = peak.peakBytes[unsigned(category)];
     if (bytes || always(category))
       manifest.memory.push_back({stringifyBufferCategory(category).str(),

@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""The remat table of docs/remat.md: peak memory, activation memory and
+extra FLOPs of memfit-remat's policies at budgets from "save everything"
+down to the smallest peak reachable.
+
+  bench/remat-table.py [--models gpt12,gpt_ts,...] [--out docs/remat-table.md]
+                       [--json build/bench/remat.json] [--time-limit 120]
+
+For each model it compiles the AdamW training step with memfit-opt (import,
+autodiff, optimizer, kernels, memfit-remat) and reads memfit-remat's report:
+  - none and checkpoint-layers once (they take no budget);
+  - the smallest reachable peak, from the error of an impossible budget;
+  - auto and optimal at six budgets evenly spaced from none's peak down to
+    that smallest peak (optimal with a time limit; "-" where it does not
+    finish).
+gpt12 is the GPT-style model of bench/make_gpt2_small.py at 12 layers,
+d=256, 4 heads, vocabulary 4096 (10.7M parameters), at batch 4 x 128
+tokens; the fixtures run at 2 x 16.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+OPT = os.path.join(ROOT, "build", "bin", "memfit-opt")
+PY = os.path.join(ROOT, ".venv", "bin", "python")
+
+MODELS = {
+    "gpt12": ("build/bench/gpt12-d256.onnx", "input_ids=4x128",
+              "cross-entropy"),
+    "gpt_ts": ("test/models/gpt_ts.onnx", "input_ids=2x16", "cross-entropy"),
+    "gpt_dynamo": ("test/models/gpt_dynamo.onnx", "input_ids=2x16",
+                   "cross-entropy"),
+    "bert_ts": ("test/models/bert_ts.onnx",
+                "input_ids=2x16,attention_mask=2x16", "mse"),
+    "bert_dynamo": ("test/models/bert_dynamo.onnx", "batch=2,seq=16", "mse"),
+    "llama_ts": ("test/models/llama_ts.onnx", "input_ids=2x16",
+                 "cross-entropy"),
+    "llama_dynamo": ("test/models/llama_dynamo.onnx", "input_ids=2x16",
+                     "cross-entropy"),
+}
+
+
+def compile_step(model, remat):
+    path, shapes, loss = MODELS[model]
+    pipeline = ("builtin.module(canonicalize,cse,memfit-tie-parameters,"
+                f"memfit-autodiff{{loss={loss}}},memfit-optimizer,canonicalize,"
+                f"cse,func.func(memfit-form-kernels),memfit-remat{{{remat} "
+                "report=-})")
+    start = time.time()
+    run = subprocess.run([OPT, os.path.join(ROOT, path),
+                          f"--input-shape={shapes}",
+                          f"--pass-pipeline={pipeline}", "-o", os.devnull],
+                         capture_output=True, text=True)
+    return run, time.time() - start
+
+
+def parse(text):
+    def num(pattern, group=1, cast=int):
+        m = re.search(pattern, text)
+        return cast(m.group(group)) if m else None
+    return {
+        "planned": num(r"planned: weights \d+ \+ arena \d+ = (\d+) bytes"),
+        "weights": num(r"planned: weights (\d+)"),
+        "activation": num(r"activation memory: \d+ -> (\d+) bytes"),
+        "activation_none": num(r"activation memory: (\d+) ->"),
+        "extra_flops_pct": num(r"extra FLOPs: .* \(([0-9.]+)% of", 1, float),
+        "recomputed": num(r"(\d+) recomputed \("),
+        "pass_seconds": num(r"remat pass time: ([0-9.]+) s", 1, float),
+        "solver": (re.search(r"solver: (.*)", text) or [None, None])[1],
+    }
+
+
+def smallest_peak(model, weights):
+    run, _ = compile_step(model, f"policy=auto budget={weights + 256}")
+    m = re.search(r"smallest peak reachable is [^(]*\((\d+) bytes", run.stderr)
+    if not m:
+        sys.exit(f"{model}: no smallest peak in:\n{run.stderr}")
+    return int(m.group(1))
+
+
+def row(model, policy, budget, time_limit):
+    remat = f"policy={policy}"
+    if budget:
+        remat += f" budget={budget}"
+    if policy == "optimal":
+        remat += f" time-limit={time_limit}"
+    run, seconds = compile_step(model, remat)
+    if run.returncode != 0:
+        err = run.stderr.strip().splitlines()
+        return {"policy": policy, "budget": budget, "error":
+                err[0] if err else "failed", "seconds": seconds}
+    result = parse(run.stdout)
+    result.update(policy=policy, budget=budget, seconds=seconds)
+    return result
+
+
+def mib(b):
+    return f"{b / 2**20:.2f}" if b is not None else "-"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--out", default=os.path.join(ROOT, "build", "bench",
+                                                  "remat-table.md"))
+    ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench",
+                                                   "remat.json"))
+    ap.add_argument("--time-limit", type=float, default=120)
+    ap.add_argument("--budgets", type=int, default=6)
+    args = ap.parse_args()
+    os.makedirs(os.path.dirname(args.json), exist_ok=True)
+    if "gpt12" in args.models and not os.path.exists(
+            os.path.join(ROOT, MODELS["gpt12"][0])):
+        subprocess.run([PY, os.path.join(ROOT, "bench", "make_gpt2_small.py"),
+                        os.path.join(ROOT, MODELS["gpt12"][0]), "--layers",
+                        "12", "--hidden", "256", "--heads", "4", "--vocab",
+                        "4096", "--positions", "512"], check=True)
+    results = {}
+    lines = []
+    for model in args.models.split(","):
+        rows = [row(model, "none", "", 0),
+                row(model, "checkpoint-layers", "", 0)]
+        low = smallest_peak(model, rows[0]["weights"])
+        high = rows[0]["planned"]
+        for i in range(args.budgets):
+            budget = int(round(high - (high - low) * i / (args.budgets - 1)))
+            for policy in ("auto", "optimal"):
+                rows.append(row(model, policy, str(budget), args.time_limit))
+                print(model, rows[-1], file=sys.stderr)
+        results[model] = {"smallest_peak": low, "rows": rows}
+        none = rows[0]
+        lines.append(f"\n### {model}\n")
+        lines.append(f"weights region {mib(none['weights'])} MiB; save-all "
+                     f"peak {mib(high)} MiB; smallest reachable peak "
+                     f"{mib(low)} MiB\n")
+        lines.append("| policy | budget (MiB) | peak (MiB) | activations (MiB) "
+                     "| activations kept | extra FLOPs | recomputed ops "
+                     "| pass time |")
+        lines.append("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            budget = mib(int(r["budget"])) if r["budget"] else "-"
+            if "error" in r:
+                lines.append(f"| {r['policy']} | {budget} | - | - | - | - | - "
+                             f"| {r['seconds']:.1f} s (did not run: "
+                             f"{r['error'][:60]}) |")
+                continue
+            kept = (100.0 * r["activation"] / r["activation_none"]
+                    if r["activation_none"] else 100.0)
+            note = ""
+            if r["policy"] == "optimal" and r["solver"] and \
+                    "proven" not in r["solver"]:
+                note = " (time limit)"
+            lines.append(
+                f"| {r['policy']}{note} | {budget} | {mib(r['planned'])} | "
+                f"{mib(r['activation'])} | {kept:.0f}% | "
+                f"{r['extra_flops_pct']:.2f}% | {r['recomputed']} | "
+                f"{r['pass_seconds']:.2f} s |")
+    with open(args.json, "w") as f:
+        json.dump(results, f, indent=1)
+    with open(args.out, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,223 @@
+//===- OpCost.cpp - FLOPs and bytes of the memfit ops ---------------------===//
+//
+// The cost model of CostOpInterface: the class-based default and the ops
+// with a formula of their own. The model is documented with the interface
+// in MemfitInterfaces.td; keep the two in step.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Dialect/OpCost.h"
+#include "memfit/Dialect/MemfitOps.h"
+
+#include <algorithm>
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+/// FLOPs per result element of the element-wise ops that are not simple
+/// arithmetic.
+static constexpr int64_t kTranscendentalFlops = 4;
+static constexpr int64_t kGeluFlops = 8;
+/// FLOPs per input element of softmax, log_softmax, layer_norm, rms_norm.
+static constexpr int64_t kNormalizationFlops = 5;
+/// FLOPs per score of softmax_cross_entropy_loss, and of its gradient (the
+/// softmax again, the one-hot subtraction, the scaling by the loss
+/// gradient).
+static constexpr int64_t kLossFlops = 5;
+static constexpr int64_t kLossGradFlops = 7;
+/// FLOPs per target of negative_log_likelihood_loss (weight, sum).
+static constexpr int64_t kPickLossFlops = 2;
+
+static int64_t elementBytes(Type type) {
+  if (type.isInteger(1))
+    return 1;
+  if (type.isIndex())
+    return 8;
+  if (type.isIntOrFloat())
+    return (type.getIntOrFloatBitWidth() + 7) / 8;
+  return 0;
+}
+
+/// Elements of a statically shaped ranked tensor; 0 for anything else.
+static int64_t numElements(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  return tensor.getNumElements();
+}
+
+static int64_t tensorBytes(Type type) {
+  int64_t elements = numElements(type);
+  return elements ? elements * elementBytes(getElementTypeOrSelf(type)) : 0;
+}
+
+/// A splat constant inside a kernel: the generated code holds it as a
+/// literal and reads no memory for it.
+static bool isLiteral(Value value) {
+  auto constant = value.getDefiningOp<ConstantOp>();
+  return constant && isa<KernelOp>(constant->getParentOp()) &&
+         constant.getValue().isSplat();
+}
+
+static int64_t readBytes(Value value) {
+  return isLiteral(value) ? 0 : tensorBytes(value.getType());
+}
+
+static int64_t resultElements(Operation *op) {
+  int64_t elements = 0;
+  for (Type type : op->getResultTypes())
+    elements += numElements(type);
+  return elements;
+}
+
+/// Bytes of reading every operand and writing every result once.
+static int64_t movedBytes(Operation *op) {
+  int64_t bytes = 0;
+  for (Value operand : op->getOperands())
+    bytes += readBytes(operand);
+  for (Type type : op->getResultTypes())
+    bytes += tensorBytes(type);
+  return bytes;
+}
+
+static int64_t flopsPerElement(Operation *op) {
+  if (isa<ExpOp, LogOp, SqrtOp, ErfOp, TanhOp, SigmoidOp, SinOp, CosOp, PowOp,
+          DropoutOp>(op))
+    return kTranscendentalFlops;
+  if (isa<GeluOp>(op))
+    return kGeluFlops;
+  return 1;
+}
+
+OpCost mlir::memfit::defaultOpCost(Operation *op) {
+  // A view shares its source's buffer; weights and constants sit in the
+  // weights region; an assign is planned in place. None of them runs.
+  if (isa<ParameterOp, LoadParameterOp, ConstantOp, AssignOp, ReshapeOp,
+          FlattenOp, SqueezeOp, UnsqueezeOp>(op))
+    return {};
+
+  OpCost cost;
+  cost.bytes = movedBytes(op);
+  auto opClass = dyn_cast<OpClassInterface>(op);
+  if (!opClass)
+    return cost;
+  switch (opClass.getOpClass()) {
+  case OpClass::ElementWise:
+    cost.flops = flopsPerElement(op) * resultElements(op);
+    break;
+  case OpClass::Reduction:
+    cost.flops = numElements(op->getOperand(0).getType());
+    break;
+  case OpClass::Normalization:
+    cost.flops = kNormalizationFlops * numElements(op->getOperand(0).getType());
+    break;
+  case OpClass::Loss:
+    cost.flops = kLossFlops * numElements(op->getOperand(0).getType());
+    break;
+  case OpClass::Contraction: // every contraction has its own formula
+  case OpClass::DataMovement:
+  case OpClass::Constant:
+    break;
+  }
+  return cost;
+}
+
+OpCost mlir::memfit::estimateCost(Operation *op) {
+  if (auto costOp = dyn_cast<CostOpInterface>(op))
+    return costOp.getCost();
+  OpCost cost;
+  cost.bytes = movedBytes(op);
+  return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Ops with a formula of their own
+//===----------------------------------------------------------------------===//
+
+OpCost MatMulOp::getCost() {
+  // Every result element is a dot product of length K; broadcast batch
+  // dimensions and promoted 1-D operands are in the result's shape.
+  auto lhs = cast<RankedTensorType>(getLhs().getType());
+  int64_t k = lhs.getShape().back();
+  return {2 * resultElements(*this) * k, movedBytes(*this)};
+}
+
+OpCost GemmOp::getCost() {
+  auto a = cast<RankedTensorType>(getA().getType());
+  int64_t k = a.getDimSize(getTransA() ? 0 : 1);
+  int64_t mn = resultElements(*this);
+  int64_t flops = 2 * mn * k;
+  if (getAlpha().convertToFloat() != 1.0f)
+    flops += mn;
+  if (getC()) {
+    flops += mn;
+    if (getBeta().convertToFloat() != 1.0f)
+      flops += mn;
+  }
+  return {flops, movedBytes(*this)};
+}
+
+OpCost SliceOp::getCost() {
+  // Reads only the selected elements.
+  int64_t bytes = tensorBytes(getType());
+  return {0, (isLiteral(getInput()) ? 0 : bytes) + bytes};
+}
+
+OpCost GatherOp::getCost() {
+  // Reads the indices and the selected rows, not the whole table.
+  int64_t bytes = tensorBytes(getType());
+  return {0,
+          readBytes(getIndices()) + (isLiteral(getData()) ? 0 : bytes) + bytes};
+}
+
+OpCost NegativeLogLikelihoodLossOp::getCost() {
+  // Picks one log-probability per target.
+  int64_t targets = numElements(getTarget().getType());
+  int64_t bytes =
+      readBytes(getTarget()) +
+      targets * elementBytes(getInput().getType().getElementType()) +
+      tensorBytes(getType());
+  if (getWeights())
+    bytes += readBytes(getWeights());
+  return {kPickLossFlops * targets, bytes};
+}
+
+OpCost GatherGradOp::getCost() {
+  // One addition per gradient element.
+  return {numElements(getGrad().getType()), movedBytes(*this)};
+}
+
+OpCost SoftmaxCrossEntropyGradOp::getCost() {
+  return {kLossGradFlops * numElements(getScores().getType()),
+          movedBytes(*this)};
+}
+
+/// Bytes a kernel reads of one of its inputs: all of them, unless the body
+/// only gathers or slices from it, which reads the selected elements.
+static int64_t kernelInputBytes(BlockArgument input) {
+  int64_t all = tensorBytes(input.getType());
+  int64_t selected = 0;
+  for (OpOperand &use : input.getUses()) {
+    Operation *user = use.getOwner();
+    auto gather = dyn_cast<GatherOp>(user);
+    bool selects =
+        (gather && &use == &gather.getDataMutable()) || isa<SliceOp>(user);
+    if (!selects)
+      return all;
+    selected += tensorBytes(user->getResult(0).getType());
+  }
+  return std::min(all, selected);
+}
+
+OpCost KernelOp::getCost() {
+  // The body's intermediate values stay in registers: the kernel moves its
+  // inputs and results only.
+  OpCost cost;
+  for (Operation &op : getBodyOps())
+    cost.flops += estimateCost(&op).flops;
+  for (BlockArgument input : getBodyBlock().getArguments())
+    cost.bytes += kernelInputBytes(input);
+  for (Type type : getResultTypes())
+    cost.bytes += tensorBytes(type);
+  return cost;
+}
