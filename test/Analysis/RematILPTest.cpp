@@ -468,13 +468,17 @@ RematProblem benchProblem(int layers, int backwardSteps, double budget,
   return p;
 }
 
-int runBench(double timeLimitSeconds) {
+int runBench(double timeLimitSeconds, int onlyLayers, int onlySteps,
+             double onlyBudget) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   struct Size {
     int layers, backwardSteps;
   } sizes[] = {{10, 200}, {25, 500}};
   for (Size size : sizes) {
+    if (onlyLayers && (size.layers = onlyLayers, size.backwardSteps = onlySteps, false)) {}
     for (double budget : {0.9, 0.6, 0.4, 0.2, 0.1}) {
+      if (onlyBudget > 0 && budget != 0.9) break;
+      if (onlyBudget > 0) budget = onlyBudget;
       RematProblem p = benchProblem(size.layers, size.backwardSteps, budget, 7);
       SolverOptions options;
       options.timeLimitSeconds = timeLimitSeconds;
@@ -513,7 +517,10 @@ int runBench(double timeLimitSeconds) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bench") == 0)
-    return runBench(argc > 2 ? std::atof(argv[2]) : 60);
+    return runBench(argc > 2 ? std::atof(argv[2]) : 60,
+                    argc > 5 ? std::atoi(argv[3]) : 0,
+                    argc > 5 ? std::atoi(argv[4]) : 0,
+                    argc > 5 ? std::atof(argv[5]) : 0);
 
   checkKnown("chain of three", chainOfThree(), "KRK", 3);
   checkKnown("recomputed input", recomputedInput(), "KRR", 2);
