@@ -1,38 +1,48 @@
 //===- RematILP.cpp - the rematerialization problem as an ILP (GLPK) ------===//
 //
-// A Checkmate-style integer program over memfit's remat model (see
-// RematProblem.h for the semantics it must follow exactly):
+// A Checkmate-style integer program over memfit's remat model, following
+// RematProblem.h's rules exactly: a recomputation happens at the first
+// backward step that needs the candidate, and everything lives until its
+// last need.
 //
-//   k_c      binary, candidate c kept from the forward pass;
-//   R[b][c]  binary, c recomputed just before backward step b;
-//   X[b][c]  in [0, 1], c resident at backward step b (a recomputation at
-//            b included).
+// For each candidate c, the points P(c) are the backward steps that may
+// need it: its reads, and the steps where a consumer may be recomputed;
+// F(c) within P(c) are the steps that may be its first need (no later
+// than its first read). A consumer d may be recomputed at F(d), so
+// P(c) = reads(c) + the F(d), and F(c) = the points up to c's first read
+// (all of them when nothing reads c).
+// Candidates with no points are never needed and get no columns.
 //
-// Let P(c) be the backward steps that may need c: its reads, and the steps
-// that may need a candidate reading it. Variables exist only for candidates
-// with P(c) non-empty; X[b][c] only for b in [min P(c), max P(c)] (before
-// that, c is resident exactly when kept: the k_c column stands for it),
-// R[b][c] only for b in P(c).
+//   k_c      binary: kept from the forward pass;
+//   R[p][c]  binary, p in F(c): recomputed just before step p;
+//   S[p][c]  in [0, 1], p in P(c): resident at p from before p.
 //
-//   X[b][c] = 1                        b reads c
-//   X[b][u] >= R[b][d]                 u an input of d (recomputed d reads u)
-//   X[b][c] <= X[b-1][c] + R[b][c]     (X[b-1][c] is k_c at b = min P(c))
-//   k_c + sum_b R[b][c] <= 1
-//   R[b][c] <= sum_d R[b][d]           b does not read c; d reads c
-//   memory of every forward and backward step <= its cap
+//   S[p0][c] <= k_c, S[p][c] <= S[p'][c] + R[p'][c]  (p' the point before p)
+//   S[p][c] + R[p][c] >= 1                    p reads c
+//   S[p][u] + R[p][u] >= R[p][d]              d reads u: inputs resident
+//   R[p][c] <= sum of R[p][d], d reads c      p does not read c
+//   k_c + sum_p R[p][c] <= 1
+//   every step's bytes <= its cap
 //
-// The fourth-last row says a recomputation happens only at a step that
-// needs c; with the continuity row it is the first such step, which is
-// when the model recomputes (so the needs of c's inputs are the model's).
-// Residency is then an interval that covers the model's one, so the memory
-// rows are never optimistic, and the model's residency is a solution.
-// X need not be integral: rounding it down keeps every row satisfied.
+// The fourth row recomputes c only at a step that needs it; by continuity
+// nothing needs it earlier, so it is the first need, as in the model. The
+// residency the program counts (k_c before the first point, S + R at a
+// point, S of the next point between two) then covers the model's, and
+// the model's residency is a solution: no row is optimistic, none too
+// strict. S need not be integral: rounding it down keeps every row.
+// Backward steps between the same two points of all candidates share one
+// memory row, as do forward steps between two changes of the kept set.
 //
 // Memory rows count bytes in units of the gcd of the candidates' sizes,
 // scaled by a power of two, with the bound half a unit above the exact
 // integer bound. The plan GLPK returns is re-checked in exact integer
 // arithmetic; a row its tolerances let through is tightened and the
 // problem solved again.
+//
+// Branch and bound starts from a greedy plan (which also answers when
+// nothing needs recomputing, or when the time runs out) and the LP
+// relaxation solved by the dual simplex (the primal one stalls on these
+// programs).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,12 +56,10 @@
 #include "llvm/Support/MathExtras.h"
 
 #include <glpk.h>
-#include <cstdlib>
-#include <cstdio>
 
 #include <algorithm>
-#include <chrono>
 #include <cfloat>
+#include <chrono>
 #include <climits>
 #include <cmath>
 #include <numeric>
@@ -143,11 +151,57 @@ static std::string validate(const RematProblem &problem) {
   return "";
 }
 
-/// Needs of every candidate given the recomputed ones; returns the index of
-/// a candidate recomputed with no need (-1 when none).
-static int computeNeeds(const RematProblem &problem, ArrayRef<int> order,
-                        const std::vector<bool> &recomputed,
-                        PlanNeeds &needs) {
+/// Exact memory check of a plan whose needs are `needs`; kept candidates
+/// without a need are resident in the forward pass only.
+static SmallVector<Violation>
+findViolations(const RematProblem &problem, const std::vector<bool> &kept,
+               const std::vector<bool> &recomputed, const PlanNeeds &needs) {
+  SmallVector<Violation> violations;
+  const auto &candidates = problem.candidates;
+  int numForward = problem.numForwardSteps;
+  int numBackward = problem.numBackwardSteps;
+  // Bytes added at a step and dropped after another, as differences.
+  std::vector<int64_t> forward(numForward + 1, 0), backward(numBackward + 1);
+  int64_t activations = 0;
+  for (auto [c, candidate] : llvm::enumerate(candidates)) {
+    if (kept[c]) {
+      activations += candidate.bytes;
+      forward[candidate.lastForwardUse + 1] += candidate.bytes;
+    }
+    if (needs.lastNeed[c] < 0 || (!kept[c] && !recomputed[c]))
+      continue;
+    backward[kept[c] ? 0 : needs.firstNeed[c]] += candidate.bytes;
+    backward[needs.lastNeed[c] + 1] -= candidate.bytes;
+  }
+  int64_t lateKept = 0;
+  for (int t = 0; t < numForward; ++t) {
+    lateKept += forward[t];
+    int64_t excess = problem.fixedForward[t] + lateKept - problem.arenaCap;
+    if (excess > 0)
+      violations.push_back({StepKind::Forward, t, excess});
+  }
+  // Forward activations only grow: the last forward step holds them all.
+  bool activationCap = problem.activationCap >= 0;
+  if (activationCap && numForward > 0 && activations > problem.activationCap)
+    violations.push_back({StepKind::ForwardActivation, numForward - 1,
+                          activations - problem.activationCap});
+  int64_t resident = 0;
+  for (int b = 0; b < numBackward; ++b) {
+    resident += backward[b];
+    int64_t cap = problem.arenaCap - problem.fixedBackward[b];
+    if (activationCap)
+      cap = std::min(cap, problem.activationCap);
+    if (resident > cap)
+      violations.push_back({StepKind::Backward, b, resident - cap});
+  }
+  return violations;
+}
+
+/// Makes a plan valid: drops what nothing needs (recomputed or kept),
+/// keeps what is needed but neither. Returns its cost.
+static double normalizePlan(const RematProblem &problem, ArrayRef<int> order,
+                            std::vector<bool> &kept,
+                            std::vector<bool> &recomputed, PlanNeeds &needs) {
   size_t n = problem.candidates.size();
   needs.firstNeed.assign(n, -1);
   needs.lastNeed.assign(n, -1);
@@ -156,70 +210,103 @@ static int computeNeeds(const RematProblem &problem, ArrayRef<int> order,
       needs.firstNeed[c] = step;
     needs.lastNeed[c] = std::max(needs.lastNeed[c], step);
   };
-  int unneeded = -1;
+  double cost = 0;
   for (int c : order) {
     const RematCandidate &candidate = problem.candidates[c];
     if (!candidate.backwardReads.empty()) {
       addNeed(c, candidate.backwardReads.front());
       addNeed(c, candidate.backwardReads.back());
     }
-    if (!recomputed[c])
-      continue;
-    // Consumers come first in `order`: c's needs are final.
     if (needs.firstNeed[c] < 0) {
-      unneeded = c;
+      kept[c] = recomputed[c] = false;
       continue;
     }
+    if (recomputed[c])
+      kept[c] = false;
+    else
+      kept[c] = true;
+    if (!recomputed[c])
+      continue;
+    cost += candidate.cost;
     for (int input : candidate.inputs)
       addNeed(input, needs.firstNeed[c]);
   }
-  return unneeded;
+  return cost;
 }
 
-/// Exact memory check of a plan whose needs are `needs`; kept candidates
-/// without a need are resident in the forward pass only.
-static SmallVector<Violation> findViolations(const RematProblem &problem,
-                                             const std::vector<bool> &kept,
-                                             const std::vector<bool> &recomputed,
-                                             const PlanNeeds &needs) {
-  SmallVector<Violation> violations;
-  const auto &candidates = problem.candidates;
-  bool activationCap = problem.activationCap >= 0;
-  int64_t activations = 0;
-  for (int t = 0; t < problem.numForwardSteps; ++t) {
-    int64_t lateKept = 0;
-    for (auto [c, candidate] : llvm::enumerate(candidates))
-      if (kept[c] && candidate.lastForwardUse < t)
-        lateKept += candidate.bytes;
-    int64_t excess = problem.fixedForward[t] + lateKept - problem.arenaCap;
-    if (excess > 0)
-      violations.push_back({StepKind::Forward, t, excess});
-  }
-  // Forward activations only grow: the last forward step holds them all.
-  for (auto [c, candidate] : llvm::enumerate(candidates))
-    if (kept[c])
-      activations += candidate.bytes;
-  if (activationCap && problem.numForwardSteps > 0 &&
-      activations > problem.activationCap)
-    violations.push_back({StepKind::ForwardActivation,
-                          problem.numForwardSteps - 1,
-                          activations - problem.activationCap});
-  for (int b = 0; b < problem.numBackwardSteps; ++b) {
-    int64_t resident = 0;
-    for (auto [c, candidate] : llvm::enumerate(candidates)) {
-      if (needs.lastNeed[c] < b)
+static int64_t overflowBytes(const RematProblem &problem,
+                             const std::vector<bool> &kept,
+                             const std::vector<bool> &recomputed,
+                             const PlanNeeds &needs) {
+  int64_t total = 0;
+  for (const Violation &violation :
+       findViolations(problem, kept, recomputed, needs))
+    total += violation.excess;
+  return total;
+}
+
+/// A feasible plan by greed, for a first incumbent: from keeping all,
+/// recompute the candidate that relieves the most overflowing bytes per
+/// cost until everything fits, then keep again what can be. Returns false
+/// when it gets stuck.
+static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
+                       std::vector<bool> &kept, std::vector<bool> &recomputed,
+                       PlanNeeds &needs, double &cost) {
+  size_t n = problem.candidates.size();
+  kept.assign(n, false);
+  recomputed.assign(n, false);
+  cost = normalizePlan(problem, order, kept, recomputed, needs);
+  int64_t overflow = overflowBytes(problem, kept, recomputed, needs);
+  std::vector<bool> tryKept, tryRecomputed;
+  while (overflow > 0) {
+    double bestScore = 0;
+    int best = -1;
+    for (size_t c = 0; c < n; ++c) {
+      if (!kept[c])
         continue;
-      if ((kept[c] && !recomputed[c]) ||
-          (recomputed[c] && needs.firstNeed[c] <= b))
-        resident += candidate.bytes;
+      tryKept = kept;
+      tryRecomputed = recomputed;
+      tryRecomputed[c] = true;
+      normalizePlan(problem, order, tryKept, tryRecomputed, needs);
+      int64_t relief =
+          overflow - overflowBytes(problem, tryKept, tryRecomputed, needs);
+      double score = double(relief) / problem.candidates[c].cost;
+      if (relief > 0 && score > bestScore) {
+        bestScore = score;
+        best = c;
+      }
     }
-    int64_t cap = problem.arenaCap - problem.fixedBackward[b];
-    if (activationCap)
-      cap = std::min(cap, problem.activationCap);
-    if (resident > cap)
-      violations.push_back({StepKind::Backward, b, resident - cap});
+    if (best < 0)
+      return false;
+    recomputed[best] = true;
+    cost = normalizePlan(problem, order, kept, recomputed, needs);
+    overflow = overflowBytes(problem, kept, recomputed, needs);
   }
-  return violations;
+  // Keep again, most expensive first, what still fits.
+  std::vector<int> byCost;
+  for (size_t c = 0; c < n; ++c)
+    if (recomputed[c])
+      byCost.push_back(c);
+  llvm::stable_sort(byCost, [&](int a, int b) {
+    return problem.candidates[a].cost > problem.candidates[b].cost;
+  });
+  for (int c : byCost) {
+    if (!recomputed[c])
+      continue;
+    tryKept = kept;
+    tryRecomputed = recomputed;
+    tryRecomputed[c] = false;
+    double tryCost =
+        normalizePlan(problem, order, tryKept, tryRecomputed, needs);
+    if (tryCost < cost &&
+        overflowBytes(problem, tryKept, tryRecomputed, needs) == 0) {
+      kept = tryKept;
+      recomputed = tryRecomputed;
+      cost = tryCost;
+    }
+  }
+  normalizePlan(problem, order, kept, recomputed, needs);
+  return true;
 }
 
 /// Infeasibility that shows without solving: fixed bytes over the arena, or
@@ -268,11 +355,11 @@ struct MemoryRow {
 };
 
 /// The columns of one candidate. `points` are the backward steps that may
-/// need it, ascending; X (resident) exists at each, R (recomputed) at
-/// those that may be its first need.
+/// need it, ascending; S (resident from before) exists at each, R
+/// (recomputed there) at those that may be its first need.
 struct CandidateColumns {
   int kept = 0;
-  SmallVector<int, 8> points, resident, recompute;
+  SmallVector<int, 8> points, stay, recompute;
 
   /// Index of `step` in `points`, or of the first point after it.
   unsigned indexOf(int step) const {
@@ -302,6 +389,11 @@ public:
 
   void extract(std::vector<bool> &kept, std::vector<bool> &recomputed) const;
 
+  /// A feasible plan for branch and bound to start from.
+  void setIncumbent(const std::vector<bool> &kept,
+                    const std::vector<bool> &recomputed,
+                    const PlanNeeds &needs);
+
   /// Tightens the rows of `violations`; false when one has no row or its
   /// excess is beyond what tolerances explain.
   bool tighten(ArrayRef<Violation> violations);
@@ -324,29 +416,31 @@ private:
     ja.push_back(col);
     ar.push_back(value);
   }
-  /// Adds a memory row over `entries` (column, signed bytes) unless it can
+  /// Adds a memory row over `entries` (column, bytes) unless it can
   /// never bind; returns its index in memoryRows or -1.
-  int addMemoryRow(int64_t capBytes,
-                   ArrayRef<std::pair<int, int64_t>> entries);
+  int addMemoryRow(int64_t capBytes, ArrayRef<std::pair<int, int64_t>> entries);
   /// Appends candidate c's bytes at backward step b to `entries`.
   void addResidentTerms(int c, int b,
                         SmallVector<std::pair<int, int64_t>> &entries) const;
-  int residentAt(int c, int step) const {
+  int stayAt(int c, int step) const {
     const CandidateColumns &cols = columns[c];
-    return cols.resident[cols.indexOf(step)];
+    return cols.stay[cols.indexOf(step)];
   }
   int recomputeAt(int c, int step) const {
     const CandidateColumns &cols = columns[c];
     unsigned i = cols.indexOf(step);
-    return i < cols.points.size() && cols.points[i] == step
-               ? cols.recompute[i]
-               : 0;
+    return i < cols.points.size() && cols.points[i] == step ? cols.recompute[i]
+                                                            : 0;
   }
+
+  static void callback(glp_tree *tree, void *info);
 
   const RematProblem &problem;
   ArrayRef<int> order;
   glp_prob *lp = nullptr;
   int mipStatus = GLP_UNDEF;
+  /// Column values of a known plan (1-based), empty when none.
+  std::vector<double> incumbent;
 
   int64_t unit = 1;
   std::vector<CandidateColumns> columns;
@@ -367,11 +461,11 @@ private:
 
 int RematModel::addMemoryRow(int64_t capBytes,
                              ArrayRef<std::pair<int, int64_t>> entries) {
-  int64_t capUnits = capBytes / unit;
+  int64_t capUnits = llvm::divideFloorSigned(capBytes, unit);
   int64_t total = 0, largest = 0;
   for (auto [col, bytes] : entries) {
-    total += std::max<int64_t>(bytes, 0) / unit;
-    largest = std::max(largest, std::abs(bytes) / unit);
+    total += bytes / unit;
+    largest = std::max(largest, bytes / unit);
   }
   if (total <= capUnits)
     return -1;
@@ -396,14 +490,12 @@ void RematModel::addResidentTerms(
   if (i == 0 && b < cols.points[0]) {
     // Before its first possible need: resident exactly when kept.
     entries.push_back({cols.kept, bytes});
-  } else if (cols.points[i] == b) {
-    entries.push_back({cols.resident[i], bytes});
   } else {
-    // Between two points: resident through the gap unless recomputed at
-    // the next one.
-    entries.push_back({cols.resident[i], bytes});
-    if (cols.recompute[i])
-      entries.push_back({cols.recompute[i], -bytes});
+    // At a point, or between two: resident from before the next point
+    // (and recomputed at a point).
+    entries.push_back({cols.stay[i], bytes});
+    if (cols.points[i] == b && cols.recompute[i])
+      entries.push_back({cols.recompute[i], bytes});
   }
 }
 
@@ -460,9 +552,11 @@ void RematModel::build() {
     double cost = candidates[c].cost / maxCost;
     ArrayRef<int> reads = candidates[c].backwardReads;
     for (int b : needs[c].set_bits()) {
-      bool read = llvm::is_contained(reads, b);
+      // A read where it cannot be recomputed: resident from before.
+      bool staysForRead =
+          llvm::is_contained(reads, b) && !firstNeeds[c].test(b);
       cols.points.push_back(b);
-      cols.resident.push_back(addCol(GLP_CV, read ? 1 : 0, 1, 0));
+      cols.stay.push_back(addCol(GLP_CV, staysForRead ? 1 : 0, 1, 0));
       cols.recompute.push_back(
           firstNeeds[c].test(b) ? addCol(GLP_BV, 0, 1, cost) : 0);
     }
@@ -473,24 +567,28 @@ void RematModel::build() {
     const CandidateColumns &cols = columns[c];
     if (!cols.kept)
       continue;
-    // Continuity: resident at a point only if it was at the previous one
-    // (kept, before the first) or is recomputed there; recomputed only if
-    // resident; at most one of keep or recompute.
+    // Continuity: resident from before a point only if kept (the first)
+    // or resident at the previous one; at most one of keep or recompute;
+    // resident at its reads.
+    ArrayRef<int> reads = candidates[c].backwardReads;
     int once = addRow(-DBL_MAX, 1);
     addEntry(once, cols.kept, 1);
     for (unsigned i = 0; i < cols.points.size(); ++i) {
       int row = addRow(-DBL_MAX, 0);
-      addEntry(row, cols.resident[i], 1);
-      addEntry(row, i == 0 ? cols.kept : cols.resident[i - 1], -1);
-      if (int r = cols.recompute[i]) {
-        addEntry(row, r, -1);
-        addEntry(once, r, 1);
-        int within = addRow(-DBL_MAX, 0);
-        addEntry(within, r, 1);
-        addEntry(within, cols.resident[i], -1);
+      addEntry(row, cols.stay[i], 1);
+      addEntry(row, i == 0 ? cols.kept : cols.stay[i - 1], -1);
+      if (i > 0 && cols.recompute[i - 1])
+        addEntry(row, cols.recompute[i - 1], -1);
+      int r = cols.recompute[i];
+      if (!r)
+        continue;
+      addEntry(once, r, 1);
+      if (llvm::is_contained(reads, cols.points[i])) {
+        int read = addRow(1, DBL_MAX);
+        addEntry(read, cols.stay[i], 1);
+        addEntry(read, r, 1);
       }
     }
-    ArrayRef<int> reads = candidates[c].backwardReads;
     SmallVector<int, 4> inputs(candidates[c].inputs.begin(),
                                candidates[c].inputs.end());
     llvm::sort(inputs);
@@ -503,7 +601,9 @@ void RematModel::build() {
       // A recomputed candidate's inputs are resident when it runs.
       for (int u : inputs) {
         int row = addRow(0, DBL_MAX);
-        addEntry(row, residentAt(u, b), 1);
+        addEntry(row, stayAt(u, b), 1);
+        if (int ru = recomputeAt(u, b))
+          addEntry(row, ru, 1);
         addEntry(row, r, -1);
       }
       // Recomputed only at a step that needs it.
@@ -597,53 +697,70 @@ void RematModel::build() {
   glp_load_matrix(lp, (int)ia.size() - 1, ia.data(), ja.data(), ar.data());
 }
 
+void RematModel::setIncumbent(const std::vector<bool> &kept,
+                              const std::vector<bool> &recomputed,
+                              const PlanNeeds &needs) {
+  incumbent.assign(numCols + 1, 0);
+  for (auto [c, cols] : llvm::enumerate(columns)) {
+    if (!cols.kept || (!kept[c] && !recomputed[c]))
+      continue;
+    incumbent[cols.kept] = kept[c];
+    int start = kept[c] ? -1 : needs.firstNeed[c];
+    for (auto [i, step] : llvm::enumerate(cols.points)) {
+      if (step == start) {
+        if (!cols.recompute[i]) {
+          incumbent.clear(); // not a plan of this program
+          return;
+        }
+        incumbent[cols.recompute[i]] = 1;
+      } else if (step > start && step <= needs.lastNeed[c]) {
+        incumbent[cols.stay[i]] = 1;
+      }
+    }
+  }
+}
+
+void RematModel::callback(glp_tree *tree, void *info) {
+  auto *model = static_cast<RematModel *>(info);
+  if (glp_ios_reason(tree) != GLP_IHEUR || model->incumbent.empty())
+    return;
+  glp_ios_heur_sol(tree, model->incumbent.data());
+  model->incumbent.clear(); // once is enough
+}
+
 int RematModel::solve(int timeLimitMs) {
   using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   mipStatus = GLP_UNDEF;
-  int verbose = getenv("GLPK_VERBOSE") ? GLP_MSG_ALL : GLP_MSG_OFF;
+
   // GLPK's primal simplex stalls on these programs; the dual simplex
   // solves the relaxation, and branch and bound starts from its basis.
   glp_smcp lpParm;
   glp_init_smcp(&lpParm);
-  lpParm.msg_lev = verbose;
-  lpParm.meth = getenv("PRIMAL") ? GLP_PRIMAL : GLP_DUALP;
-  lpParm.presolve = getenv("NOLPPRE") ? GLP_OFF : GLP_ON;
+  lpParm.msg_lev = GLP_MSG_OFF;
+  lpParm.meth = GLP_DUALP;
+  lpParm.presolve = GLP_ON;
   lpParm.tm_lim = timeLimitMs;
   int code = glp_simplex(lp, &lpParm);
-  if (getenv("GLPK_VERBOSE"))
-    fprintf(stderr, "lp %.3f s code %d status %d obj %g\n",
-            std::chrono::duration<double>(Clock::now() - start).count(), code,
-            glp_get_status(lp), glp_get_obj_val(lp));
   if (code == GLP_ENOPFS || (code == 0 && glp_get_status(lp) == GLP_NOFEAS)) {
     mipStatus = GLP_NOFEAS;
     return code;
   }
   if (code != 0 || glp_get_status(lp) != GLP_OPT)
     return code;
-  // With the presolver on, glp_simplex leaves no basis to warm-start from.
-  if (lpParm.presolve == GLP_ON) {
-    lpParm.presolve = GLP_OFF;
-    lpParm.msg_lev = GLP_MSG_OFF;
-    glp_simplex(lp, &lpParm);
-  }
-
   glp_iocp parm;
   glp_init_iocp(&parm);
-  parm.msg_lev = verbose;
-  parm.out_frq = 2000;
+  parm.msg_lev = GLP_MSG_OFF;
   double elapsedMs =
       std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   parm.tm_lim = std::max(1, int(double(timeLimitMs) - elapsedMs));
   parm.mip_gap = 0;
-  if (getenv("CUTS")) parm.mir_cuts = parm.gmi_cuts = parm.cov_cuts = parm.clq_cuts = GLP_ON;
-  if (getenv("MIR")) parm.mir_cuts = GLP_ON;
-  if (getenv("COV")) parm.cov_cuts = GLP_ON;
-  if (getenv("GMI")) parm.gmi_cuts = GLP_ON;
-  if (getenv("FP")) parm.fp_heur = GLP_ON;
-  if (getenv("PS")) parm.ps_heur = GLP_ON;
-  if (getenv("BT")) parm.bt_tech = atoi(getenv("BT"));
-  if (getenv("BR")) parm.br_tech = atoi(getenv("BR"));
+  // The feasibility pump finds better plans early on these programs.
+  parm.fp_heur = GLP_ON;
+  if (!incumbent.empty()) {
+    parm.cb_func = callback;
+    parm.cb_info = this;
+  }
   code = glp_intopt(lp, &parm);
   mipStatus = glp_mip_status(lp);
   return code;
@@ -692,6 +809,15 @@ bool RematModel::tighten(ArrayRef<Violation> violations) {
   return true;
 }
 
+static double planCost(const RematProblem &problem,
+                       const std::vector<bool> &recomputed) {
+  double cost = 0;
+  for (auto [c, candidate] : llvm::enumerate(problem.candidates))
+    if (recomputed[c])
+      cost += candidate.cost;
+  return cost;
+}
+
 static const char *stepKindName(StepKind kind) {
   switch (kind) {
   case StepKind::Forward:
@@ -724,6 +850,25 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
     return false;
 
   std::vector<int> order = consumersFirst(problem);
+  auto finish = [&](std::vector<bool> kept, std::vector<bool> recomputed,
+                    bool optimal) {
+    solution.cost = planCost(problem, recomputed);
+    solution.kept = std::move(kept);
+    solution.recomputed = std::move(recomputed);
+    solution.optimal = optimal;
+    return true;
+  };
+
+  // A greedy plan: optimal when it recomputes nothing, else where branch
+  // and bound starts, and the answer when it runs out of time.
+  std::vector<bool> greedyKept, greedyRecomputed;
+  PlanNeeds greedyNeeds;
+  double greedyCost = 0;
+  bool haveGreedy = greedyPlan(problem, order, greedyKept, greedyRecomputed,
+                               greedyNeeds, greedyCost);
+  if (haveGreedy && greedyCost == 0)
+    return finish(greedyKept, greedyRecomputed, /*optimal=*/true);
+
   RematModel model(problem, order);
   model.build();
 
@@ -733,9 +878,9 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
 
   std::string capText = formatv("the arena cap of {0} bytes", problem.arenaCap);
   if (problem.activationCap >= 0)
-    capText += formatv(" and the activation cap of {0} bytes",
-                       problem.activationCap)
-                   .str();
+    capText +=
+        formatv(" and the activation cap of {0} bytes", problem.activationCap)
+            .str();
 
   std::vector<bool> kept(n, false), recomputed(n, false);
   bool optimal = true;
@@ -744,13 +889,23 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
     if (model.hasColumns()) {
       int limit = INT_MAX;
       if (limited) {
-        double elapsed = std::chrono::duration<double, std::milli>(
-                             Clock::now() - start)
-                             .count();
+        double elapsed =
+            std::chrono::duration<double, std::milli>(Clock::now() - start)
+                .count();
         limit = std::max(1, int(limitMs - elapsed));
       }
+      if (haveGreedy)
+        model.setIncumbent(greedyKept, greedyRecomputed, greedyNeeds);
       int code = model.solve(limit);
       int status = model.status();
+      if ((code == GLP_ENOPFS || status == GLP_NOFEAS) && haveGreedy) {
+        // Rows tightened after a slip may cut off every plan.
+        if (attempt > 0)
+          return finish(greedyKept, greedyRecomputed, /*optimal=*/false);
+        error = "internal error: the remat program has no solution, but "
+                "a greedy plan fits";
+        return false;
+      }
       if (code == GLP_ENOPFS || status == GLP_NOFEAS) {
         error = "no plan fits: no choice of kept and recomputed candidates "
                 "keeps every step within " +
@@ -758,6 +913,8 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
         return false;
       }
       if (status != GLP_OPT && status != GLP_FEAS) {
+        if (code == GLP_ETMLIM && haveGreedy)
+          return finish(greedyKept, greedyRecomputed, /*optimal=*/false);
         if (code == GLP_ETMLIM)
           error = formatv("no plan found within the time limit of {0} s",
                           options.timeLimitSeconds);
@@ -770,26 +927,29 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
       optimal = status == GLP_OPT;
       model.extract(kept, recomputed);
     }
+    if (!optimal && haveGreedy && greedyCost < planCost(problem, recomputed))
+      return finish(greedyKept, greedyRecomputed, /*optimal=*/false);
 
+    // The program recomputes only what is needed and keeps what it does
+    // not recompute; keeping what nothing needs only costs forward memory.
     PlanNeeds needs;
-    int unneeded = computeNeeds(problem, order, recomputed, needs);
-    if (unneeded >= 0) {
-      error = formatv("internal error: the remat program recomputes "
-                      "candidate {0}, which no backward step needs",
-                      unneeded);
-      return false;
-    }
+    std::vector<bool> validKept = kept, validRecomputed = recomputed;
+    normalizePlan(problem, order, validKept, validRecomputed, needs);
     for (size_t c = 0; c < n; ++c) {
-      // Keeping a candidate nothing needs only costs forward memory.
-      if (needs.lastNeed[c] < 0)
-        kept[c] = false;
-      if (needs.lastNeed[c] >= 0 && !kept[c] && !recomputed[c]) {
+      if (recomputed[c] && !validRecomputed[c]) {
+        error = formatv("internal error: the remat program recomputes "
+                        "candidate {0}, which no backward step needs",
+                        c);
+        return false;
+      }
+      if (validKept[c] && !kept[c] && !recomputed[c]) {
         error = formatv("internal error: the remat program drops candidate "
                         "{0} but backward step {1} needs it",
                         c, needs.firstNeed[c]);
         return false;
       }
     }
+    kept = std::move(validKept);
     SmallVector<Violation> violations =
         findViolations(problem, kept, recomputed, needs);
     if (violations.empty())
@@ -797,19 +957,13 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
     bool tightened = attempt + 1 < kMaxAttempts && model.tighten(violations);
     if (!tightened) {
       const Violation &first = violations.front();
-      error = formatv("internal error: the remat program's plan exceeds {0} "
-                      "at {1} {2} by {3} bytes",
-                      capText, stepKindName(first.kind), first.step,
-                      first.excess);
+      error =
+          formatv("internal error: the remat program's plan exceeds {0} "
+                  "at {1} {2} by {3} bytes",
+                  capText, stepKindName(first.kind), first.step, first.excess);
       return false;
     }
   }
 
-  solution.kept = std::move(kept);
-  solution.recomputed = std::move(recomputed);
-  for (size_t c = 0; c < n; ++c)
-    if (solution.recomputed[c])
-      solution.cost += problem.candidates[c].cost;
-  solution.optimal = optimal;
-  return true;
+  return finish(std::move(kept), std::move(recomputed), optimal);
 }

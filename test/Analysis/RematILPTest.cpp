@@ -5,10 +5,13 @@
 // few hand-made problems with known answers. Both follow RematProblem.h's
 // rules through this file's own simulator, written from the header alone.
 //
-//   memfit-remat-ilp-test            the checks; prints
+//   memfit-remat-ilp-test [--seeds N]
+//                                    the checks (600 random problems by
+//                                    default); prints
 //                                    "remat-ilp: N instances agree"
-//   memfit-remat-ilp-test --bench [seconds]
-//                                    solve times of larger problems
+//   memfit-remat-ilp-test --bench [seconds [layers steps budget]]
+//                                    solve times of transformer-like
+//                                    problems (not part of the lit test)
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,18 +35,29 @@ namespace {
 // Reference simulator
 //===----------------------------------------------------------------------===//
 
+/// The largest bytes of a plan over all steps.
+struct Peaks {
+  int64_t arena = 0, activations = 0;
+};
+
 /// Evaluates a plan under the header's rules with exact integers. Returns
-/// false with `why` set when the plan is malformed or a step overflows.
+/// false with `why` set when the plan is malformed or a step overflows;
+/// `peaks`, when given, receives the plan's largest bytes.
 bool simulate(const RematProblem &p, const std::vector<bool> &kept,
-              const std::vector<bool> &recomputed, std::string &why) {
+              const std::vector<bool> &recomputed, std::string &why,
+              Peaks *peaks = nullptr) {
+  Peaks local;
+  if (!peaks)
+    peaks = &local;
+  *peaks = Peaks();
+  bool fits = true;
   size_t n = p.candidates.size();
   int numBackward = p.numBackwardSteps;
   // needs[c][b]: backward step b needs c (a read, or the recomputation of a
-  // candidate that reads it). A fixpoint, independent of any order.
-  std::vector<std::vector<bool>> needs(n, std::vector<bool>(numBackward));
-  for (size_t c = 0; c < n; ++c)
-    for (int b : p.candidates[c].backwardReads)
-      needs[c][b] = true;
+  // candidate that reads it, at that candidate's first need). Rebuilt from
+  // scratch until the first needs settle, independent of any order; on a
+  // DAG that takes at most n + 1 rounds.
+  std::vector<std::vector<bool>> needs;
   auto firstNeed = [&](size_t c) {
     for (int b = 0; b < numBackward; ++b)
       if (needs[c][b])
@@ -56,15 +70,26 @@ bool simulate(const RematProblem &p, const std::vector<bool> &kept,
         return b;
     return -1;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (size_t d = 0; d < n; ++d) {
-      if (!recomputed[d] || firstNeed(d) < 0)
-        continue;
-      for (int u : p.candidates[d].inputs)
-        if (!needs[u][firstNeed(d)])
-          needs[u][firstNeed(d)] = changed = true;
+  std::vector<int> firstNeeds(n, -1);
+  for (size_t round = 0;; ++round) {
+    needs.assign(n, std::vector<bool>(numBackward));
+    for (size_t c = 0; c < n; ++c)
+      for (int b : p.candidates[c].backwardReads)
+        needs[c][b] = true;
+    for (size_t d = 0; d < n; ++d)
+      if (recomputed[d] && firstNeeds[d] >= 0)
+        for (int u : p.candidates[d].inputs)
+          needs[u][firstNeeds[d]] = true;
+    std::vector<int> next(n);
+    for (size_t c = 0; c < n; ++c)
+      next[c] = firstNeed(c);
+    if (next == firstNeeds)
+      break;
+    if (round > n) {
+      why = "needs do not settle";
+      return false;
     }
+    firstNeeds = next;
   }
   for (size_t c = 0; c < n; ++c) {
     if (kept[c] && recomputed[c]) {
@@ -91,10 +116,12 @@ bool simulate(const RematProblem &p, const std::vector<bool> &kept,
       if (cand.lastForwardUse < t)
         arena += cand.bytes;
     }
-    if (arena > p.arenaCap ||
-        (p.activationCap >= 0 && activations > p.activationCap)) {
+    peaks->arena = std::max(peaks->arena, arena);
+    peaks->activations = std::max(peaks->activations, activations);
+    if (fits && (arena > p.arenaCap ||
+                 (p.activationCap >= 0 && activations > p.activationCap))) {
       why = "forward step " + std::to_string(t) + " overflows";
-      return false;
+      fits = false;
     }
   }
   for (int b = 0; b < numBackward; ++b) {
@@ -105,13 +132,15 @@ bool simulate(const RematProblem &p, const std::vector<bool> &kept,
       if (in)
         resident += p.candidates[c].bytes;
     }
-    if (p.fixedBackward[b] + resident > p.arenaCap ||
-        (p.activationCap >= 0 && resident > p.activationCap)) {
+    peaks->arena = std::max(peaks->arena, p.fixedBackward[b] + resident);
+    peaks->activations = std::max(peaks->activations, resident);
+    if (fits && (p.fixedBackward[b] + resident > p.arenaCap ||
+                 (p.activationCap >= 0 && resident > p.activationCap))) {
       why = "backward step " + std::to_string(b) + " overflows";
-      return false;
+      fits = false;
     }
   }
-  return true;
+  return fits;
 }
 
 /// The cheapest feasible plan by enumeration; false when none.
@@ -170,14 +199,20 @@ RematProblem randomProblem(Random &rng) {
     steps[t] = t;
   while ((int)steps.size() > n)
     steps.erase(steps.begin() + rng.range(0, steps.size() - 1));
-  // Sizes: small integers, or multiples of a large block (scaling).
-  int64_t block = rng.chance(0.3) ? rng.range(1, 4) << 28 : rng.range(1, 8);
+  // Sizes: small integers, multiples of a large block, or large and
+  // coprime (units of one byte in rows of 1e10: GLPK's tolerances).
+  bool coprime = rng.chance(0.15);
+  int64_t block = coprime           ? int64_t(1) << 28
+                  : rng.chance(0.3) ? rng.range(1, 4) << 28
+                                    : rng.range(1, 8);
   double readChance = 0.05 + 0.25 * double(rng.range(0, 4)) / 4;
   bool integerCosts = rng.chance(0.5);
   int64_t totalBytes = 0;
   for (int c = 0; c < n; ++c) {
     RematCandidate cand;
-    cand.bytes = rng.chance(0.08) ? 0 : block * rng.range(1, 20);
+    cand.bytes = rng.chance(0.08) ? 0
+                 : coprime        ? rng.range(block, 20 * block)
+                                  : block * rng.range(1, 20);
     cand.cost = integerCosts ? double(rng.range(1, 20))
                              : double(rng.range(1, 1000000)) * 1e6;
     cand.forwardStep = steps[c];
@@ -232,6 +267,29 @@ RematProblem randomProblem(Random &rng) {
   if (rng.chance(0.4))
     p.activationCap = lowActivation + (highActivation - lowActivation) *
                                           rng.range(0, 110) / 100;
+  // Now and then, caps exactly at the peaks of some valid plan: the
+  // optimum then sits on the boundary, in exact bytes.
+  if (rng.chance(0.25)) {
+    size_t n = p.candidates.size();
+    std::vector<bool> kept(n), recomputed(n);
+    for (int attempt = 0; attempt < 20; ++attempt) {
+      for (size_t c = 0; c < n; ++c) {
+        int64_t choice = rng.range(0, 2);
+        kept[c] = choice == 1;
+        recomputed[c] = choice == 2;
+      }
+      RematProblem open = p;
+      open.arenaCap = INT64_MAX;
+      open.activationCap = -1;
+      Peaks peaks;
+      std::string why;
+      if (!simulate(open, kept, recomputed, why, &peaks))
+        continue;
+      p.arenaCap = peaks.arena;
+      p.activationCap = rng.chance(0.5) ? peaks.activations : -1;
+      break;
+    }
+  }
   return p;
 }
 
@@ -246,9 +304,8 @@ RematProblem chainOfThree() {
   p.fixedBackward = {0, 0, 0};
   p.arenaCap = 1000;
   p.activationCap = 20;
-  p.candidates = {{10, 5, 0, 1, {}, {2}},
-                  {10, 3, 1, 2, {0}, {1}},
-                  {10, 7, 2, 3, {1}, {0}}};
+  p.candidates = {
+      {10, 5, 0, 1, {}, {2}}, {10, 3, 1, 2, {0}, {1}}, {10, 7, 2, 3, {1}, {0}}};
   return p;
 }
 
@@ -263,9 +320,8 @@ RematProblem recomputedInput() {
   p.fixedForward = {0, 0, 0, 0, 90};
   p.fixedBackward = {0, 0, 0};
   p.arenaCap = 100;
-  p.candidates = {{1, 100, 0, 1, {}, {2}},
-                  {10, 1, 1, 2, {0}, {}},
-                  {10, 1, 2, 3, {1}, {1}}};
+  p.candidates = {
+      {1, 100, 0, 1, {}, {2}}, {10, 1, 1, 2, {0}, {}}, {10, 1, 2, 3, {1}, {1}}};
   return p;
 }
 
@@ -297,9 +353,8 @@ RematProblem recomputeOnlyWhenNeeded() {
   p.fixedForward = {0, 0, 0, 0, 99};
   p.fixedBackward = {0, 0, 0, 95, 0, 0};
   p.arenaCap = 100;
-  p.candidates = {{10, 5, 0, 1, {}, {1}},
-                  {1, 1, 1, 2, {0}, {5}},
-                  {1, 3, 2, 3, {1}, {1}}};
+  p.candidates = {
+      {10, 5, 0, 1, {}, {1}}, {1, 1, 1, 2, {0}, {5}}, {1, 3, 2, 3, {1}, {1}}};
   return p;
 }
 
@@ -366,7 +421,8 @@ void checkKnown(const std::string &name, const RematProblem &p,
     fail(name, "no plan: " + error);
     return;
   }
-  if (planText(solution) != expectedPlan || !sameCost(solution.cost, expectedCost))
+  if (planText(solution) != expectedPlan ||
+      !sameCost(solution.cost, expectedCost))
     fail(name, "plan " + planText(solution) + " cost " +
                    std::to_string(solution.cost) + ", expected " +
                    expectedPlan + " cost " + std::to_string(expectedCost));
@@ -390,8 +446,8 @@ void checkRandom(uint64_t seed) {
   else if (!feasible && error.rfind("no plan fits", 0) != 0)
     fail(name, "unexpected error: " + error);
   else if (feasible && !sameCost(bestCost, solution.cost))
-    fail(name, "brute force costs " + std::to_string(bestCost) +
-                   ", solver " + std::to_string(solution.cost));
+    fail(name, "brute force costs " + std::to_string(bestCost) + ", solver " +
+                   std::to_string(solution.cost));
 }
 
 //===----------------------------------------------------------------------===//
@@ -468,47 +524,52 @@ RematProblem benchProblem(int layers, int backwardSteps, double budget,
   return p;
 }
 
-int runBench(double timeLimitSeconds, int onlyLayers, int onlySteps,
-             double onlyBudget) {
+void benchOne(int layers, int backwardSteps, double budget,
+              double timeLimitSeconds) {
+  RematProblem p = benchProblem(layers, backwardSteps, budget, 7);
+  SolverOptions options;
+  options.timeLimitSeconds = timeLimitSeconds;
+  RematSolution solution;
+  std::string error;
+  auto start = std::chrono::steady_clock::now();
+  bool solved = solveRematILP(p, options, solution, error);
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  std::printf("bench: %zu candidates x %d backward steps, budget %.2f: "
+              "%.3f s, ",
+              p.candidates.size(), p.numBackwardSteps, budget, seconds);
+  if (!solved) {
+    std::printf("%s\n", error.c_str());
+    return;
+  }
+  int numRecomputed = 0, numKept = 0;
+  for (size_t c = 0; c < p.candidates.size(); ++c) {
+    numRecomputed += solution.recomputed[c];
+    numKept += solution.kept[c];
+  }
+  std::string why;
+  bool valid = simulate(p, solution.kept, solution.recomputed, why);
+  std::printf("%d kept, %d recomputed, cost %.4g, %s%s\n", numKept,
+              numRecomputed, solution.cost,
+              solution.optimal ? "optimal" : "not proven",
+              valid ? "" : (", INFEASIBLE: " + why).c_str());
+  if (!valid)
+    ++failures;
+}
+
+/// --bench [seconds [layers backward-steps budget]]: the default sizes and
+/// budgets, or one problem.
+int runBench(int argc, char **argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  struct Size {
-    int layers, backwardSteps;
-  } sizes[] = {{10, 200}, {25, 500}};
-  for (Size size : sizes) {
-    if (onlyLayers && (size.layers = onlyLayers, size.backwardSteps = onlySteps, false)) {}
-    for (double budget : {0.9, 0.6, 0.4, 0.2, 0.1}) {
-      if (onlyBudget > 0 && budget != 0.9) break;
-      if (onlyBudget > 0) budget = onlyBudget;
-      RematProblem p = benchProblem(size.layers, size.backwardSteps, budget, 7);
-      SolverOptions options;
-      options.timeLimitSeconds = timeLimitSeconds;
-      RematSolution solution;
-      std::string error;
-      auto start = std::chrono::steady_clock::now();
-      bool solved = solveRematILP(p, options, solution, error);
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
-      int numRecomputed = 0, numKept = 0;
-      for (size_t c = 0; c < p.candidates.size(); ++c) {
-        numRecomputed += solution.recomputed[c];
-        numKept += solution.kept[c];
-      }
-      std::string why;
-      bool valid = !solved || simulate(p, solution.kept, solution.recomputed,
-                                       why);
-      std::printf("bench: %zu candidates x %d backward steps, budget %.1f: "
-                  "%.3f s, %s\n",
-                  p.candidates.size(), p.numBackwardSteps, budget, seconds,
-                  solved ? (std::to_string(numKept) + " kept, " +
-                            std::to_string(numRecomputed) + " recomputed, " +
-                            (solution.optimal ? "optimal" : "not proven") +
-                            (valid ? "" : ", INFEASIBLE: " + why))
-                               .c_str()
-                         : error.c_str());
-      if (!valid)
-        ++failures;
-    }
+  double seconds = argc > 2 ? std::atof(argv[2]) : 60;
+  if (argc > 5) {
+    benchOne(std::atoi(argv[3]), std::atoi(argv[4]), std::atof(argv[5]),
+             seconds);
+  } else {
+    for (auto [layers, steps] : {std::pair(10, 200), std::pair(25, 500)})
+      for (double budget : {0.9, 0.6, 0.4, 0.2, 0.1})
+        benchOne(layers, steps, budget, seconds);
   }
   return failures ? 1 : 0;
 }
@@ -517,19 +578,17 @@ int runBench(double timeLimitSeconds, int onlyLayers, int onlySteps,
 
 int main(int argc, char **argv) {
   if (argc > 1 && std::strcmp(argv[1], "--bench") == 0)
-    return runBench(argc > 2 ? std::atof(argv[2]) : 60,
-                    argc > 5 ? std::atoi(argv[3]) : 0,
-                    argc > 5 ? std::atoi(argv[4]) : 0,
-                    argc > 5 ? std::atof(argv[5]) : 0);
+    return runBench(argc, argv);
 
   checkKnown("chain of three", chainOfThree(), "KRK", 3);
   checkKnown("recomputed input", recomputedInput(), "KRR", 2);
   checkKnown("recompute at first need", recomputeAtFirstNeed(), nullptr, 0);
-  checkKnown("recompute only when needed", recomputeOnlyWhenNeeded(), "RKR",
-             8);
+  checkKnown("recompute only when needed", recomputeOnlyWhenNeeded(), "RKR", 8);
   int instances = 4;
-  constexpr uint64_t kSeeds = 600;
-  for (uint64_t seed = 1; seed <= kSeeds; ++seed, ++instances)
+  uint64_t seeds = 600;
+  if (argc > 2 && std::strcmp(argv[1], "--seeds") == 0)
+    seeds = std::strtoull(argv[2], nullptr, 10);
+  for (uint64_t seed = 1; seed <= seeds; ++seed, ++instances)
     checkRandom(seed);
 
   if (failures) {
