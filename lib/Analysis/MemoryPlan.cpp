@@ -85,6 +85,44 @@ bool mlir::memfit::isBufferView(Operation *op) {
   return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op);
 }
 
+bool mlir::memfit::isBackwardStep(Operation *op) {
+  if (op->hasAttr(kBackwardAttr))
+    return true;
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    for (Operation &inner : kernel.getBodyOps())
+      if (inner.hasAttr(kBackwardAttr))
+        return true;
+  return false;
+}
+
+std::string mlir::memfit::stepOpNames(Operation *op) {
+  std::string names;
+  auto append = [&](Operation *inner) {
+    // Splat constants inside a kernel are literals, not work.
+    if (isa<ConstantOp>(inner))
+      return;
+    if (!names.empty())
+      names += '+';
+    names += inner->getName().stripDialect();
+  };
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    for (Operation &inner : kernel.getBodyOps())
+      append(&inner);
+  else
+    append(op);
+  if (names.empty())
+    names = op->getName().stripDialect();
+  return names;
+}
+
+SmallVector<func::FuncOp> mlir::memfit::definedFunctions(ModuleOp module) {
+  SmallVector<func::FuncOp> funcs;
+  for (auto func : module.getOps<func::FuncOp>())
+    if (!func.isExternal())
+      funcs.push_back(func);
+  return funcs;
+}
+
 namespace {
 
 /// Weights offsets shared by the functions of a module plan.
@@ -299,17 +337,8 @@ private:
   void classifyTraining() {
     int64_t firstBackward = 0;
     bool training = !assigns.empty();
-    auto isBackward = [](Operation *op) {
-      if (op->hasAttr(kBackwardAttr))
-        return true;
-      if (auto kernel = dyn_cast<KernelOp>(op))
-        for (Operation &inner : kernel.getBodyOps())
-          if (inner.hasAttr(kBackwardAttr))
-            return true;
-      return false;
-    };
     for (auto [index, op] : llvm::enumerate(plan.schedule))
-      if (isBackward(op)) {
+      if (isBackwardStep(op)) {
         training = true;
         if (!firstBackward)
           firstBackward = index + 1;

@@ -30,50 +30,9 @@ int64_t MemoryTimeline::arenaLive(int64_t step) const {
 // Building
 //===----------------------------------------------------------------------===//
 
-/// Whether a step's op, or one of its kernel's body ops, is part of the
-/// backward pass (the memory planner's rule).
-static bool isBackward(Operation *op) {
-  if (op->hasAttr(kBackwardAttr))
-    return true;
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    for (Operation &inner : kernel.getBodyOps())
-      if (inner.hasAttr(kBackwardAttr))
-        return true;
-  return false;
-}
-
-/// The first name in a location: the ONNX node that the importer named the
-/// op after (gradients carry it inside a fused location).
-static StringRef nodeName(Location loc) {
-  StringRef name;
-  loc->walk([&](Location inner) {
-    if (auto named = dyn_cast<NameLoc>(inner)) {
-      name = named.getName().strref();
-      return WalkResult::interrupt();
-    }
-    return WalkResult::advance();
-  });
-  return name;
-}
-
 static std::string stepLabel(Operation *op) {
-  std::string label;
-  auto append = [&](Operation *inner) {
-    // Splat constants inside a kernel are literals, not work.
-    if (isa<ConstantOp>(inner))
-      return;
-    if (!label.empty())
-      label += '+';
-    label += inner->getName().stripDialect();
-  };
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    for (Operation &inner : kernel.getBodyOps())
-      append(&inner);
-  else
-    append(op);
-  if (label.empty())
-    label = op->getName().stripDialect();
-  if (StringRef node = nodeName(op->getLoc()); !node.empty())
+  std::string label = stepOpNames(op);
+  if (StringRef node = onnxNodeName(op->getLoc()); !node.empty())
     label += (" (" + node + ")").str();
   return label;
 }
@@ -102,7 +61,7 @@ MemoryTimeline mlir::memfit::buildMemoryTimeline(
   timeline.stepLabels.push_back("start");
   for (auto [index, op] : llvm::enumerate(plan.schedule)) {
     timeline.stepLabels.push_back(stepLabel(op));
-    if (!timeline.firstBackwardStep && isBackward(op))
+    if (!timeline.firstBackwardStep && isBackwardStep(op))
       timeline.firstBackwardStep = index + 1;
   }
   timeline.stepLabels.push_back("end");

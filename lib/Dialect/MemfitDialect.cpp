@@ -25,3 +25,20 @@ Operation *MemfitDialect::materializeConstant(OpBuilder &builder,
     return nullptr;
   return ConstantOp::create(builder, loc, elements);
 }
+
+StringRef mlir::memfit::onnxNodeName(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return name.getName().getValue();
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    for (Location inner : fused.getLocations())
+      if (StringRef name = onnxNodeName(inner); !name.empty())
+        return name;
+    return {};
+  }
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
+    if (StringRef name = onnxNodeName(callSite.getCallee()); !name.empty())
+      return name;
+    return onnxNodeName(callSite.getCaller());
+  }
+  return {};
+}

@@ -31,10 +31,7 @@ struct MemfitMemoryPlanPass
                          << "': " << error;
       return signalPassFailure();
     }
-    SmallVector<func::FuncOp> funcs;
-    for (auto func : module.getOps<func::FuncOp>())
-      if (!func.isExternal())
-        funcs.push_back(func);
+    SmallVector<func::FuncOp> funcs = definedFunctions(module);
     FailureOr<ModulePlan> plan = planModule(module, funcs);
     if (failed(plan))
       return signalPassFailure();

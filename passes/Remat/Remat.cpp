@@ -106,54 +106,15 @@ static std::string formatFlops(double flops) {
   return llvm::formatv("{0:F0} FLOP", flops).str();
 }
 
-/// The ONNX node name a location carries, or "".
-static StringRef nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().strref();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      if (StringRef name = nodeName(inner); !name.empty())
-        return name;
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc))
-    return nodeName(callSite.getCallee());
-  return "";
-}
-
 /// The ONNX node of a step: its own location, or its first body op's.
 static StringRef stepNodeName(Operation *op) {
-  if (StringRef name = nodeName(op->getLoc()); !name.empty())
+  if (StringRef name = onnxNodeName(op->getLoc()); !name.empty())
     return name;
   if (auto kernel = dyn_cast<KernelOp>(op))
     for (Operation &inner : kernel.getBodyOps())
-      if (StringRef name = nodeName(inner.getLoc()); !name.empty())
+      if (StringRef name = onnxNodeName(inner.getLoc()); !name.empty())
         return name;
   return "";
-}
-
-/// "layer_norm", or "sub+mul+add" for a kernel.
-static std::string stepOpName(Operation *op) {
-  auto kernel = dyn_cast<KernelOp>(op);
-  if (!kernel)
-    return op->getName().stripDialect().str();
-  std::string name;
-  for (Operation &inner : kernel.getBodyOps()) {
-    if (isa<ConstantOp>(inner))
-      continue;
-    if (!name.empty())
-      name += "+";
-    name += inner.getName().stripDialect().str();
-  }
-  return name.empty() ? "kernel" : name;
-}
-
-static bool isBackwardStep(Operation *op) {
-  if (op->hasAttr(kBackwardAttr))
-    return true;
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    for (Operation &inner : kernel.getBodyOps())
-      if (inner.hasAttr(kBackwardAttr))
-        return true;
-  return false;
 }
 
 static bool isStep(Operation *op) { return isa<KernelOp, MatMulOp, GemmOp>(op); }
@@ -300,7 +261,6 @@ struct StepGraph {
   SmallVector<SmallVector<int>> backwardReadsOf; // per backward step
   SmallVector<int64_t> fixedForward, fixedBackward;
   double stepFlops = 0; // FLOPs of the whole step before remat
-  int numLayers = 0;
   bool hasLayers = false;
   DenseMap<Operation *, int> stepOf;
   SmallVector<int> layerOfStep; // per forward step
@@ -320,6 +280,28 @@ int layerIndex(StringRef name) {
   if (groups[3].getAsInteger(10, index))
     return -1;
   return index;
+}
+
+/// A candidate for the forward step `op` at index `step`, with its cost and
+/// name; `returned`/`assigned` say whether the step's results leave it.
+Candidate makeCandidate(Operation *op, int step, int64_t bytes,
+                        int lastForwardUse, bool returned, bool assigned) {
+  Candidate c;
+  c.op = op;
+  c.step = step;
+  c.bytes = bytes;
+  c.cost = estimateCost(op);
+  c.price = double(c.cost.flops) + double(c.cost.bytes);
+  c.lastForwardUse = lastForwardUse;
+  if (returned || assigned) {
+    c.recomputable = false;
+    c.why = returned ? "a result of the step" : "it updates a parameter";
+  }
+  StringRef node = stepNodeName(op);
+  c.name = node.empty()
+               ? llvm::formatv("{0}@{1}", stepOpNames(op), step).str()
+               : node.str();
+  return c;
 }
 
 FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
@@ -400,27 +382,11 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
       continue;
     }
     // A forward step the backward reads: a candidate.
-    Candidate c;
-    c.op = op;
-    c.step = step;
-    c.bytes = bytes;
-    c.cost = estimateCost(op);
-    c.price = double(c.cost.flops) + double(c.cost.bytes);
-    c.lastForwardUse = lastForwardUse;
+    Candidate c =
+        makeCandidate(op, step, bytes, lastForwardUse, returned, assigned);
     llvm::sort(backwardReads);
     backwardReads.erase(llvm::unique(backwardReads), backwardReads.end());
     c.backwardReads.assign(backwardReads.begin(), backwardReads.end());
-    if (returned) {
-      c.recomputable = false;
-      c.why = "a result of the step";
-    } else if (assigned) {
-      c.recomputable = false;
-      c.why = "it updates a parameter";
-    }
-    StringRef node = stepNodeName(op);
-    c.name = node.empty()
-                 ? llvm::formatv("{0}@{1}", stepOpName(op), step).str()
-                 : node.str();
     // The candidate's own forward live range is fixed.
     addFixed(step, lastForwardUse, bytes);
     graph.candidateOf[op] = graph.candidates.size();
@@ -462,29 +428,16 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
         input = known->second;
       } else {
         // A forward-only value: a candidate the backward does not read.
-        Candidate extra;
-        extra.op = def;
-        extra.step = it->second;
-        extra.cost = estimateCost(def);
-        extra.price = double(extra.cost.flops) + double(extra.cost.bytes);
+        int64_t extraBytes = 0;
         for (Value result : def->getResults())
-          extra.bytes += arenaBytes(result);
-        int lastUse = extra.step;
+          extraBytes += arenaBytes(result);
+        int lastUse = it->second;
         bool returned = false, assigned = false;
         SmallVector<int> ignored;
         for (Value result : def->getResults())
           readersOf(result, lastUse, returned, assigned, ignored);
-        extra.lastForwardUse = lastUse;
-        if (returned || assigned) {
-          extra.recomputable = false;
-          extra.why = returned ? "a result of the step"
-                               : "it updates a parameter";
-        }
-        StringRef node = stepNodeName(def);
-        extra.name =
-            node.empty()
-                ? llvm::formatv("{0}@{1}", stepOpName(def), extra.step).str()
-                : node.str();
+        Candidate extra = makeCandidate(def, it->second, extraBytes, lastUse,
+                                        returned, assigned);
         input = graph.candidates.size();
         graph.candidateOf[def] = input;
         graph.candidates.push_back(std::move(extra));
@@ -522,7 +475,6 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
     if (layer < 0 && !readsParameter && latestProducer >= 0)
       layer = layerOfStep[latestProducer];
     layerOfStep[s] = layer < 0 ? kOutsideLayers : layer;
-    graph.numLayers = std::max(graph.numLayers, layerOfStep[s] + 1);
   }
   for (Candidate &c : graph.candidates) {
     c.layer = layerOfStep[c.step];
@@ -890,6 +842,26 @@ RematProblem makeProblem(const StepGraph &graph, const Limits &limits) {
 // Rewriting
 //===----------------------------------------------------------------------===//
 
+/// The saved candidates a recomputation of `c` starts from, in the order
+/// its inputs reach them: its inputs, through the inputs of those that are
+/// recomputed too.
+static void collectSources(const StepGraph &graph, const Evaluation &ev,
+                           int c, llvm::SetVector<int> &sources) {
+  for (int input : graph.candidates[c].inputs) {
+    if (ev.recomputedAt[input] >= 0)
+      collectSources(graph, ev, input, sources);
+    else
+      sources.insert(input);
+  }
+}
+
+llvm::SetVector<int> recomputationSources(const StepGraph &graph,
+                                          const Evaluation &ev, int c) {
+  llvm::SetVector<int> sources;
+  collectSources(graph, ev, c, sources);
+  return sources;
+}
+
 /// Clones the recomputed candidates into the backward and points the
 /// backward at the clones. Marks saved candidates with why.
 void rewrite(StepGraph &graph, const Decision &d, const Evaluation &ev) {
@@ -903,17 +875,6 @@ void rewrite(StepGraph &graph, const Decision &d, const Evaluation &ev) {
       for (Value result : graph.candidates[c].op->getResults())
         evictedValues.insert(result);
 
-  // The saved values (and inputs) a recomputation starts from.
-  SmallVector<SmallVector<std::string>> sources(nC);
-  std::function<void(int, llvm::SetVector<int> &)> frontier =
-      [&](int c, llvm::SetVector<int> &out) {
-        for (int input : graph.candidates[c].inputs) {
-          if (ev.recomputedAt[input] >= 0)
-            frontier(input, out);
-          else
-            out.insert(input);
-        }
-      };
 
   OpBuilder builder(context);
   // The value to read in place of `value` at the builder's point: the clone
@@ -948,10 +909,8 @@ void rewrite(StepGraph &graph, const Decision &d, const Evaluation &ev) {
       Operation *clone = builder.clone(*op, local);
       for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
         mapping.map(from, to);
-      llvm::SetVector<int> from;
-      frontier(c, from);
       SmallVector<Attribute> names;
-      for (int s : from)
+      for (int s : recomputationSources(graph, ev, c))
         names.push_back(StringAttr::get(context, graph.candidates[s].name));
       for (Value operand : op->getOperands())
         if (auto arg = dyn_cast<BlockArgument>(bufferRoot(operand))) {
@@ -1108,15 +1067,6 @@ FailureOr<Decision> MemfitRematPass::decide(StepGraph &graph,
   return d;
 }
 
-/// The functions of `module` with a body.
-static SmallVector<func::FuncOp> definedFunctions(ModuleOp module) {
-  SmallVector<func::FuncOp> funcs;
-  for (auto func : module.getOps<func::FuncOp>())
-    if (!func.isExternal())
-      funcs.push_back(func);
-  return funcs;
-}
-
 void MemfitRematPass::runOnOperation() {
   auto start = std::chrono::steady_clock::now();
   ModuleOp module = getOperation();
@@ -1225,8 +1175,7 @@ void MemfitRematPass::runOnOperation() {
     if (!report.empty() &&
         failed(writeReport(results, weightsBytes, *plan, seconds)))
       return signalPassFailure();
-    if ((!timeline.empty() || !timelineData.empty()) &&
-        failed(writeMemoryTimelineFiles(module, funcs, timeline,
+    if (failed(writeMemoryTimelineFiles(*plan, module, funcs, timeline,
                                         timelineData)))
       return signalPassFailure();
     return;
@@ -1324,15 +1273,7 @@ LogicalResult MemfitRematPass::writeReport(ArrayRef<FunctionResult> results,
       if (isRecomputed) {
         ++recomputed;
         recomputedBytes += cand.bytes;
-        llvm::SetVector<int> from;
-        std::function<void(int)> walk = [&](int x) {
-          for (int input : graph.candidates[x].inputs)
-            if (ev.recomputedAt[input] >= 0)
-              walk(input);
-            else
-              from.insert(input);
-        };
-        walk(c);
+        llvm::SetVector<int> from = recomputationSources(graph, ev, c);
         reason = llvm::formatv("before backward step {0}, {1}; from ",
                                ev.recomputedAt[c],
                                formatFlops(cand.cost.flops))
@@ -1355,7 +1296,7 @@ LogicalResult MemfitRematPass::writeReport(ArrayRef<FunctionResult> results,
       StringRef node = stepNodeName(cand.op);
       os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
                           llvm::formatv("f{0}", cand.step).str(),
-                          stepOpName(cand.op), node.empty() ? "-" : node,
+                          stepOpNames(cand.op), node.empty() ? "-" : node,
                           shape, cand.bytes,
                           isRecomputed ? "recompute" : "save", reason);
     }

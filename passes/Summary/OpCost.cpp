@@ -21,23 +21,6 @@ using namespace mlir::memfit;
 
 namespace {
 
-/// The ONNX node an op comes from: the first name in its location.
-StringRef nodeName(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    for (Location inner : fused.getLocations())
-      if (StringRef name = nodeName(inner); !name.empty())
-        return name;
-    return {};
-  }
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
-    if (StringRef name = nodeName(callSite.getCallee()); !name.empty())
-      return name;
-    return nodeName(callSite.getCaller());
-  }
-  return {};
-}
 
 /// One field of a line: no spaces, '-' when empty.
 std::string field(StringRef text) {
@@ -163,7 +146,7 @@ struct MemfitOpCostPass
       OpClass opClass = classOf(&op);
       os << llvm::formatv(
           "  {0} op={1} node={2} result={3} class={4} flops={5} bytes={6}\n",
-          index++, displayName(&op), field(nodeName(op.getLoc())),
+          index++, displayName(&op), field(onnxNodeName(op.getLoc())),
           resultTypes(&op), stringifyOpClass(opClass), cost.flops, cost.bytes);
       ClassTotal &classTotal = byClass[opClass];
       ++classTotal.ops;

@@ -98,6 +98,17 @@ int64_t tensorBytes(RankedTensorType type);
 /// flatten, squeeze, unsqueeze): no kernel, no buffer of their own.
 bool isBufferView(Operation *op);
 
+/// Whether a scheduled op (or, for a kernel, one of its body ops) belongs
+/// to the backward pass: it carries `memfit.backward`.
+bool isBackwardStep(Operation *op);
+
+/// The ops a step runs: its op name without the dialect, or for a kernel
+/// its body ops' names joined by '+' (splat constants left out).
+std::string stepOpNames(Operation *op);
+
+/// The functions of `module` that have a body.
+SmallVector<func::FuncOp> definedFunctions(ModuleOp module);
+
 /// Plans `func` alone; emits an error on the first op that has no place in
 /// a plan (an op not yet formed into a kernel, a dynamic shape).
 FailureOr<MemoryPlan> planMemory(func::FuncOp func);
