@@ -525,6 +525,10 @@ static std::string valueName(Value value) {
   if (auto arg = dyn_cast<BlockArgument>(value))
     return llvm::formatv("%arg{0}", arg.getArgNumber()).str();
   Location loc = value.getDefiningOp()->getLoc();
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    if (auto meta = dyn_cast_or_null<DictionaryAttr>(fused.getMetadata());
+        meta && meta.contains(kOnnxScopeKey))
+      loc = fused.getLocations().front(); // an imported node with its scope
   if (auto name = dyn_cast<NameLoc>(loc))
     return name.getName().str();
   if (auto load = value.getDefiningOp<LoadParameterOp>())

@@ -42,3 +42,23 @@ StringRef mlir::memfit::onnxNodeName(Location loc) {
   }
   return {};
 }
+
+StringRef mlir::memfit::onnxNodeScope(Location loc) {
+  if (auto name = dyn_cast<NameLoc>(loc))
+    return onnxNodeScope(name.getChildLoc());
+  if (auto fused = dyn_cast<FusedLoc>(loc)) {
+    if (auto meta = dyn_cast_or_null<DictionaryAttr>(fused.getMetadata()))
+      if (auto scope = meta.getAs<StringAttr>(kOnnxScopeKey))
+        return scope.getValue();
+    for (Location inner : fused.getLocations())
+      if (StringRef scope = onnxNodeScope(inner); !scope.empty())
+        return scope;
+    return {};
+  }
+  if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
+    if (StringRef scope = onnxNodeScope(callSite.getCallee()); !scope.empty())
+      return scope;
+    return onnxNodeScope(callSite.getCaller());
+  }
+  return {};
+}

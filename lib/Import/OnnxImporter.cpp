@@ -20,6 +20,7 @@
 #include "llvm/Support/Path.h"
 
 #include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/unknown_field_set.h>
 #include <map>
 
 using namespace mlir;
@@ -205,8 +206,8 @@ FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
 //===----------------------------------------------------------------------===//
 
 std::string NodeContext::name() const {
-  if (auto nameLoc = dyn_cast<NameLoc>(loc))
-    return nameLoc.getName().str();
+  if (StringRef name = onnxNodeName(loc); !name.empty())
+    return name.str();
   return node.name();
 }
 
@@ -407,11 +408,43 @@ private:
 
 } // namespace
 
+/// NodeProto.metadata_props in onnx.proto (IR version 10).
+constexpr int kNodeMetadataPropsField = 9;
+
 Location GraphImporter::nodeLoc(const onnx::NodeProto &node, int64_t index) {
   std::string name = node.name().empty()
                          ? node.op_type() + "_" + std::to_string(index)
                          : node.name();
-  return NameLoc::get(StringAttr::get(ctx, name), fileLoc());
+  Location loc = NameLoc::get(StringAttr::get(ctx, name), fileLoc());
+  // The dynamo exporter records the module path of every node as
+  // "namespace": ": Model/layers.0: Block/layers.0.mlp: MLP/linear_4: op".
+  // Keep the names before each ": " as the node's scope.
+  // NodeProto.metadata_props (field 9, IR version 10) is newer than the
+  // Debian ONNX headers, so it arrives as an unknown field.
+  const auto &unknown = node.unknown_fields();
+  for (int i = 0, e = unknown.field_count(); i < e; ++i) {
+    const auto &field = unknown.field(i);
+    onnx::StringStringEntryProto prop;
+    if (field.number() != kNodeMetadataPropsField ||
+        field.type() != google::protobuf::UnknownField::TYPE_LENGTH_DELIMITED ||
+        !prop.ParseFromString(field.length_delimited()) ||
+        prop.key() != "namespace")
+      continue;
+    SmallVector<StringRef> segments;
+    StringRef(prop.value()).split(segments, '/');
+    std::string scope;
+    for (StringRef segment : segments) {
+      StringRef module = segment.split(": ").first.trim();
+      if (!module.empty() && !module.starts_with(":"))
+        scope += "/" + module.str();
+    }
+    if (scope.empty())
+      break;
+    NamedAttribute entry(StringAttr::get(ctx, kOnnxScopeKey),
+                         StringAttr::get(ctx, scope));
+    return FusedLoc::get(ctx, {loc}, DictionaryAttr::get(ctx, {entry}));
+  }
+  return loc;
 }
 
 LogicalResult GraphImporter::checkOpsets(const onnx::ModelProto &model) {
@@ -468,7 +501,7 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
       domainVersion = o.second;
   diag << "unsupported ONNX op '" << first->op_type() << "' (domain '"
        << domain << "', opset " << domainVersion << ") at node '"
-       << cast<NameLoc>(nodeLoc(*first, firstIndex)).getName().str() << "'";
+       << onnxNodeName(nodeLoc(*first, firstIndex)) << "'";
   std::string firstKey = opKey(*first);
   int64_t others = -1;
   for (auto &[k, n] : unsupported)

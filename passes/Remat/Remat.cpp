@@ -117,6 +117,17 @@ static StringRef stepNodeName(Operation *op) {
   return "";
 }
 
+/// The module scope of a step's ONNX node (see onnxNodeScope), or "".
+static StringRef stepScope(Operation *op) {
+  if (StringRef scope = onnxNodeScope(op->getLoc()); !scope.empty())
+    return scope;
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    for (Operation &inner : kernel.getBodyOps())
+      if (StringRef scope = onnxNodeScope(inner.getLoc()); !scope.empty())
+        return scope;
+  return "";
+}
+
 static bool isStep(Operation *op) { return isa<KernelOp, MatMulOp, GemmOp>(op); }
 
 /// Bytes a buffer takes in the arena: the planner aligns every offset.
@@ -451,13 +462,20 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
     for (int b : c.backwardReads)
       graph.backwardReadsOf[b].push_back(i);
 
-  // Layers: from the ONNX node name, else the parameters a step reads; a
-  // step with neither inherits the layer of its latest forward producer.
+  // Layers: from the ONNX node name; else from the node's module scope when
+  // the exporter recorded one (a scope without a layer index is outside the
+  // layers); else from the parameters a step reads; a step with none of
+  // these inherits the layer of its latest forward producer.
   SmallVector<int> &layerOfStep = graph.layerOfStep;
   layerOfStep.assign(graph.numForward, kOutsideLayers);
   for (int s = 0; s < graph.numForward; ++s) {
     Operation *op = graph.steps[s];
     int layer = layerIndex(stepNodeName(op));
+    if (StringRef scope = stepScope(op); layer < 0 && !scope.empty()) {
+      layer = layerIndex(scope);
+      layerOfStep[s] = layer < 0 ? kOutsideLayers : layer;
+      continue;
+    }
     bool readsParameter = false;
     int latestProducer = -1;
     for (Value operand : op->getOperands()) {
