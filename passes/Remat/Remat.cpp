@@ -249,8 +249,8 @@ namespace {
 constexpr int kOutsideLayers = -1;
 /// The work auto's local search may do per starting plan, in candidates and
 /// steps visited by plan evaluations (an evaluation visits each once): about
-/// 170,000 evaluations on a 2-layer fixture, 33,000 at 12 layers.
-constexpr int64_t kLocalSearchWork = 50'000'000;
+/// 27,000 evaluations on a 2-layer fixture, 5,300 at 12 layers.
+constexpr int64_t kLocalSearchWork = 10'000'000;
 /// How many perturbations auto's iterated local search tries at most.
 constexpr int kLocalSearchRounds = 2000;
 
@@ -766,14 +766,16 @@ double evictionPrice(const StepGraph &graph, ArrayRef<char> evicted,
   return price;
 }
 
-/// The candidate to evict next under `limits`: among those still saved whose
-/// eviction lowers the step that most exceeds them (the arena peak, else
-/// the activation peak), the one that frees the most bytes per unit of
-/// recomputation price. Skips `exclude` and candidates whose eviction would
-/// bring the plan's price to `maxPrice` or more. -1 when there is none.
-int pickEviction(const StepGraph &graph, const Limits &limits,
-                 ArrayRef<char> evicted, const Evaluation &ev, int exclude,
-                 double maxPrice, bool directFirst = true) {
+/// The candidates to evict next under `limits`, each with its score:
+/// those still saved whose eviction lowers the step that most exceeds the
+/// limits (the arena peak, else the activation peak), scored by the bytes
+/// they free per unit of recomputation price. Skips `exclude` and
+/// candidates whose eviction would bring the plan's price to `maxPrice` or
+/// more.
+SmallVector<std::pair<int, double>>
+evictionChoices(const StepGraph &graph, const Limits &limits,
+                ArrayRef<char> evicted, const Evaluation &ev, int exclude,
+                double maxPrice, bool directFirst) {
   int nC = graph.candidates.size();
   int nF = graph.numForward;
   bool arena = limits.arenaCap >= 0 && ev.peakArena > limits.arenaCap;
@@ -790,11 +792,10 @@ int pickEviction(const StepGraph &graph, const Limits &limits,
   // First the candidates whose eviction lowers that step; when there are
   // none, or without `directFirst`, any candidate live there (its eviction
   // moves memory around, which can open new savings).
+  SmallVector<std::pair<int, double>> choices;
   for (bool direct : {true, false}) {
     if (direct && !directFirst)
       continue;
-    int choice = -1;
-    double bestScore = -1;
     for (int c = 0; c < nC; ++c) {
       const Candidate &cand = graph.candidates[c];
       if (c == exclude || evicted[c] || !cand.recomputable ||
@@ -819,14 +820,25 @@ int pickEviction(const StepGraph &graph, const Limits &limits,
       double price = evictionPrice(graph, evicted, ev, c);
       if (ev.price + price >= maxPrice)
         continue;
-      double score = double(cand.bytes) / (price + 1);
-      if (score > bestScore)
-        bestScore = score, choice = c;
+      choices.push_back({c, double(cand.bytes) / (price + 1)});
     }
-    if (choice >= 0)
-      return choice;
+    if (!choices.empty())
+      break;
   }
-  return -1;
+  return choices;
+}
+
+/// The best-scored of evictionChoices, or -1.
+int pickEviction(const StepGraph &graph, const Limits &limits,
+                 ArrayRef<char> evicted, const Evaluation &ev, int exclude,
+                 double maxPrice, bool directFirst = true) {
+  int choice = -1;
+  double bestScore = -1;
+  for (auto [c, score] : evictionChoices(graph, limits, evicted, ev, exclude,
+                                         maxPrice, directFirst))
+    if (score > bestScore)
+      bestScore = score, choice = c;
+  return choice;
 }
 
 /// Greedy: while the limits are exceeded, evict what pickEviction chooses;
@@ -874,9 +886,9 @@ Decision greedy(const StepGraph &graph, const Limits &limits,
 }
 
 /// Local search from a plan that fits: keep one recomputed candidate again
-/// and, when that breaks the limits, repair the plan by evicting others the
-/// way greedy does, as long as the repaired plan stays cheaper than the one
-/// it replaces. Accepts every improvement and sweeps the recomputed
+/// and, when that breaks the limits, repair the plan with the cheapest
+/// single eviction that fits, else by evicting others the way greedy does,
+/// as long as the repaired plan stays cheaper than the one it replaces. Accepts every improvement and sweeps the recomputed
 /// candidates, most expensive first, until a sweep finds none or the
 /// evaluation budget `evaluations` is spent (it counts down).
 void improve(const StepGraph &graph, const Limits &limits, Decision &d,
@@ -904,6 +916,27 @@ void improve(const StepGraph &graph, const Limits &limits, Decision &d,
       trial[keep] = 0;
       Evaluation tev = evaluate(graph, trial);
       --evaluations;
+      // The cheapest single eviction that repairs it, else greedy ones.
+      if (!limits.fits(tev) && tev.price < ev.price) {
+        int bestRepair = -1;
+        double bestPrice = ev.price;
+        for (auto [c, score] : evictionChoices(graph, limits, trial, tev, keep,
+                                               ev.price, true)) {
+          if (evaluations <= 0)
+            break;
+          trial[c] = 1;
+          Evaluation repaired = evaluate(graph, trial);
+          --evaluations;
+          trial[c] = 0;
+          if (limits.fits(repaired) && repaired.price < bestPrice)
+            bestPrice = repaired.price, bestRepair = c;
+        }
+        if (bestRepair >= 0) {
+          trial[bestRepair] = 1;
+          tev = evaluate(graph, trial);
+          --evaluations;
+        }
+      }
       while (!limits.fits(tev) && tev.price < ev.price && evaluations > 0) {
         int evict = pickEviction(graph, limits, trial, tev, keep, ev.price);
         if (evict < 0)
