@@ -74,9 +74,19 @@ def parse(text):
         "activation_none": num(r"activation memory: (\d+) ->"),
         "extra_flops_pct": num(r"extra FLOPs: .* \(([0-9.]+)% of", 1, float),
         "recomputed": num(r"(\d+) recomputed \("),
+        "extra_bytes": moved(text),
         "pass_seconds": num(r"remat pass time: ([0-9.]+) s", 1, float),
         "solver": (re.search(r"solver: (.*)", text) or [None, None])[1],
     }
+
+
+def moved(text):
+    """The report's "extra bytes moved", in bytes."""
+    m = re.search(r"extra bytes moved: ([0-9.]+) (B|KiB|MiB|GiB)", text)
+    if not m:
+        return None
+    scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[m.group(2)]
+    return float(m.group(1)) * scale
 
 
 def smallest_peak(model, weights):
@@ -159,9 +169,9 @@ def main():
                      f"peak {mib(high)} MiB; smallest budget auto meets "
                      f"{mib(low)} MiB\n")
         lines.append("| policy | budget (MiB) | peak (MiB) | activations (MiB) "
-                     "| activations kept | extra FLOPs | recomputed ops "
-                     "| pass time |")
-        lines.append("|---|---|---|---|---|---|---|---|")
+                     "| activations kept | extra FLOPs | extra bytes moved "
+                     "(MiB) | recomputed ops | pass time |")
+        lines.append("|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             budget = mib(int(r["budget"])) if r["budget"] else "-"
             if r.get("extra"):
@@ -169,7 +179,7 @@ def main():
             if "error" in r:
                 why = r["error"].split("; ")[-1] if "; " in r["error"] \
                     else r["error"].split("error: ")[-1]
-                lines.append(f"| {r['policy']} | {budget} | - | - | - | - | - "
+                lines.append(f"| {r['policy']} | {budget} | - | - | - | - | - | - "
                              f"| {r['seconds']:.1f} s (did not run: "
                              f"{why[:70]}) |")
                 continue
@@ -182,7 +192,8 @@ def main():
             lines.append(
                 f"| {r['policy']}{note} | {budget} | {mib(r['planned'])} | "
                 f"{mib(r['activation'])} | {kept:.0f}% | "
-                f"{r['extra_flops_pct']:.2f}% | {r['recomputed']} | "
+                f"{r['extra_flops_pct']:.2f}% | {mib(r['extra_bytes'])} | "
+                f"{r['recomputed']} | "
                 f"{r['pass_seconds']:.2f} s |")
     with open(args.json, "w") as f:
         json.dump(results, f, indent=1)
