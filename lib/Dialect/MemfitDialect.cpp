@@ -26,39 +26,43 @@ Operation *MemfitDialect::materializeConstant(OpBuilder &builder,
   return ConstantOp::create(builder, loc, elements);
 }
 
-StringRef mlir::memfit::onnxNodeName(Location loc) {
+/// The first non-empty `match` of `loc` or a location inside it (the child
+/// of a name, the parts of a fusion, callee before caller).
+static StringRef firstInLocation(Location loc,
+                                 function_ref<StringRef(Location)> match) {
+  if (StringRef found = match(loc); !found.empty())
+    return found;
   if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().getValue();
+    return firstInLocation(name.getChildLoc(), match);
   if (auto fused = dyn_cast<FusedLoc>(loc)) {
     for (Location inner : fused.getLocations())
-      if (StringRef name = onnxNodeName(inner); !name.empty())
-        return name;
+      if (StringRef found = firstInLocation(inner, match); !found.empty())
+        return found;
     return {};
   }
   if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
-    if (StringRef name = onnxNodeName(callSite.getCallee()); !name.empty())
-      return name;
-    return onnxNodeName(callSite.getCaller());
+    if (StringRef found = firstInLocation(callSite.getCallee(), match);
+        !found.empty())
+      return found;
+    return firstInLocation(callSite.getCaller(), match);
   }
   return {};
 }
 
-StringRef mlir::memfit::onnxNodeScope(Location loc) {
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return onnxNodeScope(name.getChildLoc());
-  if (auto fused = dyn_cast<FusedLoc>(loc)) {
-    if (auto meta = dyn_cast_or_null<DictionaryAttr>(fused.getMetadata()))
-      if (auto scope = meta.getAs<StringAttr>(kOnnxScopeKey))
-        return scope.getValue();
-    for (Location inner : fused.getLocations())
-      if (StringRef scope = onnxNodeScope(inner); !scope.empty())
-        return scope;
+StringRef mlir::memfit::onnxNodeName(Location loc) {
+  return firstInLocation(loc, [](Location l) -> StringRef {
+    if (auto name = dyn_cast<NameLoc>(l))
+      return name.getName().getValue();
     return {};
-  }
-  if (auto callSite = dyn_cast<CallSiteLoc>(loc)) {
-    if (StringRef scope = onnxNodeScope(callSite.getCallee()); !scope.empty())
-      return scope;
-    return onnxNodeScope(callSite.getCaller());
-  }
-  return {};
+  });
+}
+
+StringRef mlir::memfit::onnxNodeScope(Location loc) {
+  return firstInLocation(loc, [](Location l) -> StringRef {
+    if (auto fused = dyn_cast<FusedLoc>(l))
+      if (auto meta = dyn_cast_or_null<DictionaryAttr>(fused.getMetadata()))
+        if (auto scope = meta.getAs<StringAttr>(kOnnxScopeKey))
+          return scope.getValue();
+    return {};
+  });
 }

@@ -107,26 +107,27 @@ static std::string formatFlops(double flops) {
   return llvm::formatv("{0:F0} FLOP", flops).str();
 }
 
-/// The ONNX node of a step: its own location, or its first body op's.
-static StringRef stepNodeName(Operation *op) {
-  if (StringRef name = onnxNodeName(op->getLoc()); !name.empty())
-    return name;
+/// `get` of the step's location, else of the first op in a kernel's body
+/// that has one.
+static StringRef fromStepLocation(Operation *op,
+                                  StringRef (*get)(Location)) {
+  if (StringRef found = get(op->getLoc()); !found.empty())
+    return found;
   if (auto kernel = dyn_cast<KernelOp>(op))
     for (Operation &inner : kernel.getBodyOps())
-      if (StringRef name = onnxNodeName(inner.getLoc()); !name.empty())
-        return name;
+      if (StringRef found = get(inner.getLoc()); !found.empty())
+        return found;
   return "";
+}
+
+/// The ONNX node of a step: its own location, or its first body op's.
+static StringRef stepNodeName(Operation *op) {
+  return fromStepLocation(op, onnxNodeName);
 }
 
 /// The module scope of a step's ONNX node (see onnxNodeScope), or "".
 static StringRef stepScope(Operation *op) {
-  if (StringRef scope = onnxNodeScope(op->getLoc()); !scope.empty())
-    return scope;
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    for (Operation &inner : kernel.getBodyOps())
-      if (StringRef scope = onnxNodeScope(inner.getLoc()); !scope.empty())
-        return scope;
-  return "";
+  return fromStepLocation(op, onnxNodeScope);
 }
 
 static bool isStep(Operation *op) { return isa<KernelOp, MatMulOp, GemmOp>(op); }
