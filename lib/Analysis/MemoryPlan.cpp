@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <numeric>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -63,12 +64,6 @@ static bool isZeroState(ParameterOp param) {
          role == kRoleGradientAccumulator;
 }
 
-int64_t mlir::memfit::tensorBytes(RankedTensorType type) {
-  Type elt = type.getElementType();
-  int64_t width = elt.isInteger(1) ? 8 : elt.getIntOrFloatBitWidth();
-  return type.getNumElements() * ((width + 7) / 8);
-}
-
 int64_t MemoryPlan::categoryBytes(BufferCategory category) const {
   int64_t total = 0;
   for (const PlannedBuffer &buffer : buffers)
@@ -77,12 +72,66 @@ int64_t MemoryPlan::categoryBytes(BufferCategory category) const {
   return total;
 }
 
-static int64_t alignTo(int64_t value) {
-  return (value + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
+int64_t mlir::memfit::alignToPlan(int64_t bytes) {
+  return (bytes + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
+}
+
+bool mlir::memfit::isScheduledStep(Operation *op) {
+  return isa<KernelOp, MatMulOp, GemmOp>(op);
 }
 
 bool mlir::memfit::isBufferView(Operation *op) {
   return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op);
+}
+
+Value mlir::memfit::bufferRoot(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (!isBufferView(def))
+      break;
+    value = def->getOperand(0);
+  }
+  return value;
+}
+
+void mlir::memfit::collectViewReaders(Value value,
+                                      SmallVectorImpl<Operation *> &readers) {
+  for (Operation *user : value.getUsers()) {
+    if (isBufferView(user))
+      collectViewReaders(user->getResult(0), readers);
+    else
+      readers.push_back(user);
+  }
+}
+
+/// `get` of the step's location, else of the first op in a kernel's body
+/// that has one.
+static StringRef fromStepLocation(Operation *op, StringRef (*get)(Location)) {
+  if (StringRef found = get(op->getLoc()); !found.empty())
+    return found;
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    for (Operation &inner : kernel.getBodyOps())
+      if (StringRef found = get(inner.getLoc()); !found.empty())
+        return found;
+  return "";
+}
+
+StringRef mlir::memfit::stepNodeName(Operation *op) {
+  return fromStepLocation(op, onnxNodeName);
+}
+
+StringRef mlir::memfit::stepScope(Operation *op) {
+  return fromStepLocation(op, onnxNodeScope);
+}
+
+std::vector<CategoryBytes>
+mlir::memfit::arenaLiveByStep(const MemoryPlan &plan) {
+  int64_t end = plan.schedule.size() + 1;
+  std::vector<CategoryBytes> live(end + 1, CategoryBytes{});
+  for (const PlannedBuffer &buffer : plan.buffers)
+    if (buffer.region == BufferRegion::Arena)
+      for (int64_t s = buffer.firstStep; s <= buffer.lastStep && s <= end; ++s)
+        live[s][unsigned(buffer.category)] += buffer.bytes;
+  return live;
 }
 
 bool mlir::memfit::isBackwardStep(Operation *op) {
@@ -211,7 +260,7 @@ private:
                   BufferCategory::Constant);
       } else if (isBufferView(&op)) {
         plan.bufferOf[op.getResult(0)] = plan.bufferOf.lookup(op.getOperand(0));
-      } else if (isa<KernelOp, MatMulOp, GemmOp>(op)) {
+      } else if (isScheduledStep(&op)) {
         plan.schedule.push_back(&op);
         for (Value result : op.getResults())
           addBuffer(result, BufferRegion::Arena, BufferCategory::Activation);
@@ -266,14 +315,11 @@ private:
   /// Steps that read `value`, through views.
   void readers(Value value, DenseMap<Operation *, int64_t> &stepOf,
                SmallVectorImpl<std::pair<Operation *, int64_t>> &out) {
-    for (Operation *user : value.getUsers()) {
-      if (isBufferView(user)) {
-        readers(user->getResult(0), stepOf, out);
-        continue;
-      }
+    SmallVector<Operation *> users;
+    collectViewReaders(value, users);
+    for (Operation *user : users)
       if (auto it = stepOf.find(user); it != stepOf.end())
         out.push_back({user, it->second});
-    }
   }
 
   /// Whether a kernel reads and writes element by element at the same
@@ -335,7 +381,7 @@ private:
   /// In a training function, splits the arena's activations into
   /// gradients, saved activations and temporaries.
   void classifyTraining() {
-    int64_t firstBackward = 0;
+    int64_t &firstBackward = plan.firstBackwardStep;
     bool training = !assigns.empty();
     for (auto [index, op] : llvm::enumerate(plan.schedule))
       if (isBackwardStep(op)) {
@@ -396,17 +442,16 @@ private:
 
   /// The step with the most live arena bytes and its bytes by category.
   void computePeak() {
-    int64_t end = plan.schedule.size() + 1;
-    SmallVector<int64_t> live(end + 1, 0);
-    for (const PlannedBuffer &buffer : plan.buffers)
-      if (buffer.region == BufferRegion::Arena)
-        for (int64_t s = buffer.firstStep; s <= buffer.lastStep && s <= end; ++s)
-          live[s] += buffer.bytes;
-    plan.peakStep = std::max_element(live.begin(), live.end()) - live.begin();
-    for (const PlannedBuffer &buffer : plan.buffers)
-      if (buffer.region == BufferRegion::Arena &&
-          buffer.firstStep <= plan.peakStep && plan.peakStep <= buffer.lastStep)
-        plan.peakBytes[unsigned(buffer.category)] += buffer.bytes;
+    std::vector<CategoryBytes> live = arenaLiveByStep(plan);
+    int64_t peakLive = -1;
+    for (auto [step, bytes] : llvm::enumerate(live)) {
+      int64_t total = std::accumulate(bytes.begin(), bytes.end(), int64_t(0));
+      if (total > peakLive) {
+        peakLive = total;
+        plan.peakStep = step;
+      }
+    }
+    plan.peakBytes = live[plan.peakStep];
   }
 
   /// Greedy by size: the largest buffers are placed first, each at the
@@ -438,10 +483,10 @@ private:
       for (auto [begin, end] : busy) {
         if (offset + buffer.bytes <= begin)
           break;
-        offset = std::max(offset, alignTo(end));
+        offset = std::max(offset, alignToPlan(end));
       }
       buffer.offset = offset;
-      peak = std::max(peak, alignTo(offset + buffer.bytes));
+      peak = std::max(peak, alignToPlan(offset + buffer.bytes));
       placed.push_back(index);
     }
     plan.arenaBytes = peak;
@@ -481,7 +526,7 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
     layout.parameters[param.getSymName()] = offset;
     int64_t bytes = tensorBytes(param.getType());
     result.weightsByCategory[unsigned(parameterCategory(param))] += bytes;
-    offset = alignTo(offset + bytes);
+    offset = alignToPlan(offset + bytes);
   };
   for (ParameterOp param : withData)
     place(param);
@@ -491,7 +536,7 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
         layout.constants[constant.getResult()] = offset;
         int64_t bytes = tensorBytes(constant.getType());
         result.weightsByCategory[unsigned(BufferCategory::Constant)] += bytes;
-        offset = alignTo(offset + bytes);
+        offset = alignToPlan(offset + bytes);
       }
   result.initializedWeightsBytes = offset;
   for (ParameterOp param : zeroStates)
@@ -573,7 +618,7 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
     os << "\n";
   }
   os << llvm::formatv("  total: {0} bytes\n",
-                      alignTo(plan.weightsBytes) + plan.arenaBytes);
+                      alignToPlan(plan.weightsBytes) + plan.arenaBytes);
   if (!listBuffers)
     return;
   for (auto [index, buffer] : llvm::enumerate(plan.buffers))

@@ -12,9 +12,7 @@
 #include "llvm/Support/raw_ostream.h"
 
 #include <algorithm>
-#include <cassert>
 #include <cmath>
-#include <numeric>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -32,50 +30,27 @@ int64_t MemoryTimeline::arenaLive(int64_t step) const {
 
 static std::string stepLabel(Operation *op) {
   std::string label = stepOpNames(op);
-  if (StringRef node = onnxNodeName(op->getLoc()); !node.empty())
+  if (StringRef node = stepNodeName(op); !node.empty())
     label += (" (" + node + ")").str();
   return label;
 }
 
-MemoryTimeline mlir::memfit::buildMemoryTimeline(
-    const MemoryPlan &plan, func::FuncOp func,
-    const CategoryBytes &weightsByCategory, int64_t weightsBytes) {
+MemoryTimeline
+mlir::memfit::buildMemoryTimeline(const MemoryPlan &plan, func::FuncOp func,
+                                  const CategoryBytes &weightsByCategory) {
   MemoryTimeline timeline;
   timeline.function = func.getSymName().str();
-  timeline.weightsBytes = weightsBytes;
+  timeline.weightsBytes = plan.weightsBytes;
   timeline.weightsByCategory = weightsByCategory;
   timeline.arenaBytes = plan.arenaBytes;
-
-  int64_t end = plan.schedule.size() + 1;
-  timeline.arena.assign(end + 1, CategoryBytes{});
-  // The planner's inclusion rule: an arena buffer is live at every step of
-  // firstStep..lastStep.
-  for (const PlannedBuffer &buffer : plan.buffers) {
-    if (buffer.region != BufferRegion::Arena)
-      continue;
-    for (int64_t s = buffer.firstStep; s <= buffer.lastStep && s <= end; ++s)
-      timeline.arena[s][unsigned(buffer.category)] += buffer.bytes;
-  }
-
-  timeline.stepLabels.reserve(end + 1);
+  timeline.arena = arenaLiveByStep(plan);
+  timeline.firstBackwardStep = plan.firstBackwardStep;
+  timeline.peakStep = plan.peakStep;
+  timeline.stepLabels.reserve(timeline.arena.size());
   timeline.stepLabels.push_back("start");
-  for (auto [index, op] : llvm::enumerate(plan.schedule)) {
+  for (Operation *op : plan.schedule)
     timeline.stepLabels.push_back(stepLabel(op));
-    if (!timeline.firstBackwardStep && isBackwardStep(op))
-      timeline.firstBackwardStep = index + 1;
-  }
   timeline.stepLabels.push_back("end");
-
-  int64_t peakLive = -1;
-  for (int64_t s = 0; s <= end; ++s)
-    if (int64_t live = timeline.arenaLive(s); live > peakLive) {
-      peakLive = live;
-      timeline.peakStep = s;
-    }
-  assert(timeline.peakStep == plan.peakStep &&
-         peakLive == std::accumulate(plan.peakBytes.begin(),
-                                     plan.peakBytes.end(), int64_t(0)) &&
-         "the timeline disagrees with the plan's peak");
   return timeline;
 }
 
@@ -234,32 +209,26 @@ static std::string escapeXml(StringRef text) {
   return escaped;
 }
 
-/// A fixed color per category name, so that charts compare at a glance.
-static std::string categoryColor(StringRef name) {
-  static const std::pair<const char *, const char *> known[] = {
-      {"parameters", "#4e79a7"},
-      {"frozen_parameters", "#a0cbe8"},
-      {"constants", "#9c755f"},
-      {"optimizer_states", "#76b7b2"},
-      {"gradient_accumulators", "#b07aa1"},
-      {"inputs", "#bab0ac"},
-      {"outputs", "#59a14f"},
-      {"activations", "#f28e2b"},
-      {"gradients", "#e15759"},
-      {"saved_activations", "#edc948"},
-      {"temporaries", "#ff9da7"},
-      {"recomputed", "#8cd17d"},
+/// A fixed color per category, so that charts compare at a glance.
+static const char *categoryColor(BufferCategory category) {
+  // In BufferCategory's order.
+  static const char *colors[] = {
+      "#4e79a7", // parameters
+      "#a0cbe8", // frozen_parameters
+      "#9c755f", // constants
+      "#76b7b2", // optimizer_states
+      "#b07aa1", // gradient_accumulators
+      "#bab0ac", // inputs
+      "#59a14f", // outputs
+      "#f28e2b", // activations
+      "#e15759", // gradients
+      "#edc948", // saved_activations
+      "#8cd17d", // recomputed
+      "#ff9da7", // temporaries
   };
-  for (auto [known, color] : known)
-    if (name == known)
-      return color;
-  // A category added later: a stable color from its name.
-  static const char *extra[] = {"#499894", "#d37295", "#86bcb6", "#f1ce63",
-                                "#d4a6c8", "#79706e"};
-  uint32_t hash = 2166136261u;
-  for (char c : name)
-    hash = (hash ^ static_cast<unsigned char>(c)) * 16777619u;
-  return extra[hash % std::size(extra)];
+  static_assert(std::size(colors) == kNumBufferCategories,
+                "a color for every buffer category");
+  return colors[unsigned(category)];
 }
 
 /// Emits an SVG `points` list of an outline, without repeated vertices and
@@ -312,7 +281,7 @@ void mlir::memfit::writeMemoryTimelineSvg(const MemoryTimeline &timeline,
     if (!bytes)
       continue;
     StringRef name = stringifyBufferCategory(BufferCategory(c));
-    bands.push_back({name.str(), categoryColor(name),
+    bands.push_back({name.str(), categoryColor(BufferCategory(c)),
                      SmallVector<int64_t>(points.size(), bytes), bytes});
     weightsCounted += bytes;
   }
@@ -321,7 +290,7 @@ void mlir::memfit::writeMemoryTimelineSvg(const MemoryTimeline &timeline,
                      SmallVector<int64_t>(points.size(), padding), padding});
   for (unsigned c : liveArenaCategories(timeline)) {
     StringRef name = stringifyBufferCategory(BufferCategory(c));
-    Band band{name.str(), categoryColor(name), {}, 0};
+    Band band{name.str(), categoryColor(BufferCategory(c)), {}, 0};
     for (const ChartPoint &point : points)
       band.bytes.push_back(timeline.arena[point.step][c]);
     band.atPeak = timeline.arena[timeline.peakStep][c];
@@ -520,8 +489,7 @@ LogicalResult mlir::memfit::writeMemoryTimelineFiles(const ModulePlan &plan,
   unsigned index = plan.peakFunction;
   func::FuncOp func = funcs[index];
   MemoryTimeline timeline =
-      buildMemoryTimeline(plan.functions[index], func, plan.weightsByCategory,
-                          plan.weightsBytes);
+      buildMemoryTimeline(plan.functions[index], func, plan.weightsByCategory);
   if (!svgPath.empty()) {
     std::string title = ("memory timeline of @" + func.getSymName()).str();
     if (failed(writeAtomically(module, svgPath, [&](raw_ostream &os) {
@@ -535,16 +503,4 @@ LogicalResult mlir::memfit::writeMemoryTimelineFiles(const ModulePlan &plan,
       })))
     return failure();
   return success();
-}
-
-LogicalResult mlir::memfit::writeMemoryTimelineFiles(ModuleOp module,
-                                                     ArrayRef<func::FuncOp> funcs,
-                                                     StringRef svgPath,
-                                                     StringRef csvPath) {
-  if (svgPath.empty() && csvPath.empty())
-    return success();
-  FailureOr<ModulePlan> plan = planModule(module, funcs);
-  if (failed(plan))
-    return failure();
-  return writeMemoryTimelineFiles(*plan, module, funcs, svgPath, csvPath);
 }

@@ -7,6 +7,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "memfit/Dialect/OpCost.h"
+#include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/MemfitOps.h"
 
 #include <algorithm>
@@ -28,16 +29,6 @@ static constexpr int64_t kLossGradFlops = 7;
 /// FLOPs per target of negative_log_likelihood_loss (weight, sum).
 static constexpr int64_t kPickLossFlops = 2;
 
-static int64_t elementBytes(Type type) {
-  if (type.isInteger(1))
-    return 1;
-  if (type.isIndex())
-    return 8;
-  if (type.isIntOrFloat())
-    return (type.getIntOrFloatBitWidth() + 7) / 8;
-  return 0;
-}
-
 /// Elements of a statically shaped ranked tensor; 0 for anything else.
 static int64_t numElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -46,9 +37,10 @@ static int64_t numElements(Type type) {
   return tensor.getNumElements();
 }
 
-static int64_t tensorBytes(Type type) {
-  int64_t elements = numElements(type);
-  return elements ? elements * elementBytes(getElementTypeOrSelf(type)) : 0;
+/// Bytes of a statically shaped ranked tensor; 0 for anything else.
+static int64_t typeBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && tensor.hasStaticShape() ? memfit::tensorBytes(tensor) : 0;
 }
 
 /// A splat constant inside a kernel: the generated code holds it as a
@@ -60,7 +52,7 @@ static bool isLiteral(Value value) {
 }
 
 static int64_t readBytes(Value value) {
-  return isLiteral(value) ? 0 : tensorBytes(value.getType());
+  return isLiteral(value) ? 0 : typeBytes(value.getType());
 }
 
 static int64_t resultElements(Operation *op) {
@@ -76,7 +68,7 @@ static int64_t movedBytes(Operation *op) {
   for (Value operand : op->getOperands())
     bytes += readBytes(operand);
   for (Type type : op->getResultTypes())
-    bytes += tensorBytes(type);
+    bytes += typeBytes(type);
   return bytes;
 }
 
@@ -89,11 +81,15 @@ static int64_t flopsPerElement(Operation *op) {
   return 1;
 }
 
+bool mlir::memfit::isFreeOp(Operation *op) {
+  return isa<ParameterOp, LoadParameterOp, ConstantOp, AssignOp, ReshapeOp,
+             FlattenOp, SqueezeOp, UnsqueezeOp>(op);
+}
+
 OpCost mlir::memfit::defaultOpCost(Operation *op) {
   // A view shares its source's buffer; weights and constants sit in the
   // weights region; an assign is planned in place. None of them runs.
-  if (isa<ParameterOp, LoadParameterOp, ConstantOp, AssignOp, ReshapeOp,
-          FlattenOp, SqueezeOp, UnsqueezeOp>(op))
+  if (isFreeOp(op))
     return {};
 
   OpCost cost;
@@ -159,13 +155,13 @@ OpCost GemmOp::getCost() {
 
 OpCost SliceOp::getCost() {
   // Reads only the selected elements.
-  int64_t bytes = tensorBytes(getType());
+  int64_t bytes = typeBytes(getType());
   return {0, (isLiteral(getInput()) ? 0 : bytes) + bytes};
 }
 
 OpCost GatherOp::getCost() {
   // Reads the indices and the selected rows, not the whole table.
-  int64_t bytes = tensorBytes(getType());
+  int64_t bytes = typeBytes(getType());
   return {0,
           readBytes(getIndices()) + (isLiteral(getData()) ? 0 : bytes) + bytes};
 }
@@ -176,7 +172,7 @@ OpCost NegativeLogLikelihoodLossOp::getCost() {
   int64_t bytes =
       readBytes(getTarget()) +
       targets * elementBytes(getInput().getType().getElementType()) +
-      tensorBytes(getType());
+      typeBytes(getType());
   if (getWeights())
     bytes += readBytes(getWeights());
   return {kPickLossFlops * targets, bytes};
@@ -195,7 +191,7 @@ OpCost SoftmaxCrossEntropyGradOp::getCost() {
 /// Bytes a kernel reads of one of its inputs: all of them, unless the body
 /// only gathers or slices from it, which reads the selected elements.
 static int64_t kernelInputBytes(BlockArgument input) {
-  int64_t all = tensorBytes(input.getType());
+  int64_t all = typeBytes(input.getType());
   int64_t selected = 0;
   for (OpOperand &use : input.getUses()) {
     Operation *user = use.getOwner();
@@ -204,7 +200,7 @@ static int64_t kernelInputBytes(BlockArgument input) {
         (gather && &use == &gather.getDataMutable()) || isa<SliceOp>(user);
     if (!selects)
       return all;
-    selected += tensorBytes(user->getResult(0).getType());
+    selected += typeBytes(user->getResult(0).getType());
   }
   return std::min(all, selected);
 }
@@ -218,6 +214,6 @@ OpCost KernelOp::getCost() {
   for (BlockArgument input : getBodyBlock().getArguments())
     cost.bytes += kernelInputBytes(input);
   for (Type type : getResultTypes())
-    cost.bytes += tensorBytes(type);
+    cost.bytes += typeBytes(type);
   return cost;
 }

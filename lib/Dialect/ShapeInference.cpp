@@ -21,6 +21,20 @@ std::string mlir::memfit::shapeToString(ArrayRef<int64_t> shape) {
   return s;
 }
 
+int64_t mlir::memfit::elementBytes(Type type) {
+  if (type.isInteger(1))
+    return 1;
+  if (type.isIndex())
+    return 8;
+  if (type.isIntOrFloat())
+    return (type.getIntOrFloatBitWidth() + 7) / 8;
+  return 0;
+}
+
+int64_t mlir::memfit::tensorBytes(RankedTensorType type) {
+  return type.getNumElements() * elementBytes(type.getElementType());
+}
+
 int64_t mlir::memfit::getNumElements(ArrayRef<int64_t> shape) {
   int64_t n = 1;
   for (int64_t d : shape)

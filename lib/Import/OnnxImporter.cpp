@@ -494,14 +494,15 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
   if (!first)
     return success();
   std::string domain = isDefaultDomain(*first) ? "ai.onnx" : first->domain();
-  InFlightDiagnostic diag = emitError(nodeLoc(*first, firstIndex));
+  Location firstLoc = nodeLoc(*first, firstIndex);
+  InFlightDiagnostic diag = emitError(firstLoc);
   int64_t domainVersion = opset;
   for (const auto &o : opsetImports)
     if (o.first == first->domain())
       domainVersion = o.second;
   diag << "unsupported ONNX op '" << first->op_type() << "' (domain '"
        << domain << "', opset " << domainVersion << ") at node '"
-       << onnxNodeName(nodeLoc(*first, firstIndex)) << "'";
+       << onnxNodeName(firstLoc) << "'";
   std::string firstKey = opKey(*first);
   int64_t others = -1;
   for (auto &[k, n] : unsupported)

@@ -2,11 +2,10 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Analysis/MemoryTimeline.h"
+#include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Support/FileUtilities.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITMEMORYPLANPASS
@@ -24,13 +23,10 @@ struct MemfitMemoryPlanPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
-    if (!file) {
-      module.emitError() << "cannot open memory plan output '" << output
-                         << "': " << error;
+    std::unique_ptr<llvm::ToolOutputFile> file =
+        openPassOutput(module, output, "memory plan");
+    if (!file)
       return signalPassFailure();
-    }
     SmallVector<func::FuncOp> funcs = definedFunctions(module);
     FailureOr<ModulePlan> plan = planModule(module, funcs);
     if (failed(plan))

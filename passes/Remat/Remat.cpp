@@ -18,7 +18,9 @@
 #include "memfit/Analysis/RematProblem.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/OpCost.h"
+#include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
+#include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/IR/Builders.h"
@@ -26,15 +28,12 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/OwningOpRef.h"
 #include "mlir/IR/SymbolTable.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/Regex.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
 #include <cmath>
@@ -107,55 +106,9 @@ static std::string formatFlops(double flops) {
   return llvm::formatv("{0:F0} FLOP", flops).str();
 }
 
-/// `get` of the step's location, else of the first op in a kernel's body
-/// that has one.
-static StringRef fromStepLocation(Operation *op,
-                                  StringRef (*get)(Location)) {
-  if (StringRef found = get(op->getLoc()); !found.empty())
-    return found;
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    for (Operation &inner : kernel.getBodyOps())
-      if (StringRef found = get(inner.getLoc()); !found.empty())
-        return found;
-  return "";
-}
-
-/// The ONNX node of a step: its own location, or its first body op's.
-static StringRef stepNodeName(Operation *op) {
-  return fromStepLocation(op, onnxNodeName);
-}
-
-/// The module scope of a step's ONNX node (see onnxNodeScope), or "".
-static StringRef stepScope(Operation *op) {
-  return fromStepLocation(op, onnxNodeScope);
-}
-
-static bool isStep(Operation *op) { return isa<KernelOp, MatMulOp, GemmOp>(op); }
-
 /// Bytes a buffer takes in the arena: the planner aligns every offset.
 static int64_t arenaBytes(Value value) {
-  int64_t bytes = tensorBytes(cast<RankedTensorType>(value.getType()));
-  return (bytes + kPlanAlignment - 1) / kPlanAlignment * kPlanAlignment;
-}
-
-/// The value whose buffer `value` shares (through views).
-static Value bufferRoot(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!isBufferView(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
-/// Top-level ops (steps, returns, assigns) that read `value`, through views.
-static void collectReaders(Value value, SmallVectorImpl<Operation *> &out) {
-  for (Operation *user : value.getUsers()) {
-    if (isBufferView(user))
-      collectReaders(user->getResult(0), out);
-    else
-      out.push_back(user);
-  }
+  return alignToPlan(tensorBytes(cast<RankedTensorType>(value.getType())));
 }
 
 //===----------------------------------------------------------------------===//
@@ -176,7 +129,7 @@ static void scheduleUpdatesEarly(func::FuncOp func) {
       loads[load.getName()].push_back(load.getResult());
   SmallVector<Operation *> updates;
   for (Operation &op : body)
-    if (isStep(&op) && llvm::any_of(op.getUsers(), [](Operation *user) {
+    if (isScheduledStep(&op) && llvm::any_of(op.getUsers(), [](Operation *user) {
           return isa<AssignOp>(user);
         }))
       updates.push_back(&op);
@@ -209,7 +162,7 @@ static void scheduleUpdatesEarly(func::FuncOp func) {
         assigns.push_back(assign);
         for (Value loaded : loads.lookup(assign.getName())) {
           SmallVector<Operation *> readers;
-          collectReaders(loaded, readers);
+          collectViewReaders(loaded, readers);
           for (Operation *reader : readers)
             after(reader);
         }
@@ -328,7 +281,7 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
   graph.func = func;
   Block &body = func.getBody().front();
   for (Operation &op : body)
-    if (isStep(&op))
+    if (isScheduledStep(&op))
       graph.steps.push_back(&op);
   int numSteps = graph.steps.size();
   graph.numForward = numSteps;
@@ -347,7 +300,7 @@ FailureOr<StepGraph> buildStepGraph(func::FuncOp func) {
   auto readersOf = [&](Value value, int &lastStep, bool &returned,
                        bool &assigned, SmallVectorImpl<int> &steps) {
     SmallVector<Operation *> readers;
-    collectReaders(value, readers);
+    collectViewReaders(value, readers);
     for (Operation *reader : readers) {
       if (isa<func::ReturnOp>(reader))
         returned = true;
@@ -696,7 +649,7 @@ Decision checkpointLayers(const StepGraph &graph) {
       bool crosses = false;
       for (Value result : c.op->getResults()) {
         SmallVector<Operation *> readers;
-        collectReaders(result, readers);
+        collectViewReaders(result, readers);
         for (Operation *reader : readers) {
           auto it = graph.stepOf.find(reader);
           if (it == graph.stepOf.end() || it->second >= graph.numForward)
@@ -1465,15 +1418,9 @@ LogicalResult MemfitRematPass::writeReport(ArrayRef<FunctionResult> results,
         continue;
       bool isRecomputed = ev.recomputedAt[c] >= 0;
       std::string shape;
-      for (Value r : cand.op->getResults()) {
-        auto type = cast<RankedTensorType>(r.getType());
-        if (!shape.empty())
-          shape += ",";
-        for (auto [i, dim] : llvm::enumerate(type.getShape()))
-          shape += (i ? "x" : "") + std::to_string(dim);
-        if (type.getRank() == 0)
-          shape += "scalar";
-      }
+      for (Value r : cand.op->getResults())
+        shape += (shape.empty() ? "" : ",") +
+                 shapeToString(cast<RankedTensorType>(r.getType()).getShape());
       std::string reason;
       if (isRecomputed) {
         ++recomputed;
@@ -1535,18 +1482,9 @@ LogicalResult MemfitRematPass::writeReport(ArrayRef<FunctionResult> results,
                       plan.weightsBytes + plan.arenaBytes);
   os << llvm::formatv("remat pass time: {0:F3} s\n", seconds);
 
-  if (report == "-") {
-    llvm::outs() << text;
-    llvm::outs().flush();
-    return success();
-  }
-  std::string error;
-  auto file = openOutputFile(report, &error);
-  if (!file) {
-    mlir::emitError(getOperation().getLoc()) << "memfit-remat: cannot write the report to '"
-                               << report << "': " << error;
+  auto file = openPassOutput(getOperation(), report, "memfit-remat report");
+  if (!file)
     return failure();
-  }
   file->os() << text;
   file->keep();
   return success();

@@ -1,12 +1,12 @@
 //===- ModelSummary.cpp - parameters, bytes and op counts of a model --------===//
 
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
+#include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #include <map>
 
@@ -19,13 +19,6 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 namespace {
-
-/// Bytes of a statically shaped tensor (i1 stored as one byte).
-int64_t tensorBytes(RankedTensorType t) {
-  Type elt = t.getElementType();
-  int64_t width = elt.isInteger(1) ? 8 : elt.getIntOrFloatBitWidth();
-  return t.getNumElements() * ((width + 7) / 8);
-}
 
 std::string typeName(Type t) {
   std::string s;
@@ -48,14 +41,10 @@ struct MemfitModelSummaryPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::string error;
     std::unique_ptr<llvm::ToolOutputFile> file =
-        openOutputFile(output, &error);
-    if (!file) {
-      module.emitError() << "cannot open summary output '" << output
-                         << "': " << error;
+        openPassOutput(module, output, "summary");
+    if (!file)
       return signalPassFailure();
-    }
     print(module, file->os());
     file->keep();
   }

@@ -1,15 +1,16 @@
 //===- OpCost.cpp - FLOPs and bytes of every op that does work ------------===//
 
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/OpCost.h"
+#include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/ToolOutputFile.h"
 
 #include <map>
+#include <optional>
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITOPCOSTPASS
@@ -33,11 +34,9 @@ std::string field(StringRef text) {
   return s;
 }
 
-/// Ops that do no work of their own: views, weights, constants, stores.
+/// Ops listed: those with a cost model that do work of their own.
 bool isListed(Operation *op) {
-  return isa<CostOpInterface>(op) &&
-         !isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp, LoadParameterOp,
-              ConstantOp, AssignOp, ParameterOp>(op);
+  return isa<CostOpInterface>(op) && !isFreeOp(op);
 }
 
 /// The op's name; a kernel's is the names of its body ops joined by '+',
@@ -79,16 +78,13 @@ OpClass classOf(Operation *op) {
     }
     return 6;
   };
-  OpClass best = OpClass::DataMovement;
-  bool found = false;
+  std::optional<OpClass> best;
   if (auto kernel = dyn_cast<KernelOp>(op))
     for (Operation &inner : kernel.getBodyOps())
       if (auto opClass = dyn_cast<OpClassInterface>(&inner))
-        if (!found || rank(opClass.getOpClass()) < rank(best)) {
+        if (!best || rank(opClass.getOpClass()) < rank(*best))
           best = opClass.getOpClass();
-          found = true;
-        }
-  return best;
+  return best.value_or(OpClass::DataMovement);
 }
 
 /// `2x16x96xf32`; a scalar is its element type; results joined by ','.
@@ -115,13 +111,10 @@ struct MemfitOpCostPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    std::string error;
-    std::unique_ptr<llvm::ToolOutputFile> file = openOutputFile(output, &error);
-    if (!file) {
-      module.emitError() << "cannot open op cost output '" << output
-                         << "': " << error;
+    std::unique_ptr<llvm::ToolOutputFile> file =
+        openPassOutput(module, output, "op cost");
+    if (!file)
       return signalPassFailure();
-    }
     file->os() << "memfit op cost\n";
     for (auto func : module.getOps<func::FuncOp>())
       if (!func.isExternal())

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/BuiltinTypes.h"
@@ -53,6 +54,8 @@ enum class BufferCategory {
   Temporary,
 };
 constexpr unsigned kNumBufferCategories = 12;
+/// Bytes by buffer category.
+using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 
 llvm::StringRef stringifyBufferCategory(BufferCategory category);
 
@@ -79,9 +82,13 @@ struct MemoryPlan {
   llvm::SmallVector<Operation *> schedule;
   int64_t weightsBytes = 0;
   int64_t arenaBytes = 0; // the peak
-  /// The step with the most live arena bytes, and those bytes by category.
+  /// The step with the most live arena bytes (the first such step), and
+  /// those bytes by category.
   int64_t peakStep = 0;
-  std::array<int64_t, kNumBufferCategories> peakBytes{};
+  CategoryBytes peakBytes{};
+  /// The first step whose op (or one of its kernel's body ops) carries
+  /// memfit.backward; 0 when there is none.
+  int64_t firstBackwardStep = 0;
 
   /// Sum of the sizes of a category's buffers (arena categories add up to
   /// more than the peak when they share space).
@@ -91,12 +98,34 @@ struct MemoryPlan {
   }
 };
 
-/// Bytes of a statically shaped tensor (i1 stored as one byte).
-int64_t tensorBytes(RankedTensorType type);
+/// The arena bytes live at every step of `plan`, 0 (before the first
+/// kernel) to N + 1 (after the last), by category: a buffer is live at every
+/// step of firstStep..lastStep.
+std::vector<CategoryBytes> arenaLiveByStep(const MemoryPlan &plan);
+
+/// `bytes` rounded up to the planner's alignment.
+int64_t alignToPlan(int64_t bytes);
+
+/// The ops a plan schedules as steps: kernels and contractions.
+bool isScheduledStep(Operation *op);
 
 /// Ops that only reinterpret the shape of a contiguous buffer (reshape,
 /// flatten, squeeze, unsqueeze): no kernel, no buffer of their own.
 bool isBufferView(Operation *op);
+
+/// The value whose buffer `value` shares (through views).
+Value bufferRoot(Value value);
+
+/// The ops that read `value` or a view of it (views themselves excluded).
+void collectViewReaders(Value value, SmallVectorImpl<Operation *> &readers);
+
+/// The ONNX node of a step (onnxNodeName of its location, else of the
+/// first op of a kernel's body that has one), or "".
+StringRef stepNodeName(Operation *op);
+
+/// The module scope of a step's ONNX node, found as stepNodeName finds the
+/// node (see onnxNodeScope), or "".
+StringRef stepScope(Operation *op);
 
 /// Whether a scheduled op (or, for a kernel, one of its body ops) belongs
 /// to the backward pass: it carries `memfit.backward`.
@@ -127,7 +156,7 @@ struct ModulePlan {
   int64_t initializedWeightsBytes = 0;
   int64_t arenaBytes = 0; // the largest function's peak
   /// Bytes of the weights region by category (parameters, states...).
-  std::array<int64_t, kNumBufferCategories> weightsByCategory{};
+  CategoryBytes weightsByCategory{};
   /// The function whose arena peak is the largest.
   unsigned peakFunction = 0;
 };

@@ -27,8 +27,6 @@ class raw_ostream;
 
 namespace mlir::memfit {
 
-using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
-
 struct MemoryTimeline {
   std::string function;
   /// The weights region (alignment padding included) and its bytes by
@@ -56,11 +54,10 @@ struct MemoryTimeline {
   int64_t arenaLive(int64_t step) const;
 };
 
-/// The timeline of `func` planned as `plan`, over a weights region of
-/// `weightsBytes` bytes split as `weightsByCategory` (from the module plan).
+/// The timeline of `func` planned as `plan`, with the weights region split
+/// as `weightsByCategory` (from the module plan).
 MemoryTimeline buildMemoryTimeline(const MemoryPlan &plan, func::FuncOp func,
-                                   const CategoryBytes &weightsByCategory,
-                                   int64_t weightsBytes);
+                                   const CategoryBytes &weightsByCategory);
 
 /// CSV: `# key value` comment lines (function, weights and its categories,
 /// arena_planned, peak_step, first_backward_step), then the header
@@ -83,12 +80,6 @@ void writeMemoryTimelineSvg(const MemoryTimeline &timeline,
 /// skipped when empty. Files are written to a temporary next to them and
 /// renamed; on error, emits a diagnostic on `module` and leaves no file.
 LogicalResult writeMemoryTimelineFiles(const ModulePlan &plan, ModuleOp module,
-                                       llvm::ArrayRef<func::FuncOp> funcs,
-                                       llvm::StringRef svgPath,
-                                       llvm::StringRef csvPath);
-
-/// Plans `funcs` (planModule) and writes the timeline files as above.
-LogicalResult writeMemoryTimelineFiles(ModuleOp module,
                                        llvm::ArrayRef<func::FuncOp> funcs,
                                        llvm::StringRef svgPath,
                                        llvm::StringRef csvPath);

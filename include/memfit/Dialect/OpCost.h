@@ -28,6 +28,10 @@ struct OpCost {
   }
 };
 
+/// Ops that run nothing: a view shares its source's buffer, weights and
+/// constants sit in the weights region, an assign is planned in place.
+bool isFreeOp(Operation *op);
+
 /// The class-based model, CostOpInterface's default: FLOPs from the op's
 /// OpClass (a per-op factor times the result elements for element-wise
 /// ops), bytes from its tensor operands and results. Ops that move nothing

@@ -10,6 +10,7 @@
 #ifndef MEMFIT_DIALECT_SHAPEINFERENCE_H
 #define MEMFIT_DIALECT_SHAPEINFERENCE_H
 
+#include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -91,6 +92,13 @@ int64_t getNumElements(ArrayRef<int64_t> shape);
 
 /// Prints a shape as "2x16x32" ("scalar" for rank 0).
 std::string shapeToString(ArrayRef<int64_t> shape);
+
+/// Bytes of one element as memfit stores it: i1 takes a byte, index 8,
+/// other integers and floats their width rounded up to bytes; 0 otherwise.
+int64_t elementBytes(Type type);
+
+/// Bytes of a statically shaped tensor.
+int64_t tensorBytes(RankedTensorType type);
 
 } // namespace mlir::memfit
 
