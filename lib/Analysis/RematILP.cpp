@@ -58,6 +58,7 @@
 #include <glpk.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cfloat>
 #include <chrono>
 #include <climits>
@@ -74,6 +75,8 @@ namespace {
 
 /// Byte sizes beyond this are rejected so that exact sums cannot overflow.
 constexpr int64_t kMaxBytes = int64_t(1) << 52;
+
+using Clock = std::chrono::steady_clock;
 
 /// The needs of a plan under RematProblem.h's rules.
 struct PlanNeeds {
@@ -92,6 +95,12 @@ struct Violation {
 };
 
 } // namespace
+
+/// Milliseconds elapsed since `start`.
+static double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
 
 /// Candidate indices by descending forward step: every consumer comes before
 /// the candidates it reads.
@@ -117,12 +126,18 @@ static std::string validate(const RematProblem &problem) {
                    "expected {2} and {3}",
                    problem.fixedForward.size(), problem.fixedBackward.size(),
                    numForward, numBackward);
-  for (int64_t fixed : problem.fixedForward)
-    if (fixed < 0 || fixed > kMaxBytes)
-      return formatv("fixed forward bytes {0} out of range", fixed);
-  for (int64_t fixed : problem.fixedBackward)
-    if (fixed < 0 || fixed > kMaxBytes)
-      return formatv("fixed backward bytes {0} out of range", fixed);
+  auto fixedOutOfRange = [](ArrayRef<int64_t> fixedBytes,
+                            const char *direction) -> std::string {
+    for (int64_t fixed : fixedBytes)
+      if (fixed < 0 || fixed > kMaxBytes)
+        return formatv("fixed {0} bytes {1} out of range", direction, fixed);
+    return "";
+  };
+  std::string message = fixedOutOfRange(problem.fixedForward, "forward");
+  if (message.empty())
+    message = fixedOutOfRange(problem.fixedBackward, "backward");
+  if (!message.empty())
+    return message;
   int64_t total = 0;
   for (auto [index, c] : llvm::enumerate(problem.candidates)) {
     if (c.bytes < 0 || c.bytes > kMaxBytes)
@@ -151,8 +166,17 @@ static std::string validate(const RematProblem &problem) {
   return "";
 }
 
-/// Exact memory check of a plan whose needs are `needs`; kept candidates
-/// without a need are resident in the forward pass only.
+/// The most bytes of candidates that backward step `b` holds: the arena
+/// cap less its fixed bytes, and at most the activation cap if any.
+static int64_t backwardCap(const RematProblem &problem, int b) {
+  int64_t cap = problem.arenaCap - problem.fixedBackward[b];
+  if (problem.activationCap >= 0)
+    cap = std::min(cap, problem.activationCap);
+  return cap;
+}
+
+/// Exact memory check of a plan made valid by normalizePlan, whose needs
+/// are `needs`: what has a need is kept or recomputed, nothing else is.
 static SmallVector<Violation>
 findViolations(const RematProblem &problem, const std::vector<bool> &kept,
                const std::vector<bool> &recomputed, const PlanNeeds &needs) {
@@ -168,8 +192,9 @@ findViolations(const RematProblem &problem, const std::vector<bool> &kept,
       activations += candidate.bytes;
       forward[candidate.lastForwardUse + 1] += candidate.bytes;
     }
-    if (needs.lastNeed[c] < 0 || (!kept[c] && !recomputed[c]))
+    if (needs.lastNeed[c] < 0)
       continue;
+    assert((kept[c] || recomputed[c]) && "plan not normalized");
     backward[kept[c] ? 0 : needs.firstNeed[c]] += candidate.bytes;
     backward[needs.lastNeed[c] + 1] -= candidate.bytes;
   }
@@ -188,21 +213,21 @@ findViolations(const RematProblem &problem, const std::vector<bool> &kept,
   int64_t resident = 0;
   for (int b = 0; b < numBackward; ++b) {
     resident += backward[b];
-    int64_t cap = problem.arenaCap - problem.fixedBackward[b];
-    if (activationCap)
-      cap = std::min(cap, problem.activationCap);
+    int64_t cap = backwardCap(problem, b);
     if (resident > cap)
       violations.push_back({StepKind::Backward, b, resident - cap});
   }
   return violations;
 }
 
-/// Makes a plan valid: drops what nothing needs (recomputed or kept),
-/// keeps what is needed but neither. Returns its cost.
+/// Makes a plan valid from its recomputed set: drops what nothing needs,
+/// keeps exactly what is needed and not recomputed (`kept` is only
+/// written). Returns its cost.
 static double normalizePlan(const RematProblem &problem, ArrayRef<int> order,
                             std::vector<bool> &kept,
                             std::vector<bool> &recomputed, PlanNeeds &needs) {
   size_t n = problem.candidates.size();
+  kept.assign(n, false);
   needs.firstNeed.assign(n, -1);
   needs.lastNeed.assign(n, -1);
   auto addNeed = [&](int c, int step) {
@@ -218,13 +243,10 @@ static double normalizePlan(const RematProblem &problem, ArrayRef<int> order,
       addNeed(c, candidate.backwardReads.back());
     }
     if (needs.firstNeed[c] < 0) {
-      kept[c] = recomputed[c] = false;
+      recomputed[c] = false;
       continue;
     }
-    if (recomputed[c])
-      kept[c] = false;
-    else
-      kept[c] = true;
+    kept[c] = !recomputed[c];
     if (!recomputed[c])
       continue;
     cost += candidate.cost;
@@ -258,18 +280,18 @@ static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
   cost = normalizePlan(problem, order, kept, recomputed, needs);
   int64_t overflow = overflowBytes(problem, kept, recomputed, needs);
   std::vector<bool> tryKept, tryRecomputed;
+  PlanNeeds tryNeeds;
   while (overflow > 0) {
     double bestScore = 0;
     int best = -1;
     for (size_t c = 0; c < n; ++c) {
       if (!kept[c])
         continue;
-      tryKept = kept;
       tryRecomputed = recomputed;
       tryRecomputed[c] = true;
-      normalizePlan(problem, order, tryKept, tryRecomputed, needs);
+      normalizePlan(problem, order, tryKept, tryRecomputed, tryNeeds);
       int64_t relief =
-          overflow - overflowBytes(problem, tryKept, tryRecomputed, needs);
+          overflow - overflowBytes(problem, tryKept, tryRecomputed, tryNeeds);
       double score = double(relief) / problem.candidates[c].cost;
       if (relief > 0 && score > bestScore) {
         bestScore = score;
@@ -293,19 +315,18 @@ static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
   for (int c : byCost) {
     if (!recomputed[c])
       continue;
-    tryKept = kept;
     tryRecomputed = recomputed;
     tryRecomputed[c] = false;
     double tryCost =
-        normalizePlan(problem, order, tryKept, tryRecomputed, needs);
+        normalizePlan(problem, order, tryKept, tryRecomputed, tryNeeds);
     if (tryCost < cost &&
-        overflowBytes(problem, tryKept, tryRecomputed, needs) == 0) {
-      kept = tryKept;
-      recomputed = tryRecomputed;
+        overflowBytes(problem, tryKept, tryRecomputed, tryNeeds) == 0) {
+      kept = std::move(tryKept);
+      recomputed = std::move(tryRecomputed);
+      needs = std::move(tryNeeds);
       cost = tryCost;
     }
   }
-  normalizePlan(problem, order, kept, recomputed, needs);
   return true;
 }
 
@@ -513,10 +534,10 @@ void RematModel::build() {
   // Consumers (deduplicated); the steps that may be a candidate's first
   // need (its first read, or a consumer's possible recomputation before
   // it), and the steps that may need it at all.
-  std::vector<SmallVector<int, 4>> consumers(n);
+  std::vector<SmallVector<int, 4>> inputsOf(n), consumers(n);
   for (auto [d, candidate] : llvm::enumerate(candidates)) {
-    SmallVector<int, 4> inputs(candidate.inputs.begin(),
-                               candidate.inputs.end());
+    SmallVector<int, 4> &inputs = inputsOf[d];
+    inputs.assign(candidate.inputs.begin(), candidate.inputs.end());
     llvm::sort(inputs);
     inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
     for (int u : inputs)
@@ -589,17 +610,13 @@ void RematModel::build() {
         addEntry(read, r, 1);
       }
     }
-    SmallVector<int, 4> inputs(candidates[c].inputs.begin(),
-                               candidates[c].inputs.end());
-    llvm::sort(inputs);
-    inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
     for (unsigned i = 0; i < cols.points.size(); ++i) {
       int r = cols.recompute[i];
       if (!r)
         continue;
       int b = cols.points[i];
       // A recomputed candidate's inputs are resident when it runs.
-      for (int u : inputs) {
+      for (int u : inputsOf[c]) {
         int row = addRow(0, DBL_MAX);
         addEntry(row, stayAt(u, b), 1);
         if (int ru = recomputeAt(u, b))
@@ -662,11 +679,8 @@ void RematModel::build() {
       end = next < 0 ? numBackward : next;
     }
     int64_t cap = INT64_MAX;
-    for (int s = b; s < end; ++s) {
-      cap = std::min(cap, problem.arenaCap - problem.fixedBackward[s]);
-      if (problem.activationCap >= 0)
-        cap = std::min(cap, problem.activationCap);
-    }
+    for (int s = b; s < end; ++s)
+      cap = std::min(cap, backwardCap(problem, s));
     entries.clear();
     for (size_t c = 0; c < n; ++c)
       addResidentTerms(c, b, entries);
@@ -729,7 +743,6 @@ void RematModel::callback(glp_tree *tree, void *info) {
 }
 
 int RematModel::solve(int timeLimitMs) {
-  using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   mipStatus = GLP_UNDEF;
 
@@ -751,9 +764,7 @@ int RematModel::solve(int timeLimitMs) {
   glp_iocp parm;
   glp_init_iocp(&parm);
   parm.msg_lev = GLP_MSG_OFF;
-  double elapsedMs =
-      std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-  parm.tm_lim = std::max(1, int(double(timeLimitMs) - elapsedMs));
+  parm.tm_lim = std::max(1, int(double(timeLimitMs) - msSince(start)));
   parm.mip_gap = 0;
   // The feasibility pump finds better plans early on these programs.
   parm.fp_heur = GLP_ON;
@@ -799,7 +810,7 @@ bool RematModel::tighten(ArrayRef<Violation> violations) {
   for (auto [index, memoryRow] : llvm::enumerate(memoryRows)) {
     if (excess[index] == 0)
       continue;
-    double excessUnits = double((excess[index] + unit - 1) / unit);
+    double excessUnits = double(llvm::divideCeil(excess[index], unit));
     if (excessUnits > memoryRow.slipUnits)
       return false;
     // The slip was at least the excess: widen the margin by as much again.
@@ -833,7 +844,6 @@ static const char *stepKindName(StepKind kind) {
 bool mlir::memfit::solveRematILP(const RematProblem &problem,
                                  const SolverOptions &options,
                                  RematSolution &solution, std::string &error) {
-  using Clock = std::chrono::steady_clock;
   Clock::time_point start = Clock::now();
   solution = RematSolution();
   size_t n = problem.candidates.size();
@@ -888,25 +898,21 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
   for (int attempt = 0;; ++attempt) {
     if (model.hasColumns()) {
       int limit = INT_MAX;
-      if (limited) {
-        double elapsed =
-            std::chrono::duration<double, std::milli>(Clock::now() - start)
-                .count();
-        limit = std::max(1, int(limitMs - elapsed));
-      }
+      if (limited)
+        limit = std::max(1, int(limitMs - msSince(start)));
       if (haveGreedy)
         model.setIncumbent(greedyKept, greedyRecomputed, greedyNeeds);
       int code = model.solve(limit);
       int status = model.status();
-      if ((code == GLP_ENOPFS || status == GLP_NOFEAS) && haveGreedy) {
-        // Rows tightened after a slip may cut off every plan.
-        if (attempt > 0)
-          return finish(greedyKept, greedyRecomputed, /*optimal=*/false);
-        error = "internal error: the remat program has no solution, but "
-                "a greedy plan fits";
-        return false;
-      }
       if (code == GLP_ENOPFS || status == GLP_NOFEAS) {
+        if (haveGreedy) {
+          // Rows tightened after a slip may cut off every plan.
+          if (attempt > 0)
+            return finish(greedyKept, greedyRecomputed, /*optimal=*/false);
+          error = "internal error: the remat program has no solution, but "
+                  "a greedy plan fits";
+          return false;
+        }
         error = "no plan fits: no choice of kept and recomputed candidates "
                 "keeps every step within " +
                 capText;
@@ -933,7 +939,7 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
     // The program recomputes only what is needed and keeps what it does
     // not recompute; keeping what nothing needs only costs forward memory.
     PlanNeeds needs;
-    std::vector<bool> validKept = kept, validRecomputed = recomputed;
+    std::vector<bool> validKept, validRecomputed = recomputed;
     normalizePlan(problem, order, validKept, validRecomputed, needs);
     for (size_t c = 0; c < n; ++c) {
       if (recomputed[c] && !validRecomputed[c]) {

@@ -91,18 +91,22 @@ bool simulate(const RematProblem &p, const std::vector<bool> &kept,
     }
     firstNeeds = next;
   }
+  // The needs have settled: firstNeeds holds each candidate's first need.
+  std::vector<int> lastNeeds(n);
+  for (size_t c = 0; c < n; ++c)
+    lastNeeds[c] = lastNeed(c);
   for (size_t c = 0; c < n; ++c) {
     if (kept[c] && recomputed[c]) {
       why = "candidate " + std::to_string(c) + " kept and recomputed";
       return false;
     }
-    if (recomputed[c] && firstNeed(c) < 0) {
+    if (recomputed[c] && firstNeeds[c] < 0) {
       why = "candidate " + std::to_string(c) + " recomputed but not needed";
       return false;
     }
-    if (!kept[c] && !recomputed[c] && firstNeed(c) >= 0) {
+    if (!kept[c] && !recomputed[c] && firstNeeds[c] >= 0) {
       why = "candidate " + std::to_string(c) + " dropped but needed at " +
-            std::to_string(firstNeed(c));
+            std::to_string(firstNeeds[c]);
       return false;
     }
   }
@@ -127,8 +131,8 @@ bool simulate(const RematProblem &p, const std::vector<bool> &kept,
   for (int b = 0; b < numBackward; ++b) {
     int64_t resident = 0;
     for (size_t c = 0; c < n; ++c) {
-      bool in = (kept[c] && b <= lastNeed(c)) ||
-                (recomputed[c] && firstNeed(c) <= b && b <= lastNeed(c));
+      bool in = (kept[c] && b <= lastNeeds[c]) ||
+                (recomputed[c] && firstNeeds[c] <= b && b <= lastNeeds[c]);
       if (in)
         resident += p.candidates[c].bytes;
     }
@@ -379,8 +383,7 @@ bool sameCost(double a, double b) {
 /// as reported. Returns whether a plan came back.
 bool solveChecked(const std::string &name, const RematProblem &p,
                   RematSolution &solution, std::string &error) {
-  SolverOptions options;
-  options.timeLimitSeconds = 60;
+  SolverOptions options; // 60 s
   if (!solveRematILP(p, options, solution, error))
     return false;
   std::string why;
@@ -457,8 +460,8 @@ void checkRandom(uint64_t seed) {
 /// A transformer-like training step: `layers` blocks of six candidates
 /// (norm, qkv, attention, projection + residual, mlp up, mlp down +
 /// residual), the backward in reverse with each candidate read by its own
-/// and its consumers' backward steps, `stepsPerCandidate` backward steps
-/// per candidate.
+/// and its consumers' backward steps, over `backwardSteps` backward steps
+/// in all.
 RematProblem benchProblem(int layers, int backwardSteps, double budget,
                           uint64_t seed) {
   Random rng(seed);
@@ -483,10 +486,10 @@ RematProblem benchProblem(int layers, int backwardSteps, double budget,
     if ((kind == 0 || kind == 3 || kind == 5) && residual >= 0 &&
         residual != c - 1)
       cand.inputs.push_back(residual);
-    if (kind == 3 || kind == 5)
+    if (kind == 3 || kind == 5) {
       residual = c;
-    if (kind == 3 || kind == 5)
       cand.lastForwardUse = std::min(c + 6, n + 1);
+    }
     p.candidates.push_back(cand);
   }
   // Backward: candidate c's gradient is around step (n - 1 - c) scaled;
