@@ -460,9 +460,11 @@ LogicalResult rule(WhereOp op, GradBuilder &g) {
 // Contractions
 //===----------------------------------------------------------------------===//
 
-Value gemm(GradBuilder &g, Value x, Value y, bool tx, bool ty) {
-  return GemmOp::create(g.b, g.loc, x, y, Value(), APFloat(1.0f), APFloat(1.0f),
-                        tx, ty);
+/// alpha op(x) op(y), without C (beta 1 in alpha's semantics).
+Value gemm(GradBuilder &g, Value x, Value y, bool tx, bool ty,
+           const APFloat &alpha = APFloat(1.0f)) {
+  return GemmOp::create(g.b, g.loc, x, y, Value(), alpha,
+                        APFloat(alpha.getSemantics(), 1), tx, ty);
 }
 
 LogicalResult rule(MatMulOp op, GradBuilder &g) {
@@ -516,16 +518,15 @@ LogicalResult rule(GemmOp op, GradBuilder &g) {
   // Y = alpha op(A) op(B) + beta C.
   Value a = op.getA(), b = op.getB(), dy = g.grad();
   bool ta = op.getTransA(), tb = op.getTransB();
-  APFloat alpha = op.getAlpha(), one(alpha.getSemantics(), 1);
-  auto gemm = [&](Value x, Value y, bool tx, bool ty) -> Value {
-    return GemmOp::create(g.b, g.loc, x, y, Value(), alpha, one, tx, ty);
-  };
+  APFloat alpha = op.getAlpha();
   if (g.needs(0))
     // dop(A) = alpha dY op(B)^T; dA is its transpose when trans_a.
-    g.set(0, ta ? gemm(b, dy, tb, true) : gemm(dy, b, false, !tb));
+    g.set(0, ta ? gemm(g, b, dy, tb, true, alpha)
+                : gemm(g, dy, b, false, !tb, alpha));
   if (g.needs(1))
     // dop(B) = alpha op(A)^T dY; dB is its transpose when trans_b.
-    g.set(1, tb ? gemm(dy, a, true, ta) : gemm(a, dy, !ta, false));
+    g.set(1, tb ? gemm(g, dy, a, true, ta, alpha)
+                : gemm(g, a, dy, !ta, false, alpha));
   if (op.getC() && g.needs(2)) {
     Value dc = g.unbroadcastTo(dy, op.getC());
     double beta = op.getBeta().convertToDouble();
@@ -609,15 +610,20 @@ LogicalResult rule(RMSNormOp op, GradBuilder &g) {
 // Reductions
 //===----------------------------------------------------------------------===//
 
+/// The shape of `x` with the reduced dimensions `axes` kept as 1.
+Shape keptShape(Value x, ArrayRef<int64_t> axes) {
+  Shape kept(shapeOf(x));
+  for (int64_t a : axes)
+    kept[a] = 1;
+  return kept;
+}
+
 /// The result gradient with the reduced dimensions kept as 1, so that it
 /// broadcasts against the input.
 Value keptGrad(GradBuilder &g, Value input, ArrayRef<int64_t> axes) {
   if (shapeOf(g.grad()).empty())
     return g.grad(); // a scalar broadcasts as it is
-  Shape kept(shapeOf(input));
-  for (int64_t a : axes)
-    kept[a] = 1;
-  return g.reshape(g.grad(), kept);
+  return g.reshape(g.grad(), keptShape(input, axes));
 }
 
 LogicalResult rule(ReduceSumOp op, GradBuilder &g) {
@@ -649,10 +655,7 @@ LogicalResult rule(ReduceMaxOp op, GradBuilder &g) {
   Value x = op.getInput();
   SmallVector<int64_t> axes = reductionAxes(op.getAxes(), shapeOf(x).size());
   Type elt = eltOf(x);
-  Shape kept(shapeOf(x));
-  for (int64_t a : axes)
-    kept[a] = 1;
-  Value mask = g.equal(x, g.reshape(op.getResult(), kept));
+  Value mask = g.equal(x, g.reshape(op.getResult(), keptShape(x, axes)));
   Value count = g.reduceSum(g.cast(mask, elt), axes, /*keepDims=*/true);
   Value share = g.div(keptGrad(g, x, axes), count);
   g.set(0, g.select(mask, share, g.scalar(0.0, elt)));
@@ -810,10 +813,8 @@ Value sampleScale(GradBuilder &g, Value labels, Value weights,
   if (weights)
     weight = GatherOp::create(g.b, g.loc, weights, labels, uint64_t(0));
   if (ignoreIndex) {
-    Value ignored =
-        g.equal(labels, splatConstant(g.b, g.loc,
-                                      RankedTensorType::get({}, eltOf(labels)),
-                                      static_cast<double>(*ignoreIndex)));
+    Value ignored = g.equal(
+        labels, g.scalar(static_cast<double>(*ignoreIndex), eltOf(labels)));
     Value keep = g.cast(NotOp::create(g.b, g.loc, ignored), elt);
     weight = weight ? g.mul(weight, keep) : keep;
   }

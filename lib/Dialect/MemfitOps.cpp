@@ -20,6 +20,12 @@ using namespace mlir::memfit;
 #define GET_OP_CLASSES
 #include "memfit/Dialect/MemfitOps.cpp.inc"
 
+bool mlir::memfit::kernelTakesLiterals(Operation *op) {
+  auto opClass = cast<OpClassInterface>(op).getOpClass();
+  return !isa<SplitOp>(op) &&
+         (opClass == OpClass::ElementWise || opClass == OpClass::DataMovement);
+}
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//

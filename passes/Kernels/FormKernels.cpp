@@ -49,19 +49,10 @@ bool isSplatConstant(Value value) {
   return elements && elements.isSplat();
 }
 
-/// Ops whose kernels compute element by element, where a splat operand can
-/// be a literal; row, reduction and loss kernels read their operands as
-/// buffers.
-bool takesLiterals(Operation *op) {
-  auto opClass = cast<OpClassInterface>(op).getOpClass();
-  return !isa<SplitOp>(op) && (opClass == OpClass::ElementWise ||
-                               opClass == OpClass::DataMovement);
-}
-
 void wrapInKernel(Operation *op, OpBuilder &builder) {
   llvm::SetVector<Value> inputs;
   SmallVector<Operation *> splats;
-  bool literals = isa<RangeOp>(op) || takesLiterals(op);
+  bool literals = isa<RangeOp>(op) || kernelTakesLiterals(op);
   for (Value operand : op->getOperands()) {
     if (literals && isSplatConstant(operand))
       splats.push_back(operand.getDefiningOp());

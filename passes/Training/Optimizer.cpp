@@ -73,20 +73,22 @@ struct MemfitOptimizerPass
       signalPassFailure();
   }
 
-  /// A zero-initialized training state next to `param`, named `name` or,
-  /// when a symbol has that name already, `name_1`, `name_2`...
-  ParameterOp addState(ModuleOp module, Operation *after, StringRef name,
+  /// A zero-initialized training state next to `after` (a symbol of the
+  /// module of `symbols`), named `name` or, when a symbol has that name
+  /// already, `name_1`, `name_2`...; it joins `symbols`.
+  ParameterOp addState(SymbolTable &symbols, Operation *after, StringRef name,
                        RankedTensorType type, StringRef role) {
     OpBuilder builder(after->getContext());
     builder.setInsertionPointAfter(after);
     std::string unique = name.str();
-    for (int n = 1; SymbolTable::lookupSymbolIn(module, unique); ++n)
+    for (int n = 1; symbols.lookup(unique); ++n)
       unique = name.str() + "_" + std::to_string(n);
     auto zero = DenseElementsAttr::get(
         type, builder.getFloatAttr(type.getElementType(), 0.0));
     auto state = ParameterOp::create(builder, after->getLoc(),
                                      builder.getStringAttr(unique), zero);
     state->setAttr(kRoleAttr, builder.getStringAttr(role));
+    symbols.insert(state);
     return state;
   }
 
@@ -142,10 +144,10 @@ struct MemfitOptimizerPass
       return module.emitError("nesterov needs SGD with momentum");
 
     // States, placed after their parameter.
+    SymbolTable symbols(module);
     auto counterType = RankedTensorType::get({}, builder.getF32Type());
-    ParameterOp counter =
-        addState(module, trained.back().param, "step", counterType,
-                 kRoleCounter);
+    ParameterOp counter = addState(symbols, trained.back().param, "step",
+                                   counterType, kRoleCounter);
     struct States {
       ParameterOp first, second, accumulator;
     };
@@ -155,18 +157,18 @@ struct MemfitOptimizerPass
       RankedTensorType type = t.param.getType();
       Operation *after = t.param;
       if (adam) {
-        s.first = addState(module, after, (name + ".exp_avg").str(), type,
+        s.first = addState(symbols, after, (name + ".exp_avg").str(), type,
                            kRoleOptimizerState);
-        s.second = addState(module, s.first, (name + ".exp_avg_sq").str(), type,
-                            kRoleOptimizerState);
+        s.second = addState(symbols, s.first, (name + ".exp_avg_sq").str(),
+                            type, kRoleOptimizerState);
         after = s.second;
       } else if (momentumBuffer) {
-        s.first = addState(module, after, (name + ".momentum_buffer").str(),
+        s.first = addState(symbols, after, (name + ".momentum_buffer").str(),
                            type, kRoleOptimizerState);
         after = s.first;
       }
       if (accumulate > 1)
-        s.accumulator = addState(module, after, (name + ".grad").str(), type,
+        s.accumulator = addState(symbols, after, (name + ".grad").str(), type,
                                  kRoleGradientAccumulator);
     }
 

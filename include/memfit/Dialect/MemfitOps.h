@@ -21,4 +21,12 @@
 #define GET_OP_CLASSES
 #include "memfit/Dialect/MemfitOps.h.inc"
 
+namespace mlir::memfit {
+/// Whether the kernel of `op` computes element by element, so that a splat
+/// constant operand can be a literal in it: element-wise and data-movement
+/// ops but split. Row, reduction and loss kernels read their operands as
+/// buffers.
+bool kernelTakesLiterals(Operation *op);
+} // namespace mlir::memfit
+
 #endif // MEMFIT_DIALECT_MEMFITOPS_H

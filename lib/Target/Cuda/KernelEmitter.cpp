@@ -265,6 +265,19 @@ private:
     gridBlocks = std::max<int64_t>(rows, 1);
     info.usesBarriers = true;
   }
+  /// One thread per element of `threads`, in blocks of kPointwiseBlock.
+  void setPointwiseLaunch(int64_t threads) {
+    info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
+    gridBlocks = gridFor(threads, kPointwiseBlock);
+    info.usesBarriers = false;
+  }
+  /// Declares the shared scratch of the block reductions.
+  void writeScratch(StringRef acc) {
+    os << "  __shared__ " << acc << " scratch[32];\n";
+  }
+  /// Writes `m`, the maximum of a row of `n` elements `element` (an
+  /// expression of `j`), and `s`, the sum of exp(element - m) over it.
+  void writeRowMaxSum(StringRef acc, Type type, int64_t n, StringRef element);
   /// Blocks of the 1-D grid; checked against CUDA's limit before it goes
   /// into the manifest.
   int64_t gridBlocks = 1;
@@ -327,10 +340,11 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
                         << "' is not supported by the emitter yet",
              failure();
   // Row, reduction and loss templates read their operands from buffers;
-  // gather_grad also takes splat constants as literals.
+  // gather_grad, the one anchor that kernelTakesLiterals, also takes splat
+  // constants as literals.
   for (Value operand : anchor->getOperands())
     if (!isa<BlockArgument>(operand) &&
-        !(isa<GatherGradOp>(anchor) && operand.getDefiningOp<ConstantOp>()))
+        !(kernelTakesLiterals(anchor) && operand.getDefiningOp<ConstantOp>()))
       return error(anchor) << "operands must be kernel inputs, not values "
                               "defined in the kernel",
              failure();
@@ -784,9 +798,7 @@ LogicalResult KernelWriter::emitPointwise() {
       return failure();
     os << "  out" << i << "[idx] = " << *s << ";\n";
   }
-  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-  gridBlocks = gridFor(n, kPointwiseBlock);
-  info.usesBarriers = false;
+  setPointwiseLaunch(n);
   return success();
 }
 
@@ -827,6 +839,21 @@ KernelWriter::floatRowInput(Operation *op, int64_t axisAttr) {
   return row;
 }
 
+void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,
+                                  StringRef element) {
+  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
+                                   "{0}LL; j += blockDim.x)\n",
+                                   n);
+  os << "  " << acc << " m = " << floatLiteral(-INFINITY, type.isF64())
+     << ";\n";
+  os << loop << "    m = memfit_max(m, " << element << ");\n";
+  os << "  m = memfit_block_max(m, scratch);\n";
+  os << "  " << acc << " s = 0;\n";
+  os << loop << "    s += " << mathFn("exp", type) << "(" << element
+     << " - m);\n";
+  os << "  s = memfit_block_sum(s, scratch);\n";
+}
+
 LogicalResult KernelWriter::emitSoftmax(Operation *op, int64_t axisAttr,
                                         bool logSoftmax) {
   FailureOr<RowInput> row = floatRowInput(op, axisAttr);
@@ -839,23 +866,12 @@ LogicalResult KernelWriter::emitSoftmax(Operation *op, int64_t axisAttr,
   std::string at = llvm::formatv("base + j * {0}LL", inner);
   std::string e = mathFn("exp", type);
 
-  os << "  __shared__ " << acc << " scratch[32];\n";
+  writeScratch(acc);
   os << "  const long long row = blockIdx.x;\n";
   os << llvm::formatv("  const long long base = (row / {0}LL) * {1}LL + row "
                       "% {0}LL;\n",
                       inner, n * inner);
-  os << "  " << acc << " m = " << floatLiteral(-INFINITY, type.isF64())
-     << ";\n";
-  os << "  for (long long j = threadIdx.x; j < " << n
-     << "LL; j += blockDim.x)\n";
-  os << "    m = memfit_max(m, (" << acc << ")" << in << "[" << at << "]);\n";
-  os << "  m = memfit_block_max(m, scratch);\n";
-  os << "  " << acc << " s = 0;\n";
-  os << "  for (long long j = threadIdx.x; j < " << n
-     << "LL; j += blockDim.x)\n";
-  os << "    s += " << e << "((" << acc << ")" << in << "[" << at
-     << "] - m);\n";
-  os << "  s = memfit_block_sum(s, scratch);\n";
+  writeRowMaxSum(acc, type, n, "(" + acc + ")" + in + "[" + at + "]");
   if (logSoftmax)
     os << "  const " << acc << " shift = m + " << mathFn("log", type) << "(s);\n";
   os << "  for (long long j = threadIdx.x; j < " << n
@@ -891,7 +907,7 @@ LogicalResult KernelWriter::emitNorm(Operation *op, Value scale, Value bias,
   bool needCoords = shapeOf(scale) != normShape ||
                     (bias && shapeOf(bias) != normShape);
 
-  os << "  __shared__ " << acc << " scratch[32];\n";
+  writeScratch(acc);
   os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
   std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
                                    "{0}LL; j += blockDim.x)",
@@ -959,7 +975,7 @@ LogicalResult KernelWriter::emitReduce(Operation *op, ArrayRef<int64_t> axes,
   bool isMax = kind == "max";
   bool isFloat = isa<FloatType>(type);
 
-  os << "  __shared__ " << *acc << " scratch[32];\n";
+  writeScratch(*acc);
   os << "  const long long row = blockIdx.x;\n";
   std::string base;
   if (trailing) {
@@ -1083,12 +1099,10 @@ LogicalResult KernelWriter::emitLoss(Operation *op, Value scores, Value labels,
     writeRow("  ");
     os << "  (void)w;\n";
     os << "  out0[r] = loss;\n";
-    info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-    gridBlocks = gridFor(rows, kPointwiseBlock);
-    info.usesBarriers = false;
+    setPointwiseLaunch(rows);
     return success();
   }
-  os << "  __shared__ " << *acc << " scratch[32];\n";
+  writeScratch(*acc);
   os << "  " << *acc << " total = 0, weight = 0;\n";
   os << "  for (long long r = threadIdx.x; r < " << rows
      << "LL; r += blockDim.x) {\n";
@@ -1130,9 +1144,7 @@ LogicalResult KernelWriter::emitSplit(SplitOp op) {
        << "] = v;\n";
     begin = end;
   }
-  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-  gridBlocks = gridFor(n, kPointwiseBlock);
-  info.usesBarriers = false;
+  setPointwiseLaunch(n);
   return success();
 }
 
@@ -1172,9 +1184,7 @@ LogicalResult KernelWriter::emitGatherGrad(GatherGradOp op) {
   os << "    if (k >= 0 && k < " << extent << "LL) out0[base + k * " << inner
      << "LL] += " << *grad << ";\n";
   os << "  }\n";
-  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
-  gridBlocks = gridFor(columns, kPointwiseBlock);
-  info.usesBarriers = false;
+  setPointwiseLaunch(columns);
   return success();
 }
 
@@ -1199,7 +1209,7 @@ KernelWriter::emitSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op) {
                                    "{0}LL; j += blockDim.x)",
                                    classes);
 
-  os << "  __shared__ " << *acc << " scratch[32];\n";
+  writeScratch(*acc);
   os << "  const long long row = blockIdx.x;\n";
   os << "  const long long base = row * " << classes << "LL;\n";
   os << "  const long long label = (long long)" << labels << "[row];\n";
@@ -1227,12 +1237,7 @@ KernelWriter::emitSoftmaxCrossEntropyGrad(SoftmaxCrossEntropyGradOp op) {
     os << "  " << loop << " out0[base + j] = 0;\n";
     os << "    return;\n  }\n";
   }
-  os << "  " << *acc << " m = " << floatLiteral(-INFINITY, d) << ";\n";
-  os << loop << "\n    m = memfit_max(m, " << at << ");\n";
-  os << "  m = memfit_block_max(m, scratch);\n";
-  os << "  " << *acc << " s = 0;\n";
-  os << loop << "\n    s += " << e << "(" << at << " - m);\n";
-  os << "  s = memfit_block_sum(s, scratch);\n";
+  writeRowMaxSum(*acc, type, classes, at);
   os << "  const " << *acc << " g = " << g << ";\n";
   // A label out of range makes the loss NaN, and so its gradient.
   os << "  const bool valid = label >= 0 && label < " << classes << "LL;\n";
