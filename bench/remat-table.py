@@ -32,6 +32,14 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPT = os.path.join(ROOT, "build", "bin", "memfit-opt")
 PY = os.path.join(ROOT, ".venv", "bin", "python")
+sys.path.insert(0, os.path.join(ROOT, "test", "Remat", "Inputs"))
+
+import remat_report  # noqa: E402
+
+# The report's figures that a row of the JSON file keeps.
+FIELDS = ("planned", "weights", "activation", "activation_none",
+          "extra_flops_pct", "recomputed", "extra_bytes", "pass_seconds",
+          "solver")
 
 MODELS = {
     "gpt12": ("build/bench/gpt12-d256.onnx", "input_ids=4x128",
@@ -61,32 +69,6 @@ def compile_step(model, remat):
                           f"--pass-pipeline={pipeline}", "-o", os.devnull],
                          capture_output=True, text=True)
     return run, time.time() - start
-
-
-def parse(text):
-    def num(pattern, group=1, cast=int):
-        m = re.search(pattern, text)
-        return cast(m.group(group)) if m else None
-    return {
-        "planned": num(r"planned: weights \d+ \+ arena \d+ = (\d+) bytes"),
-        "weights": num(r"planned: weights (\d+)"),
-        "activation": num(r"activation memory: \d+ -> (\d+) bytes"),
-        "activation_none": num(r"activation memory: (\d+) ->"),
-        "extra_flops_pct": num(r"extra FLOPs: .* \(([0-9.]+)% of", 1, float),
-        "recomputed": num(r"(\d+) recomputed \("),
-        "extra_bytes": moved(text),
-        "pass_seconds": num(r"remat pass time: ([0-9.]+) s", 1, float),
-        "solver": (re.search(r"solver: (.*)", text) or [None, None])[1],
-    }
-
-
-def moved(text):
-    """The report's "extra bytes moved", in bytes."""
-    m = re.search(r"extra bytes moved: ([0-9.]+) (B|KiB|MiB|GiB)", text)
-    if not m:
-        return None
-    scale = {"B": 1, "KiB": 2**10, "MiB": 2**20, "GiB": 2**30}[m.group(2)]
-    return float(m.group(1)) * scale
 
 
 def smallest_peak(model, weights):
@@ -121,7 +103,8 @@ def row(model, policy, budget, time_limit, extra=""):
                if "error:" in line] or run.stderr.strip().splitlines()
         return {"policy": policy, "budget": budget, "extra": extra, "error":
                 err[-1] if err else "failed", "seconds": seconds}
-    result = parse(run.stdout)
+    figures = remat_report.parse(run.stdout)
+    result = {key: figures[key] for key in FIELDS}
     result.update(policy=policy, budget=budget, seconds=seconds, extra=extra)
     return result
 

@@ -15,15 +15,19 @@ something. Prints one line per policy and `PASS NAME_EXPORTER` or FAIL.
 """
 
 import os
-import re
 import subprocess
 import sys
 
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CHECK_GRADS = os.path.join(HERE, "..", "..", "Training", "Inputs",
-                           "check_grads.py")
+TRAINING = os.path.join(HERE, "..", "..", "Training", "Inputs")
+CHECK_GRADS = os.path.join(TRAINING, "check_grads.py")
+sys.path.insert(0, TRAINING)
+
+from check_training import report  # noqa: E402
+from remat_report import parse  # noqa: E402
+
 POLICIES = {
     "none": ["--remat=none"],
     "checkpoint-layers": ["--remat=checkpoint-layers"],
@@ -48,32 +52,28 @@ def main():
     failures = []
     base = None
     for policy in POLICIES:
-        run, out, report = run_policy(memfit_run, models, name, exporter,
-                                      workdir, policy)
+        run, out, report_path = run_policy(memfit_run, models, name,
+                                           exporter, workdir, policy)
         if run.returncode != 0 or "PASS" not in run.stdout:
             failures.append(f"{policy}: check_grads failed\n{run.stdout}"
                             f"{run.stderr}")
             continue
-        text = open(report).read()
-        totals = re.search(r"totals: (\d+) saved \((\d+) bytes\), (\d+) "
-                           r"recomputed \((\d+) bytes\)", text)
-        extra = re.search(r"extra FLOPs: .* \(([0-9.]+)% of", text)
-        act = re.search(r"activation memory: (\d+) -> (\d+) bytes", text)
-        if not (totals and extra and act):
+        figures = parse(open(report_path).read())
+        recomputed = figures["recomputed"]
+        if None in (recomputed, figures["extra_flops_pct"],
+                    figures["activation"]):
             failures.append(f"{policy}: no totals in the report")
             continue
-        recomputed = int(totals.group(3))
         if policy == "none" and recomputed:
             failures.append("none recomputed something")
         if policy != "none" and not recomputed:
             failures.append(f"{policy}: recomputed nothing")
         files = sorted(f for f in os.listdir(out)
                        if f.endswith(".npy") and not f.startswith("in."))
+        worst = 0.0
         if base is None:
             base = (out, files)
-            worst = 0.0
         else:
-            worst = 0.0
             if files != base[1]:
                 failures.append(f"{policy}: produced {files}, not {base[1]}")
             for f in base[1]:
@@ -85,14 +85,10 @@ def main():
                 failures.append(f"{policy}: differs from no remat by "
                                 f"{worst:.2e}")
         print(f"{policy}: {recomputed} recomputed, activations "
-              f"{act.group(1)} -> {act.group(2)} bytes, extra FLOPs "
-              f"{extra.group(1)}%, max difference from none {worst:.2e}")
-    for failure in failures:
-        print(f"FAIL {stem}: {failure}")
-    if failures:
-        return 1
-    print(f"PASS {stem}")
-    return 0
+              f"{figures['activation_none']} -> {figures['activation']} "
+              f"bytes, extra FLOPs {figures['extra_flops_pct']:.2f}%, max "
+              f"difference from none {worst:.2e}")
+    return report(stem, failures)
 
 
 if __name__ == "__main__":

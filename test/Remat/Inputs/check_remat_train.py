@@ -13,23 +13,21 @@ runtime allocated. Prints the figures and PASS or FAIL lines.
 
 import os
 import re
-import subprocess
 import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "Training", "Inputs"))
+
+from check_training import report, run, train_args  # noqa: E402
+from remat_report import parse  # noqa: E402
 
 
 def train(memfit_run, models, workdir, tag, extra):
     losses = os.path.join(workdir, f"{tag}.csv")
-    args = [memfit_run, os.path.join(models, "gpt_ts.onnx"), "--train",
-            "--device=host", "--loss=cross-entropy", "--optimizer=sgd",
-            "--momentum=0.9", "--lr=0.05", "--accumulate=2",
-            "--frozen=wpe.*", "--input-shape=input_ids=2x16",
-            f"--corpus={os.path.join(models, 'corpus.txt')}", "--steps=3",
-            f"--losses={losses}"] + extra
-    run = subprocess.run(args, capture_output=True, text=True)
-    if run.returncode:
-        print(f"FAIL {tag}: exit {run.returncode}\n{run.stdout}{run.stderr}")
-        sys.exit(1)
-    return run.stdout, open(losses).read()
+    out = run(train_args(memfit_run, models, 2, 16, 3, [
+        "--optimizer=sgd", "--momentum=0.9", "--lr=0.05", "--accumulate=2",
+        "--frozen=wpe.*", f"--losses={losses}"] + extra))
+    return out, open(losses).read()
 
 
 def main():
@@ -42,14 +40,12 @@ def main():
                         "--remat-report"])
     if base != remat:
         failures.append(f"losses differ:\n{base}\nvs\n{remat}")
-    totals = re.search(r"(\d+) recomputed \(", out)
-    planned = re.search(r"planned: weights \d+ \+ arena \d+ = (\d+) bytes", out)
+    figures = parse(out)
+    recomputed, planned_bytes = figures["recomputed"], figures["planned"]
     allocated = re.search(r"allocated: ([\d,]+) bytes", out)
-    if not (totals and planned and allocated):
+    if recomputed is None or planned_bytes is None or not allocated:
         failures.append("no report or allocation line:\n" + out)
     else:
-        recomputed = int(totals.group(1))
-        planned_bytes = int(planned.group(1))
         allocated_bytes = int(allocated.group(1).replace(",", ""))
         print(f"recomputed {recomputed}, planned {planned_bytes}, "
               f"allocated {allocated_bytes}")
@@ -60,11 +56,7 @@ def main():
                             f"{allocated_bytes}")
     print("losses:", " ".join(l.split(",")[1] for l in
                               remat.strip().splitlines()[1:]))
-    for failure in failures:
-        print("FAIL", failure)
-    if not failures:
-        print("PASS remat-train")
-    return 1 if failures else 0
+    return report("remat-train", failures)
 
 
 if __name__ == "__main__":

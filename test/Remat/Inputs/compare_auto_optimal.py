@@ -10,22 +10,19 @@ its plan optimal, and when both planned totals are within the budget given
 in the report's header; `FAIL ...` otherwise.
 """
 
-import re
 import sys
 
-UNITS = {"": 1, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+from remat_report import parse
 
 
 def read(path):
     text = open(path).read()
-    flops = re.search(r"extra FLOPs: ([0-9.]+) ([kMGT]?)FLOP", text)
-    planned = re.search(r"planned: weights \d+ \+ arena \d+ = (\d+) bytes",
-                        text)
-    budget = re.search(r"budget (\d+)$", text.splitlines()[0])
-    if not (flops and planned and budget):
+    figures = parse(text)
+    flops, planned, budget = (figures["extra_flops"], figures["planned"],
+                              figures["budget"])
+    if None in (flops, planned, budget):
         sys.exit(f"FAIL {path}: no extra FLOPs, planned total or budget")
-    return (float(flops.group(1)) * UNITS[flops.group(2)],
-            int(planned.group(1)), int(budget.group(1)), text)
+    return flops, planned, budget, text
 
 
 def main():

@@ -96,6 +96,15 @@ class Rand:
         return items[int(self.rng.integers(0, len(items)))]
 
 
+def unique_name(used, stem):
+    """`stem`, or stem2, stem3, ... if taken; added to the set `used`."""
+    name, k = stem, 2
+    while name in used:
+        name, k = f"{stem}{k}", k + 1
+    used.add(name)
+    return name
+
+
 class Case:
     """One test case: a few nodes with their inputs, initializers, outputs.
 
@@ -109,13 +118,7 @@ class Case:
         self.used = set()
 
     def _name(self, tag):
-        name = f"{self.name}_{tag}"
-        k = 2
-        while name in self.used:
-            name = f"{self.name}_{tag}{k}"
-            k += 1
-        self.used.add(name)
-        return name
+        return unique_name(self.used, f"{self.name}_{tag}")
 
     def input(self, value, tag="x"):
         """A graph input fed from a .npy file."""
@@ -135,12 +138,7 @@ class Case:
 
     def op(self, op_type, inputs, nout=1, tag=None, **attrs):
         outs = [self._name(tag or "y") for _ in range(nout)]
-        node_name = f"{self.name}/{op_type}"
-        k = 2
-        while node_name in self.used:
-            node_name = f"{self.name}/{op_type}{k}"
-            k += 1
-        self.used.add(node_name)
+        node_name = unique_name(self.used, f"{self.name}/{op_type}")
         self.nodes.append(helper.make_node(op_type, list(inputs), outs,
                                            name=node_name, **attrs))
         return outs[0] if nout == 1 else outs
@@ -165,6 +163,15 @@ class Group:
         return c
 
 
+def onnx_model(graph, opset):
+    """The model of `graph` at `opset` of the default domain, with the
+    lowest IR version that supports it."""
+    opsets = [helper.make_opsetid("", opset)]
+    return helper.make_model(
+        graph, opset_imports=opsets,
+        ir_version=helper.find_min_ir_version_for(opsets))
+
+
 def make_model(cases, opset, graph_name):
     """The ONNX model of `cases`, with output types from shape inference."""
     nodes, inputs, inits, outputs = [], [], [], []
@@ -177,10 +184,7 @@ def make_model(cases, opset, graph_name):
         for name, value in c.inits.items():
             inits.append(numpy_helper.from_array(value, name))
     graph = helper.make_graph(nodes, graph_name, inputs, [], initializer=inits)
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(
-        graph, opset_imports=opsets,
-        ir_version=helper.find_min_ir_version_for(opsets))
+    model = onnx_model(graph, opset)
     inferred = shape_inference.infer_shapes(model, strict_mode=True)
     types = {vi.name: vi for vi in inferred.graph.value_info}
     for name in outputs:
@@ -1262,13 +1266,18 @@ def compare_arrays(got, ref):
     return max_err, None
 
 
-def reference(model, feeds):
+def ort_session(model):
+    """An onnxruntime CPU session of `model`, graph optimizations off."""
     import onnxruntime as ort
     so = ort.SessionOptions()
     so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
     so.log_severity_level = 3
-    sess = ort.InferenceSession(model.SerializeToString(), so,
+    return ort.InferenceSession(model.SerializeToString(), so,
                                 providers=["CPUExecutionProvider"])
+
+
+def reference(model, feeds):
+    sess = ort_session(model)
     names = [o.name for o in model.graph.output]
     return dict(zip(names, sess.run(names, feeds)))
 

@@ -47,6 +47,10 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "Runtime", "Inputs"))
+from op_numerics import onnx_model, ort_session, unique_name  # noqa: E402
+
 F32, F64, I64 = np.float32, np.float64, np.int64
 
 TOLERANCE = {"f64": 1e-5, "f32": 1e-3}
@@ -70,11 +74,7 @@ class Case:
         self.used = set()
 
     def _name(self, tag):
-        name, k = f"{self.name}_{tag}", 2
-        while name in self.used:
-            name, k = f"{self.name}_{tag}{k}", k + 1
-        self.used.add(name)
-        return name
+        return unique_name(self.used, f"{self.name}_{tag}")
 
     # Random values.
     def f(self, shape, lo=-2.0, hi=2.0):
@@ -455,9 +455,7 @@ class Group:
 
 def make_model(nodes, inputs, inits, output, opset, name):
     graph = helper.make_graph(nodes, name, inputs, [output], initializer=inits)
-    opsets = [helper.make_opsetid("", opset)]
-    model = helper.make_model(graph, opset_imports=opsets,
-                              ir_version=helper.find_min_ir_version_for(opsets))
+    model = onnx_model(graph, opset)
     onnx.checker.check_model(model)
     return model
 
@@ -510,22 +508,13 @@ def case_model(c, opset, dtype):
     return make_model(nodes, inputs, inits, out, opset, c.name)
 
 
-def session(model):
-    import onnxruntime as ort
-    so = ort.SessionOptions()
-    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
-    so.log_severity_level = 3
-    return ort.InferenceSession(model.SerializeToString(), so,
-                                providers=["CPUExecutionProvider"])
-
-
 def finite_differences(c, opset):
     """{parameter: gradient} by central differences, and "f64" or "f32"."""
     try:
-        sess, kind, dtype = session(case_model(c, opset, F64)), "f64", F64
+        sess, kind, dtype = ort_session(case_model(c, opset, F64)), "f64", F64
         sess.run(["L"], {n: v.astype(F64) for n, v in c.params.items()})
     except Exception:
-        sess, kind, dtype = session(case_model(c, opset, F32)), "f32", F32
+        sess, kind, dtype = ort_session(case_model(c, opset, F32)), "f32", F32
     h = STEP[kind]
     feeds = {n: v.astype(dtype) for n, v in c.params.items()}
     grads = {}
