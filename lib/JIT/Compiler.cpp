@@ -86,8 +86,8 @@ static std::string trainingPasses(const TrainOptions &options) {
               " accumulate=" + std::to_string(options.accumulate) + "}";
   passes += ",canonicalize,cse,func.func(memfit-form-kernels)";
   std::string remat = "memfit-remat{policy=" + options.remat;
-  if (!options.budget.empty())
-    remat += " budget=" + options.budget;
+  if (options.budget > 0)
+    remat += " budget=" + std::to_string(options.budget);
   if (options.activationFraction > 0)
     remat += " activation-fraction=" + number(options.activationFraction);
   // Paths are quoted so that spaces and separators survive the parser.

@@ -17,6 +17,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "memfit/JIT/Compiler.h"
+#include "memfit/runtime/Bytes.h"
 #include "memfit/runtime/Nvrtc.h"
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Tensor.h"
@@ -344,7 +345,9 @@ void warnIgnoredCompileFlags() {
                    << " is ignored: the executable is compiled already\n";
 }
 
-memfit::TrainOptions trainOptionsFromFlags() {
+/// The training options the flags give; nothing when --budget does not
+/// parse.
+std::optional<memfit::TrainOptions> trainOptionsFromFlags() {
   memfit::TrainOptions t;
   t.loss = lossKind;
   if (ignoreIndex.getNumOccurrences())
@@ -367,7 +370,12 @@ memfit::TrainOptions trainOptionsFromFlags() {
     t.clipNorm = clipNorm;
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.remat = rematPolicy;
-  t.budget = budgetFlag;
+  if (budgetFlag.getNumOccurrences()) {
+    std::optional<int64_t> bytes = memfit::parseBytes(budgetFlag);
+    if (!bytes || *bytes <= 0)
+      return std::nullopt;
+    t.budget = *bytes;
+  }
   t.activationFraction = activationFractionFlag;
   if (rematReport.getNumOccurrences())
     t.rematReport = rematReport.empty() ? "-" : rematReport.getValue();
@@ -873,8 +881,13 @@ int main(int argc, char **argv) {
   } else {
     memfit::CompileOptions options;
     options.inputShapes = inputShapes;
-    if (train || gradients)
+    if (train || gradients) {
       options.train = trainOptionsFromFlags();
+      if (!options.train)
+        return fail("--budget=" + budgetFlag +
+                    ": expected a positive size in bytes, or with a unit "
+                    "(512MiB, 1.5GiB, 800MB)");
+    }
     auto compiled = memfit::compileModelFile(modelPath, options);
     if (!compiled)
       return fail(compiled.status().message());

@@ -61,11 +61,12 @@ struct TrainOptions {
   /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
   /// Rematerialization (memfit-remat): "none", "checkpoint-layers", "auto"
-  /// or "optimal"; the peak budget ("512MiB", bytes when no unit) and/or
-  /// the fraction of the activation memory to keep (0: no limit). "auto"
-  /// and "optimal" change nothing without a budget or fraction.
+  /// or "optimal"; the peak budget in bytes (0: none; parse what a user
+  /// types with memfit::parseBytes, memfit/runtime/Bytes.h) and/or the
+  /// fraction of the activation memory to keep (0: no limit). "auto" and
+  /// "optimal" change nothing without a budget or fraction.
   std::string remat = "auto";
-  std::string budget;
+  int64_t budget = 0;
   double activationFraction = 0.0;
   /// Where memfit-remat writes its report ("-": standard output) and the
   /// memory timeline (SVG, CSV); empty: not written.

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Compiles every fixture (forward pass and several training configurations)
+# and writes each executable (manifest.json, kernels.cu) plus the remat
+# report under OUT, so that two builds of memfit can be compared with
+# `diff -r OUT1 OUT2`: a refactoring that must not change the emitted CUDA,
+# the memory plan or the remat decisions shows an empty diff.
+#   scripts/compile-snapshot.sh BUILD_BIN_DIR OUT
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bin=${1:?build bin directory}
+out=${2:?output directory}
+rm -rf "$out"
+mkdir -p "$out"
+run() {
+  local name=$1
+  shift
+  if ! "$bin/memfit-run" "$@" --compile-only --quiet --save-executable="$out/$name" \
+      >"$out/$name.log" 2>&1; then
+    echo "compile-snapshot: $name failed:" >&2
+    cat "$out/$name.log" >&2
+    return 1
+  fi
+  rm -f "$out/$name/weights.bin"
+}
+for family in gpt bert llama; do
+  for exporter in ts dynamo; do
+    stem=${family}_${exporter}
+    model=test/models/$stem.onnx
+    shape=--input-shape=batch=2,seq=16
+    run "$stem.forward" "$model" $shape
+    run "$stem.gradients" "$model" $shape --gradients --loss=cross-entropy
+    run "$stem.train-none" "$model" $shape --train --loss=cross-entropy --remat=none
+    run "$stem.train-layers" "$model" $shape --train --loss=cross-entropy \
+      --remat=checkpoint-layers --remat-report="$out/$stem.train-layers.report"
+    run "$stem.train-auto" "$model" $shape --train --loss=cross-entropy \
+      --remat=auto --activation-fraction=0.5 --remat-report="$out/$stem.train-auto.report"
+    run "$stem.train-sgd-accumulate" "$model" $shape --train --loss=cross-entropy \
+      --optimizer=sgd --momentum=0.9 --nesterov --clip-norm=1 --accumulate=2 --remat=none
+  done
+done
+# The pass's own run time is the one line that differs between two runs.
+sed -i '/^remat pass time:/d' "$out"/*.report
+echo "compile-snapshot: $(ls -d "$out"/*/ | wc -l) executables in $out"
