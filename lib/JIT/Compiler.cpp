@@ -4,7 +4,7 @@
 
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Import/OnnxImporter.h"
-#include "memfit/Passes/Passes.h"
+#include "memfit/Passes/Pipelines.h"
 #include "memfit/Target/Cuda/EmitCuda.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -18,8 +18,8 @@
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/ToolOutputFile.h"
 
-#include <cstdio>
 
 using namespace mlir;
 using mlir::memfit::CudaEmitOptions;
@@ -29,95 +29,79 @@ using mlir::memfit::looksLikeOnnx;
 using mlir::memfit::OnnxImportOptions;
 using mlir::memfit::parseInputShapes;
 using mlir::memfit::registerOnnxImportDialects;
+using namespace mlir::memfit;
 
 namespace memfit {
 
-/// The passes of the forward pipeline, without the module anchor (the form
-/// parsePassPipeline expects when it adds to an existing pass manager).
-static const char kForwardPasses[] =
-    "canonicalize,cse,func.func(memfit-form-kernels)";
+namespace {
 
-const char *forwardPipeline() {
-  static const std::string anchored =
-      std::string("builtin.module(") + kForwardPasses + ")";
-  return anchored.c_str();
+/// The pipeline options of a training step, checked.
+rt::StatusOr<std::unique_ptr<TrainPipelineOptions>>
+pipelineOptions(const TrainOptions &train) {
+  auto options = std::make_unique<TrainPipelineOptions>();
+  if (train.loss == "output")
+    options->loss = LossKind::Output;
+  else if (train.loss == "cross-entropy")
+    options->loss = LossKind::CrossEntropy;
+  else if (train.loss == "mse")
+    options->loss = LossKind::Mse;
+  else
+    return rt::invalidArgument("unknown loss '" + train.loss +
+                               "'; expected output, cross-entropy or mse");
+  if (train.optimizer == "adamw")
+    options->optimizer = OptimizerKind::AdamW;
+  else if (train.optimizer == "sgd")
+    options->optimizer = OptimizerKind::Sgd;
+  else if (train.optimizer == "none")
+    options->optimizer = OptimizerKind::None;
+  else
+    return rt::invalidArgument("unknown optimizer '" + train.optimizer +
+                               "'; expected adamw, sgd or none");
+  if (train.remat == "none")
+    options->remat = RematPolicy::None;
+  else if (train.remat == "checkpoint-layers")
+    options->remat = RematPolicy::CheckpointLayers;
+  else if (train.remat == "auto")
+    options->remat = RematPolicy::Auto;
+  else if (train.remat == "optimal")
+    options->remat = RematPolicy::Optimal;
+  else
+    return rt::invalidArgument("unknown remat policy '" + train.remat +
+                               "'; expected none, checkpoint-layers, auto or "
+                               "optimal");
+  options->ignoreIndex = train.ignoreIndex;
+  options->trainable = train.trainable;
+  options->frozen = train.frozen;
+  options->beta1 = train.beta1;
+  options->beta2 = train.beta2;
+  options->eps = train.eps;
+  options->weightDecay = train.weightDecay;
+  options->momentum = train.momentum;
+  options->nesterov = train.nesterov;
+  options->clipNorm = train.clipNorm;
+  options->accumulate = train.accumulate;
+  options->budget = ::memfit::ByteSize{train.budget};
+  options->activationFraction = train.activationFraction;
+  options->rematTimeLimit = train.rematTimeLimit;
+  options->rematReport = train.rematReport;
+  options->timeline = train.timeline;
+  options->timelineData = train.timelineData;
+  std::string problem = verifyTrainPipelineOptions(*options);
+  if (!problem.empty())
+    return rt::invalidArgument(problem);
+  return options;
 }
 
-void registerForwardPipeline() {
-  static PassPipelineRegistration<> pipeline(
-      "memfit-forward-pipeline",
-      "What the C++ API runs between import and CUDA emission",
-      [](OpPassManager &pm) {
-        (void)parsePassPipeline(kForwardPasses, pm);
-      });
-}
+} // namespace
 
-static std::string number(double value) {
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.17g", value);
-  return text;
-}
-
-static std::string joined(const std::vector<std::string> &items) {
-  std::string out;
-  for (const std::string &item : items)
-    out += (out.empty() ? "" : ",") + item;
-  return out;
-}
-
-/// The passes of a training step, without the module anchor.
-static std::string trainingPasses(const TrainOptions &options) {
-  std::string autodiff = "memfit-autodiff{loss=" + options.loss +
-                         " ignore-index=" + std::to_string(options.ignoreIndex);
-  if (!options.trainable.empty())
-    autodiff += " trainable=" + joined(options.trainable);
-  if (!options.frozen.empty())
-    autodiff += " frozen=" + joined(options.frozen);
-  autodiff += "}";
-  std::string passes = "canonicalize,cse,memfit-tie-parameters," + autodiff;
-  if (options.optimizer != "none")
-    passes += ",memfit-optimizer{optimizer=" + options.optimizer +
-              " beta1=" + number(options.beta1) +
-              " beta2=" + number(options.beta2) + " eps=" + number(options.eps) +
-              " weight-decay=" + number(options.weightDecay) +
-              " momentum=" + number(options.momentum) +
-              " nesterov=" + (options.nesterov ? "true" : "false") +
-              " clip-norm=" + number(options.clipNorm) +
-              " accumulate=" + std::to_string(options.accumulate) + "}";
-  passes += ",canonicalize,cse,func.func(memfit-form-kernels)";
-  std::string remat = "memfit-remat{policy=" + options.remat;
-  if (options.budget > 0)
-    remat += " budget=" + std::to_string(options.budget);
-  if (options.activationFraction > 0)
-    remat += " activation-fraction=" + number(options.activationFraction);
-  // Paths are quoted so that spaces and separators survive the parser.
-  auto path = [&](const char *name, const std::string &value) {
-    if (!value.empty())
-      remat += std::string(" ") + name + "=\"" + value + "\"";
-  };
-  path("report", options.rematReport);
-  path("timeline", options.timeline);
-  path("timeline-data", options.timelineData);
-  return passes + "," + remat + "}";
-}
-
-std::string trainingPipeline(const TrainOptions &options) {
-  return "builtin.module(" + trainingPasses(options) + ")";
+rt::StatusOr<std::string> trainPipelineOptions(const TrainOptions &train) {
+  auto options = pipelineOptions(train);
+  if (!options)
+    return options.status();
+  return printTrainPipelineOptions(**options);
 }
 
 namespace {
-
-/// The passes the forward pipeline names, registered once so that its
-/// text parses.
-void registerPipelinePasses() {
-  static bool registered = [] {
-    registerCanonicalizerPass();
-    registerCSEPass();
-    mlir::memfit::registerMemfitPasses();
-    return true;
-  }();
-  (void)registered;
-}
 
 /// Collects every diagnostic as "file:line:col: error: message" lines, with
 /// notes, so that API callers get them in one Status.
@@ -195,28 +179,35 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   if (!module)
     return rt::invalidArgument(diagnostics.text());
 
-  registerPipelinePasses();
+  registerMemfitPipelines();
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.train) {
-    const TrainOptions &train = *options.train;
-    if (train.optimizer != "adamw" && train.optimizer != "sgd" &&
-        train.optimizer != "none")
-      return rt::invalidArgument("unknown optimizer '" + train.optimizer +
-                                 "'; expected adamw, sgd or none");
-    if (train.accumulate < 1)
-      return rt::invalidArgument("accumulation steps must be at least 1");
-    for (const auto *patterns : {&train.trainable, &train.frozen})
-      for (const std::string &pattern : *patterns)
-        if (pattern.find_first_of(" {}") != std::string::npos)
-          return rt::invalidArgument("parameter pattern '" + pattern +
-                                     "' may not contain spaces or braces");
-    if (failed(parsePassPipeline(trainingPasses(train), pm)))
-      return rt::internalError("the training pipeline does not parse");
-  } else if (failed(parsePassPipeline(kForwardPasses, pm))) {
-    return rt::internalError("the forward pipeline does not parse");
+    auto trainOptions = pipelineOptions(*options.train);
+    if (!trainOptions)
+      return trainOptions.status();
+    buildTrainPipeline(pm, **trainOptions);
+  } else {
+    buildForwardPipeline(pm);
   }
   if (failed(pm.run(*module)))
     return rt::invalidArgument(diagnostics.text());
+
+  if (!options.mlirOutput.empty()) {
+    std::string error;
+    std::unique_ptr<llvm::ToolOutputFile> output =
+        openOutputFile(options.mlirOutput, &error);
+    if (!output)
+      return rt::invalidArgument("cannot write MLIR to '" +
+                                 options.mlirOutput + "': " + error);
+    module->print(output->os());
+    output->os() << "\n";
+    output->os().flush();
+    if (output->os().has_error())
+      return rt::invalidArgument("cannot write MLIR to '" +
+                                 options.mlirOutput + "': " +
+                                 output->os().error().message());
+    output->keep();
+  }
 
   CudaEmitOptions emitOptions;
   emitOptions.modelName = llvm::sys::path::filename(path).str();

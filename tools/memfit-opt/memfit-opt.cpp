@@ -8,8 +8,7 @@
 
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Import/OnnxImporter.h"
-#include "memfit/JIT/Compiler.h"
-#include "memfit/Passes/Passes.h"
+#include "memfit/Passes/Pipelines.h"
 
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/MLIRContext.h"
@@ -56,10 +55,7 @@ importOnnx(const llvm::MemoryBuffer &file, StringRef fileName,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
-  mlir::memfit::registerMemfitPasses();
-  ::memfit::registerForwardPipeline();
-  registerCanonicalizerPass();
-  registerCSEPass();
+  mlir::memfit::registerMemfitPipelines();
   registerSymbolDCEPass();
 
   DialectRegistry registry;

@@ -71,6 +71,8 @@ struct TrainOptions {
   /// Where memfit-remat writes its report ("-": standard output) and the
   /// memory timeline (SVG, CSV); empty: not written.
   std::string rematReport, timeline, timelineData;
+  /// remat "optimal": seconds the ILP solver may take.
+  double rematTimeLimit = 60;
 };
 
 struct CompileOptions {
@@ -81,19 +83,18 @@ struct CompileOptions {
   std::string entry;
   /// When set, compile the training step instead of the forward pass.
   std::optional<TrainOptions> train;
+  /// When set, the module that CUDA is emitted from (after the pipeline) is
+  /// also written to this file as MLIR text ("-": standard output), as
+  /// memfit-opt prints it.
+  std::string mlirOutput;
 };
 
-/// The textual pass pipeline that compileModelFile runs after import;
-/// `memfit-opt --pass-pipeline='<this>'` reproduces it step by step.
-const char *forwardPipeline();
-
-/// Registers the pipeline above as `memfit-forward-pipeline` for
-/// memfit-opt.
-void registerForwardPipeline();
-
-/// The textual pipeline for a training step with these options (import
-/// excluded); `memfit-opt --pass-pipeline='<this>'` reproduces it.
-std::string trainingPipeline(const TrainOptions &options);
+/// The options of `memfit-train-pipeline` that compile the training step
+/// of `options` ("loss=cross-entropy budget=1258291"):
+///   memfit-opt MODEL --input-shape=... --memfit-train-pipeline='<this>'
+/// prints the module that compileModelFile emits CUDA from. Fails on
+/// options that the pipeline rejects.
+rt::StatusOr<std::string> trainPipelineOptions(const TrainOptions &options);
 
 /// Compiles an ONNX model (.onnx) or memfit IR (.mlir, .mlirbc) into an
 /// executable for the runtime. Errors carry the compiler's diagnostics,

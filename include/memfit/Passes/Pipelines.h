@@ -1,0 +1,167 @@
+//===- Pipelines.h - the registered pass pipelines -------------*- C++ -*-===//
+//
+// What the C++ API runs between import and CUDA emission, as registered
+// pass pipelines, so that memfit-opt reproduces exactly what the API
+// compiles:
+//
+//   memfit-forward-pipeline   canonicalize, cse, memfit-form-kernels
+//   memfit-train-pipeline     canonicalize, cse, memfit-tie-parameters,
+//                             memfit-autodiff, memfit-optimizer (unless
+//                             optimizer=none), canonicalize, cse,
+//                             memfit-form-kernels, memfit-remat
+//
+//   memfit-opt gpt.onnx --input-shape=batch=2,seq=16 \
+//     --memfit-train-pipeline='loss=cross-entropy budget=1.2MiB'
+//
+// Options are typed: the loss, optimizer and remat policy are enums whose
+// values the parser checks, the budget is a memfit::ByteSize.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_PASSES_PIPELINES_H
+#define MEMFIT_PASSES_PIPELINES_H
+
+#include "memfit/Passes/ByteSize.h"
+
+#include "mlir/Pass/PassOptions.h"
+
+#include <string>
+
+namespace mlir {
+class OpPassManager;
+} // namespace mlir
+
+namespace mlir::memfit {
+
+enum class LossKind { Output, CrossEntropy, Mse };
+enum class OptimizerKind { AdamW, Sgd, None };
+enum class RematPolicy { None, CheckpointLayers, Auto, Optimal };
+
+/// The names the options and the passes use ("cross-entropy", "adamw",
+/// "checkpoint-layers", ...).
+llvm::StringRef stringifyLossKind(LossKind kind);
+llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
+llvm::StringRef stringifyRematPolicy(RematPolicy policy);
+
+struct TrainPipelineOptions
+    : public mlir::PassPipelineOptions<TrainPipelineOptions> {
+  // The loss (memfit-autodiff).
+  Option<LossKind> loss{
+      *this, "loss", llvm::cl::desc("The loss"),
+      llvm::cl::init(LossKind::Output),
+      llvm::cl::values(
+          clEnumValN(LossKind::Output, "output",
+                     "the model's only output, a float scalar"),
+          clEnumValN(LossKind::CrossEntropy, "cross-entropy",
+                     "over the first output's last dimension; adds 'labels'"),
+          clEnumValN(LossKind::Mse, "mse",
+                     "mean squared error of the first output; adds 'target'"))};
+  Option<int64_t> ignoreIndex{
+      *this, "ignore-index",
+      llvm::cl::desc("Cross-entropy: labels equal to this contribute nothing"),
+      llvm::cl::init(-100)};
+  ListOption<std::string> trainable{
+      *this, "trainable",
+      llvm::cl::desc("Glob patterns of the parameters to train (default: all)")};
+  ListOption<std::string> frozen{
+      *this, "frozen",
+      llvm::cl::desc("Glob patterns of parameters not to train")};
+  Option<std::string> entry{
+      *this, "entry",
+      llvm::cl::desc("The function to differentiate (default: the only one, "
+                     "or main)"),
+      llvm::cl::init("")};
+
+  // The optimizer (memfit-optimizer).
+  Option<OptimizerKind> optimizer{
+      *this, "optimizer", llvm::cl::desc("The parameter update"),
+      llvm::cl::init(OptimizerKind::AdamW),
+      llvm::cl::values(
+          clEnumValN(OptimizerKind::AdamW, "adamw", "AdamW (PyTorch's)"),
+          clEnumValN(OptimizerKind::Sgd, "sgd",
+                     "SGD with optional (Nesterov) momentum"),
+          clEnumValN(OptimizerKind::None, "none",
+                     "no update: the step returns the loss and gradients"))};
+  Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
+                       llvm::cl::init(0.9)};
+  Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
+                       llvm::cl::init(0.999)};
+  Option<double> eps{*this, "eps", llvm::cl::desc("AdamW epsilon"),
+                     llvm::cl::init(1e-8)};
+  Option<double> weightDecay{
+      *this, "weight-decay",
+      llvm::cl::desc("Weight decay (decoupled for AdamW, L2 for SGD)"),
+      llvm::cl::init(0.01)};
+  Option<double> momentum{*this, "momentum", llvm::cl::desc("SGD momentum"),
+                          llvm::cl::init(0.0)};
+  Option<bool> nesterov{*this, "nesterov",
+                        llvm::cl::desc("SGD: Nesterov momentum"),
+                        llvm::cl::init(false)};
+  Option<double> clipNorm{
+      *this, "clip-norm",
+      llvm::cl::desc("Clip gradients to this global L2 norm (0: off)"),
+      llvm::cl::init(0.0)};
+  Option<int64_t> accumulate{
+      *this, "accumulate", llvm::cl::desc("Micro-batches per optimizer step"),
+      llvm::cl::init(1)};
+
+  // Rematerialization (memfit-remat).
+  Option<RematPolicy> remat{
+      *this, "remat", llvm::cl::desc("Rematerialization policy"),
+      llvm::cl::init(RematPolicy::Auto),
+      llvm::cl::values(
+          clEnumValN(RematPolicy::None, "none", "save every forward value"),
+          clEnumValN(RematPolicy::CheckpointLayers, "checkpoint-layers",
+                     "save layer boundaries, recompute the rest"),
+          clEnumValN(RematPolicy::Auto, "auto",
+                     "cost-aware, to the budget or activation fraction"),
+          clEnumValN(RematPolicy::Optimal, "optimal",
+                     "the ILP's optimum (GLPK), to the budget"))};
+  Option<::memfit::ByteSize> budget{
+      *this, "budget",
+      llvm::cl::desc("Peak device memory of the step (weights + arena): "
+                     "bytes, or with a unit (512MiB, 1.5GiB, 800MB); 0: none"),
+      llvm::cl::init(::memfit::ByteSize{})};
+  Option<double> activationFraction{
+      *this, "activation-fraction",
+      llvm::cl::desc("Keep at most this fraction of the activation memory "
+                     "(0: no limit)"),
+      llvm::cl::init(0.0)};
+  Option<double> rematTimeLimit{
+      *this, "remat-time-limit",
+      llvm::cl::desc("remat=optimal: seconds the ILP solver may take"),
+      llvm::cl::init(60.0)};
+  Option<std::string> rematReport{
+      *this, "remat-report",
+      llvm::cl::desc("Write the remat report ('-': standard output)"),
+      llvm::cl::init("")};
+  Option<std::string> timeline{
+      *this, "timeline",
+      llvm::cl::desc("Write the step's memory timeline as SVG"),
+      llvm::cl::init("")};
+  Option<std::string> timelineData{
+      *this, "timeline-data",
+      llvm::cl::desc("Write the memory timeline's data as CSV"),
+      llvm::cl::init("")};
+};
+
+/// Checks what the option parser cannot (ranges, combinations); returns an
+/// empty string when the options are valid, else the problem.
+std::string verifyTrainPipelineOptions(const TrainPipelineOptions &options);
+
+/// The option text that `--memfit-train-pipeline='<text>'` parses back to
+/// `options`: every option that differs from its default, in declaration
+/// order ("loss=cross-entropy budget=1258291").
+std::string printTrainPipelineOptions(const TrainPipelineOptions &options);
+
+void buildForwardPipeline(OpPassManager &pm);
+void buildTrainPipeline(OpPassManager &pm,
+                        const TrainPipelineOptions &options);
+
+/// Registers memfit-forward-pipeline and memfit-train-pipeline, and the
+/// passes they run.
+void registerMemfitPipelines();
+
+} // namespace mlir::memfit
+
+#endif // MEMFIT_PASSES_PIPELINES_H

@@ -1,0 +1,240 @@
+//===- Pipelines.cpp - the registered pass pipelines ----------------------===//
+
+#include "memfit/Passes/Pipelines.h"
+
+#include "memfit/Passes/Passes.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+StringRef mlir::memfit::stringifyLossKind(LossKind kind) {
+  switch (kind) {
+  case LossKind::Output:
+    return "output";
+  case LossKind::CrossEntropy:
+    return "cross-entropy";
+  case LossKind::Mse:
+    return "mse";
+  }
+  llvm_unreachable("unknown loss kind");
+}
+
+StringRef mlir::memfit::stringifyOptimizerKind(OptimizerKind kind) {
+  switch (kind) {
+  case OptimizerKind::AdamW:
+    return "adamw";
+  case OptimizerKind::Sgd:
+    return "sgd";
+  case OptimizerKind::None:
+    return "none";
+  }
+  llvm_unreachable("unknown optimizer kind");
+}
+
+StringRef mlir::memfit::stringifyRematPolicy(RematPolicy policy) {
+  switch (policy) {
+  case RematPolicy::None:
+    return "none";
+  case RematPolicy::CheckpointLayers:
+    return "checkpoint-layers";
+  case RematPolicy::Auto:
+    return "auto";
+  case RematPolicy::Optimal:
+    return "optimal";
+  }
+  llvm_unreachable("unknown remat policy");
+}
+
+std::string
+mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
+  if (options.accumulate < 1)
+    return "accumulate must be at least 1, got " +
+           std::to_string(options.accumulate);
+  if (options.optimizer == OptimizerKind::None && options.accumulate != 1)
+    return "accumulate needs an optimizer (optimizer=none returns the "
+           "gradients of one micro-batch)";
+  if (options.budget.getValue().bytes < 0)
+    return "budget must not be negative";
+  if (!(options.activationFraction >= 0 && options.activationFraction <= 1))
+    return "activation-fraction must be in [0, 1] (0: no limit)";
+  if (!(options.clipNorm >= 0))
+    return "clip-norm must not be negative";
+  if (!(options.rematTimeLimit > 0))
+    return "remat-time-limit must be positive";
+  // The printed form must parse back: list items cannot hold separators.
+  for (const auto *patterns : {&options.trainable, &options.frozen})
+    for (const std::string &pattern : *patterns)
+      if (pattern.empty() || pattern.find_first_of(" ,{}'\"") != std::string::npos)
+        return "parameter pattern '" + pattern +
+               "' must be non-empty, without spaces, commas, braces or quotes";
+  return "";
+}
+
+namespace {
+
+/// The shortest decimal text that reads back as exactly `value`.
+std::string shortestDouble(double value) {
+  char text[40];
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(text, sizeof(text), "%.*g", precision, value);
+    if (std::strtod(text, nullptr) == value)
+      break;
+  }
+  return text;
+}
+
+/// A string option's value, quoted when the option parser would otherwise
+/// split it.
+std::string quoted(const std::string &value) {
+  if (!value.empty() &&
+      value.find_first_of(" {}'\"=") == std::string::npos)
+    return value;
+  return "\"" + value + "\"";
+}
+
+} // namespace
+
+std::string
+mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
+  TrainPipelineOptions defaults;
+  std::string text;
+  auto add = [&](StringRef name, const std::string &value) {
+    text += (text.empty() ? "" : " ") + name.str() + "=" + value;
+  };
+  auto number = [&](StringRef name, double value, double fallback) {
+    if (value != fallback)
+      add(name, shortestDouble(value));
+  };
+  auto string = [&](StringRef name, const std::string &value) {
+    if (!value.empty())
+      add(name, quoted(value));
+  };
+  auto list = [&](StringRef name, ArrayRef<std::string> values) {
+    if (!values.empty())
+      add(name, llvm::join(values, ","));
+  };
+  if (options.loss != defaults.loss)
+    add("loss", stringifyLossKind(options.loss).str());
+  if (options.ignoreIndex != defaults.ignoreIndex)
+    add("ignore-index", std::to_string(options.ignoreIndex));
+  list("trainable", options.trainable);
+  list("frozen", options.frozen);
+  string("entry", options.entry);
+  if (options.optimizer != defaults.optimizer)
+    add("optimizer", stringifyOptimizerKind(options.optimizer).str());
+  number("beta1", options.beta1, defaults.beta1);
+  number("beta2", options.beta2, defaults.beta2);
+  number("eps", options.eps, defaults.eps);
+  number("weight-decay", options.weightDecay, defaults.weightDecay);
+  number("momentum", options.momentum, defaults.momentum);
+  if (options.nesterov)
+    add("nesterov", "true");
+  number("clip-norm", options.clipNorm, defaults.clipNorm);
+  if (options.accumulate != defaults.accumulate)
+    add("accumulate", std::to_string(options.accumulate));
+  if (options.remat != defaults.remat)
+    add("remat", stringifyRematPolicy(options.remat).str());
+  if (options.budget.getValue().bytes != 0)
+    add("budget", std::to_string(options.budget.getValue().bytes));
+  number("activation-fraction", options.activationFraction,
+         defaults.activationFraction);
+  number("remat-time-limit", options.rematTimeLimit, defaults.rematTimeLimit);
+  string("remat-report", options.rematReport);
+  string("timeline", options.timeline);
+  string("timeline-data", options.timelineData);
+  return text;
+}
+
+void mlir::memfit::buildForwardPipeline(OpPassManager &pm) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
+}
+
+void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
+                                      const TrainPipelineOptions &options) {
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createMemfitTieParametersPass());
+
+  MemfitAutodiffPassOptions autodiff;
+  autodiff.loss = stringifyLossKind(options.loss).str();
+  autodiff.ignoreIndex = options.ignoreIndex;
+  autodiff.trainable.assign(options.trainable.begin(), options.trainable.end());
+  autodiff.frozen.assign(options.frozen.begin(), options.frozen.end());
+  autodiff.entry = options.entry;
+  pm.addPass(createMemfitAutodiffPass(autodiff));
+
+  if (options.optimizer != OptimizerKind::None) {
+    MemfitOptimizerPassOptions optimizer;
+    optimizer.optimizer = stringifyOptimizerKind(options.optimizer).str();
+    optimizer.beta1 = options.beta1;
+    optimizer.beta2 = options.beta2;
+    optimizer.eps = options.eps;
+    optimizer.weightDecay = options.weightDecay;
+    optimizer.momentum = options.momentum;
+    optimizer.nesterov = options.nesterov;
+    optimizer.clipNorm = options.clipNorm;
+    optimizer.accumulate = options.accumulate;
+    pm.addPass(createMemfitOptimizerPass(optimizer));
+  }
+
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
+
+  MemfitRematPassOptions remat;
+  remat.policy = stringifyRematPolicy(options.remat).str();
+  if (options.budget.getValue().bytes > 0)
+    remat.budget = std::to_string(options.budget.getValue().bytes);
+  remat.activationFraction = options.activationFraction;
+  remat.timeLimit = options.rematTimeLimit;
+  remat.report = options.rematReport;
+  remat.timeline = options.timeline;
+  remat.timelineData = options.timelineData;
+  pm.addPass(createMemfitRematPass(remat));
+}
+
+void mlir::memfit::registerMemfitPipelines() {
+  static bool registered = [] {
+    registerCanonicalizerPass();
+    registerCSEPass();
+    registerMemfitPasses();
+    PassPipelineRegistration<>(
+        "memfit-forward-pipeline",
+        "What the C++ API runs between import and CUDA emission for a "
+        "forward pass: canonicalize, cse, memfit-form-kernels",
+        buildForwardPipeline);
+    registerPassPipeline(
+        "memfit-train-pipeline",
+        "What the C++ API (and memfit-run --train) runs between import and "
+        "CUDA emission for a training step: canonicalize, cse, "
+        "memfit-tie-parameters, memfit-autodiff, memfit-optimizer, "
+        "canonicalize, cse, memfit-form-kernels, memfit-remat",
+        [](OpPassManager &pm, StringRef text,
+           function_ref<LogicalResult(const Twine &)> errorHandler) {
+          TrainPipelineOptions options;
+          if (failed(options.parseFromString(text)))
+            return failure();
+          std::string problem = verifyTrainPipelineOptions(options);
+          if (!problem.empty())
+            return errorHandler("memfit-train-pipeline: " + problem);
+          buildTrainPipeline(pm, options);
+          return success();
+        },
+        [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+          optionHandler(TrainPipelineOptions());
+        });
+    return true;
+  }();
+  (void)registered;
+}

@@ -1,0 +1,86 @@
+// memfit-train-pipeline: the training step the C++ API compiles, as one
+// registered pipeline with typed options. A budget is parsed where it is
+// typed and travels as bytes; the loss, optimizer and remat policy are
+// checked by the option parser; ranges by the pipeline.
+
+// The passes it runs, with the options each receives.
+// RUN: memfit-opt %s --memfit-train-pipeline='loss=output optimizer=sgd momentum=0.9 nesterov=true clip-norm=1 accumulate=2 remat=checkpoint-layers budget=600KiB' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASSES
+// PASSES: builtin.module(
+// PASSES-NEXT: canonicalize
+// PASSES-NEXT: cse,
+// PASSES-NEXT: memfit-tie-parameters,
+// PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 loss=output }
+// PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true optimizer=sgd
+// PASSES-NEXT: canonicalize
+// PASSES-NEXT: cse,
+// PASSES-NEXT: func.func(
+// PASSES-NEXT: memfit-form-kernels
+// PASSES-NEXT: ),
+// PASSES-NEXT: memfit-remat{{{.*}}budget=614400 policy=checkpoint-layers
+
+// optimizer=none: loss and gradients only, no memfit-optimizer.
+// RUN: memfit-opt %s --memfit-train-pipeline='optimizer=none remat=none' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=GRADIENTS
+// GRADIENTS: memfit-autodiff
+// GRADIENTS-NOT: memfit-optimizer
+// GRADIENTS: memfit-form-kernels
+// GRADIENTS: memfit-remat{{.*}}policy=none
+
+// The whole step: AdamW states, kernels, an update per parameter, and two
+// gelus recomputed to keep 75% of the activations (see memfit-remat.mlir).
+// RUN: memfit-opt %s --memfit-train-pipeline='activation-fraction=0.75 remat-report=%t.report' | FileCheck %s
+// RUN: FileCheck %s --check-prefix=REPORT < %t.report
+// CHECK-DAG: memfit.parameter @w0.exp_avg = {{.*}}memfit.role = "optimizer_state"
+// CHECK-DAG: memfit.parameter @step = {{.*}}memfit.role = "counter"
+// CHECK-LABEL: func.func @train_step
+// CHECK-SAME: {onnx.name = "lr"}
+// CHECK: memfit.kernel(%{{.*}}) {memfit.recomputed_from = ["/l1/fc/MatMul"]}
+// CHECK: memfit.kernel(%{{.*}}) {memfit.recomputed_from = ["/l0/fc/MatMul"]}
+// CHECK: memfit.assign @w0,
+// CHECK: memfit.assign @v2,
+// REPORT: remat report for @train_step: policy auto
+// REPORT: totals: 6 saved (9216 bytes), 2 recomputed (4096 bytes)
+
+// Options the parser or the pipeline refuses, each with the reason.
+// RUN: not memfit-opt %s --memfit-train-pipeline='loss=hinge' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADLOSS
+// BADLOSS: for the --loss option: Cannot find option named 'hinge'!
+// RUN: not memfit-opt %s --memfit-train-pipeline='optimizer=lion' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADOPT
+// BADOPT: for the --optimizer option: Cannot find option named 'lion'!
+// RUN: not memfit-opt %s --memfit-train-pipeline='remat=fastest' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPOLICY
+// BADPOLICY: for the --remat option: Cannot find option named 'fastest'!
+// RUN: not memfit-opt %s --memfit-train-pipeline='budget=12parsecs' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
+// BADBUDGET: for the --budget option: '12parsecs' is not a size: expected bytes, or a number with a unit (512MiB, 1.5GiB, 800MB)
+// RUN: not memfit-opt %s --memfit-train-pipeline='accumulate=0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ACCUMULATE
+// ACCUMULATE: error: memfit-train-pipeline: accumulate must be at least 1, got 0
+// RUN: not memfit-opt %s --memfit-train-pipeline='optimizer=none accumulate=4' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOUPDATE
+// NOUPDATE: error: memfit-train-pipeline: accumulate needs an optimizer
+// RUN: not memfit-opt %s --memfit-train-pipeline='activation-fraction=1.5' -o /dev/null 2>&1 | FileCheck %s --check-prefix=FRACTION
+// FRACTION: error: memfit-train-pipeline: activation-fraction must be in [0, 1]
+// RUN: not memfit-opt %s --memfit-train-pipeline='frozen=w0,,v0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=PATTERN
+// PATTERN: error: memfit-train-pipeline: parameter pattern '' must be non-empty, without spaces, commas, braces or quotes
+
+memfit.parameter @w0 = dense<0.05> : tensor<16x64xf32>
+memfit.parameter @v0 = dense<0.05> : tensor<64x16xf32>
+memfit.parameter @w1 = dense<0.05> : tensor<16x64xf32>
+memfit.parameter @v1 = dense<0.05> : tensor<64x16xf32>
+memfit.parameter @w2 = dense<0.05> : tensor<16x64xf32>
+memfit.parameter @v2 = dense<0.05> : tensor<64x16xf32>
+
+func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}) {
+  %w0 = memfit.load_parameter @w0 : tensor<16x64xf32>
+  %p0 = memfit.matmul %x, %w0 : tensor<8x16xf32>, tensor<16x64xf32> -> tensor<8x64xf32> loc("/l0/fc/MatMul")
+  %g0 = memfit.gelu none %p0 : tensor<8x64xf32> loc("/l0/act/Gelu")
+  %v0 = memfit.load_parameter @v0 : tensor<64x16xf32>
+  %h1 = memfit.matmul %g0, %v0 : tensor<8x64xf32>, tensor<64x16xf32> -> tensor<8x16xf32> loc("/l0/proj/MatMul")
+  %w1 = memfit.load_parameter @w1 : tensor<16x64xf32>
+  %p1 = memfit.matmul %h1, %w1 : tensor<8x16xf32>, tensor<16x64xf32> -> tensor<8x64xf32> loc("/l1/fc/MatMul")
+  %g1 = memfit.gelu none %p1 : tensor<8x64xf32> loc("/l1/act/Gelu")
+  %v1 = memfit.load_parameter @v1 : tensor<64x16xf32>
+  %h2 = memfit.matmul %g1, %v1 : tensor<8x64xf32>, tensor<64x16xf32> -> tensor<8x16xf32> loc("/l1/proj/MatMul")
+  %w2 = memfit.load_parameter @w2 : tensor<16x64xf32>
+  %p2 = memfit.matmul %h2, %w2 : tensor<8x16xf32>, tensor<16x64xf32> -> tensor<8x64xf32> loc("/l2/fc/MatMul")
+  %g2 = memfit.gelu none %p2 : tensor<8x64xf32> loc("/l2/act/Gelu")
+  %v2 = memfit.load_parameter @v2 : tensor<64x16xf32>
+  %h3 = memfit.matmul %g2, %v2 : tensor<8x64xf32>, tensor<64x16xf32> -> tensor<8x16xf32> loc("/l2/proj/MatMul")
+  %l = memfit.reduce_mean %h3 {axes = array<i64: 0, 1>, keepdims = false} : tensor<8x16xf32> -> tensor<f32> loc("/loss/ReduceMean")
+  return %l : tensor<f32>
+}
