@@ -2,6 +2,7 @@
 # lit configuration of the memfit regression suite.
 
 import os
+import shutil
 import subprocess
 
 import lit.formats
@@ -17,6 +18,9 @@ config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.memfit_obj_root, "test")
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%memfit_src_root", config.memfit_src_root))
+config.substitutions.append(("%memfit_obj_root", config.memfit_obj_root))
+config.substitutions.append(("%cxx", config.memfit_cxx))
 config.substitutions.append(("%models", os.path.join(config.memfit_src_root, "test", "models")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
@@ -34,6 +38,10 @@ if python and os.path.exists(python):
 config.substitutions.append(("%onnx_python", python))
 config.substitutions.append(("%mkonnx", python + " " + os.path.join(
     config.memfit_src_root, "test", "Import", "Inputs", "mkonnx.py")))
+
+# The install test configures a project of its own with CMake and Ninja.
+if shutil.which("cmake") and shutil.which("ninja"):
+    config.available_features.add("cmake")
 
 tool_dirs = [config.memfit_tools_dir, config.llvm_tools_dir]
 tools = ["memfit-opt", "memfit-translate", "memfit-run", "memfit-nvrtc",
