@@ -47,6 +47,8 @@ const char *dtypeName(DType type);
 StatusOr<DType> parseDType(const std::string &name);
 
 enum class Region { Weights, Arena };
+/// "weights", "arena".
+const char *regionName(Region region);
 
 /// Alignment of every buffer offset and of the arena, in bytes.
 constexpr uint64_t kBufferAlignment = 256;
@@ -88,6 +90,8 @@ struct Contraction {
 };
 
 enum class StepKind { Kernel, Contraction };
+/// "kernel", "contraction".
+const char *stepKindName(StepKind kind);
 
 /// One entry of the call sequence. Kernel steps pass `buffers` as the
 /// kernel's parameters; contraction steps pass {A, B, out}.

@@ -1,0 +1,493 @@
+//===- ManifestJson.cpp - the manifest as JSON and back -------------------===//
+//
+// The JSON schema mirrors the structs of Manifest.h field by field, with
+// the same (camelCase) names; enums are written as lowercase keywords
+// ("f32", "arena", "kernel"). Every field is required and unknown fields
+// are errors, so a typo in a hand-written manifest does not go unnoticed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/runtime/Manifest.h"
+
+#include "Json.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <initializer_list>
+#include <limits>
+#include <set>
+
+namespace memfit::rt {
+
+//===----------------------------------------------------------------------===//
+// Manifest -> JSON
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+template <typename Range> JsonValue intArray(const Range &values) {
+  JsonValue a = JsonValue::array();
+  for (auto v : values)
+    a.push(JsonValue(static_cast<int64_t>(v)));
+  return a;
+}
+
+JsonValue stringArray(const std::vector<std::string> &values) {
+  JsonValue a = JsonValue::array();
+  for (const std::string &v : values)
+    a.push(JsonValue(v));
+  return a;
+}
+
+JsonValue bindingsToJson(const std::vector<Binding> &bindings) {
+  JsonValue a = JsonValue::array();
+  for (const Binding &b : bindings) {
+    JsonValue o = JsonValue::object();
+    o.set("name", b.name);
+    o.set("buffer", b.buffer);
+    a.push(std::move(o));
+  }
+  return a;
+}
+
+} // namespace
+
+std::string manifestToJson(const Manifest &m) {
+  JsonValue root = JsonValue::object();
+  root.set("schema", "memfit-executable");
+  root.set("version", Manifest::kVersion);
+  root.set("model", m.model);
+  root.set("weightsBytes", m.weightsBytes);
+  root.set("arenaBytes", m.arenaBytes);
+  root.set("trainableParameters", m.trainableParameters);
+
+  JsonValue buffers = JsonValue::array();
+  for (const Buffer &b : m.buffers) {
+    JsonValue o = JsonValue::object();
+    o.set("name", b.name);
+    o.set("region", regionName(b.region));
+    o.set("offset", b.offset);
+    o.set("bytes", b.bytes);
+    o.set("dtype", dtypeName(b.dtype));
+    o.set("shape", intArray(b.shape));
+    buffers.push(std::move(o));
+  }
+  root.set("buffers", std::move(buffers));
+
+  JsonValue kernels = JsonValue::array();
+  for (const Kernel &k : m.kernels) {
+    JsonValue o = JsonValue::object();
+    o.set("name", k.name);
+    o.set("grid", intArray(k.grid));
+    o.set("block", intArray(k.block));
+    o.set("sharedBytes", k.sharedBytes);
+    o.set("usesBarriers", k.usesBarriers);
+    o.set("onnxNodes", stringArray(k.onnxNodes));
+    kernels.push(std::move(o));
+  }
+  root.set("kernels", std::move(kernels));
+
+  JsonValue contractions = JsonValue::array();
+  for (const Contraction &c : m.contractions) {
+    JsonValue o = JsonValue::object();
+    o.set("name", c.name);
+    o.set("dtype", dtypeName(c.dtype));
+    o.set("m", c.m);
+    o.set("n", c.n);
+    o.set("k", c.k);
+    o.set("transA", c.transA);
+    o.set("transB", c.transB);
+    o.set("alpha", JsonValue::fromFloat(c.alpha));
+    o.set("beta", JsonValue::fromFloat(c.beta));
+    o.set("batchShape", intArray(c.batchShape));
+    o.set("batchStridesA", intArray(c.batchStridesA));
+    o.set("batchStridesB", intArray(c.batchStridesB));
+    o.set("onnxNodes", stringArray(c.onnxNodes));
+    contractions.push(std::move(o));
+  }
+  root.set("contractions", std::move(contractions));
+
+  JsonValue entries = JsonValue::array();
+  for (const Entry &e : m.entries) {
+    JsonValue steps = JsonValue::array();
+    for (const Step &s : e.steps) {
+      JsonValue o = JsonValue::object();
+      o.set("kind", stepKindName(s.kind));
+      o.set("index", s.index);
+      o.set("buffers", intArray(s.buffers));
+      steps.push(std::move(o));
+    }
+    JsonValue o = JsonValue::object();
+    o.set("name", e.name);
+    o.set("steps", std::move(steps));
+    o.set("inputs", bindingsToJson(e.inputs));
+    o.set("outputs", bindingsToJson(e.outputs));
+    entries.push(std::move(o));
+  }
+  root.set("entries", std::move(entries));
+
+  JsonValue variables = JsonValue::array();
+  for (const Variable &v : m.variables) {
+    JsonValue o = JsonValue::object();
+    o.set("name", v.name);
+    o.set("buffer", v.buffer);
+    o.set("kind", variableKindName(v.kind));
+    variables.push(std::move(o));
+  }
+  root.set("variables", std::move(variables));
+
+  JsonValue memory = JsonValue::array();
+  for (const MemoryCategory &c : m.memory) {
+    JsonValue o = JsonValue::object();
+    o.set("name", c.name);
+    o.set("bytes", c.bytes);
+    memory.push(std::move(o));
+  }
+  root.set("memory", std::move(memory));
+  return writeJson(root);
+}
+
+//===----------------------------------------------------------------------===//
+// JSON -> Manifest
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// Reads the fields of one JSON object; `path` names it in errors
+/// ("kernels[3]"), and every error reads "manifest: <path>.<field>: ...".
+class ObjectReader {
+public:
+  ObjectReader(const JsonValue &object, std::string path)
+      : object_(object), path_(std::move(path)) {}
+
+  /// The object itself must be an object with exactly `fields`.
+  Status checkFields(std::initializer_list<const char *> fields) const {
+    if (!object_.isObject())
+      return invalidArgument("manifest: " + displayPath() +
+                             ": expected an object, got " +
+                             JsonValue::kindName(object_.kind()));
+    for (const auto &member : object_.members()) {
+      bool known = false;
+      for (const char *f : fields)
+        known = known || member.first == f;
+      if (!known)
+        return invalidArgument("manifest: " + displayPath() +
+                               ": unknown field '" + member.first + "'");
+    }
+    for (const char *f : fields)
+      if (!object_.find(f))
+        return error(f, "missing");
+    return Status::ok();
+  }
+
+  Status error(const std::string &field, const std::string &message) const {
+    return invalidArgument("manifest: " + fieldPath(field) + ": " + message);
+  }
+
+  std::string fieldPath(const std::string &field) const {
+    return path_.empty() ? field : path_ + "." + field;
+  }
+
+  Status string(const char *field, std::string &out) const {
+    const JsonValue &v = get(field);
+    if (!v.isString())
+      return typeError(field, "a string", v);
+    out = v.asString();
+    return Status::ok();
+  }
+
+  Status boolean(const char *field, bool &out) const {
+    const JsonValue &v = get(field);
+    if (!v.isBool())
+      return typeError(field, "a boolean", v);
+    out = v.asBool();
+    return Status::ok();
+  }
+
+  Status number(const char *field, float &out) const {
+    const JsonValue &v = get(field);
+    if (!v.isNumber())
+      return typeError(field, "a number", v);
+    out = static_cast<float>(v.asDouble());
+    return Status::ok();
+  }
+
+  template <typename Int> Status integer(const char *field, Int &out) const {
+    return integerValue(get(field), fieldPath(field), out);
+  }
+
+  template <typename Int>
+  Status integers(const char *field, std::vector<Int> &out) const {
+    const JsonValue &v = get(field);
+    if (!v.isArray())
+      return typeError(field, "an array of integers", v);
+    out.clear();
+    for (size_t i = 0; i < v.elements().size(); ++i) {
+      Int x;
+      MEMFIT_RT_RETURN_IF_ERROR(
+          integerValue(v.elements()[i],
+                       fieldPath(field) + "[" + std::to_string(i) + "]", x));
+      out.push_back(x);
+    }
+    return Status::ok();
+  }
+
+  Status dims3(const char *field, std::array<uint32_t, 3> &out) const {
+    const JsonValue &v = get(field);
+    bool ok = v.isArray() && v.elements().size() == 3;
+    for (size_t i = 0; ok && i < 3; ++i)
+      ok = v.elements()[i].isInt() && v.elements()[i].asInt() >= 0 &&
+           v.elements()[i].asInt() <= std::numeric_limits<uint32_t>::max();
+    if (!ok)
+      return error(field, "expected 3 integers");
+    for (size_t i = 0; i < 3; ++i)
+      out[i] = static_cast<uint32_t>(v.elements()[i].asInt());
+    return Status::ok();
+  }
+
+  Status strings(const char *field, std::vector<std::string> &out) const {
+    const JsonValue &v = get(field);
+    if (!v.isArray())
+      return typeError(field, "an array of strings", v);
+    out.clear();
+    for (size_t i = 0; i < v.elements().size(); ++i) {
+      const JsonValue &e = v.elements()[i];
+      if (!e.isString())
+        return invalidArgument(
+            "manifest: " + fieldPath(field) + "[" + std::to_string(i) +
+            "]: expected a string, got " + JsonValue::kindName(e.kind()));
+      out.push_back(e.asString());
+    }
+    return Status::ok();
+  }
+
+  /// An array field; each element is read with a reader of its own.
+  const JsonValue &array(const char *field, Status &status) const {
+    const JsonValue &v = get(field);
+    if (!v.isArray())
+      status = typeError(field, "an array", v);
+    return v;
+  }
+
+  std::string elementPath(const char *field, size_t i) const {
+    return fieldPath(field) + "[" + std::to_string(i) + "]";
+  }
+
+private:
+  const JsonValue &get(const char *field) const { return *object_.find(field); }
+
+  std::string displayPath() const {
+    return path_.empty() ? "top level" : path_;
+  }
+
+  Status typeError(const char *field, const char *expected,
+                   const JsonValue &got) const {
+    return error(field, std::string("expected ") + expected + ", got " +
+                            JsonValue::kindName(got.kind()));
+  }
+
+  template <typename Int>
+  static Status integerValue(const JsonValue &v, const std::string &path,
+                             Int &out) {
+    if (!v.isInt())
+      return invalidArgument("manifest: " + path +
+                             ": expected an integer, got " +
+                             JsonValue::kindName(v.kind()));
+    int64_t x = v.asInt();
+    bool inRange;
+    if (std::numeric_limits<Int>::is_signed)
+      inRange = x >= int64_t(std::numeric_limits<Int>::min()) &&
+                x <= int64_t(std::numeric_limits<Int>::max());
+    else
+      inRange =
+          x >= 0 && uint64_t(x) <= uint64_t(std::numeric_limits<Int>::max());
+    if (!inRange)
+      return invalidArgument("manifest: " + path + ": " + std::to_string(x) +
+                             " is out of range");
+    out = static_cast<Int>(x);
+    return Status::ok();
+  }
+
+  const JsonValue &object_;
+  std::string path_;
+};
+
+Status readDType(const ObjectReader &r, const char *field, DType &out) {
+  std::string name;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string(field, name));
+  StatusOr<DType> type = parseDType(name);
+  if (!type)
+    return r.error(field, type.status().message());
+  out = *type;
+  return Status::ok();
+}
+
+Status readBuffer(const ObjectReader &r, Buffer &b) {
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"name", "region", "offset", "bytes", "dtype", "shape"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", b.name));
+  std::string region;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("region", region));
+  if (region == "weights")
+    b.region = Region::Weights;
+  else if (region == "arena")
+    b.region = Region::Arena;
+  else
+    return r.error("region",
+                   "expected \"weights\" or \"arena\", got \"" + region + "\"");
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("offset", b.offset));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("bytes", b.bytes));
+  MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", b.dtype));
+  return r.integers("shape", b.shape);
+}
+
+Status readKernel(const ObjectReader &r, Kernel &k) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+      {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", k.name));
+  MEMFIT_RT_RETURN_IF_ERROR(r.dims3("grid", k.grid));
+  MEMFIT_RT_RETURN_IF_ERROR(r.dims3("block", k.block));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("sharedBytes", k.sharedBytes));
+  MEMFIT_RT_RETURN_IF_ERROR(r.boolean("usesBarriers", k.usesBarriers));
+  return r.strings("onnxNodes", k.onnxNodes);
+}
+
+Status readContraction(const ObjectReader &r, Contraction &c) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+      {"name", "dtype", "m", "n", "k", "transA", "transB", "alpha", "beta",
+       "batchShape", "batchStridesA", "batchStridesB", "onnxNodes"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
+  MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", c.dtype));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("m", c.m));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("n", c.n));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("k", c.k));
+  MEMFIT_RT_RETURN_IF_ERROR(r.boolean("transA", c.transA));
+  MEMFIT_RT_RETURN_IF_ERROR(r.boolean("transB", c.transB));
+  MEMFIT_RT_RETURN_IF_ERROR(r.number("alpha", c.alpha));
+  MEMFIT_RT_RETURN_IF_ERROR(r.number("beta", c.beta));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchShape", c.batchShape));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchStridesA", c.batchStridesA));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchStridesB", c.batchStridesB));
+  return r.strings("onnxNodes", c.onnxNodes);
+}
+
+Status readStep(const ObjectReader &r, Step &s) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"kind", "index", "buffers"}));
+  std::string kind;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
+  if (kind == "kernel")
+    s.kind = StepKind::Kernel;
+  else if (kind == "contraction")
+    s.kind = StepKind::Contraction;
+  else
+    return r.error("kind", "expected \"kernel\" or \"contraction\", got \"" +
+                               kind + "\"");
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("index", s.index));
+  return r.integers("buffers", s.buffers);
+}
+
+Status readBinding(const ObjectReader &r, Binding &b) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "buffer"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", b.name));
+  return r.integer("buffer", b.buffer);
+}
+
+Status readVariable(const ObjectReader &r, Variable &v) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "buffer", "kind"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", v.name));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("buffer", v.buffer));
+  std::string kind;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
+  StatusOr<VariableKind> parsed = parseVariableKind(kind);
+  if (!parsed)
+    return r.error("kind", parsed.status().message());
+  v.kind = *parsed;
+  return Status::ok();
+}
+
+Status readMemoryCategory(const ObjectReader &r, MemoryCategory &c) {
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "bytes"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
+  return r.integer("bytes", c.bytes);
+}
+
+/// Reads the array `field` of `r` element by element with `readElement`.
+template <typename T, typename ReadFn>
+Status readArray(const ObjectReader &r, const char *field, std::vector<T> &out,
+                 ReadFn readElement) {
+  Status status;
+  const JsonValue &array = r.array(field, status);
+  MEMFIT_RT_RETURN_IF_ERROR(status);
+  out.clear();
+  out.reserve(array.elements().size());
+  for (size_t i = 0; i < array.elements().size(); ++i) {
+    T element;
+    MEMFIT_RT_RETURN_IF_ERROR(readElement(
+        ObjectReader(array.elements()[i], r.elementPath(field, i)), element));
+    out.push_back(std::move(element));
+  }
+  return Status::ok();
+}
+
+Status readEntry(const ObjectReader &r, Entry &e) {
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"name", "steps", "inputs", "outputs"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", e.name));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "steps", e.steps, readStep));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "inputs", e.inputs, readBinding));
+  return readArray(r, "outputs", e.outputs, readBinding);
+}
+
+} // namespace
+
+StatusOr<Manifest> manifestFromJson(const std::string &json) {
+  StatusOr<JsonValue> parsed = parseJson(json);
+  if (!parsed)
+    return parsed.status().withContext("manifest: invalid JSON");
+  const JsonValue &root = *parsed;
+  ObjectReader r(root, "");
+  // The schema and version first: an executable of another version has
+  // other fields, and the version is what to report.
+  const JsonValue *schema = root.isObject() ? root.find("schema") : nullptr;
+  if (schema && schema->isString() &&
+      schema->asString() != "memfit-executable")
+    return r.error("schema", "expected \"memfit-executable\", got \"" +
+                                 schema->asString() + "\"");
+  const JsonValue *version = root.isObject() ? root.find("version") : nullptr;
+  if (version && version->isInt() && version->asInt() != Manifest::kVersion)
+    return r.error("version",
+                   "this runtime reads version " +
+                       std::to_string(Manifest::kVersion) +
+                       ", the executable is version " +
+                       std::to_string(version->asInt()) +
+                       (version->asInt() < Manifest::kVersion
+                            ? " (recompile it with this memfit)"
+                            : " (use the memfit that wrote it)"));
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+      {"schema", "version", "model", "weightsBytes", "arenaBytes",
+       "trainableParameters", "buffers", "kernels", "contractions",
+       "entries", "variables", "memory"}));
+  int64_t versionNumber;
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
+  std::string schemaName;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("schema", schemaName));
+  Manifest m;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("model", m.model));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("weightsBytes", m.weightsBytes));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("arenaBytes", m.arenaBytes));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.integer("trainableParameters", m.trainableParameters));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "buffers", m.buffers, readBuffer));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "kernels", m.kernels, readKernel));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      readArray(r, "contractions", m.contractions, readContraction));
+  MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "entries", m.entries, readEntry));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      readArray(r, "variables", m.variables, readVariable));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      readArray(r, "memory", m.memory, readMemoryCategory));
+  return m;
+}
+
+} // namespace memfit::rt
