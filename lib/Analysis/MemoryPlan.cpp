@@ -81,7 +81,7 @@ bool mlir::memfit::isScheduledStep(Operation *op) {
 }
 
 bool mlir::memfit::isBufferView(Operation *op) {
-  return isa<ReshapeOp, FlattenOp, SqueezeOp, UnsqueezeOp>(op);
+  return op->hasTrait<OpTrait::memfit::BufferView>();
 }
 
 Value mlir::memfit::bufferRoot(Value value) {

@@ -22,7 +22,7 @@ using namespace mlir::memfit;
 
 bool mlir::memfit::kernelTakesLiterals(Operation *op) {
   auto opClass = cast<OpClassInterface>(op).getOpClass();
-  return !isa<SplitOp>(op) &&
+  return !op->hasTrait<OpTrait::memfit::KernelReadsBuffers>() &&
          (opClass == OpClass::ElementWise || opClass == OpClass::DataMovement);
 }
 

@@ -15,20 +15,6 @@
 using namespace mlir;
 using namespace mlir::memfit;
 
-/// FLOPs per result element of the element-wise ops that are not simple
-/// arithmetic.
-static constexpr int64_t kTranscendentalFlops = 4;
-static constexpr int64_t kGeluFlops = 8;
-/// FLOPs per input element of softmax, log_softmax, layer_norm, rms_norm.
-static constexpr int64_t kNormalizationFlops = 5;
-/// FLOPs per score of softmax_cross_entropy_loss, and of its gradient (the
-/// softmax again, the one-hot subtraction, the scaling by the loss
-/// gradient).
-static constexpr int64_t kLossFlops = 5;
-static constexpr int64_t kLossGradFlops = 7;
-/// FLOPs per target of negative_log_likelihood_loss (weight, sum).
-static constexpr int64_t kPickLossFlops = 2;
-
 /// Elements of a statically shaped ranked tensor; 0 for anything else.
 static int64_t numElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -72,18 +58,8 @@ static int64_t movedBytes(Operation *op) {
   return bytes;
 }
 
-static int64_t flopsPerElement(Operation *op) {
-  if (isa<ExpOp, LogOp, SqrtOp, ErfOp, TanhOp, SigmoidOp, SinOp, CosOp, PowOp,
-          DropoutOp>(op))
-    return kTranscendentalFlops;
-  if (isa<GeluOp>(op))
-    return kGeluFlops;
-  return 1;
-}
-
 bool mlir::memfit::isFreeOp(Operation *op) {
-  return isa<ParameterOp, LoadParameterOp, ConstantOp, AssignOp, ReshapeOp,
-             FlattenOp, SqueezeOp, UnsqueezeOp>(op);
+  return op->hasTrait<OpTrait::memfit::RunsNothing>();
 }
 
 OpCost mlir::memfit::defaultOpCost(Operation *op) {
@@ -97,18 +73,16 @@ OpCost mlir::memfit::defaultOpCost(Operation *op) {
   auto opClass = dyn_cast<OpClassInterface>(op);
   if (!opClass)
     return cost;
+  auto costOp = dyn_cast<CostOpInterface>(op);
+  int64_t factor = costOp ? costOp.getFlopsPerElement() : 1;
   switch (opClass.getOpClass()) {
   case OpClass::ElementWise:
-    cost.flops = flopsPerElement(op) * resultElements(op);
+    cost.flops = factor * resultElements(op);
     break;
   case OpClass::Reduction:
-    cost.flops = numElements(op->getOperand(0).getType());
-    break;
   case OpClass::Normalization:
-    cost.flops = kNormalizationFlops * numElements(op->getOperand(0).getType());
-    break;
   case OpClass::Loss:
-    cost.flops = kLossFlops * numElements(op->getOperand(0).getType());
+    cost.flops = factor * numElements(op->getOperand(0).getType());
     break;
   case OpClass::Contraction: // every contraction has its own formula
   case OpClass::DataMovement:
@@ -175,17 +149,12 @@ OpCost NegativeLogLikelihoodLossOp::getCost() {
       typeBytes(getType());
   if (getWeights())
     bytes += readBytes(getWeights());
-  return {kPickLossFlops * targets, bytes};
+  return {getFlopsPerElement() * targets, bytes};
 }
 
 OpCost GatherGradOp::getCost() {
   // One addition per gradient element.
   return {numElements(getGrad().getType()), movedBytes(*this)};
-}
-
-OpCost SoftmaxCrossEntropyGradOp::getCost() {
-  return {kLossGradFlops * numElements(getScores().getType()),
-          movedBytes(*this)};
 }
 
 /// Bytes a kernel reads of one of its inputs: all of them, unless the body

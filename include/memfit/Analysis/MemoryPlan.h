@@ -110,7 +110,8 @@ int64_t alignToPlan(int64_t bytes);
 bool isScheduledStep(Operation *op);
 
 /// Ops that only reinterpret the shape of a contiguous buffer (reshape,
-/// flatten, squeeze, unsqueeze): no kernel, no buffer of their own.
+/// flatten, squeeze, unsqueeze: the BufferView trait): no kernel, no buffer
+/// of their own.
 bool isBufferView(Operation *op);
 
 /// The value whose buffer `value` shares (through views).

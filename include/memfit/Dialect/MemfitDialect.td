@@ -64,12 +64,38 @@ def Memfit_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Memfit_IndexTensor : StaticShapeTensorOf<[Memfit_IndexElt]>;
 
 //===----------------------------------------------------------------------===//
+// Traits (C++ in MemfitTraits.h)
+//===----------------------------------------------------------------------===//
+
+class Memfit_OpTrait<string name> : NativeOpTrait<name> {
+  let cppNamespace = "::mlir::OpTrait::memfit";
+}
+
+// The op runs no code and moves no bytes: weights and constants sit in the
+// weights region, an assign is planned in place, a view shares its source's
+// buffer. Queried by isFreeOp.
+def Memfit_RunsNothing : Memfit_OpTrait<"RunsNothing">;
+
+// The op only reinterprets the shape of a contiguous buffer: no kernel, no
+// buffer of its own (the memory plan gives the result its operand's
+// buffer). Queried by isBufferView.
+def Memfit_BufferViewTrait : Memfit_OpTrait<"BufferView">;
+def Memfit_BufferView : TraitList<[Memfit_RunsNothing, Memfit_BufferViewTrait]>;
+
+// The op's kernel reads every operand from a buffer even though the op is
+// element-wise or data movement, so a splat constant operand cannot become
+// a literal in it (split writes several results from one input). Queried
+// by kernelTakesLiterals.
+def Memfit_KernelReadsBuffers : Memfit_OpTrait<"KernelReadsBuffers">;
+
+//===----------------------------------------------------------------------===//
 // Base op classes
 //===----------------------------------------------------------------------===//
 
 // Every memfit op states its computation class; `opClass` names a case of
 // OpClass. Every op has a cost, by default the class-based model of
-// defaultOpCost; ops with a formula of their own also list
+// defaultOpCost with the op's `flopsPerElement` (see CostOpInterface); ops
+// with a formula of their own also list
 // DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>. Ops put
 // their own C++ declarations in `extraDecls`.
 class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
@@ -77,10 +103,12 @@ class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
          !listconcat([Memfit_OpClassInterface, Memfit_CostOpInterface],
                      traits)> {
   code extraDecls = "";
+  int flopsPerElement = 1;
   let extraClassDeclaration = [{
     ::mlir::memfit::OpClass getOpClass() {
       return ::mlir::memfit::OpClass::}] # opClass # [{;
     }
+    int64_t getFlopsPerElement() { return }] # flopsPerElement # [{; }
   }] # extraDecls;
 }
 

@@ -61,30 +61,40 @@ def Memfit_CostOpInterface : OpInterface<"CostOpInterface"> {
     plus the indices for gather); `negative_log_likelihood_loss` reads one
     input element per target.
 
-    FLOPs, by op class (OpClassInterface):
-    - element-wise: result elements times a per-op factor: 1 for
-      arithmetic, comparisons, selection, casts, masks and `reciprocal`; 4
-      for `exp`, `log`, `sqrt`, `erf`, `tanh`, `sigmoid`, `sin`, `cos`,
-      `pow` and `dropout` (its random numbers); 8 for `gelu`;
-    - reduction: one per input element;
-    - normalization (`softmax`, `log_softmax`, `layer_norm`, `rms_norm`): 5
-      per input element;
-    - loss: 5 per score (`softmax_cross_entropy_loss`); 2 per target for
-      `negative_log_likelihood_loss`, which only picks one input per target;
+    FLOPs, by op class (OpClassInterface), with the op's factor
+    `getFlopsPerElement` (`flopsPerElement` in the op's ODS definition, 1
+    unless it says otherwise):
+    - element-wise: result elements times the factor: 1 for arithmetic,
+      comparisons, selection, casts, masks and `reciprocal`; 4 for `exp`,
+      `log`, `sqrt`, `erf`, `tanh`, `sigmoid`, `sin`, `cos`, `pow` and
+      `dropout` (its random numbers); 8 for `gelu`;
+    - reduction: the factor (1) per input element;
+    - normalization (`softmax`, `log_softmax`, `layer_norm`, `rms_norm`):
+      the factor (5) per input element;
+    - loss: the factor per score: 5 for `softmax_cross_entropy_loss`, 7 for
+      `softmax_cross_entropy_grad` (the softmax, the one-hot subtraction and
+      the scaling by the loss gradient); `negative_log_likelihood_loss`
+      counts its factor (2) per target, since it only picks one input per
+      target;
     - data movement and constant: 0.
 
     Overrides: `matmul` is 2 * batch * M * N * K with the broadcast batch
     (2 * result elements * K); `gemm` is 2 * M * N * K, plus M * N for each
     of the alpha scale (alpha != 1), the bias add (with `c`) and the beta
     scale (with `c`, beta != 1); `gather_grad` is one addition per gradient
-    element; `softmax_cross_entropy_grad` is 7 per score (the softmax, the
-    one-hot subtraction and the scaling by the loss gradient); a
-    `memfit.kernel` does the FLOPs of its body ops and moves only its own
-    inputs and results: the body's intermediate values stay in registers
-    (an input that the body only gathers or slices from counts the
-    elements selected, as for the ops themselves).
+    element; a `memfit.kernel` does the FLOPs of its body ops and moves
+    only its own inputs and results: the body's intermediate values stay in
+    registers (an input that the body only gathers or slices from counts
+    the elements selected, as for the ops themselves).
   }];
   let methods = [
+    InterfaceMethod<[{
+        FLOPs per element in the class-based model: per result element of
+        an element-wise op, per input element of a reduction, normalization
+        or loss. memfit ops set it with `flopsPerElement` in ODS.
+      }],
+      "int64_t", "getFlopsPerElement", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/"return 1;">,
     InterfaceMethod<"Returns the FLOPs and bytes of running the op once.",
       "::mlir::memfit::OpCost", "getCost", (ins), /*methodBody=*/"",
       /*defaultImplementation=*/[{

@@ -14,6 +14,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "memfit/Dialect/MemfitDialect.h"
+#include "memfit/Dialect/MemfitTraits.h"
 #include "memfit/Dialect/OpCost.h"
 #include "memfit/Dialect/MemfitEnums.h.inc"
 #include "memfit/Dialect/MemfitInterfaces.h.inc"
@@ -24,8 +25,8 @@
 namespace mlir::memfit {
 /// Whether the kernel of `op` computes element by element, so that a splat
 /// constant operand can be a literal in it: element-wise and data-movement
-/// ops but split. Row, reduction and loss kernels read their operands as
-/// buffers.
+/// ops but those with KernelReadsBuffers (split). Row, reduction and loss
+/// kernels read their operands as buffers.
 bool kernelTakesLiterals(Operation *op);
 } // namespace mlir::memfit
 

@@ -20,7 +20,7 @@ class Memfit_InferredOp<string mnemonic, string opClass, list<Trait> traits = []
 //===----------------------------------------------------------------------===//
 
 def Memfit_ParameterOp : Memfit_Op<"parameter", "Constant",
-    [Symbol, HasParent<"::mlir::ModuleOp">]> {
+    [Symbol, HasParent<"::mlir::ModuleOp">, Memfit_RunsNothing]> {
   let summary = "a named model weight (an ONNX initializer)";
   let description = [{
     Declares a weight of the model at module level. Its value is an elements
@@ -43,7 +43,7 @@ def Memfit_ParameterOp : Memfit_Op<"parameter", "Constant",
 }
 
 def Memfit_LoadParameterOp : Memfit_Op<"load_parameter", "Constant",
-    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>]> {
+    [Pure, DeclareOpInterfaceMethods<SymbolUserOpInterface>, Memfit_RunsNothing]> {
   let summary = "reads a model weight";
   let description = [{
     Yields the tensor of the `memfit.parameter` named by `name`; the result
@@ -59,7 +59,7 @@ def Memfit_LoadParameterOp : Memfit_Op<"load_parameter", "Constant",
 }
 
 def Memfit_ConstantOp : Memfit_Op<"constant", "Constant",
-    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>]> {
+    [ConstantLike, Pure, AllTypesMatch<["value", "result"]>, Memfit_RunsNothing]> {
   let summary = "a constant tensor";
   let description = [{
     A constant tensor, from an ONNX Constant or ConstantOfShape node, a small
@@ -116,21 +116,38 @@ class Memfit_UnaryOp<string mnemonic, string what, Type tensorType = Memfit_Floa
 def Memfit_NegOp : Memfit_UnaryOp<"neg", "negation", Memfit_NumericTensor> {
   let hasFolder = 1;
 }
-def Memfit_ExpOp : Memfit_UnaryOp<"exp", "the exponential">;
-def Memfit_LogOp : Memfit_UnaryOp<"log", "the natural logarithm">;
-def Memfit_SqrtOp : Memfit_UnaryOp<"sqrt", "the square root">;
+def Memfit_ExpOp : Memfit_UnaryOp<"exp", "the exponential"> {
+  let flopsPerElement = 4;
+}
+def Memfit_LogOp : Memfit_UnaryOp<"log", "the natural logarithm"> {
+  let flopsPerElement = 4;
+}
+def Memfit_SqrtOp : Memfit_UnaryOp<"sqrt", "the square root"> {
+  let flopsPerElement = 4;
+}
 def Memfit_ReciprocalOp : Memfit_UnaryOp<"reciprocal", "the reciprocal 1/x">;
-def Memfit_ErfOp : Memfit_UnaryOp<"erf", "the Gauss error function">;
-def Memfit_TanhOp : Memfit_UnaryOp<"tanh", "the hyperbolic tangent">;
-def Memfit_SigmoidOp : Memfit_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+exp(-x))">;
+def Memfit_ErfOp : Memfit_UnaryOp<"erf", "the Gauss error function"> {
+  let flopsPerElement = 4;
+}
+def Memfit_TanhOp : Memfit_UnaryOp<"tanh", "the hyperbolic tangent"> {
+  let flopsPerElement = 4;
+}
+def Memfit_SigmoidOp : Memfit_UnaryOp<"sigmoid", "the logistic sigmoid 1/(1+exp(-x))"> {
+  let flopsPerElement = 4;
+}
 def Memfit_ReluOp : Memfit_UnaryOp<"relu", "max(x, 0)">;
-def Memfit_SinOp : Memfit_UnaryOp<"sin", "the sine">;
-def Memfit_CosOp : Memfit_UnaryOp<"cos", "the cosine">;
+def Memfit_SinOp : Memfit_UnaryOp<"sin", "the sine"> {
+  let flopsPerElement = 4;
+}
+def Memfit_CosOp : Memfit_UnaryOp<"cos", "the cosine"> {
+  let flopsPerElement = 4;
+}
 def Memfit_NotOp : Memfit_UnaryOp<"not", "the logical negation", Memfit_BoolTensor> {
   let hasFolder = 1;
 }
 
 def Memfit_GeluOp : Memfit_Op<"gelu", "ElementWise", [Pure, SameOperandsAndResultType]> {
+  let flopsPerElement = 8;
   let summary = "element-wise Gaussian error linear unit";
   let description = [{
     `x * Phi(x)` with `Phi` the standard normal CDF (`none`, through erf) or
@@ -147,6 +164,8 @@ def Memfit_GeluOp : Memfit_Op<"gelu", "ElementWise", [Pure, SameOperandsAndResul
 }
 
 def Memfit_DropoutOp : Memfit_Op<"dropout", "ElementWise", [SameOperandsAndResultType]> {
+  // Its random numbers.
+  let flopsPerElement = 4;
   let summary = "training-mode dropout";
   let description = [{
     Zeroes each element with probability `ratio` and scales the rest by
@@ -233,7 +252,9 @@ def Memfit_MulOp : Memfit_BroadcastOp<"mul", "multiplication", Memfit_NumericTen
 def Memfit_DivOp : Memfit_BroadcastOp<"div", "division", Memfit_NumericTensor,
                                       Memfit_NumericTensor, Memfit_NumericTensor>;
 def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
-                                      Memfit_NumericTensor, Memfit_FloatTensor>;
+                                      Memfit_NumericTensor, Memfit_FloatTensor> {
+  let flopsPerElement = 4;
+}
 def Memfit_EqualOp : Memfit_BroadcastOp<"equal", "equality", Memfit_Tensor,
                                         Memfit_Tensor, Memfit_BoolTensor, [Commutative]>;
 def Memfit_LessOp : Memfit_BroadcastOp<"less", "less-than", Memfit_NumericTensor,
@@ -312,6 +333,7 @@ def Memfit_GemmOp : Memfit_InferredOp<"gemm", "Contraction",
 
 class Memfit_SoftmaxBase<string mnemonic, string what>
     : Memfit_Op<mnemonic, "Normalization", [Pure, SameOperandsAndResultType]> {
+  let flopsPerElement = 5;
   let summary = what # " along one axis";
   let description = "Computes " # what # [{ along `axis` (ONNX opset 13
     semantics: one axis, negative counts from the back).
@@ -332,6 +354,7 @@ def Memfit_LogSoftmaxOp : Memfit_SoftmaxBase<"log_softmax", "the logarithm of th
 
 def Memfit_LayerNormOp : Memfit_Op<"layer_norm", "Normalization",
     [Pure, AllTypesMatch<["input", "result"]>]> {
+  let flopsPerElement = 5;
   let summary = "layer normalization (ONNX LayerNormalization)";
   let description = [{
     Normalizes over the dimensions from `axis` to the last to zero mean and
@@ -356,6 +379,7 @@ def Memfit_LayerNormOp : Memfit_Op<"layer_norm", "Normalization",
 
 def Memfit_RMSNormOp : Memfit_Op<"rms_norm", "Normalization",
     [Pure, AllTypesMatch<["input", "result"]>]> {
+  let flopsPerElement = 5;
   let summary = "root-mean-square normalization";
   let description = [{
     `x / sqrt(mean(x^2) + epsilon) * scale`, the mean taken over the
@@ -419,7 +443,7 @@ def Memfit_TransposeOp : Memfit_InferredOp<"transpose", "DataMovement"> {
   let hasFolder = 1;
 }
 
-def Memfit_ReshapeOp : Memfit_Op<"reshape", "DataMovement", [Pure]> {
+def Memfit_ReshapeOp : Memfit_Op<"reshape", "DataMovement", [Pure, Memfit_BufferView]> {
   let summary = "reinterprets the elements with another static shape";
   let description = [{
     Same elements in row-major order; the result type gives the shape (the
@@ -436,7 +460,7 @@ def Memfit_ReshapeOp : Memfit_Op<"reshape", "DataMovement", [Pure]> {
   let hasFolder = 1;
 }
 
-def Memfit_FlattenOp : Memfit_InferredOp<"flatten", "DataMovement"> {
+def Memfit_FlattenOp : Memfit_InferredOp<"flatten", "DataMovement", [Memfit_BufferView]> {
   let summary = "flattens into a matrix at an axis (ONNX Flatten)";
   let description = [{
     Result is 2-D: the product of dimensions before `axis` by the product of
@@ -451,7 +475,7 @@ def Memfit_FlattenOp : Memfit_InferredOp<"flatten", "DataMovement"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Memfit_SqueezeOp : Memfit_InferredOp<"squeeze", "DataMovement"> {
+def Memfit_SqueezeOp : Memfit_InferredOp<"squeeze", "DataMovement", [Memfit_BufferView]> {
   let summary = "removes dimensions of size 1";
   let description = [{
     Removes the listed dimensions, each of which must be 1; with no axes,
@@ -467,7 +491,7 @@ def Memfit_SqueezeOp : Memfit_InferredOp<"squeeze", "DataMovement"> {
   let hasFolder = 1;
 }
 
-def Memfit_UnsqueezeOp : Memfit_InferredOp<"unsqueeze", "DataMovement"> {
+def Memfit_UnsqueezeOp : Memfit_InferredOp<"unsqueeze", "DataMovement", [Memfit_BufferView]> {
   let summary = "inserts dimensions of size 1";
   let description = [{
     `axes` index the output (negative counts from the output's back).
@@ -498,7 +522,7 @@ def Memfit_ConcatOp : Memfit_InferredOp<"concat", "DataMovement"> {
   let hasFolder = 1;
 }
 
-def Memfit_SplitOp : Memfit_InferredOp<"split", "DataMovement"> {
+def Memfit_SplitOp : Memfit_InferredOp<"split", "DataMovement", [Memfit_KernelReadsBuffers]> {
   let summary = "cuts a tensor into pieces along an axis";
   let description = [{
     Result `i` holds `sizes[i]` consecutive slices along `axis`; the sizes add
@@ -577,6 +601,7 @@ def Memfit_ExpandOp : Memfit_Op<"expand", "DataMovement", [Pure]> {
 
 def Memfit_SoftmaxCrossEntropyLossOp
     : Memfit_InferredOp<"softmax_cross_entropy_loss", "Loss"> {
+  let flopsPerElement = 5;
   let summary = "softmax cross-entropy against integer labels";
   let description = [{
     ONNX SoftmaxCrossEntropyLoss: `scores` is `[N, C, d1, ...]`, `labels` is
@@ -603,6 +628,8 @@ def Memfit_SoftmaxCrossEntropyLossOp
 def Memfit_NegativeLogLikelihoodLossOp
     : Memfit_InferredOp<"negative_log_likelihood_loss", "Loss",
         [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+  // Per target: it picks one input element per target (weight, sum).
+  let flopsPerElement = 2;
   let summary = "negative log-likelihood against integer targets";
   let description = [{
     ONNX NegativeLogLikelihoodLoss: `input` holds log-probabilities
@@ -653,9 +680,10 @@ def Memfit_GatherGradOp : Memfit_Op<"gather_grad", "DataMovement",
 }
 
 def Memfit_SoftmaxCrossEntropyGradOp
-    : Memfit_Op<"softmax_cross_entropy_grad", "Loss",
-        [Pure,
-         DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+    : Memfit_Op<"softmax_cross_entropy_grad", "Loss", [Pure]> {
+  // The softmax again, the one-hot subtraction, the scaling by the loss
+  // gradient.
+  let flopsPerElement = 7;
   let summary = "the gradient of softmax cross-entropy with respect to the scores";
   let description = [{
     For 2-D `scores` `[N, C]` and `labels` `[N]`: row `n` of the result is
@@ -681,7 +709,7 @@ def Memfit_SoftmaxCrossEntropyGradOp
 
 def Memfit_AssignOp : Memfit_Op<"assign", "Constant",
     [DeclareOpInterfaceMethods<SymbolUserOpInterface>,
-     MemoryEffects<[MemWrite]>]> {
+     MemoryEffects<[MemWrite]>, Memfit_RunsNothing]> {
   let summary = "overwrites a parameter or training state in place";
   let description = [{
     Stores `value` into the module-level `memfit.parameter` named by `name`:

@@ -28,14 +28,15 @@ struct OpCost {
   }
 };
 
-/// Ops that run nothing: a view shares its source's buffer, weights and
-/// constants sit in the weights region, an assign is planned in place.
+/// Ops that run nothing (the RunsNothing trait): a view shares its source's
+/// buffer, weights and constants sit in the weights region, an assign is
+/// planned in place.
 bool isFreeOp(Operation *op);
 
 /// The class-based model, CostOpInterface's default: FLOPs from the op's
-/// OpClass (a per-op factor times the result elements for element-wise
-/// ops), bytes from its tensor operands and results. Ops that move nothing
-/// (views, parameters, constants, assign) cost zero.
+/// OpClass and its per-element factor (getFlopsPerElement), bytes from its
+/// tensor operands and results. Ops that move nothing (views, parameters,
+/// constants, assign) cost zero.
 OpCost defaultOpCost(Operation *op);
 
 /// The cost of any op: CostOpInterface's when the op has it, else no FLOPs

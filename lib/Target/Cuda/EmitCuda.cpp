@@ -3,7 +3,8 @@
 // Builds the runtime's executable from a function formed into kernels: the
 // memory plan gives every value a buffer (views share their source's), the
 // weights region is filled from parameters and constants, each kernel is
-// written as CUDA C++ by KernelEmitter, and matmul/gemm become
+// written as CUDA C++ by KernelWriter from its ops' KernelEmitterOpInterface
+// models, and matmul/gemm become
 // contractions that the runtime hands to cuBLASLt or a host BLAS.
 //
 //===----------------------------------------------------------------------===//
@@ -16,9 +17,11 @@
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
+#include "memfit/Target/Cuda/KernelEmitterInterface.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Tools/mlir-translate/Translation.h"
@@ -507,6 +510,12 @@ FailureOr<SmallVector<func::FuncOp>> findEntries(ModuleOp module,
 LogicalResult mlir::memfit::emitExecutable(ModuleOp module,
                                            const CudaEmitOptions &options,
                                            rt::Executable &executable) {
+  // Every caller gets the ops' emitters, whatever it registered: appending
+  // the extension again is a no-op.
+  DialectRegistry registry;
+  cuda::registerKernelEmitterInterfaces(registry);
+  module->getContext()->appendDialectRegistry(registry);
+
   FailureOr<SmallVector<func::FuncOp>> funcs =
       findEntries(module, options.entry);
   if (failed(funcs))
@@ -518,6 +527,7 @@ LogicalResult mlir::memfit::emitExecutable(ModuleOp module,
 void mlir::memfit::registerCudaTranslations() {
   auto dialects = [](DialectRegistry &registry) {
     registry.insert<MemfitDialect, func::FuncDialect>();
+    cuda::registerKernelEmitterInterfaces(registry);
   };
   static TranslateFromMLIRRegistration source(
       "memfit-to-cuda", "the CUDA C++ kernels of a memfit function",

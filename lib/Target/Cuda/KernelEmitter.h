@@ -1,4 +1,11 @@
 //===- KernelEmitter.h - CUDA C++ of one kernel (internal) -------*- C++ -*-===//
+//
+// What EmitCuda.cpp calls to write kernels; defined in KernelWriter.cpp.
+// The ops' emitters are KernelEmitterOpInterface models (PointwiseEmitters,
+// RowEmitters, LossEmitters, SpecialEmitters), which emitExecutable
+// registers on the module's context before it writes the first kernel.
+//
+//===----------------------------------------------------------------------===//
 
 #ifndef MEMFIT_LIB_TARGET_CUDA_KERNELEMITTER_H
 #define MEMFIT_LIB_TARGET_CUDA_KERNELEMITTER_H
@@ -15,7 +22,8 @@ namespace rt = ::memfit::rt;
 namespace mlir::memfit::cuda {
 
 /// Helpers every kernel may call (warp and block reductions, dropout's
-/// hash); written once at the top of the source.
+/// hash): Prelude.cuh, embedded at build time and written once at the top
+/// of the source.
 void emitPrelude(llvm::raw_ostream &os);
 
 /// Writes the __global__ function of `kernel` (named after `index` and its

@@ -1,0 +1,57 @@
+//===- KernelEmitterInterface.td - CUDA emission per op ----*- tablegen -*-===//
+//
+// How each memfit op becomes CUDA C++ inside a generated kernel. The
+// interface is the CUDA target's, not the dialect's: its models live in
+// lib/Target/Cuda and are attached to the memfit ops as external models by
+// registerKernelEmitterInterfaces, which emitExecutable calls itself.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_TARGET_CUDA_KERNELEMITTERINTERFACE_TD
+#define MEMFIT_TARGET_CUDA_KERNELEMITTERINTERFACE_TD
+
+include "mlir/IR/OpBase.td"
+
+def KernelEmitterOpInterface : OpInterface<"KernelEmitterOpInterface"> {
+  let cppNamespace = "::mlir::memfit::cuda";
+  let description = [{
+    The CUDA C++ of one op in a `memfit.kernel`, written through the
+    target's KernelWriter (lib/Target/Cuda/KernelWriter.h). An op emits in
+    one of three styles (EmitStyle):
+
+    - `ElementWise`: a scalar expression of its operands' scalar
+      expressions, at the kernel's index (one thread per element of the
+      kernel's result); any chain of such ops composes into one kernel.
+    - `IndexMapping`: data movement that reads its operands at a mapped
+      index (`writer.load`), at the kernel's index; it may declare
+      variables before returning its expression.
+    - `Template`: a kernel template of its own (a row of a softmax or a
+      normalization, a reduction, a loss, split, gather_grad), written
+      whole by `emitTemplate` from the template's parameters; it is the
+      kernel's anchor.
+
+    Methods that do not apply to the op's style fail with a diagnostic.
+  }];
+  let methods = [
+    InterfaceMethod<"Returns how the op is emitted.",
+      "::mlir::memfit::cuda::EmitStyle", "getEmitStyle", (ins)>,
+    InterfaceMethod<[{
+        Returns the C expression of the op's (single) result at the
+        kernel's index. `operands` are the C expressions of the operands
+        for `ElementWise` ops and empty for `IndexMapping` ops, which read
+        theirs through the writer. Fails with a diagnostic on the op.
+      }],
+      "::mlir::FailureOr<std::string>", "emitScalar",
+      (ins "::mlir::memfit::cuda::KernelWriter &":$writer,
+           "::llvm::ArrayRef<std::string>":$operands)>,
+    InterfaceMethod<[{
+        Writes the body of a kernel whose anchor is this op (its operands
+        are the kernel's inputs) and sets its launch dimensions. Fails with
+        a diagnostic on the op.
+      }],
+      "::mlir::LogicalResult", "emitTemplate",
+      (ins "::mlir::memfit::cuda::KernelWriter &":$writer)>,
+  ];
+}
+
+#endif // MEMFIT_TARGET_CUDA_KERNELEMITTERINTERFACE_TD

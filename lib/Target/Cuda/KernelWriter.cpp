@@ -1,0 +1,605 @@
+//===- KernelWriter.cpp - CUDA C++ of one kernel ----------------------------===//
+//
+// Every kernel is one __global__ function in the subset of CUDA C++ that
+// runtime/KERNELS.md describes, so that NVRTC and the host backend compile
+// the same text. Shapes are static, so sizes, strides and attributes are
+// written into the code as constants. A kernel either has an anchor, an op
+// whose KernelEmitterOpInterface style is Template (a row of a
+// normalization, a reduction, a loss, split or gather_grad; see
+// RowEmitters.cpp, LossEmitters.cpp and SpecialEmitters.cpp), which writes
+// the whole body, or it is pointwise: one thread per element of the
+// result, where element-wise ops compose as scalar expressions (the
+// fusion-ready path: any chain of element-wise ops of one shape becomes one
+// kernel) and inputs are loaded with their broadcast or data-movement index
+// mapping (PointwiseEmitters.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "memfit/Analysis/MemoryPlan.h"
+
+#include "mlir/IR/DialectRegistry.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+#include <cstdio>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+#include "memfit/Target/Cuda/KernelEmitterInterface.cpp.inc"
+
+//===----------------------------------------------------------------------===//
+// Text of shapes, types and attributes
+//===----------------------------------------------------------------------===//
+
+Shape cuda::shapeOf(Value value) {
+  return Shape(cast<RankedTensorType>(value.getType()).getShape());
+}
+Type cuda::eltOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+Shape cuda::stridesOf(ArrayRef<int64_t> shape) {
+  Shape strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
+int64_t cuda::product(ArrayRef<int64_t> values) {
+  int64_t result = 1;
+  for (int64_t v : values)
+    result *= v;
+  return result;
+}
+
+FailureOr<std::string> cuda::cType(Type type) {
+  if (type.isF32())
+    return std::string("float");
+  if (type.isF64())
+    return std::string("double");
+  if (type.isInteger(1))
+    return std::string("bool");
+  // Unsigned 32- and 64-bit integers have no runtime dtype yet.
+  if (type.isSignlessInteger(64) || type.isSignedInteger(64))
+    return std::string("long long");
+  if (type.isSignlessInteger(32) || type.isSignedInteger(32))
+    return std::string("int");
+  if (type.isSignlessInteger(8) || type.isSignedInteger(8))
+    return std::string("signed char");
+  if (type.isUnsignedInteger(8))
+    return std::string("unsigned char");
+  return failure();
+}
+
+FailureOr<std::string> cuda::accType(Operation *op, Type type) {
+  if (type.isF32())
+    return std::string("float");
+  if (type.isF64())
+    return std::string("double");
+  if (succeeded(cType(type)) && type.isInteger())
+    return std::string("long long");
+  return op->emitError() << "cannot emit CUDA for '" << op->getName()
+                         << "': unsupported element type " << type,
+         failure();
+}
+
+std::string cuda::mathFn(StringRef base, Type type) {
+  return type.isF64() ? base.str() : (base + "f").str();
+}
+
+std::string cuda::floatLiteral(double value, bool isDouble) {
+  if (std::isnan(value))
+    return isDouble ? "__longlong_as_double(0x7ff8000000000000LL)"
+                    : "__int_as_float(0x7fc00000)";
+  if (std::isinf(value)) {
+    if (isDouble)
+      return value > 0 ? "__longlong_as_double(0x7ff0000000000000LL)"
+                       : "__longlong_as_double((long long)0xfff0000000000000ULL)";
+    return value > 0 ? "__int_as_float(0x7f800000)"
+                     : "__int_as_float((int)0xff800000u)";
+  }
+  char buffer[64];
+  std::snprintf(buffer, sizeof(buffer), isDouble ? "%.17g" : "%.9g", value);
+  std::string text = buffer;
+  if (text.find_first_of(".en") == std::string::npos)
+    text += ".0";
+  if (!isDouble)
+    text += "f";
+  return value < 0 ? "(" + text + ")" : text;
+}
+
+std::string cuda::intLiteral(int64_t value) {
+  if (value == INT64_MIN)
+    return "(-9223372036854775807LL - 1)";
+  std::string text = std::to_string(value) + "LL";
+  return value < 0 ? "(" + text + ")" : text;
+}
+
+FailureOr<std::string> cuda::literal(Attribute attr, Type type) {
+  if (type.isInteger(1)) {
+    if (auto i = dyn_cast<IntegerAttr>(attr))
+      return std::string(i.getValue().isZero() ? "false" : "true");
+    if (auto b = dyn_cast<BoolAttr>(attr))
+      return std::string(b.getValue() ? "true" : "false");
+    return failure();
+  }
+  if (isa<FloatType>(type)) {
+    if (auto f = dyn_cast<FloatAttr>(attr))
+      return floatLiteral(f.getValueAsDouble(), type.isF64());
+    if (auto i = dyn_cast<IntegerAttr>(attr))
+      return floatLiteral(static_cast<double>(i.getInt()), type.isF64());
+    return failure();
+  }
+  if (auto i = dyn_cast<IntegerAttr>(attr)) {
+    FailureOr<std::string> t = cType(type);
+    if (failed(t))
+      return failure();
+    return "((" + *t + ")" + intLiteral(i.getValue().getSExtValue()) + ")";
+  }
+  return failure();
+}
+
+void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
+                      StringRef index, StringRef prefix, StringRef indent) {
+  Shape strides = stridesOf(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    os << indent << "const long long " << prefix << d << " = ";
+    if (d == 0)
+      os << "(" << index << ") / " << strides[d] << "LL;\n";
+    else
+      os << "((" << index << ") / " << strides[d] << "LL) % " << shape[d]
+         << "LL;\n";
+  }
+}
+
+std::string cuda::broadcastOffset(ArrayRef<int64_t> in, size_t outRank,
+                                  StringRef prefix) {
+  Shape strides = stridesOf(in);
+  std::string expr;
+  size_t lead = outRank - in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1)
+      continue;
+    if (!expr.empty())
+      expr += " + ";
+    expr += llvm::formatv("{0}{1} * {2}LL", prefix, lead + d, strides[d]).str();
+  }
+  return expr.empty() ? "0" : expr;
+}
+
+std::string cuda::shiftedOffset(ArrayRef<int64_t> shape, int64_t axis,
+                                int64_t begin) {
+  Shape strides = stridesOf(shape);
+  std::string offset;
+  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
+    std::string c = d == axis ? llvm::formatv("(c{0} - {1}LL)", d, begin).str()
+                              : "c" + std::to_string(d);
+    offset +=
+        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "", c, strides[d]).str();
+  }
+  return offset.empty() ? "0" : offset;
+}
+
+namespace {
+
+/// ONNX node names for a `//` comment: control characters and backslashes
+/// (which would continue the comment onto the next line) are replaced.
+std::string nodeList(ArrayRef<std::string> nodes) {
+  if (nodes.empty())
+    return "(no ONNX node)";
+  std::string text;
+  for (auto [i, node] : llvm::enumerate(nodes)) {
+    if (i)
+      text += ", ";
+    for (char c : node)
+      text += (static_cast<unsigned char>(c) < 0x20 || c == 0x7f || c == '\\')
+                  ? '?'
+                  : c;
+  }
+  return text;
+}
+
+std::string opLabel(Operation *op) {
+  StringRef name = op->getName().getStringRef();
+  name.consume_front("memfit.");
+  return name.str();
+}
+
+int64_t rowBlockSize(int64_t rowLength) {
+  int64_t block = 32;
+  while (block < rowLength && block < kMaxRowBlock)
+    block *= 2;
+  return block;
+}
+
+int64_t gridFor(int64_t threads, int64_t block) {
+  return std::max<int64_t>(1, (threads + block - 1) / block);
+}
+
+/// The op's emission style; ops without the interface are treated as
+/// element-wise ops without a template.
+EmitStyle styleOf(Operation *op) {
+  auto emitter = dyn_cast<KernelEmitterOpInterface>(op);
+  return emitter ? emitter.getEmitStyle() : EmitStyle::ElementWise;
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// KernelWriter: what the ops' emitters write with
+//===----------------------------------------------------------------------===//
+
+InFlightDiagnostic KernelWriter::error(Operation *op) {
+  return op->emitError() << "cannot emit CUDA for '" << op->getName() << "': ";
+}
+
+std::string KernelWriter::param(Value value) {
+  return "in" + std::to_string(cast<BlockArgument>(value).getArgNumber());
+}
+
+std::string KernelWriter::freshName(StringRef prefix) {
+  return prefix.str() + std::to_string(nextVar++);
+}
+
+void KernelWriter::setPointwiseLaunch(int64_t threads) {
+  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
+  gridBlocks = gridFor(threads, kPointwiseBlock);
+  info.usesBarriers = false;
+}
+
+void KernelWriter::setRowLaunch(int64_t rowLength, int64_t rows) {
+  info.block = {static_cast<uint32_t>(rowBlockSize(rowLength)), 1, 1};
+  gridBlocks = std::max<int64_t>(rows, 1);
+  info.usesBarriers = true;
+}
+
+void KernelWriter::setSingleBlockLaunch() {
+  info.block = {static_cast<uint32_t>(kMaxRowBlock), 1, 1};
+  gridBlocks = 1;
+  info.usesBarriers = true;
+}
+
+void KernelWriter::writeScratch(StringRef acc) {
+  os << "  __shared__ " << acc << " scratch[32];\n";
+}
+
+void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,
+                                  StringRef element) {
+  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
+                                   "{0}LL; j += blockDim.x)\n",
+                                   n);
+  os << "  " << acc << " m = " << floatLiteral(-INFINITY, type.isF64())
+     << ";\n";
+  os << loop << "    m = memfit_max(m, " << element << ");\n";
+  os << "  m = memfit_block_max(m, scratch);\n";
+  os << "  " << acc << " s = 0;\n";
+  os << loop << "    s += " << mathFn("exp", type) << "(" << element
+     << " - m);\n";
+  os << "  s = memfit_block_sum(s, scratch);\n";
+}
+
+void KernelWriter::collectNodeNamesInto(Location loc) {
+  std::vector<std::string> found;
+  collectNodeNames(loc, found);
+  for (std::string &name : found)
+    if (!llvm::is_contained(info.onnxNodes, name))
+      info.onnxNodes.push_back(std::move(name));
+}
+
+//===----------------------------------------------------------------------===//
+// KernelWriter: the kernel
+//===----------------------------------------------------------------------===//
+
+FailureOr<Operation *> KernelWriter::findAnchor() {
+  Operation *anchor = nullptr;
+  for (Operation &op : kernel.getBodyOps()) {
+    if (styleOf(&op) != EmitStyle::Template)
+      continue;
+    if (anchor)
+      return error(&op) << "a kernel holds at most one normalization, "
+                           "reduction, loss or split (also has '"
+                        << anchor->getName() << "')",
+             failure();
+    anchor = &op;
+  }
+  if (!anchor)
+    return anchor;
+  for (Operation &op : kernel.getBodyOps())
+    if (&op != anchor && !isa<ConstantOp>(op))
+      return error(&op) << "fusing element-wise ops with '"
+                        << anchor->getName()
+                        << "' is not supported by the emitter yet",
+             failure();
+  // Row, reduction and loss templates read their operands from buffers;
+  // gather_grad, the one anchor that kernelTakesLiterals, also takes splat
+  // constants as literals.
+  for (Value operand : anchor->getOperands())
+    if (!isa<BlockArgument>(operand) &&
+        !(kernelTakesLiterals(anchor) && operand.getDefiningOp<ConstantOp>()))
+      return error(anchor) << "operands must be kernel inputs, not values "
+                              "defined in the kernel",
+             failure();
+  return anchor;
+}
+
+LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
+  out << "extern \"C\" __global__ void " << info.name << "(";
+  bool first = true;
+  // A kernel whose results memfit.assign stores writes over the parameters
+  // and states it reads (the memory plan updates them in place): its
+  // pointers alias, so they must not be declared __restrict__.
+  bool inPlace = llvm::any_of(kernel->getUsers(),
+                              [](Operation *user) { return isa<AssignOp>(user); });
+  const char *pointer = inPlace ? "* " : "* __restrict__ ";
+  for (BlockArgument arg : kernel.getBodyBlock().getArguments()) {
+    FailureOr<std::string> t = cType(eltOf(arg));
+    if (failed(t))
+      return error(kernel) << "unsupported element type " << eltOf(arg),
+             failure();
+    out << (first ? "" : ", ") << "const " << *t << pointer << "in"
+        << arg.getArgNumber();
+    first = false;
+  }
+  for (auto [i, result] : llvm::enumerate(kernel.getResults())) {
+    FailureOr<std::string> t = cType(eltOf(result));
+    if (failed(t))
+      return error(kernel) << "unsupported element type " << eltOf(result),
+             failure();
+    out << (first ? "" : ", ") << *t << pointer << "out" << i;
+    first = false;
+  }
+  out << ") {\n";
+  return success();
+}
+
+FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
+  FailureOr<Operation *> anchor = findAnchor();
+  if (failed(anchor))
+    return failure();
+
+  std::string label;
+  unsigned count = 0;
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    if (count++ < 3)
+      label += "_" + opLabel(&op);
+    collectNodeNamesInto(op.getLoc());
+  }
+  if (count > 3)
+    label += llvm::formatv("_{0}ops", count).str();
+  info.name = llvm::formatv("k{0}{1}", index, label).str();
+
+  LogicalResult result =
+      *anchor ? cast<KernelEmitterOpInterface>(*anchor).emitTemplate(*this)
+              : emitPointwise();
+  if (failed(result))
+    return failure();
+  if (gridBlocks > kMaxGridX)
+    return error(kernel) << gridBlocks
+                         << " blocks exceed CUDA's grid limit of " << kMaxGridX,
+           failure();
+  info.grid = {static_cast<uint32_t>(gridBlocks), 1, 1};
+
+  out << "// " << info.name << ": " << nodeList(info.onnxNodes) << "\n";
+  if (failed(writeSignature(out)))
+    return failure();
+  out << text << "}\n\n";
+  return info;
+}
+
+//===----------------------------------------------------------------------===//
+// KernelWriter: pointwise kernels
+//===----------------------------------------------------------------------===//
+
+std::string KernelWriter::define(Value value, StringRef expr) {
+  std::string name = "v" + std::to_string(nextVar++);
+  os << "  const " << *cType(eltOf(value)) << " " << name << " = " << expr
+     << ";\n";
+  names[value] = name;
+  return name;
+}
+
+FailureOr<std::string> KernelWriter::scalar(Value value) {
+  // Values computed in the kernel exist at the kernel's index only.
+  if (value.getDefiningOp() && !value.getDefiningOp<ConstantOp>() &&
+      shapeOf(value) != domainShape)
+    return error(value.getDefiningOp())
+               << "an intermediate value of shape "
+               << shapeToString(shapeOf(value))
+               << " is broadcast inside the kernel of shape "
+               << shapeToString(domainShape),
+           failure();
+  if (auto it = names.find(value); it != names.end())
+    return it->second;
+  if (auto constant = value.getDefiningOp<ConstantOp>()) {
+    auto elements = dyn_cast<DenseElementsAttr>(constant.getValue());
+    if (!elements || !elements.isSplat())
+      return error(constant) << "only splat constants can be kernel literals",
+             failure();
+    FailureOr<std::string> text =
+        literal(elements.getSplatValue<Attribute>(), eltOf(value));
+    if (failed(text))
+      return error(constant) << "unsupported constant type " << eltOf(value),
+             failure();
+    return names[value] = *text;
+  }
+  if (auto arg = dyn_cast<BlockArgument>(value)) {
+    Shape shape = shapeOf(arg);
+    if (!isBroadcastableTo(shape, domainShape))
+      return error(kernel) << "input " << arg.getArgNumber() << " of shape "
+                           << shapeToString(shape)
+                           << " does not broadcast to the kernel's shape "
+                           << shapeToString(domainShape),
+             failure();
+    return define(value, param(arg) + "[" +
+                             broadcastOffset(shape, domainShape.size(), "c") +
+                             "]");
+  }
+  return error(value.getDefiningOp()) << "value used before its definition",
+         failure();
+}
+
+FailureOr<std::string> KernelWriter::load(Value value, StringRef offset,
+                                          Operation *user) {
+  if (auto arg = dyn_cast<BlockArgument>(value))
+    return param(arg) + "[" + offset.str() + "]";
+  if (value.getDefiningOp<ConstantOp>())
+    return scalar(value);
+  return error(user) << "data movement of a value computed in the same "
+                        "kernel is not supported",
+         failure();
+}
+
+LogicalResult KernelWriter::emitScalarOp(Operation *op) {
+  if (isa<ConstantOp>(op))
+    return success(); // literals, written where used
+  auto emitter = dyn_cast<KernelEmitterOpInterface>(op);
+  if (emitter && emitter.getEmitStyle() == EmitStyle::IndexMapping) {
+    // Their index mappings are written for the kernel's own coordinates.
+    if (shapeOf(op->getResult(0)) != domainShape)
+      return error(op) << "a data-movement result of shape "
+                       << shapeToString(shapeOf(op->getResult(0)))
+                       << " inside a kernel of shape "
+                       << shapeToString(domainShape) << " is not supported",
+             failure();
+    FailureOr<std::string> expr = emitter.emitScalar(*this, {});
+    if (failed(expr))
+      return failure();
+    define(op->getResult(0), *expr);
+    return success();
+  }
+
+  SmallVector<std::string> operands;
+  for (Value operand : op->getOperands()) {
+    FailureOr<std::string> s = scalar(operand);
+    if (failed(s))
+      return failure();
+    operands.push_back(*s);
+  }
+  if (!emitter)
+    return error(op) << "no element-wise template", failure();
+  FailureOr<std::string> expr = emitter.emitScalar(*this, operands);
+  if (failed(expr))
+    return failure();
+  define(op->getResult(0), *expr);
+  return success();
+}
+
+LogicalResult KernelWriter::emitPointwise() {
+  auto results = kernel.getResults();
+  if (results.empty())
+    return error(kernel) << "a kernel without results", failure();
+  domainShape = shapeOf(results[0]);
+  for (Value result : results)
+    if (shapeOf(result) != domainShape)
+      return error(kernel) << "results of different shapes need a split",
+             failure();
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isBufferView(&op))
+      return error(&op) << "views are not supported inside kernels", failure();
+    for (Value result : op.getResults())
+      if (failed(cType(eltOf(result))))
+        return error(&op) << "unsupported element type " << eltOf(result),
+               failure();
+  }
+
+  int64_t n = product(domainShape);
+  os << "  const long long idx = (long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x;\n";
+  os << "  if (idx >= " << n << "LL) return;\n";
+  emitCoords(os, domainShape, "idx", "c");
+  for (Operation &op : kernel.getBodyOps())
+    if (failed(emitScalarOp(&op)))
+      return failure();
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    FailureOr<std::string> s = scalar(value);
+    if (failed(s))
+      return failure();
+    os << "  out" << i << "[idx] = " << *s << ";\n";
+  }
+  setPointwiseLaunch(n);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// The target's entry points (KernelEmitter.h, KernelEmitterInterface.h)
+//===----------------------------------------------------------------------===//
+
+void cuda::collectNodeNames(Location loc, std::vector<std::string> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.push_back(name.getName().str());
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      collectNodeNames(inner, names);
+}
+
+FailureOr<rt::Kernel> cuda::emitKernel(KernelOp kernel, unsigned index,
+                                       raw_ostream &os) {
+  return KernelWriter(kernel, index).emit(os);
+}
+
+FailureOr<rt::Kernel> cuda::emitBroadcastCopy(Operation *op, unsigned index,
+                                              RankedTensorType from,
+                                              RankedTensorType to,
+                                              raw_ostream &os) {
+  FailureOr<std::string> t = cType(from.getElementType());
+  if (failed(t) || from.getElementType() != to.getElementType())
+    return op->emitError() << "cannot emit CUDA for '" << op->getName()
+                           << "': unsupported bias type " << from,
+           failure();
+  rt::Kernel info;
+  info.name = llvm::formatv("k{0}_{1}_bias", index, opLabel(op)).str();
+  collectNodeNames(op->getLoc(), info.onnxNodes);
+  int64_t n = to.getNumElements();
+  int64_t blocks = gridFor(n, kPointwiseBlock);
+  if (blocks > kMaxGridX)
+    return op->emitError() << "cannot emit CUDA for '" << op->getName()
+                           << "': " << blocks
+                           << " blocks exceed CUDA's grid limit of "
+                           << kMaxGridX,
+           failure();
+  os << "// " << info.name << ": bias of " << nodeList(info.onnxNodes)
+     << "\nextern \"C\" __global__ void " << info.name << "(const " << *t
+     << "* __restrict__ in0, " << *t << "* __restrict__ out0) {\n";
+  os << "  const long long idx = (long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x;\n";
+  os << "  if (idx >= " << n << "LL) return;\n";
+  emitCoords(os, to.getShape(), "idx", "c");
+  os << "  out0[idx] = in0["
+     << broadcastOffset(from.getShape(), to.getRank(), "c") << "];\n}\n\n";
+  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
+  info.grid = {static_cast<uint32_t>(blocks), 1, 1};
+  return info;
+}
+
+/// Attaches every model; a named function, so that the registry and the
+/// context recognize the extension when it is added again.
+static void attachKernelEmitters(MLIRContext *context, MemfitDialect *) {
+  attachPointwiseEmitters(context);
+  attachRowEmitters(context);
+  attachLossEmitters(context);
+  attachSpecialEmitters(context);
+}
+
+void cuda::registerKernelEmitterInterfaces(DialectRegistry &registry) {
+  registry.addExtension(attachKernelEmitters);
+}
+
+namespace mlir::memfit::cuda {
+/// The text of Prelude.cuh (the generated Prelude.cpp).
+extern const char kCudaPrelude[];
+} // namespace mlir::memfit::cuda
+
+void cuda::emitPrelude(raw_ostream &os) {
+  // A blank line between the helpers and the first kernel.
+  os << kCudaPrelude << "\n";
+}

@@ -1,0 +1,169 @@
+//===- KernelWriter.h - the writer the kernel emitters share ------*- C++ -*-===//
+//
+// Internal to the CUDA target. KernelWriter writes one memfit.kernel as a
+// __global__ function: it picks the kernel's shape (pointwise, or the
+// template of its anchor op), composes the element-wise and data-movement
+// ops of a pointwise kernel through KernelEmitterOpInterface, and offers the
+// ops' emitters what they write with: parameter names, loads, variables,
+// launch dimensions and the block-reduction scaffolding. The helpers below
+// turn shapes, types and attributes into C++ text.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_LIB_TARGET_CUDA_KERNELWRITER_H
+#define MEMFIT_LIB_TARGET_CUDA_KERNELWRITER_H
+
+#include "KernelEmitter.h"
+#include "memfit/Dialect/ShapeInference.h"
+#include "memfit/Target/Cuda/KernelEmitterInterface.h"
+
+#include "llvm/ADT/DenseMap.h"
+
+#include <string>
+
+namespace mlir::memfit::cuda {
+
+/// Threads per block of a pointwise kernel; the most of a row kernel.
+constexpr int64_t kPointwiseBlock = 256;
+constexpr int64_t kMaxRowBlock = 256;
+/// CUDA's limit on gridDim.x.
+constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
+
+//===----------------------------------------------------------------------===//
+// Text of shapes, types and attributes
+//===----------------------------------------------------------------------===//
+
+Shape shapeOf(Value value);
+Type eltOf(Value value);
+/// Row-major strides of `shape`.
+Shape stridesOf(ArrayRef<int64_t> shape);
+int64_t product(ArrayRef<int64_t> values);
+
+/// The C type of an element type the kernels support.
+FailureOr<std::string> cType(Type type);
+/// The accumulator type of a row or a reduction: float for f32, double for
+/// f64, long long for integers; a diagnostic on `op` otherwise.
+FailureOr<std::string> accType(Operation *op, Type type);
+/// The float function for `type`: expf for f32, exp for f64.
+std::string mathFn(StringRef base, Type type);
+std::string floatLiteral(double value, bool isDouble);
+std::string intLiteral(int64_t value);
+/// A literal of `type` from an integer or float attribute.
+FailureOr<std::string> literal(Attribute attr, Type type);
+
+/// Writes `const long long <prefix><d> = ...;` coordinates of `index` in
+/// `shape`, one per dimension.
+void emitCoords(raw_ostream &os, ArrayRef<int64_t> shape, StringRef index,
+                StringRef prefix, StringRef indent = "  ");
+/// The offset into a row-major tensor of shape `in` that broadcasts to a
+/// result of rank `outRank` whose coordinates are `<prefix><d>`.
+std::string broadcastOffset(ArrayRef<int64_t> in, size_t outRank,
+                            StringRef prefix);
+/// The offset into a row-major tensor of shape `shape` at coordinates
+/// `c<d>`, with the coordinate along `axis` shifted down by `begin` (a part
+/// of a concat or a split).
+std::string shiftedOffset(ArrayRef<int64_t> shape, int64_t axis,
+                          int64_t begin);
+
+//===----------------------------------------------------------------------===//
+// KernelWriter
+//===----------------------------------------------------------------------===//
+
+class KernelWriter {
+public:
+  KernelWriter(KernelOp kernel, unsigned index) : kernel(kernel), index(index) {}
+
+  /// Writes the kernel's __global__ function to `out`.
+  FailureOr<rt::Kernel> emit(raw_ostream &out);
+
+  // What the ops' emitters write with.
+
+  /// The kernel's body, written before the signature is known.
+  raw_ostream &body() { return os; }
+  /// `cannot emit CUDA for '<op>': `, to be continued with the reason.
+  InFlightDiagnostic error(Operation *op);
+  /// The kernel's position in the executable (dropout's seed depends on it).
+  unsigned kernelIndex() const { return index; }
+  /// The shape a pointwise kernel iterates over (its coordinates are `c<d>`,
+  /// its linear index `idx`).
+  ArrayRef<int64_t> domain() const { return domainShape; }
+  /// The parameter name of a kernel input (`in<n>`).
+  std::string param(Value value);
+  /// The scalar of `value` at the kernel's index: a kernel input loaded and
+  /// broadcast to the domain, a splat constant's literal or the variable of
+  /// an op already written.
+  FailureOr<std::string> scalar(Value value);
+  /// The element of a kernel input at `offset`, or a splat constant's value;
+  /// `user` gets the diagnostic for anything else.
+  FailureOr<std::string> load(Value value, StringRef offset, Operation *user);
+  /// A fresh variable name `<prefix><n>`.
+  std::string freshName(StringRef prefix);
+
+  /// One thread per element of `threads`, in blocks of kPointwiseBlock.
+  void setPointwiseLaunch(int64_t threads);
+  /// One block per row of `rowLength` elements.
+  void setRowLaunch(int64_t rowLength, int64_t rows);
+  /// One block of kMaxRowBlock threads.
+  void setSingleBlockLaunch();
+  /// Declares the shared scratch of the block reductions.
+  void writeScratch(StringRef acc);
+  /// Writes `m`, the maximum of a row of `n` elements `element` (an
+  /// expression of `j`), and `s`, the sum of exp(element - m) over it.
+  void writeRowMaxSum(StringRef acc, Type type, int64_t n, StringRef element);
+
+private:
+  /// The single op of a row, reduction or loss kernel, or null for a
+  /// pointwise kernel.
+  FailureOr<Operation *> findAnchor();
+  LogicalResult writeSignature(raw_ostream &out);
+  LogicalResult emitPointwise();
+  LogicalResult emitScalarOp(Operation *op);
+  std::string define(Value value, StringRef expr);
+  void collectNodeNamesInto(Location loc);
+
+  KernelOp kernel;
+  unsigned index;
+  std::string text;
+  llvm::raw_string_ostream os{text};
+  rt::Kernel info;
+  /// Blocks of the 1-D grid; checked against CUDA's limit before it goes
+  /// into the manifest.
+  int64_t gridBlocks = 1;
+  Shape domainShape;
+  DenseMap<Value, std::string> names;
+  unsigned nextVar = 0;
+};
+
+//===----------------------------------------------------------------------===//
+// External models of KernelEmitterOpInterface
+//===----------------------------------------------------------------------===//
+
+/// The base of the ElementWise and IndexMapping models: no template.
+template <typename Model, typename OpTy>
+struct ScalarEmitterModel
+    : KernelEmitterOpInterface::ExternalModel<Model, OpTy> {
+  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
+    return writer.error(op) << "no kernel template", failure();
+  }
+};
+
+/// The base of the Template models: no scalar expression.
+template <typename Model, typename OpTy>
+struct TemplateEmitterModel
+    : KernelEmitterOpInterface::ExternalModel<Model, OpTy> {
+  EmitStyle getEmitStyle(Operation *) const { return EmitStyle::Template; }
+  FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
+                                    ArrayRef<std::string>) const {
+    return writer.error(op) << "no element-wise template", failure();
+  }
+};
+
+/// The attach functions of the files that hold the models.
+void attachPointwiseEmitters(MLIRContext *context); // PointwiseEmitters.cpp
+void attachRowEmitters(MLIRContext *context);       // RowEmitters.cpp
+void attachLossEmitters(MLIRContext *context);      // LossEmitters.cpp
+void attachSpecialEmitters(MLIRContext *context);   // SpecialEmitters.cpp
+
+} // namespace mlir::memfit::cuda
+
+#endif // MEMFIT_LIB_TARGET_CUDA_KERNELWRITER_H

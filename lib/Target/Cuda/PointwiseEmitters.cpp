@@ -1,0 +1,289 @@
+//===- PointwiseEmitters.cpp - element-wise and data-movement ops -----------===//
+//
+// The KernelEmitterOpInterface models of the ops that a pointwise kernel
+// composes, one thread per element of the kernel's result:
+//  - element-wise ops (ElementWise): a scalar expression of their operands'
+//    expressions, one `expr` overload per op;
+//  - data movement and range (IndexMapping): their input read at the index
+//    that maps the kernel's coordinates `c<d>` to the input's, one
+//    `mapping` overload per op; they take kernel inputs (or splat
+//    constants) only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Element-wise ops
+//===----------------------------------------------------------------------===//
+
+/// What an element-wise op's expression is written from: its operands'
+/// expressions `x` and the element types of its result and first operand.
+struct Scalar {
+  Scalar(KernelWriter &writer, Operation *op, ArrayRef<std::string> x)
+      : writer(writer), op(op), x(x), type(eltOf(op->getResult(0))),
+        inType(op->getNumOperands() ? eltOf(op->getOperand(0)) : type),
+        t(*cType(type)) {}
+
+  /// The float function `base` for the result type (expf or exp).
+  std::string fn(StringRef base) const { return mathFn(base, type); }
+  std::string one() const { return type.isF64() ? "1.0" : "1.0f"; }
+  /// `(<t>)0`, a zero of the result type.
+  std::string zero() const { return "(" + t + ")0"; }
+  std::string call(StringRef base) const {
+    return fn(base) + "(" + x[0] + ")";
+  }
+
+  KernelWriter &writer;
+  Operation *op;
+  ArrayRef<std::string> x;
+  Type type, inType;
+  std::string t;
+};
+
+using Expr = FailureOr<std::string>;
+
+Expr expr(NegOp, const Scalar &s) { return "-" + s.x[0]; }
+Expr expr(ExpOp, const Scalar &s) { return s.call("exp"); }
+Expr expr(LogOp, const Scalar &s) { return s.call("log"); }
+Expr expr(SqrtOp, const Scalar &s) { return s.call("sqrt"); }
+Expr expr(ReciprocalOp, const Scalar &s) { return s.one() + " / " + s.x[0]; }
+Expr expr(ErfOp, const Scalar &s) { return s.call("erf"); }
+Expr expr(TanhOp, const Scalar &s) { return s.call("tanh"); }
+Expr expr(SigmoidOp, const Scalar &s) {
+  return s.one() + " / (" + s.one() + " + " + s.fn("exp") + "(-" + s.x[0] +
+         "))";
+}
+Expr expr(ReluOp, const Scalar &s) {
+  // NaN propagates, as in PyTorch and onnxruntime.
+  std::string nan =
+      isa<FloatType>(s.type) ? " || " + s.x[0] + " != " + s.x[0] : "";
+  return "((" + s.x[0] + " > " + s.zero() + nan + ") ? " + s.x[0] + " : " +
+         s.zero() + ")";
+}
+Expr expr(SinOp, const Scalar &s) { return s.call("sin"); }
+Expr expr(CosOp, const Scalar &s) { return s.call("cos"); }
+Expr expr(NotOp, const Scalar &s) { return "!" + s.x[0]; }
+
+Expr expr(GeluOp op, const Scalar &s) {
+  bool d = s.type.isF64();
+  if (op.getApproximate() == GeluApproximation::Tanh)
+    return llvm::formatv("{0} * {1} * ({2} + {3}({4} * ({1} + {5} * {1} * {1} "
+                         "* {1})))",
+                         floatLiteral(0.5, d), s.x[0], s.one(), s.fn("tanh"),
+                         floatLiteral(0.7978845608028654, d),
+                         floatLiteral(0.044715, d))
+        .str();
+  return llvm::formatv("{0} * {1} * ({2} + {3}({1} * {4}))",
+                       floatLiteral(0.5, d), s.x[0], s.one(), s.fn("erf"),
+                       floatLiteral(0.7071067811865476, d))
+      .str();
+}
+
+Expr expr(DropoutOp op, const Scalar &s) {
+  double ratio = op.getRatio().convertToDouble();
+  if (ratio <= 0)
+    return s.x[0];
+  if (ratio >= 1)
+    return s.zero();
+  // The kernel's index varies the mask between dropouts of one seed.
+  uint64_t seed =
+      op.getSeed().value_or(0) * 1000003ull + s.writer.kernelIndex();
+  return llvm::formatv("(memfit_dropout_keep({0}ull, idx, {1}) ? {2} * {3} : "
+                       "({4})0)",
+                       seed, floatLiteral(ratio, false), s.x[0],
+                       floatLiteral(1.0 / (1.0 - ratio), s.type.isF64()), s.t)
+      .str();
+}
+
+Expr expr(CastOp, const Scalar &s) {
+  if (s.type.isInteger(1))
+    return "(" + s.x[0] + " != 0)";
+  if (s.inType.isInteger(1))
+    return "(" + s.x[0] + " ? (" + s.t + ")1 : " + s.zero() + ")";
+  return "(" + s.t + ")" + s.x[0];
+}
+
+Expr expr(TriluOp op, const Scalar &s) {
+  size_t rank = s.writer.domain().size();
+  if (rank < 2)
+    return s.writer.error(op) << "trilu needs rank >= 2", failure();
+  std::string diag = llvm::formatv("(c{0} - c{1})", rank - 1, rank - 2);
+  std::string keep =
+      llvm::formatv("{0} {1} {2}", diag, op.getUpper() ? ">=" : "<=",
+                    intLiteral(static_cast<int64_t>(op.getK())));
+  return "(" + keep + " ? " + s.x[0] + " : " + s.zero() + ")";
+}
+
+Expr expr(AddOp, const Scalar &s) { return s.x[0] + " + " + s.x[1]; }
+Expr expr(SubOp, const Scalar &s) { return s.x[0] + " - " + s.x[1]; }
+Expr expr(MulOp, const Scalar &s) { return s.x[0] + " * " + s.x[1]; }
+Expr expr(DivOp, const Scalar &s) { return s.x[0] + " / " + s.x[1]; }
+Expr expr(PowOp, const Scalar &s) {
+  return s.fn("pow") + "(" + s.x[0] + ", " + s.x[1] + ")";
+}
+Expr expr(EqualOp, const Scalar &s) {
+  return "(" + s.x[0] + " == " + s.x[1] + ")";
+}
+Expr expr(LessOp, const Scalar &s) {
+  return "(" + s.x[0] + " < " + s.x[1] + ")";
+}
+Expr expr(GreaterOp, const Scalar &s) {
+  return "(" + s.x[0] + " > " + s.x[1] + ")";
+}
+Expr expr(WhereOp, const Scalar &s) {
+  return "(" + s.x[0] + " ? " + s.x[1] + " : " + s.x[2] + ")";
+}
+
+template <typename OpTy>
+struct ElementWiseModel : ScalarEmitterModel<ElementWiseModel<OpTy>, OpTy> {
+  EmitStyle getEmitStyle(Operation *) const { return EmitStyle::ElementWise; }
+  FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
+                                    ArrayRef<std::string> operands) const {
+    return expr(cast<OpTy>(op), Scalar(writer, op, operands));
+  }
+};
+
+//===----------------------------------------------------------------------===//
+// Data movement
+//===----------------------------------------------------------------------===//
+
+/// Input `i` of `op` read at `offset`.
+Expr in(KernelWriter &w, Operation *op, unsigned i, StringRef offset) {
+  return w.load(op->getOperand(i), offset, op);
+}
+
+Expr mapping(ExpandOp op, KernelWriter &w) {
+  return in(w, op, 0,
+            broadcastOffset(shapeOf(op.getInput()), w.domain().size(), "c"));
+}
+
+Expr mapping(TransposeOp op, KernelWriter &w) {
+  Shape strides = stridesOf(shapeOf(op.getInput()));
+  std::string offset;
+  for (auto [d, p] : llvm::enumerate(op.getPerm()))
+    offset +=
+        llvm::formatv("{0}c{1} * {2}LL", d ? " + " : "", d, strides[p]).str();
+  return in(w, op, 0, offset.empty() ? "0" : offset);
+}
+
+Expr mapping(SliceOp op, KernelWriter &w) {
+  Shape inShape = shapeOf(op.getInput());
+  SmallVector<SliceDim> dims;
+  if (failed(resolveSlice(inShape, op.getStarts(), op.getEnds(), op.getAxes(),
+                          op.getSteps(), dims, op.getLoc())))
+    return failure();
+  Shape strides = stridesOf(inShape);
+  std::string offset;
+  for (auto [d, dim] : llvm::enumerate(dims))
+    offset += llvm::formatv("{0}({1}LL + c{2} * {3}LL) * {4}LL",
+                            d ? " + " : "", dim.start, d, dim.step, strides[d])
+                  .str();
+  return in(w, op, 0, offset.empty() ? "0" : offset);
+}
+
+Expr mapping(GatherOp op, KernelWriter &w) {
+  Shape dataShape = shapeOf(op.getData());
+  Shape indexShape = shapeOf(op.getIndices());
+  FailureOr<int64_t> axis =
+      normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
+  if (failed(axis))
+    return failure();
+  Shape indexStrides = stridesOf(indexShape);
+  std::string indexOffset;
+  for (size_t t = 0; t < indexShape.size(); ++t)
+    indexOffset += llvm::formatv("{0}c{1} * {2}LL", t ? " + " : "", *axis + t,
+                                 indexStrides[t])
+                       .str();
+  Expr index = in(w, op, 1, indexOffset.empty() ? "0" : indexOffset);
+  if (failed(index))
+    return failure();
+  std::string g = w.freshName("g");
+  int64_t extent = dataShape[*axis];
+  w.body() << "  long long " << g << " = (long long)" << *index << ";\n";
+  w.body() << "  if (" << g << " < 0) " << g << " += " << extent << "LL;\n";
+  Shape dataStrides = stridesOf(dataShape);
+  int64_t r = indexShape.size();
+  std::string offset = llvm::formatv("{0} * {1}LL", g, dataStrides[*axis]);
+  for (int64_t d = 0; d < static_cast<int64_t>(dataShape.size()); ++d) {
+    if (d == *axis)
+      continue;
+    int64_t c = d < *axis ? d : d + r - 1;
+    offset += llvm::formatv(" + c{0} * {1}LL", c, dataStrides[d]).str();
+  }
+  Expr element = in(w, op, 0, offset);
+  if (failed(element))
+    return failure();
+  // An index out of range reads as zero rather than faulting.
+  return llvm::formatv("(({0} >= 0 && {0} < {1}LL) ? {2} : ({3})0)", g, extent,
+                       *element, *cType(eltOf(op.getResult())))
+      .str();
+}
+
+Expr mapping(ConcatOp op, KernelWriter &w) {
+  FailureOr<int64_t> axis =
+      normalizeAxis(op.getAxis(), w.domain().size(), op.getLoc());
+  if (failed(axis))
+    return failure();
+  std::string v = w.freshName("v");
+  w.body() << "  " << *cType(eltOf(op.getResult())) << " " << v << ";\n";
+  int64_t begin = 0;
+  for (auto [i, input] : llvm::enumerate(op.getInputs())) {
+    Shape shape = shapeOf(input);
+    std::string offset = shiftedOffset(shape, *axis, begin);
+    int64_t end = begin + shape[*axis];
+    bool last = i + 1 == op.getInputs().size();
+    w.body() << "  " << (i ? "else " : "");
+    if (!last)
+      w.body() << "if (c" << *axis << " < " << end << "LL) ";
+    Expr element = w.load(input, offset, op);
+    if (failed(element))
+      return failure();
+    w.body() << v << " = " << *element << ";\n";
+    begin = end;
+  }
+  return v;
+}
+
+Expr mapping(RangeOp op, KernelWriter &w) {
+  Type type = eltOf(op.getResult());
+  Expr start = literal(op.getStart(), type);
+  Expr delta = literal(op.getDelta(), type);
+  if (failed(start) || failed(delta))
+    return w.error(op) << "unsupported range type " << type, failure();
+  return llvm::formatv("({0} + ({1})idx * {2})", *start, *cType(type), *delta)
+      .str();
+}
+
+template <typename OpTy>
+struct IndexMappingModel : ScalarEmitterModel<IndexMappingModel<OpTy>, OpTy> {
+  EmitStyle getEmitStyle(Operation *) const { return EmitStyle::IndexMapping; }
+  FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
+                                    ArrayRef<std::string>) const {
+    return mapping(cast<OpTy>(op), writer);
+  }
+};
+
+template <template <typename> class Model, typename... OpTys>
+void attach(MLIRContext *context) {
+  (OpTys::template attachInterface<Model<OpTys>>(*context), ...);
+}
+
+} // namespace
+
+void cuda::attachPointwiseEmitters(MLIRContext *context) {
+  attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
+         TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, GeluOp, DropoutOp,
+         CastOp, TriluOp, AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp,
+         GreaterOp, WhereOp>(context);
+  attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp, ConcatOp,
+         RangeOp>(context);
+}

@@ -1,0 +1,281 @@
+//===- RowEmitters.cpp - softmax, normalizations, reductions ----------------===//
+//
+// The KernelEmitterOpInterface models of the row templates: one block per
+// row of a softmax, a normalization or a reduction; the block's threads
+// stride over the row and combine partial results with warp shuffles and
+// shared memory (the prelude's memfit_block_sum and memfit_block_max). Each
+// op's model picks its template and passes the template's parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+namespace {
+
+/// The input of a softmax or normalization: float, with its axis
+/// normalized.
+struct RowInput {
+  Shape shape;
+  int64_t axis;
+  Type type;
+  std::string acc; // accumulator type
+  std::string in;  // the input's parameter name
+};
+
+FailureOr<RowInput> floatRowInput(KernelWriter &w, Operation *op,
+                                  int64_t axisAttr) {
+  Value input = op->getOperand(0);
+  RowInput row;
+  row.shape = shapeOf(input);
+  FailureOr<int64_t> axis =
+      normalizeAxis(axisAttr, row.shape.size(), op->getLoc());
+  if (failed(axis))
+    return failure();
+  row.axis = *axis;
+  row.type = eltOf(input);
+  FailureOr<std::string> acc = accType(op, row.type);
+  if (failed(acc))
+    return failure();
+  row.acc = *acc;
+  row.in = w.param(input);
+  return row;
+}
+
+/// softmax or log_softmax along `axisAttr`.
+LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
+                          bool logSoftmax) {
+  FailureOr<RowInput> row = floatRowInput(w, op, axisAttr);
+  if (failed(row))
+    return failure();
+  auto &[shape, axis, type, acc, in] = *row;
+  raw_ostream &os = w.body();
+  int64_t n = shape[axis];
+  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
+  int64_t rows = product(shape) / std::max<int64_t>(n, 1);
+  std::string at = llvm::formatv("base + j * {0}LL", inner);
+  std::string e = mathFn("exp", type);
+
+  w.writeScratch(acc);
+  os << "  const long long row = blockIdx.x;\n";
+  os << llvm::formatv("  const long long base = (row / {0}LL) * {1}LL + row "
+                      "% {0}LL;\n",
+                      inner, n * inner);
+  w.writeRowMaxSum(acc, type, n, "(" + acc + ")" + in + "[" + at + "]");
+  if (logSoftmax)
+    os << "  const " << acc << " shift = m + " << mathFn("log", type)
+       << "(s);\n";
+  os << "  for (long long j = threadIdx.x; j < " << n
+     << "LL; j += blockDim.x)\n";
+  if (logSoftmax)
+    os << "    out0[" << at << "] = (" << acc << ")" << in << "[" << at
+       << "] - shift;\n";
+  else
+    os << "    out0[" << at << "] = " << e << "((" << acc << ")" << in << "["
+       << at << "] - m) / s;\n";
+  w.setRowLaunch(n, rows);
+  return success();
+}
+
+/// layer_norm (with `bias`, possibly null) or rms_norm over the dimensions
+/// from `axisAttr` on.
+LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
+                       int64_t axisAttr, double epsilon, bool rms) {
+  FailureOr<RowInput> row = floatRowInput(w, op, axisAttr);
+  if (failed(row))
+    return failure();
+  auto &[shape, axis, type, acc, in] = *row;
+  raw_ostream &os = w.body();
+  Shape normShape(ArrayRef<int64_t>(shape).drop_front(axis));
+  int64_t n = product(normShape);
+  int64_t rows = product(ArrayRef<int64_t>(shape).take_front(axis));
+  bool d = type.isF64();
+  auto paramAt = [&](Value v) {
+    Shape s = shapeOf(v);
+    std::string name = w.param(v);
+    if (s == normShape)
+      return name + "[j]";
+    return name + "[" + broadcastOffset(s, normShape.size(), "s") + "]";
+  };
+  bool needCoords = shapeOf(scale) != normShape ||
+                    (bias && shapeOf(bias) != normShape);
+
+  w.writeScratch(acc);
+  os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
+  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
+                                   "{0}LL; j += blockDim.x)",
+                                   n);
+  std::string x = "(" + acc + ")" + in + "[base + j]";
+  if (!rms) {
+    os << "  " << acc << " sum = 0;\n";
+    os << loop << "\n    sum += " << x << ";\n";
+    os << "  const " << acc << " mean = memfit_block_sum(sum, scratch) / "
+       << floatLiteral(static_cast<double>(n), d) << ";\n";
+    os << "  " << acc << " sq = 0;\n";
+    os << loop << " {\n    const " << acc << " t = " << x
+       << " - mean;\n    sq += t * t;\n  }\n";
+  } else {
+    os << "  " << acc << " sq = 0;\n";
+    os << loop << " {\n    const " << acc << " t = " << x
+       << ";\n    sq += t * t;\n  }\n";
+  }
+  os << "  const " << acc << " inv = " << floatLiteral(1.0, d) << " / "
+     << mathFn("sqrt", type) << "(memfit_block_sum(sq, scratch) / "
+     << floatLiteral(static_cast<double>(n), d) << " + "
+     << floatLiteral(epsilon, d) << ");\n";
+  os << loop << " {\n";
+  if (needCoords)
+    emitCoords(os, normShape, "j", "s", "    ");
+  os << "    out0[base + j] = (" << x << (rms ? "" : " - mean") << ") * inv * "
+     << paramAt(scale);
+  if (bias)
+    os << " + " << paramAt(bias);
+  os << ";\n  }\n";
+  w.setRowLaunch(n, rows);
+  return success();
+}
+
+enum class ReduceKind { Sum, Mean, Max };
+
+/// reduce_sum, reduce_mean or reduce_max over `axes` (all if empty).
+LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
+                         ReduceKind kind) {
+  Value input = op->getOperand(0);
+  Shape shape = shapeOf(input);
+  size_t rank = shape.size();
+  SmallVector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes) {
+    FailureOr<int64_t> axis = normalizeAxis(a, rank, op->getLoc());
+    if (failed(axis))
+      return failure();
+    reduced[*axis] = true;
+  }
+  Type type = eltOf(input);
+  FailureOr<std::string> acc = accType(op, type);
+  if (failed(acc))
+    return failure();
+  raw_ostream &os = w.body();
+  Shape strides = stridesOf(shape);
+  Shape keptShape, keptStrides, redShape, redStrides;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? redShape : keptShape).push_back(shape[d]);
+    (reduced[d] ? redStrides : keptStrides).push_back(strides[d]);
+  }
+  int64_t n = product(redShape);
+  int64_t rows = product(keptShape);
+  bool trailing = true;
+  for (size_t d = 0; d < rank; ++d)
+    if (reduced[d] && shape[d] != 1)
+      for (size_t e = d + 1; e < rank; ++e)
+        trailing &= reduced[e] || shape[e] == 1;
+  std::string in = w.param(input);
+  bool isMax = kind == ReduceKind::Max;
+  bool isFloat = isa<FloatType>(type);
+
+  w.writeScratch(*acc);
+  os << "  const long long row = blockIdx.x;\n";
+  std::string base;
+  if (trailing) {
+    base = llvm::formatv("row * {0}LL", n);
+  } else {
+    emitCoords(os, keptShape, "row", "k");
+    for (size_t i = 0; i < keptShape.size(); ++i)
+      base += llvm::formatv("{0}k{1} * {2}LL", i ? " + " : "", i,
+                            keptStrides[i])
+                  .str();
+    if (base.empty())
+      base = "0";
+  }
+  os << "  const long long base = " << base << ";\n";
+  // The identity of max is the lowest value of the element type, which is
+  // also ONNX's result for a reduction over no elements.
+  std::string init =
+      !isMax ? "0"
+             : (isFloat ? floatLiteral(-INFINITY, type.isF64())
+                        : intLiteral(type.isUnsignedInteger()
+                                         ? 0
+                                         : llvm::APInt::getSignedMinValue(
+                                               type.getIntOrFloatBitWidth())
+                                               .getSExtValue()));
+  os << "  " << *acc << " a = " << init << ";\n";
+  os << "  for (long long j = threadIdx.x; j < " << n
+     << "LL; j += blockDim.x) {\n";
+  std::string offset = "j";
+  if (!trailing) {
+    emitCoords(os, redShape, "j", "r", "    ");
+    offset.clear();
+    for (size_t i = 0; i < redShape.size(); ++i)
+      offset += llvm::formatv("{0}r{1} * {2}LL", i ? " + " : "", i,
+                              redStrides[i])
+                    .str();
+    if (offset.empty())
+      offset = "0";
+  }
+  std::string x = "(" + *acc + ")" + in + "[base + " + offset + "]";
+  if (isMax)
+    os << "    a = memfit_max(a, " << x << ");\n  }\n";
+  else
+    os << "    a += " << x << ";\n  }\n";
+  os << "  a = " << (isMax ? "memfit_block_max" : "memfit_block_sum")
+     << "(a, scratch);\n";
+  std::string value = "a";
+  // A mean over no elements is NaN for floats (0/0) and 0 for integers.
+  if (kind == ReduceKind::Mean)
+    value = isFloat ? "a / " + floatLiteral(static_cast<double>(n), type.isF64())
+                    : (n ? llvm::formatv("a / {0}LL", n).str() : "0");
+  os << "  if (threadIdx.x == 0) out0[row] = ("
+     << *cType(eltOf(op->getResult(0))) << ")(" << value << ");\n";
+  w.setRowLaunch(n, rows);
+  return success();
+}
+
+/// Each op's template and its parameters.
+LogicalResult emitRow(SoftmaxOp op, KernelWriter &w) {
+  return emitSoftmax(w, op, op.getAxis(), /*logSoftmax=*/false);
+}
+LogicalResult emitRow(LogSoftmaxOp op, KernelWriter &w) {
+  return emitSoftmax(w, op, op.getAxis(), /*logSoftmax=*/true);
+}
+LogicalResult emitRow(LayerNormOp op, KernelWriter &w) {
+  return emitNorm(w, op, op.getScale(), op.getBias(), op.getAxis(),
+                  op.getEpsilon().convertToDouble(), /*rms=*/false);
+}
+LogicalResult emitRow(RMSNormOp op, KernelWriter &w) {
+  return emitNorm(w, op, op.getScale(), /*bias=*/nullptr, op.getAxis(),
+                  op.getEpsilon().convertToDouble(), /*rms=*/true);
+}
+LogicalResult emitRow(ReduceSumOp op, KernelWriter &w) {
+  return emitReduce(w, op, op.getAxes(), ReduceKind::Sum);
+}
+LogicalResult emitRow(ReduceMeanOp op, KernelWriter &w) {
+  return emitReduce(w, op, op.getAxes(), ReduceKind::Mean);
+}
+LogicalResult emitRow(ReduceMaxOp op, KernelWriter &w) {
+  return emitReduce(w, op, op.getAxes(), ReduceKind::Max);
+}
+
+template <typename OpTy>
+struct RowModel : TemplateEmitterModel<RowModel<OpTy>, OpTy> {
+  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
+    return emitRow(cast<OpTy>(op), writer);
+  }
+};
+
+} // namespace
+
+void cuda::attachRowEmitters(MLIRContext *context) {
+  SoftmaxOp::attachInterface<RowModel<SoftmaxOp>>(*context);
+  LogSoftmaxOp::attachInterface<RowModel<LogSoftmaxOp>>(*context);
+  LayerNormOp::attachInterface<RowModel<LayerNormOp>>(*context);
+  RMSNormOp::attachInterface<RowModel<RMSNormOp>>(*context);
+  ReduceSumOp::attachInterface<RowModel<ReduceSumOp>>(*context);
+  ReduceMeanOp::attachInterface<RowModel<ReduceMeanOp>>(*context);
+  ReduceMaxOp::attachInterface<RowModel<ReduceMaxOp>>(*context);
+}
