@@ -48,7 +48,7 @@ def Memfit_CostOpInterface : OpInterface<"CostOpInterface"> {
     performs and the bytes it moves between memory and the processor. A
     rough, static model (no cache effects, no launch overhead) that ranks
     ops against one another; memfit-remat prices recomputation with it and
-    memfit-op-cost prints it. The numbers live in lib/Dialect/OpCost.cpp.
+    memfit-op-cost prints it. The numbers live in lib/Dialect/CostModel.cpp.
 
     Bytes: every ranked-tensor operand read once plus every result written
     once, at the element type's width (i1 is one byte). A splat

@@ -1,4 +1,4 @@
-//===- OpCost.cpp - FLOPs and bytes of the memfit ops ---------------------===//
+//===- CostModel.cpp - FLOPs and bytes of the memfit ops ------------------===//
 //
 // The cost model of CostOpInterface: the class-based default and the ops
 // with a formula of their own. The model is documented with the interface

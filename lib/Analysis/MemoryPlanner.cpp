@@ -1,4 +1,4 @@
-//===- MemoryPlan.cpp - schedule, liveness and arena offsets ---------------===//
+//===- MemoryPlanner.cpp - schedule, liveness and arena offsets ------------===//
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
