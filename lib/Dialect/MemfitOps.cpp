@@ -3,6 +3,8 @@
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
 
+#include "ConstantFold.h"
+
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/OpImplementation.h"
@@ -13,6 +15,7 @@
 
 using namespace mlir;
 using namespace mlir::memfit;
+using namespace mlir::memfit::fold;
 
 #include "memfit/Dialect/MemfitEnums.cpp.inc"
 #include "memfit/Dialect/MemfitInterfaces.cpp.inc"
@@ -40,158 +43,6 @@ static LogicalResult pushTensor(SmallVectorImpl<Type> &types,
                                 ArrayRef<int64_t> shape, Type elt) {
   types.push_back(RankedTensorType::get(shape, elt));
   return success();
-}
-
-/// Constant folding materializes at most this many elements, so that a fold
-/// never turns a large computed tensor (a 2048x2048 mask) into a literal.
-/// Splat results are folded at any size.
-static constexpr int64_t kMaxFoldElements = 1 << 14;
-
-static DenseElementsAttr getDense(Attribute a) {
-  return dyn_cast_if_present<DenseElementsAttr>(a);
-}
-
-/// Row-major strides of `shape`.
-static SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
-
-/// Builds the `resultType` constant whose element at each multi-index is
-/// `src[index(multiIndex)]`. Fails (null) when the result is too large.
-static Attribute
-remapElements(DenseElementsAttr src, RankedTensorType resultType,
-              function_ref<int64_t(ArrayRef<int64_t>)> index) {
-  if (src.isSplat())
-    return DenseElementsAttr::get(resultType, src.getSplatValue<Attribute>());
-  int64_t n = resultType.getNumElements();
-  if (n > kMaxFoldElements)
-    return {};
-  SmallVector<Attribute> in(src.getValues<Attribute>());
-  SmallVector<Attribute> out;
-  out.reserve(n);
-  ArrayRef<int64_t> shape = resultType.getShape();
-  SmallVector<int64_t> idx(shape.size(), 0);
-  for (int64_t linear = 0; linear < n; ++linear) {
-    out.push_back(in[index(idx)]);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return DenseElementsAttr::get(resultType, out);
-}
-
-/// Index into `srcShape` (broadcast to `outShape`) for an output index.
-static int64_t broadcastIndex(ArrayRef<int64_t> srcShape,
-                              ArrayRef<int64_t> srcStrides,
-                              ArrayRef<int64_t> outIdx) {
-  size_t offset = outIdx.size() - srcShape.size();
-  int64_t linear = 0;
-  for (size_t i = 0; i < srcShape.size(); ++i)
-    if (srcShape[i] != 1)
-      linear += outIdx[offset + i] * srcStrides[i];
-  return linear;
-}
-
-/// Folds an element-wise op with broadcasting over constant operands by
-/// applying `fn` to each tuple of operand elements; `fn` returns null to
-/// give up (a division by zero, say).
-static Attribute
-foldElementwise(ArrayRef<Attribute> operands, RankedTensorType resultType,
-                function_ref<Attribute(ArrayRef<Attribute>)> fn) {
-  SmallVector<DenseElementsAttr> dense;
-  for (Attribute a : operands) {
-    DenseElementsAttr d = getDense(a);
-    if (!d)
-      return {};
-    dense.push_back(d);
-  }
-  if (llvm::all_of(dense, [](DenseElementsAttr d) { return d.isSplat(); })) {
-    SmallVector<Attribute> args;
-    for (DenseElementsAttr d : dense)
-      args.push_back(d.getSplatValue<Attribute>());
-    Attribute r = fn(args);
-    return r ? DenseElementsAttr::get(resultType, r) : Attribute();
-  }
-  int64_t n = resultType.getNumElements();
-  if (n > kMaxFoldElements)
-    return {};
-  SmallVector<SmallVector<Attribute>> values;
-  SmallVector<SmallVector<int64_t>> strides;
-  for (DenseElementsAttr d : dense) {
-    values.emplace_back(d.getValues<Attribute>());
-    strides.push_back(stridesOf(d.getType().getShape()));
-  }
-  ArrayRef<int64_t> shape = resultType.getShape();
-  SmallVector<int64_t> idx(shape.size(), 0);
-  SmallVector<Attribute> out, args(dense.size());
-  out.reserve(n);
-  for (int64_t linear = 0; linear < n; ++linear) {
-    for (auto [k, d] : llvm::enumerate(dense))
-      args[k] = d.isSplat() ? values[k][0]
-                            : values[k][broadcastIndex(d.getType().getShape(),
-                                                       strides[k], idx)];
-    Attribute r = fn(args);
-    if (!r)
-      return {};
-    out.push_back(r);
-    for (int64_t d = static_cast<int64_t>(shape.size()) - 1; d >= 0; --d) {
-      if (++idx[d] < shape[d])
-        break;
-      idx[d] = 0;
-    }
-  }
-  return DenseElementsAttr::get(resultType, out);
-}
-
-static bool isUnsigned(Type t) { return t.isUnsignedInteger(); }
-
-/// Folds an arithmetic binary op given integer and float implementations.
-template <typename IntFn, typename FloatFn>
-static Attribute foldArith(ArrayRef<Attribute> operands, Type resultType,
-                           IntFn intFn, FloatFn floatFn) {
-  auto tensorType = cast<RankedTensorType>(resultType);
-  Type elt = tensorType.getElementType();
-  return foldElementwise(operands, tensorType,
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-    if (auto x = dyn_cast<IntegerAttr>(a[0])) {
-      auto y = dyn_cast<IntegerAttr>(a[1]);
-      if (!y)
-        return {};
-      std::optional<APInt> r = intFn(x.getValue(), y.getValue(), isUnsigned(elt));
-      return r ? IntegerAttr::get(elt, *r) : Attribute();
-    }
-    auto x = dyn_cast<FloatAttr>(a[0]);
-    auto y = dyn_cast<FloatAttr>(a[1]);
-    if (!x || !y)
-      return {};
-    return FloatAttr::get(elt, floatFn(x.getValue(), y.getValue()));
-  });
-}
-
-/// Folds a comparison given integer and float predicates.
-template <typename IntFn, typename FloatFn>
-static Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
-                             Type operandElt, IntFn intFn, FloatFn floatFn) {
-  auto tensorType = cast<RankedTensorType>(resultType);
-  Builder b(resultType.getContext());
-  return foldElementwise(operands, tensorType,
-                         [&](ArrayRef<Attribute> a) -> Attribute {
-    if (auto x = dyn_cast<IntegerAttr>(a[0])) {
-      auto y = dyn_cast<IntegerAttr>(a[1]);
-      return y ? b.getBoolAttr(intFn(x.getValue(), y.getValue(),
-                                     isUnsigned(operandElt)))
-               : Attribute();
-    }
-    auto x = dyn_cast<FloatAttr>(a[0]);
-    auto y = dyn_cast<FloatAttr>(a[1]);
-    return x && y ? b.getBoolAttr(floatFn(x.getValue(), y.getValue()))
-                  : Attribute();
-  });
 }
 
 //===----------------------------------------------------------------------===//

@@ -1,0 +1,98 @@
+//===- ConstantFold.h - folding memfit ops over constant operands -*- C++
+//-*-===//
+//
+// Helpers the op folders of MemfitOps.cpp share: element-wise evaluation
+// with broadcasting and re-indexing of constant tensors, both bounded so a
+// fold never materializes a large tensor.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_LIB_DIALECT_CONSTANTFOLD_H
+#define MEMFIT_LIB_DIALECT_CONSTANTFOLD_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+#include <optional>
+
+namespace mlir::memfit::fold {
+
+/// Constant folding materializes at most this many elements, so that a fold
+/// never turns a large computed tensor (a 2048x2048 mask) into a literal.
+/// Splat results are folded at any size.
+constexpr int64_t kMaxFoldElements = 1 << 14;
+
+inline DenseElementsAttr getDense(Attribute a) {
+  return dyn_cast_if_present<DenseElementsAttr>(a);
+}
+
+/// Row-major strides of `shape`.
+SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
+
+/// Builds the `resultType` constant whose element at each multi-index is
+/// `src[index(multiIndex)]`. Fails (null) when the result is too large.
+Attribute remapElements(DenseElementsAttr src, RankedTensorType resultType,
+                        function_ref<int64_t(ArrayRef<int64_t>)> index);
+
+/// Index into `srcShape` (broadcast to `outShape`) for an output index.
+int64_t broadcastIndex(ArrayRef<int64_t> srcShape, ArrayRef<int64_t> srcStrides,
+                       ArrayRef<int64_t> outIdx);
+
+/// Folds an element-wise op with broadcasting over constant operands by
+/// applying `fn` to each tuple of operand elements; `fn` returns null to
+/// give up (a division by zero, say).
+Attribute foldElementwise(ArrayRef<Attribute> operands,
+                          RankedTensorType resultType,
+                          function_ref<Attribute(ArrayRef<Attribute>)> fn);
+
+inline bool isUnsigned(Type t) { return t.isUnsignedInteger(); }
+
+/// Folds an arithmetic binary op given integer and float implementations.
+template <typename IntFn, typename FloatFn>
+Attribute foldArith(ArrayRef<Attribute> operands, Type resultType, IntFn intFn,
+                    FloatFn floatFn) {
+  auto tensorType = cast<RankedTensorType>(resultType);
+  Type elt = tensorType.getElementType();
+  return foldElementwise(
+      operands, tensorType, [&](ArrayRef<Attribute> a) -> Attribute {
+        if (auto x = dyn_cast<IntegerAttr>(a[0])) {
+          auto y = dyn_cast<IntegerAttr>(a[1]);
+          if (!y)
+            return {};
+          std::optional<APInt> r =
+              intFn(x.getValue(), y.getValue(), isUnsigned(elt));
+          return r ? IntegerAttr::get(elt, *r) : Attribute();
+        }
+        auto x = dyn_cast<FloatAttr>(a[0]);
+        auto y = dyn_cast<FloatAttr>(a[1]);
+        if (!x || !y)
+          return {};
+        return FloatAttr::get(elt, floatFn(x.getValue(), y.getValue()));
+      });
+}
+
+/// Folds a comparison given integer and float predicates.
+template <typename IntFn, typename FloatFn>
+Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
+                      Type operandElt, IntFn intFn, FloatFn floatFn) {
+  auto tensorType = cast<RankedTensorType>(resultType);
+  Builder b(resultType.getContext());
+  return foldElementwise(
+      operands, tensorType, [&](ArrayRef<Attribute> a) -> Attribute {
+        if (auto x = dyn_cast<IntegerAttr>(a[0])) {
+          auto y = dyn_cast<IntegerAttr>(a[1]);
+          return y ? b.getBoolAttr(intFn(x.getValue(), y.getValue(),
+                                         isUnsigned(operandElt)))
+                   : Attribute();
+        }
+        auto x = dyn_cast<FloatAttr>(a[0]);
+        auto y = dyn_cast<FloatAttr>(a[1]);
+        return x && y ? b.getBoolAttr(floatFn(x.getValue(), y.getValue()))
+                      : Attribute();
+      });
+}
+
+} // namespace mlir::memfit::fold
+
+#endif // MEMFIT_LIB_DIALECT_CONSTANTFOLD_H
