@@ -36,8 +36,9 @@
 // Memory rows count bytes in units of the gcd of the candidates' sizes,
 // scaled by a power of two, with the bound half a unit above the exact
 // integer bound. The plan GLPK returns is re-checked in exact integer
-// arithmetic; a row its tolerances let through is tightened and the
-// problem solved again.
+// arithmetic by RematModel (HoldToLastNeed); a row its tolerances let
+// through is tightened and the problem solved again. Every step's bytes
+// in that variant are at least the model's, so the plan fits the model.
 //
 // Branch and bound starts from a greedy plan (which also answers when
 // nothing needs recomputing, or when the time runs out) and the LP
