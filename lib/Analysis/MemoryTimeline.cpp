@@ -3,6 +3,7 @@
 #include "memfit/Analysis/MemoryTimeline.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/Training.h"
+#include "memfit/runtime/Bytes.h"
 
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/Error.h"
@@ -16,6 +17,7 @@
 
 using namespace mlir;
 using namespace mlir::memfit;
+using ::memfit::formatBytes;
 
 int64_t MemoryTimeline::arenaLive(int64_t step) const {
   int64_t live = 0;
@@ -158,13 +160,6 @@ static std::string formatNumber(double value, int decimals) {
     text = StringRef(text).rtrim('.').str();
   }
   return text;
-}
-
-/// Bytes in the unit that suits their magnitude: "744 B", "1.25 MiB".
-static std::string formatBytes(int64_t bytes) {
-  ByteUnit unit = unitFor(bytes);
-  return formatNumber(bytes / unit.scale, unit.scale == 1 ? 0 : 2) + " " +
-         unit.name;
 }
 
 /// 1, 2 or 5 times a power of ten, at least `rough`.

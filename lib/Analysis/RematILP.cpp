@@ -1,9 +1,9 @@
 //===- RematILP.cpp - the rematerialization problem as an ILP (GLPK) ------===//
 //
-// A Checkmate-style integer program over memfit's remat model, following
-// RematProblem.h's rules exactly: a recomputation happens at the first
-// backward step that needs the candidate, and everything lives until its
-// last need.
+// A Checkmate-style integer program over the HoldToLastNeed variant of the
+// model of RematProblem.h: a recomputation happens at the first backward
+// step that needs the candidate, and everything lives until its last need
+// (values are not freed inside a slot).
 //
 // For each candidate c, the points P(c) are the backward steps that may
 // need it: its reads, and the steps where a consumer may be recomputed;
@@ -36,8 +36,9 @@
 // Memory rows count bytes in units of the gcd of the candidates' sizes,
 // scaled by a power of two, with the bound half a unit above the exact
 // integer bound. The plan GLPK returns is re-checked in exact integer
-// arithmetic; a row its tolerances let through is tightened and the
-// problem solved again.
+// arithmetic by RematModel (HoldToLastNeed); a row its tolerances let
+// through is tightened and the problem solved again. Every step's bytes
+// in that variant are at least the model's, so the plan fits the model.
 //
 // Branch and bound starts from a greedy plan (which also answers when
 // nothing needs recomputing, or when the time runs out) and the LP
@@ -46,7 +47,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "memfit/Analysis/RematProblem.h"
+#include "memfit/Analysis/RematModel.h"
 
 #include "llvm/ADT/ArrayRef.h"
 #include "llvm/ADT/BitVector.h"
@@ -58,11 +59,11 @@
 #include <glpk.h>
 
 #include <algorithm>
-#include <cassert>
 #include <cfloat>
 #include <chrono>
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <numeric>
 
 using namespace mlir;
@@ -73,17 +74,7 @@ using llvm::SmallVector;
 
 namespace {
 
-/// Byte sizes beyond this are rejected so that exact sums cannot overflow.
-constexpr int64_t kMaxBytes = int64_t(1) << 52;
-
 using Clock = std::chrono::steady_clock;
-
-/// The needs of a plan under RematProblem.h's rules.
-struct PlanNeeds {
-  /// First and last backward step that needs each candidate (a read, or a
-  /// recomputation of a candidate that reads it); -1 when none.
-  std::vector<int> firstNeed, lastNeed;
-};
 
 enum class StepKind { Forward, ForwardActivation, Backward };
 
@@ -114,58 +105,6 @@ static std::vector<int> consumersFirst(const RematProblem &problem) {
   return order;
 }
 
-/// Checks the problem's invariants; returns a message, or "" when valid.
-static std::string validate(const RematProblem &problem) {
-  int numForward = problem.numForwardSteps;
-  int numBackward = problem.numBackwardSteps;
-  if (numForward < 0 || numBackward < 0)
-    return "negative step counts";
-  if ((int64_t)problem.fixedForward.size() != numForward ||
-      (int64_t)problem.fixedBackward.size() != numBackward)
-    return formatv("fixed bytes for {0} forward and {1} backward steps, "
-                   "expected {2} and {3}",
-                   problem.fixedForward.size(), problem.fixedBackward.size(),
-                   numForward, numBackward);
-  auto fixedOutOfRange = [](ArrayRef<int64_t> fixedBytes,
-                            const char *direction) -> std::string {
-    for (int64_t fixed : fixedBytes)
-      if (fixed < 0 || fixed > kMaxBytes)
-        return formatv("fixed {0} bytes {1} out of range", direction, fixed);
-    return "";
-  };
-  std::string message = fixedOutOfRange(problem.fixedForward, "forward");
-  if (message.empty())
-    message = fixedOutOfRange(problem.fixedBackward, "backward");
-  if (!message.empty())
-    return message;
-  int64_t total = 0;
-  for (auto [index, c] : llvm::enumerate(problem.candidates)) {
-    if (c.bytes < 0 || c.bytes > kMaxBytes)
-      return formatv("candidate {0}: bytes {1} out of range", index, c.bytes);
-    total += c.bytes;
-    if (total > kMaxBytes)
-      return "the candidates' bytes add up beyond 2^52";
-    if (!(c.cost > 0) || !std::isfinite(c.cost))
-      return formatv("candidate {0}: cost {1} is not positive", index, c.cost);
-    if (c.forwardStep < 0 || c.lastForwardUse < c.forwardStep ||
-        c.lastForwardUse >= numForward)
-      return formatv("candidate {0}: forward steps {1}..{2} outside 0..{3}",
-                     index, c.forwardStep, c.lastForwardUse, numForward - 1);
-    for (int input : c.inputs)
-      if (input < 0 || input >= (int)problem.candidates.size() ||
-          problem.candidates[input].forwardStep >= c.forwardStep)
-        return formatv("candidate {0}: input {1} is not an earlier candidate",
-                       index, input);
-    for (auto [i, step] : llvm::enumerate(c.backwardReads))
-      if (step < 0 || step >= numBackward ||
-          (i > 0 && c.backwardReads[i - 1] >= step))
-        return formatv("candidate {0}: backward reads are not ascending "
-                       "steps in 0..{1}",
-                       index, numBackward - 1);
-  }
-  return "";
-}
-
 /// The most bytes of candidates that backward step `b` holds: the arena
 /// cap less its fixed bytes, and at most the activation cap if any.
 static int64_t backwardCap(const RematProblem &problem, int b) {
@@ -175,94 +114,64 @@ static int64_t backwardCap(const RematProblem &problem, int b) {
   return cap;
 }
 
-/// Exact memory check of a plan made valid by normalizePlan, whose needs
-/// are `needs`: what has a need is kept or recomputed, nothing else is.
-static SmallVector<Violation>
-findViolations(const RematProblem &problem, const std::vector<bool> &kept,
-               const std::vector<bool> &recomputed, const PlanNeeds &needs) {
+/// Exact memory check of a plan, evaluated by RematModel in the ILP's
+/// variant (HoldToLastNeed): the steps whose bytes exceed their caps.
+static SmallVector<Violation> findViolations(const RematModel &model,
+                                             const RematEvaluation &ev) {
+  const RematProblem &problem = model.problem();
   SmallVector<Violation> violations;
-  const auto &candidates = problem.candidates;
   int numForward = problem.numForwardSteps;
-  int numBackward = problem.numBackwardSteps;
-  // Bytes added at a step and dropped after another, as differences.
-  std::vector<int64_t> forward(numForward + 1, 0), backward(numBackward + 1);
-  int64_t activations = 0;
-  for (auto [c, candidate] : llvm::enumerate(candidates)) {
-    if (kept[c]) {
-      activations += candidate.bytes;
-      forward[candidate.lastForwardUse + 1] += candidate.bytes;
-    }
-    if (needs.lastNeed[c] < 0)
-      continue;
-    assert((kept[c] || recomputed[c]) && "plan not normalized");
-    backward[kept[c] ? 0 : needs.firstNeed[c]] += candidate.bytes;
-    backward[needs.lastNeed[c] + 1] -= candidate.bytes;
-  }
-  int64_t lateKept = 0;
   for (int t = 0; t < numForward; ++t) {
-    lateKept += forward[t];
-    int64_t excess = problem.fixedForward[t] + lateKept - problem.arenaCap;
+    int64_t excess = ev.forwardBytes[t] - problem.arenaCap;
     if (excess > 0)
       violations.push_back({StepKind::Forward, t, excess});
   }
   // Forward activations only grow: the last forward step holds them all.
   bool activationCap = problem.activationCap >= 0;
-  if (activationCap && numForward > 0 && activations > problem.activationCap)
-    violations.push_back({StepKind::ForwardActivation, numForward - 1,
-                          activations - problem.activationCap});
-  int64_t resident = 0;
-  for (int b = 0; b < numBackward; ++b) {
-    resident += backward[b];
-    int64_t cap = backwardCap(problem, b);
-    if (resident > cap)
-      violations.push_back({StepKind::Backward, b, resident - cap});
+  if (activationCap && numForward > 0 &&
+      ev.forwardActivation[numForward - 1] > problem.activationCap)
+    violations.push_back(
+        {StepKind::ForwardActivation, numForward - 1,
+         ev.forwardActivation[numForward - 1] - problem.activationCap});
+  for (int b = 0; b < problem.numBackwardSteps; ++b) {
+    int64_t excess = ev.backwardBytes[b] - problem.arenaCap;
+    if (activationCap)
+      excess = std::max(excess,
+                        ev.backwardActivation[b] - problem.activationCap);
+    if (excess > 0)
+      violations.push_back({StepKind::Backward, b, excess});
   }
   return violations;
 }
 
 /// Makes a plan valid from its recomputed set: drops what nothing needs,
 /// keeps exactly what is needed and not recomputed (`kept` is only
-/// written). Returns its cost.
-static double normalizePlan(const RematProblem &problem, ArrayRef<int> order,
+/// written); `ev` receives its evaluation. Returns its cost.
+static double normalizePlan(const RematModel &model, ArrayRef<int> order,
                             std::vector<bool> &kept,
-                            std::vector<bool> &recomputed, PlanNeeds &needs) {
-  size_t n = problem.candidates.size();
+                            std::vector<bool> &recomputed,
+                            RematEvaluation &ev) {
+  size_t n = model.numCandidates();
+  SmallVector<char> dropped(recomputed.begin(), recomputed.end());
+  ev = model.evaluate(dropped);
   kept.assign(n, false);
-  needs.firstNeed.assign(n, -1);
-  needs.lastNeed.assign(n, -1);
-  auto addNeed = [&](int c, int step) {
-    if (needs.firstNeed[c] < 0 || step < needs.firstNeed[c])
-      needs.firstNeed[c] = step;
-    needs.lastNeed[c] = std::max(needs.lastNeed[c], step);
-  };
   double cost = 0;
   for (int c : order) {
-    const RematCandidate &candidate = problem.candidates[c];
-    if (!candidate.backwardReads.empty()) {
-      addNeed(c, candidate.backwardReads.front());
-      addNeed(c, candidate.backwardReads.back());
-    }
-    if (needs.firstNeed[c] < 0) {
+    if (!ev.isNeeded(c)) {
       recomputed[c] = false;
       continue;
     }
     kept[c] = !recomputed[c];
-    if (!recomputed[c])
-      continue;
-    cost += candidate.cost;
-    for (int input : candidate.inputs)
-      addNeed(input, needs.firstNeed[c]);
+    if (recomputed[c])
+      cost += model.problem().candidates[c].cost;
   }
   return cost;
 }
 
-static int64_t overflowBytes(const RematProblem &problem,
-                             const std::vector<bool> &kept,
-                             const std::vector<bool> &recomputed,
-                             const PlanNeeds &needs) {
+static int64_t overflowBytes(const RematModel &model,
+                             const RematEvaluation &ev) {
   int64_t total = 0;
-  for (const Violation &violation :
-       findViolations(problem, kept, recomputed, needs))
+  for (const Violation &violation : findViolations(model, ev))
     total += violation.excess;
   return total;
 }
@@ -271,16 +180,17 @@ static int64_t overflowBytes(const RematProblem &problem,
 /// recompute the candidate that relieves the most overflowing bytes per
 /// cost until everything fits, then keep again what can be. Returns false
 /// when it gets stuck.
-static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
+static bool greedyPlan(const RematModel &model, ArrayRef<int> order,
                        std::vector<bool> &kept, std::vector<bool> &recomputed,
-                       PlanNeeds &needs, double &cost) {
+                       RematEvaluation &ev, double &cost) {
+  const RematProblem &problem = model.problem();
   size_t n = problem.candidates.size();
   kept.assign(n, false);
   recomputed.assign(n, false);
-  cost = normalizePlan(problem, order, kept, recomputed, needs);
-  int64_t overflow = overflowBytes(problem, kept, recomputed, needs);
+  cost = normalizePlan(model, order, kept, recomputed, ev);
+  int64_t overflow = overflowBytes(model, ev);
   std::vector<bool> tryKept, tryRecomputed;
-  PlanNeeds tryNeeds;
+  RematEvaluation tryEv;
   while (overflow > 0) {
     double bestScore = 0;
     int best = -1;
@@ -289,9 +199,8 @@ static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
         continue;
       tryRecomputed = recomputed;
       tryRecomputed[c] = true;
-      normalizePlan(problem, order, tryKept, tryRecomputed, tryNeeds);
-      int64_t relief =
-          overflow - overflowBytes(problem, tryKept, tryRecomputed, tryNeeds);
+      normalizePlan(model, order, tryKept, tryRecomputed, tryEv);
+      int64_t relief = overflow - overflowBytes(model, tryEv);
       double score = double(relief) / problem.candidates[c].cost;
       if (relief > 0 && score > bestScore) {
         bestScore = score;
@@ -301,8 +210,8 @@ static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
     if (best < 0)
       return false;
     recomputed[best] = true;
-    cost = normalizePlan(problem, order, kept, recomputed, needs);
-    overflow = overflowBytes(problem, kept, recomputed, needs);
+    cost = normalizePlan(model, order, kept, recomputed, ev);
+    overflow = overflowBytes(model, ev);
   }
   // Keep again, most expensive first, what still fits.
   std::vector<int> byCost;
@@ -317,13 +226,11 @@ static bool greedyPlan(const RematProblem &problem, ArrayRef<int> order,
       continue;
     tryRecomputed = recomputed;
     tryRecomputed[c] = false;
-    double tryCost =
-        normalizePlan(problem, order, tryKept, tryRecomputed, tryNeeds);
-    if (tryCost < cost &&
-        overflowBytes(problem, tryKept, tryRecomputed, tryNeeds) == 0) {
+    double tryCost = normalizePlan(model, order, tryKept, tryRecomputed, tryEv);
+    if (tryCost < cost && overflowBytes(model, tryEv) == 0) {
       kept = std::move(tryKept);
       recomputed = std::move(tryRecomputed);
-      needs = std::move(tryNeeds);
+      ev = std::move(tryEv);
       cost = tryCost;
     }
   }
@@ -390,11 +297,11 @@ struct CandidateColumns {
 };
 
 /// The integer program of one problem.
-class RematModel {
+class IntegerProgram {
 public:
-  RematModel(const RematProblem &problem, ArrayRef<int> order)
+  IntegerProgram(const RematProblem &problem, ArrayRef<int> order)
       : problem(problem), order(order) {}
-  ~RematModel() {
+  ~IntegerProgram() {
     if (lp)
       glp_delete_prob(lp);
   }
@@ -413,7 +320,7 @@ public:
   /// A feasible plan for branch and bound to start from.
   void setIncumbent(const std::vector<bool> &kept,
                     const std::vector<bool> &recomputed,
-                    const PlanNeeds &needs);
+                    const RematEvaluation &needs);
 
   /// Tightens the rows of `violations`; false when one has no row or its
   /// excess is beyond what tolerances explain.
@@ -480,7 +387,7 @@ private:
 
 } // namespace
 
-int RematModel::addMemoryRow(int64_t capBytes,
+int IntegerProgram::addMemoryRow(int64_t capBytes,
                              ArrayRef<std::pair<int, int64_t>> entries) {
   int64_t capUnits = llvm::divideFloorSigned(capBytes, unit);
   int64_t total = 0, largest = 0;
@@ -501,7 +408,7 @@ int RematModel::addMemoryRow(int64_t capBytes,
   return memoryRows.size() - 1;
 }
 
-void RematModel::addResidentTerms(
+void IntegerProgram::addResidentTerms(
     int c, int b, SmallVector<std::pair<int, int64_t>> &entries) const {
   const CandidateColumns &cols = columns[c];
   if (!cols.kept || b > cols.points.back())
@@ -520,7 +427,7 @@ void RematModel::addResidentTerms(
   }
 }
 
-void RematModel::build() {
+void IntegerProgram::build() {
   const auto &candidates = problem.candidates;
   size_t n = candidates.size();
   int numBackward = problem.numBackwardSteps;
@@ -711,9 +618,9 @@ void RematModel::build() {
   glp_load_matrix(lp, (int)ia.size() - 1, ia.data(), ja.data(), ar.data());
 }
 
-void RematModel::setIncumbent(const std::vector<bool> &kept,
+void IntegerProgram::setIncumbent(const std::vector<bool> &kept,
                               const std::vector<bool> &recomputed,
-                              const PlanNeeds &needs) {
+                              const RematEvaluation &needs) {
   incumbent.assign(numCols + 1, 0);
   for (auto [c, cols] : llvm::enumerate(columns)) {
     if (!cols.kept || (!kept[c] && !recomputed[c]))
@@ -734,15 +641,15 @@ void RematModel::setIncumbent(const std::vector<bool> &kept,
   }
 }
 
-void RematModel::callback(glp_tree *tree, void *info) {
-  auto *model = static_cast<RematModel *>(info);
+void IntegerProgram::callback(glp_tree *tree, void *info) {
+  auto *model = static_cast<IntegerProgram *>(info);
   if (glp_ios_reason(tree) != GLP_IHEUR || model->incumbent.empty())
     return;
   glp_ios_heur_sol(tree, model->incumbent.data());
   model->incumbent.clear(); // once is enough
 }
 
-int RematModel::solve(int timeLimitMs) {
+int IntegerProgram::solve(int timeLimitMs) {
   Clock::time_point start = Clock::now();
   mipStatus = GLP_UNDEF;
 
@@ -777,7 +684,7 @@ int RematModel::solve(int timeLimitMs) {
   return code;
 }
 
-void RematModel::extract(std::vector<bool> &kept,
+void IntegerProgram::extract(std::vector<bool> &kept,
                          std::vector<bool> &recomputed) const {
   size_t n = problem.candidates.size();
   kept.assign(n, false);
@@ -795,7 +702,7 @@ void RematModel::extract(std::vector<bool> &kept,
   }
 }
 
-bool RematModel::tighten(ArrayRef<Violation> violations) {
+bool IntegerProgram::tighten(ArrayRef<Violation> violations) {
   // The largest excess per row: a row can stand for several steps.
   std::vector<int64_t> excess(memoryRows.size(), 0);
   for (const Violation &violation : violations) {
@@ -844,13 +751,19 @@ static const char *stepKindName(StepKind kind) {
 bool mlir::memfit::solveRematILP(const RematProblem &problem,
                                  const SolverOptions &options,
                                  RematSolution &solution, std::string &error) {
+  if (problem.arenaCap < 0) {
+    // No arena cap: one that no sum of bytes reaches.
+    RematProblem capped = problem;
+    capped.arenaCap = std::numeric_limits<int64_t>::max() / 4;
+    return solveRematILP(capped, options, solution, error);
+  }
   Clock::time_point start = Clock::now();
   solution = RematSolution();
   size_t n = problem.candidates.size();
   solution.kept.assign(n, false);
   solution.recomputed.assign(n, false);
 
-  error = validate(problem);
+  error = validateRematProblem(problem);
   if (!error.empty()) {
     error = "invalid remat problem: " + error;
     return false;
@@ -872,15 +785,18 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
   // A greedy plan: optimal when it recomputes nothing, else where branch
   // and bound starts, and the answer when it runs out of time.
   std::vector<bool> greedyKept, greedyRecomputed;
-  PlanNeeds greedyNeeds;
+  // Plans are checked in the variant of the model that the program
+  // formulates.
+  RematModel model(problem, RematModel::Slots::HoldToLastNeed);
+  RematEvaluation greedyNeeds;
   double greedyCost = 0;
-  bool haveGreedy = greedyPlan(problem, order, greedyKept, greedyRecomputed,
+  bool haveGreedy = greedyPlan(model, order, greedyKept, greedyRecomputed,
                                greedyNeeds, greedyCost);
   if (haveGreedy && greedyCost == 0)
     return finish(greedyKept, greedyRecomputed, /*optimal=*/true);
 
-  RematModel model(problem, order);
-  model.build();
+  IntegerProgram program(problem, order);
+  program.build();
 
   // Non-positive or huge limits mean no limit.
   double limitMs = options.timeLimitSeconds * 1000;
@@ -896,14 +812,14 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
   bool optimal = true;
   constexpr int kMaxAttempts = 4;
   for (int attempt = 0;; ++attempt) {
-    if (model.hasColumns()) {
+    if (program.hasColumns()) {
       int limit = INT_MAX;
       if (limited)
         limit = std::max(1, int(limitMs - msSince(start)));
       if (haveGreedy)
-        model.setIncumbent(greedyKept, greedyRecomputed, greedyNeeds);
-      int code = model.solve(limit);
-      int status = model.status();
+        program.setIncumbent(greedyKept, greedyRecomputed, greedyNeeds);
+      int code = program.solve(limit);
+      int status = program.status();
       if (code == GLP_ENOPFS || status == GLP_NOFEAS) {
         if (haveGreedy) {
           // Rows tightened after a slip may cut off every plan.
@@ -931,16 +847,16 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
         return false;
       }
       optimal = status == GLP_OPT;
-      model.extract(kept, recomputed);
+      program.extract(kept, recomputed);
     }
     if (!optimal && haveGreedy && greedyCost < planCost(problem, recomputed))
       return finish(greedyKept, greedyRecomputed, /*optimal=*/false);
 
     // The program recomputes only what is needed and keeps what it does
     // not recompute; keeping what nothing needs only costs forward memory.
-    PlanNeeds needs;
+    RematEvaluation needs;
     std::vector<bool> validKept, validRecomputed = recomputed;
-    normalizePlan(problem, order, validKept, validRecomputed, needs);
+    normalizePlan(model, order, validKept, validRecomputed, needs);
     for (size_t c = 0; c < n; ++c) {
       if (recomputed[c] && !validRecomputed[c]) {
         error = formatv("internal error: the remat program recomputes "
@@ -957,10 +873,10 @@ bool mlir::memfit::solveRematILP(const RematProblem &problem,
     }
     kept = std::move(validKept);
     SmallVector<Violation> violations =
-        findViolations(problem, kept, recomputed, needs);
+        findViolations(model, needs);
     if (violations.empty())
       break;
-    bool tightened = attempt + 1 < kMaxAttempts && model.tighten(violations);
+    bool tightened = attempt + 1 < kMaxAttempts && program.tighten(violations);
     if (!tightened) {
       const Violation &first = violations.front();
       error =

@@ -70,7 +70,7 @@
 // SVG: <svg xmlns="http://www.w3.org/2000/svg"
 // SVG: <title>memory timeline of @train</title>
 // SVG: stroke-dasharray="6 4"/>
-// SVG-NEXT: >allocated 2 KiB</text>
+// SVG-NEXT: >allocated 2.00 KiB</text>
 // SVG: stroke-dasharray="4 3"/>
 // SVG-NEXT: >backward</text>
 // SVG: peak 744 B (step 5)</text>

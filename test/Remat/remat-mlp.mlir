@@ -59,7 +59,7 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 // IR-NEXT: ^bb0
 // IR-NEXT: memfit.gelu
 
-// AUTO: f0 matmul /l0/fc/MatMul 8x64 2048 save cheaper to keep: recomputing costs 16.4 kFLOP to free 2.0 KiB
+// AUTO: f0 matmul /l0/fc/MatMul 8x64 2048 save cheaper to keep: recomputing costs 16.4 kFLOP to free 2.00 KiB
 // AUTO-NEXT: f1 gelu /l0/act/Gelu 8x64 2048 recompute before backward step {{[0-9]+}}, 4.1 kFLOP; from /l0/fc/MatMul
 // AUTO-NEXT: f2 matmul /l0/proj/MatMul 8x16 512 save
 // AUTO-NEXT: f3 matmul /l1/fc/MatMul 8x64 2048 save
@@ -87,6 +87,6 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 // SEGMENTS-NEXT: totals: 3 saved (6144 bytes), 5 recomputed (7168 bytes)
 
 // NOFIT: error: memfit-remat: activation-fraction 1.000000e-01 cannot be met by policy auto: the smallest peak reachable is {{.*}} bytes: weights {{.*}} + arena {{.*}}, activations {{.*}})
-// WEIGHTS: error: memfit-remat: budget 10.0 KiB cannot be met: the weights region alone takes 24.5 KiB
+// WEIGHTS: error: memfit-remat: budget 10.00 KiB cannot be met: the weights region alone takes 24.50 KiB
 // BADBUDGET: error: memfit-remat: budget '12parsecs' is not a size
 // BADPOLICY: error: memfit-remat: unknown policy 'fastest' (none, checkpoint-layers, auto or optimal)

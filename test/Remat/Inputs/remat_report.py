@@ -1,4 +1,4 @@
-"""The figures of a memfit-remat report (passes/Remat/Remat.cpp), as the
+"""The figures of a memfit-remat report (passes/Remat/RematReport.cpp), as the
 report file of `report=PATH`, or the text that `report=-` and memfit-run's
 --remat-report print. Shared by the remat tests and bench/remat-table.py.
 

@@ -1,0 +1,693 @@
+//===- Rematerialize.cpp - memfit-remat: save or recompute under a budget -===//
+//
+// The training step is a fixed schedule of kernels and contractions: the
+// forward steps, then the backward steps and the parameter updates. Every
+// forward step whose results the backward reads is a candidate: it is saved
+// (its results stay live from the forward pass to their last backward use)
+// or recomputed (cloned into the backward just before the first backward
+// step that needs it, from saved values, parameters and inputs). The pass
+// first moves every parameter update to just after its gradient is final,
+// builds the IR-free RematProblem of the step, picks the candidates to
+// recompute with a policy (RematPolicies.h), rewrites the function and
+// plans its memory again to check the budget on the real order. See
+// docs/remat.md.
+//
+//===----------------------------------------------------------------------===//
+
+#include "StepGraph.h"
+
+#include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
+#include "memfit/Dialect/Training.h"
+#include "memfit/Passes/Passes.h"
+#include "memfit/runtime/Bytes.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/Regex.h"
+
+#include <chrono>
+#include <functional>
+#include <optional>
+
+namespace mlir::memfit {
+#define GEN_PASS_DEF_MEMFITREMATPASS
+#include "memfit/Passes/Passes.h.inc"
+} // namespace mlir::memfit
+
+using namespace mlir;
+using namespace mlir::memfit;
+using ::memfit::formatBytes;
+
+//===----------------------------------------------------------------------===//
+// Small helpers
+//===----------------------------------------------------------------------===//
+
+/// Bytes a buffer takes in the arena: the planner aligns every offset.
+static int64_t arenaBytes(Value value) {
+  return alignToPlan(tensorBytes(cast<RankedTensorType>(value.getType())));
+}
+
+//===----------------------------------------------------------------------===//
+// Early parameter updates
+//===----------------------------------------------------------------------===//
+
+/// Moves every op whose result a memfit.assign stores (a parameter or state
+/// update) to just after the last op it depends on: the producers of its
+/// operands and every step that reads the old value of what it assigns. The
+/// optimizer emits all updates after the whole backward pass, which keeps
+/// every gradient live until the end; updated early, a gradient dies as
+/// soon as its update has run.
+static void scheduleUpdatesEarly(func::FuncOp func) {
+  Block &body = func.getBody().front();
+  llvm::StringMap<SmallVector<Value>> loads;
+  for (Operation &op : body)
+    if (auto load = dyn_cast<LoadParameterOp>(op))
+      loads[load.getName()].push_back(load.getResult());
+  SmallVector<Operation *> updates;
+  for (Operation &op : body)
+    if (isScheduledStep(&op) && llvm::any_of(op.getUsers(), [](Operation *user) {
+          return isa<AssignOp>(user);
+        }))
+      updates.push_back(&op);
+
+  for (Operation *update : updates) {
+    // The latest op that must run before the update.
+    Operation *barrier = nullptr;
+    auto after = [&](Operation *op) {
+      if (!op || op == update)
+        return;
+      while (op->getBlock() != &body)
+        op = op->getParentOp();
+      if (!barrier || barrier->isBeforeInBlock(op))
+        barrier = op;
+    };
+    SmallVector<Operation *> movableLoads;
+    for (Value operand : update->getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      auto load = dyn_cast_or_null<LoadParameterOp>(def);
+      if (load && llvm::all_of(load->getUsers(), [&](Operation *user) {
+            return user == update;
+          }))
+        movableLoads.push_back(load);
+      else
+        after(def);
+    }
+    SmallVector<AssignOp> assigns;
+    for (Operation *user : update->getUsers())
+      if (auto assign = dyn_cast<AssignOp>(user)) {
+        assigns.push_back(assign);
+        for (Value loaded : loads.lookup(assign.getName())) {
+          SmallVector<Operation *> readers;
+          collectViewReaders(loaded, readers);
+          for (Operation *reader : readers)
+            after(reader);
+        }
+      }
+    if (!barrier)
+      continue;
+    if (!barrier->isBeforeInBlock(update)) {
+      // A later op reads the old value (a recomputation in the backward):
+      // the update goes after it, if nothing but its assigns reads it.
+      bool movable = llvm::all_of(update->getUsers(), [&](Operation *user) {
+        return isa<AssignOp>(user) || barrier->isBeforeInBlock(user);
+      });
+      if (!movable)
+        continue;
+    }
+    Operation *insertAfter = barrier;
+    for (Operation *load : movableLoads) {
+      load->moveAfter(insertAfter);
+      insertAfter = load;
+    }
+    update->moveAfter(insertAfter);
+    insertAfter = update;
+    // Assigns and any view feeding them follow their update.
+    for (AssignOp assign : assigns) {
+      assign->moveAfter(insertAfter);
+      insertAfter = assign;
+    }
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The graph of a training step
+//===----------------------------------------------------------------------===//
+
+/// The index of a transformer layer in a name such as "h.3.attn.weight",
+/// "/layers.1/mlp/MatMul" or "encoder.layer.0.attention", or -1.
+static int layerIndex(StringRef name) {
+  static llvm::Regex pattern(
+      "(^|[./_:])(h|layer|layers|block|blocks|blk)[._]?([0-9]+)([./_:]|$)");
+  SmallVector<StringRef> groups;
+  if (!pattern.match(name, &groups))
+    return -1;
+  int index;
+  if (groups[3].getAsInteger(10, index))
+    return -1;
+  return index;
+}
+
+/// Adds the candidate for the forward step `op` at index `step`, with its
+/// cost and name; `returned`/`assigned` say whether the step's results
+/// leave it. Returns its index.
+static int addCandidate(StepGraph &graph, Operation *op, int step,
+                        int64_t bytes, int lastForwardUse, bool returned,
+                        bool assigned) {
+  RematCandidate c;
+  CandidateOp info;
+  info.op = op;
+  info.cost = estimateCost(op);
+  c.forwardStep = step;
+  c.bytes = bytes;
+  // What recomputing it once costs: FLOPs + bytes moved.
+  c.cost = double(info.cost.flops) + double(info.cost.bytes);
+  c.lastForwardUse = lastForwardUse;
+  if (returned || assigned) {
+    c.recomputable = false;
+    info.why = returned ? "a result of the step" : "it updates a parameter";
+  }
+  StringRef node = stepNodeName(op);
+  info.name = node.empty()
+                  ? llvm::formatv("{0}@{1}", stepOpNames(op), step).str()
+                  : node.str();
+  int index = graph.ops.size();
+  graph.candidateOf[op] = index;
+  graph.problem.candidates.push_back(std::move(c));
+  graph.ops.push_back(std::move(info));
+  return index;
+}
+
+/// The layer of every forward step: from the ONNX node name; else from the
+/// node's module scope when the exporter recorded one (a scope without a
+/// layer index is outside the layers); else from the parameters a step
+/// reads; a step with none of these inherits the layer of its latest
+/// forward producer. Sets each candidate's layer and whether it is a
+/// layer's input (a forward step of another layer reads it).
+static void assignLayers(StepGraph &graph,
+                         const DenseMap<Operation *, int> &stepOf) {
+  int numForward = graph.numForward();
+  SmallVector<int> layerOfStep(numForward, kOutsideLayers);
+  for (int s = 0; s < numForward; ++s) {
+    Operation *op = graph.steps[s];
+    int layer = layerIndex(stepNodeName(op));
+    if (StringRef scope = stepScope(op); layer < 0 && !scope.empty()) {
+      layer = layerIndex(scope);
+      layerOfStep[s] = layer < 0 ? kOutsideLayers : layer;
+      continue;
+    }
+    bool readsParameter = false;
+    int latestProducer = -1;
+    for (Value operand : op->getOperands()) {
+      Value root = bufferRoot(operand);
+      if (auto load = root.getDefiningOp<LoadParameterOp>()) {
+        readsParameter = true;
+        if (layer < 0)
+          layer = std::max(layer, layerIndex(load.getName()));
+      } else if (Operation *def = root.getDefiningOp()) {
+        auto it = stepOf.find(def);
+        if (it != stepOf.end() && it->second < s)
+          latestProducer = std::max(latestProducer, it->second);
+      }
+    }
+    if (layer < 0 && !readsParameter && latestProducer >= 0)
+      layer = layerOfStep[latestProducer];
+    layerOfStep[s] = layer < 0 ? kOutsideLayers : layer;
+  }
+  for (auto [c, info] : llvm::zip(graph.problem.candidates, graph.ops)) {
+    c.layer = layerOfStep[c.forwardStep];
+    if (c.layer == kOutsideLayers)
+      continue;
+    for (Value result : info.op->getResults()) {
+      SmallVector<Operation *> readers;
+      collectViewReaders(result, readers);
+      for (Operation *reader : readers) {
+        auto it = stepOf.find(reader);
+        if (it == stepOf.end() || it->second >= numForward)
+          continue; // a backward reader
+        if (layerOfStep[it->second] != c.layer)
+          c.layerInput = true;
+      }
+    }
+  }
+}
+
+static StepGraph buildStepGraph(func::FuncOp func) {
+  StepGraph graph;
+  graph.func = func;
+  RematProblem &problem = graph.problem;
+  Block &body = func.getBody().front();
+  for (Operation &op : body)
+    if (isScheduledStep(&op))
+      graph.steps.push_back(&op);
+  int numSteps = graph.steps.size();
+  int numForward = numSteps;
+  for (auto [index, op] : llvm::enumerate(graph.steps))
+    if (isBackwardStep(op)) {
+      numForward = index;
+      break;
+    }
+  problem.numForwardSteps = numForward;
+  problem.numBackwardSteps = numSteps - numForward;
+  DenseMap<Operation *, int> stepOf;
+  for (auto [index, op] : llvm::enumerate(graph.steps))
+    stepOf[op] = index;
+
+  // Arena values: step results that no assign stores, and inputs. Each
+  // gets a fixed live range [first, last] over the steps; candidates get
+  // theirs from the decision instead.
+  auto readersOf = [&](Value value, int &lastStep, bool &returned,
+                       bool &assigned, SmallVectorImpl<int> &steps) {
+    SmallVector<Operation *> readers;
+    collectViewReaders(value, readers);
+    for (Operation *reader : readers) {
+      if (isa<func::ReturnOp>(reader))
+        returned = true;
+      else if (isa<AssignOp>(reader))
+        assigned = true;
+      else if (auto it = stepOf.find(reader); it != stepOf.end()) {
+        steps.push_back(it->second);
+        lastStep = std::max(lastStep, it->second);
+      }
+    }
+  };
+
+  problem.fixedForward.assign(numForward, 0);
+  problem.fixedBackward.assign(numSteps - numForward, 0);
+  SmallVector<int64_t> fixed(numSteps + 1, 0); // difference array
+  auto addFixed = [&](int first, int last, int64_t bytes) {
+    if (last < first)
+      return;
+    fixed[first] += bytes;
+    fixed[last + 1] -= bytes;
+  };
+  for (BlockArgument arg : body.getArguments())
+    addFixed(0, numSteps - 1, arenaBytes(arg));
+
+  for (auto [index, op] : llvm::enumerate(graph.steps)) {
+    int step = index;
+    graph.stepFlops += estimateCost(op).flops;
+    int64_t bytes = 0;
+    int lastUse = step, lastForwardUse = step;
+    bool returned = false, assigned = false;
+    SmallVector<int> backwardReads;
+    for (Value result : op->getResults()) {
+      SmallVector<int> readerSteps;
+      bool resultAssigned = false;
+      readersOf(result, lastUse, returned, resultAssigned, readerSteps);
+      assigned |= resultAssigned;
+      if (!resultAssigned)
+        bytes += arenaBytes(result);
+      for (int reader : readerSteps) {
+        if (reader < numForward)
+          lastForwardUse = std::max(lastForwardUse, reader);
+        else
+          backwardReads.push_back(reader - numForward);
+      }
+    }
+    if (returned)
+      lastUse = numSteps - 1;
+    bool forward = step < numForward;
+    if (!forward || backwardReads.empty()) {
+      addFixed(step, lastUse, bytes);
+      continue;
+    }
+    // A forward step the backward reads: a candidate.
+    int c = addCandidate(graph, op, step, bytes, lastForwardUse, returned,
+                         assigned);
+    llvm::sort(backwardReads);
+    backwardReads.erase(llvm::unique(backwardReads), backwardReads.end());
+    problem.candidates[c].backwardReads.assign(backwardReads.begin(),
+                                               backwardReads.end());
+    // The candidate's own forward live range is fixed.
+    addFixed(step, lastForwardUse, bytes);
+  }
+  int64_t running = 0;
+  for (int s = 0; s < numSteps; ++s) {
+    running += fixed[s];
+    if (s < numForward)
+      problem.fixedForward[s] = running;
+    else
+      problem.fixedBackward[s - numForward] = running;
+  }
+
+  // Inputs of each candidate: a recomputation reads them. A forward value
+  // that is not a candidate (the backward never reads it) is recomputed in
+  // turn, so it becomes a candidate with no backward reads; values a
+  // recomputation cannot get back (results of a non-forward step) pin it.
+  for (unsigned i = 0; i < graph.ops.size(); ++i) {
+    Operation *candidateOp = graph.ops[i].op;
+    for (Value operand : candidateOp->getOperands()) {
+      Value root = bufferRoot(operand);
+      Operation *def = root.getDefiningOp();
+      if (!def || isa<LoadParameterOp, ConstantOp>(def))
+        continue;
+      if (isa<ParameterOp>(def))
+        continue;
+      auto it = stepOf.find(def);
+      if (it == stepOf.end() || it->second >= numForward) {
+        problem.candidates[i].recomputable = false;
+        graph.ops[i].why = "it reads a value made outside the forward pass";
+        continue;
+      }
+      auto known = graph.candidateOf.find(def);
+      int input;
+      if (known != graph.candidateOf.end()) {
+        input = known->second;
+      } else {
+        // A forward-only value: a candidate the backward does not read.
+        int64_t extraBytes = 0;
+        for (Value result : def->getResults())
+          extraBytes += arenaBytes(result);
+        int lastUse = it->second;
+        bool returned = false, assigned = false;
+        SmallVector<int> ignored;
+        for (Value result : def->getResults())
+          readersOf(result, lastUse, returned, assigned, ignored);
+        input = addCandidate(graph, def, it->second, extraBytes, lastUse,
+                             returned, assigned);
+      }
+      std::vector<int> &inputs = problem.candidates[i].inputs;
+      if (!llvm::is_contained(inputs, input))
+        inputs.push_back(input);
+    }
+  }
+  assignLayers(graph, stepOf);
+  return graph;
+}
+
+//===----------------------------------------------------------------------===//
+// Rewriting
+//===----------------------------------------------------------------------===//
+
+/// Clones the recomputed candidates into the backward and points the
+/// backward at the clones. Marks saved candidates with why.
+static void rewrite(StepGraph &graph, const RematDecision &d,
+                    const RematEvaluation &ev) {
+  MLIRContext *context = graph.func.getContext();
+  const RematProblem &problem = graph.problem;
+  int nC = graph.ops.size();
+  int nF = graph.numForward();
+  IRMapping mapping;
+  llvm::DenseSet<Value> evictedValues;
+  for (int c = 0; c < nC; ++c)
+    if (ev.recomputedAt[c] >= 0)
+      for (Value result : graph.ops[c].op->getResults())
+        evictedValues.insert(result);
+
+  OpBuilder builder(context);
+  // The value to read in place of `value` at the builder's point: the clone
+  // of a recomputed value, through clones of the views on it.
+  std::function<Value(Value)> resolve = [&](Value value) -> Value {
+    if (Value mapped = mapping.lookupOrNull(value))
+      return mapped;
+    Operation *def = value.getDefiningOp();
+    if (def && isBufferView(def)) {
+      Value source = resolve(def->getOperand(0));
+      if (source == def->getOperand(0))
+        return value;
+      Operation *view = builder.clone(*def, mapping);
+      view->removeAttr(kBackwardAttr);
+      return view->getResult(0);
+    }
+    return value;
+  };
+
+  for (int b = 0; b < graph.numBackward(); ++b) {
+    Operation *reader = graph.steps[nF + b];
+    builder.setInsertionPoint(reader);
+    for (int c : ev.recomputeAt[b]) {
+      Operation *op = graph.ops[c].op;
+      builder.setInsertionPoint(reader);
+      SmallVector<Value> operands;
+      for (Value operand : op->getOperands())
+        operands.push_back(resolve(operand));
+      IRMapping local;
+      for (auto [from, to] : llvm::zip(op->getOperands(), operands))
+        local.map(from, to);
+      Operation *clone = builder.clone(*op, local);
+      for (auto [from, to] : llvm::zip(op->getResults(), clone->getResults()))
+        mapping.map(from, to);
+      SmallVector<Attribute> names;
+      for (int s : recomputationSources(problem, ev, c))
+        names.push_back(StringAttr::get(context, graph.ops[s].name));
+      for (Value operand : op->getOperands())
+        if (auto arg = dyn_cast<BlockArgument>(bufferRoot(operand))) {
+          auto attr = graph.func.getArgAttrOfType<StringAttr>(
+              arg.getArgNumber(), "onnx.name");
+          std::string name =
+              "input " + (attr ? attr.str()
+                               : std::to_string(arg.getArgNumber()));
+          names.push_back(StringAttr::get(context, name));
+        }
+      clone->setAttr(kRecomputedFromAttr, ArrayAttr::get(context, names));
+      clone->removeAttr(kSavedAttr);
+    }
+    // Point the step at the clones.
+    builder.setInsertionPoint(reader);
+    for (OpOperand &operand : reader->getOpOperands()) {
+      Value root = bufferRoot(operand.get());
+      if (!evictedValues.contains(root))
+        continue;
+      operand.set(resolve(operand.get()));
+    }
+  }
+  // Views of recomputed values that only the backward used are dead now.
+  SmallVector<Operation *> dead;
+  for (Operation &op : graph.func.getBody().front())
+    if (isBufferView(&op) && op.use_empty())
+      dead.push_back(&op);
+  while (!dead.empty()) {
+    Operation *op = dead.pop_back_val();
+    Operation *source = op->getOperand(0).getDefiningOp();
+    op->erase();
+    if (source && isBufferView(source) && source->use_empty())
+      dead.push_back(source);
+  }
+  // Why each saved candidate is saved.
+  for (int c = 0; c < nC; ++c) {
+    const RematCandidate &cand = problem.candidates[c];
+    const CandidateOp &info = graph.ops[c];
+    if (ev.lastNeed[c] < 0 || ev.recomputedAt[c] >= 0)
+      continue;
+    std::string why = d.keptWhy.empty() ? "" : d.keptWhy[c];
+    if (!cand.recomputable)
+      why = "not recomputable: " + info.why;
+    if (why.empty())
+      why = d.policy == "none"
+                ? "policy none saves every value the backward reads"
+                : llvm::formatv("cheaper to keep: recomputing costs {0} "
+                                "to free {1}",
+                                formatFlops(info.cost.flops),
+                                formatBytes(cand.bytes))
+                      .str();
+    info.op->setAttr(kSavedAttr, StringAttr::get(context, why));
+  }
+}
+
+//===----------------------------------------------------------------------===//
+// The pass
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+struct MemfitRematPass
+    : public mlir::memfit::impl::MemfitRematPassBase<MemfitRematPass> {
+  using MemfitRematPassBase::MemfitRematPassBase;
+
+  void runOnOperation() override;
+
+  std::optional<RematDecision> decide(const StepGraph &graph,
+                                      std::string &note);
+  void reportUnmeetable(const FunctionResult &result,
+                        std::optional<int64_t> budgetBytes, int64_t slack,
+                        int64_t weightsBytes, StringRef note);
+};
+
+} // namespace
+
+/// The plan of the pass's policy for the graph's problem (its caps set),
+/// or nothing with `note` saying why when there is none.
+std::optional<RematDecision>
+MemfitRematPass::decide(const StepGraph &graph, std::string &note) {
+  const RematProblem &problem = graph.problem;
+  if (policy == "none")
+    return keepEverything(problem);
+  if (policy == "checkpoint-layers")
+    return checkpointLayers(problem);
+  if (problem.arenaCap < 0 && problem.activationCap < 0)
+    return keepEverything(problem);
+  if (policy == "auto")
+    return decideAuto(RematModel(problem));
+  int unrecomputable;
+  std::optional<RematDecision> d =
+      decideOptimal(problem, timeLimit, note, unrecomputable);
+  if (unrecomputable >= 0) {
+    const CandidateOp &info = graph.ops[unrecomputable];
+    note = "no plan fits without recomputing '" + info.name +
+           "', which cannot be recomputed (" + info.why + ")";
+  }
+  return d;
+}
+
+void MemfitRematPass::runOnOperation() {
+  auto start = std::chrono::steady_clock::now();
+  ModuleOp module = getOperation();
+  if (policy != "none" && policy != "checkpoint-layers" && policy != "auto" &&
+      policy != "optimal") {
+    mlir::emitError(module.getLoc())
+        << "memfit-remat: unknown policy '" << policy
+        << "' (none, checkpoint-layers, auto or optimal)";
+    return signalPassFailure();
+  }
+  std::optional<int64_t> budgetBytes;
+  if (!budget.empty()) {
+    budgetBytes = ::memfit::parseBytes(budget);
+    if (!budgetBytes || *budgetBytes <= 0) {
+      mlir::emitError(module.getLoc())
+          << "memfit-remat: budget '" << budget
+          << "' is not a size (bytes, or a number with KiB, MiB, GiB, KB, "
+             "MB or GB)";
+      return signalPassFailure();
+    }
+  }
+  if (activationFraction < 0 || activationFraction > 1) {
+    mlir::emitError(module.getLoc())
+        << "memfit-remat: activation-fraction must be in [0, 1], got "
+        << activationFraction;
+    return signalPassFailure();
+  }
+  for (func::FuncOp func : definedFunctions(module))
+    scheduleUpdatesEarly(func);
+
+  // The weights region does not depend on the decision.
+  FailureOr<ModulePlan> basePlan = planModule(module, definedFunctions(module));
+  if (failed(basePlan))
+    return signalPassFailure();
+  int64_t weightsBytes = basePlan->weightsBytes;
+  if (budgetBytes && *budgetBytes < weightsBytes) {
+    mlir::emitError(module.getLoc())
+        << "memfit-remat: budget " << formatBytes(*budgetBytes)
+        << " cannot be met: the weights region alone takes "
+        << formatBytes(weightsBytes);
+    return signalPassFailure();
+  }
+
+  // The model counts live bytes; the planner's first-fit placement can need
+  // a little more. Decide on a copy, plan it, and decide again with the
+  // excess taken off the cap until the plan fits.
+  int64_t slack = 0;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    OwningOpRef<ModuleOp> work = cast<ModuleOp>(module->clone());
+    SmallVector<func::FuncOp> funcs = definedFunctions(*work);
+    std::vector<FunctionResult> results;
+    for (func::FuncOp func : funcs) {
+      StepGraph graph = buildStepGraph(func);
+      if (graph.numBackward() == 0 || graph.ops.empty())
+        continue;
+      FunctionResult result;
+      result.func = func;
+      result.graph = std::move(graph);
+      results.push_back(std::move(result));
+    }
+    for (FunctionResult &result : results) {
+      RematProblem &problem = result.graph.problem;
+      RematModel model(problem);
+      result.before = model.evaluate(keepEverything(problem).recomputed);
+      problem.arenaCap =
+          budgetBytes ? *budgetBytes - weightsBytes - slack : -1;
+      problem.activationCap =
+          activationFraction > 0
+              ? static_cast<int64_t>(activationFraction *
+                                     result.before.peakActivation)
+              : -1;
+      std::string note;
+      std::optional<RematDecision> decision = decide(result.graph, note);
+      if (!decision) {
+        reportUnmeetable(result, budgetBytes, slack, weightsBytes, note);
+        return signalPassFailure();
+      }
+      result.decision = std::move(*decision);
+      result.after = model.evaluate(result.decision.recomputed);
+      result.solverNote = note;
+    }
+    for (FunctionResult &result : results)
+      rewrite(result.graph, result.decision, result.after);
+    for (func::FuncOp func : funcs)
+      scheduleUpdatesEarly(func);
+    FailureOr<ModulePlan> plan = planModule(*work, funcs);
+    if (failed(plan))
+      return signalPassFailure();
+    int64_t total = plan->weightsBytes + plan->arenaBytes;
+    if (budgetBytes && total > *budgetBytes) {
+      // A new decision may overshoot again by as much: grow geometrically.
+      slack = 2 * slack + (total - *budgetBytes);
+      continue;
+    }
+    double seconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+    // The copy becomes the module.
+    module.getBodyRegion().takeBody(work->getBodyRegion());
+    for (FunctionResult &result : results)
+      result.func = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+          module, result.func.getSymNameAttr());
+    RematOutputOptions outputs;
+    outputs.budget = budget;
+    outputs.activationFraction = activationFraction;
+    outputs.report = report;
+    outputs.timeline = timeline;
+    outputs.timelineData = timelineData;
+    if (failed(writeRematOutputs(module, results, weightsBytes, *plan, seconds,
+                                 outputs)))
+      return signalPassFailure();
+    return;
+  }
+  mlir::emitError(module.getLoc())
+      << "memfit-remat: budget " << formatBytes(*budgetBytes)
+      << " cannot be met: the arena's first-fit placement keeps needing "
+      << formatBytes(slack) << " more than the live bytes it holds; give a "
+      << "budget that much larger";
+  signalPassFailure();
+}
+
+/// The error for caps that no plan meets, with the smallest peak that the
+/// greedy evictions and the layer checkpoints reach.
+void MemfitRematPass::reportUnmeetable(const FunctionResult &result,
+                                       std::optional<int64_t> budgetBytes,
+                                       int64_t slack, int64_t weightsBytes,
+                                       StringRef note) {
+  const RematProblem &problem = result.graph.problem;
+  RematEvaluation lowest = lowestPeak(problem);
+  InFlightDiagnostic diag =
+      mlir::emitError(func::FuncOp(result.func)->getLoc());
+  diag << "memfit-remat: ";
+  if (budgetBytes)
+    diag << "budget " << formatBytes(*budgetBytes) << " (" << *budgetBytes
+         << " bytes)";
+  if (budgetBytes && problem.activationCap >= 0)
+    diag << " with ";
+  if (problem.activationCap >= 0)
+    diag << "activation-fraction " << activationFraction;
+  diag << " cannot be met by policy " << policy
+       << ": the smallest peak reachable is "
+       << formatBytes(weightsBytes + lowest.peakArena) << " ("
+       << weightsBytes + lowest.peakArena << " bytes: weights "
+       << formatBytes(weightsBytes) << " + arena "
+       << formatBytes(lowest.peakArena) << ", activations "
+       << formatBytes(lowest.peakActivation) << ")";
+  if (slack > 0)
+    diag << " in live bytes, but the memory planner's placement needed "
+         << formatBytes(slack) << " (" << slack
+         << " bytes) more than the live bytes at this budget: ask for about "
+         << formatBytes(weightsBytes + lowest.peakArena + slack) << " ("
+         << weightsBytes + lowest.peakArena + slack << " bytes)";
+  if (!note.empty())
+    diag << "; " << note;
+}

@@ -1,0 +1,84 @@
+//===- StepGraph.h - memfit-remat's view of a training step ------*- C++ -*-===//
+//
+// Shared by the pass (Rematerialize.cpp) and its report (RematReport.cpp):
+// the schedule of one function, the IR-free RematProblem built from it,
+// and what the pass decided for it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_PASSES_REMAT_STEPGRAPH_H
+#define MEMFIT_PASSES_REMAT_STEPGRAPH_H
+
+#include "memfit/Analysis/RematPolicies.h"
+#include "memfit/Dialect/OpCost.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <string>
+
+namespace mlir::memfit {
+
+struct ModulePlan;
+
+/// The IR side of a candidate of the problem.
+struct CandidateOp {
+  Operation *op = nullptr;
+  OpCost cost;
+  std::string why; // why it cannot be recomputed
+  std::string name; // its ONNX node, or "<ops>@<step>"
+};
+
+/// The schedule of one function and its candidates.
+struct StepGraph {
+  func::FuncOp func;
+  SmallVector<Operation *> steps; // steps [0, numForward()) are forward
+  /// The candidates, fixed bytes and caps; candidate i is ops[i].
+  RematProblem problem;
+  SmallVector<CandidateOp> ops;
+  DenseMap<Operation *, int> candidateOf;
+  double stepFlops = 0; // FLOPs of the whole step before remat
+
+  int numForward() const { return problem.numForwardSteps; }
+  int numBackward() const { return problem.numBackwardSteps; }
+};
+
+/// What the pass decided for one function.
+struct FunctionResult {
+  func::FuncOp func;
+  StepGraph graph;
+  RematDecision decision;
+  RematEvaluation before, after;
+  std::string solverNote;
+};
+
+/// The kept candidates a recomputation of `c` starts from, in the order
+/// its inputs reach them: its inputs, through the inputs of those that are
+/// recomputed too.
+llvm::SetVector<int> recomputationSources(const RematProblem &problem,
+                                          const RematEvaluation &ev, int c);
+
+/// "16.4 kFLOP", "1.20 MFLOP".
+std::string formatFlops(double flops);
+
+/// What the report's header repeats of the pass's options, and where the
+/// outputs go ("" for none).
+struct RematOutputOptions {
+  std::string budget;
+  double activationFraction = 0;
+  std::string report, timeline, timelineData;
+};
+
+/// Writes the remat report (--remat-report) and the memory timeline of the
+/// planned module.
+LogicalResult writeRematOutputs(ModuleOp module,
+                                ArrayRef<FunctionResult> results,
+                                int64_t weightsBytes, const ModulePlan &plan,
+                                double seconds,
+                                const RematOutputOptions &options);
+
+} // namespace mlir::memfit
+
+#endif // MEMFIT_PASSES_REMAT_STEPGRAPH_H
