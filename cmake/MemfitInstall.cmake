@@ -12,6 +12,7 @@ include(CMakePackageConfigHelpers)
 # Every library the JIT links, with the name it has in the package.
 set(MEMFIT_EXPORTED_LIBRARIES
   MemfitRuntime:Runtime
+  MemfitSupport:Support
   MemfitDialect:Dialect
   MemfitAnalysis:Analysis
   MemfitImport:Import

@@ -80,7 +80,7 @@ pipelineOptions(const TrainOptions &train) {
   options->nesterov = train.nesterov;
   options->clipNorm = train.clipNorm;
   options->accumulate = train.accumulate;
-  options->budget = ::memfit::ByteSize{train.budget};
+  options->budget = ByteSize{train.budget};
   options->activationFraction = train.activationFraction;
   options->rematTimeLimit = train.rematTimeLimit;
   options->rematReport = train.rematReport;

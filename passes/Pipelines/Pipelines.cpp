@@ -194,8 +194,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
 
   MemfitRematPassOptions remat;
   remat.policy = stringifyRematPolicy(options.remat).str();
-  if (options.budget.getValue().bytes > 0)
-    remat.budget = std::to_string(options.budget.getValue().bytes);
+  remat.budget = options.budget;
   remat.activationFraction = options.activationFraction;
   remat.timeLimit = options.rematTimeLimit;
   remat.report = options.rematReport;

@@ -60,7 +60,7 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
   const RematEvaluation &ev = result.after;
   os << "remat report for @" << func::FuncOp(result.func).getSymName()
      << ": policy " << result.decision.policy;
-  if (!options.budget.empty())
+  if (options.budget > 0)
     os << ", budget " << options.budget;
   if (options.activationFraction > 0)
     os << ", activation-fraction " << options.activationFraction;

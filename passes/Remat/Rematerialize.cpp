@@ -546,17 +546,15 @@ void MemfitRematPass::runOnOperation() {
         << "' (none, checkpoint-layers, auto or optimal)";
     return signalPassFailure();
   }
+  // The option parser read the size; 0 is no budget.
   std::optional<int64_t> budgetBytes;
-  if (!budget.empty()) {
-    budgetBytes = ::memfit::parseBytes(budget);
-    if (!budgetBytes || *budgetBytes <= 0) {
-      mlir::emitError(module.getLoc())
-          << "memfit-remat: budget '" << budget
-          << "' is not a size (bytes, or a number with KiB, MiB, GiB, KB, "
-             "MB or GB)";
-      return signalPassFailure();
-    }
+  if (budget.getValue().bytes < 0) {
+    mlir::emitError(module.getLoc())
+        << "memfit-remat: budget must not be negative";
+    return signalPassFailure();
   }
+  if (budget.getValue().bytes > 0)
+    budgetBytes = budget.getValue().bytes;
   if (activationFraction < 0 || activationFraction > 1) {
     mlir::emitError(module.getLoc())
         << "memfit-remat: activation-fraction must be in [0, 1], got "
@@ -639,7 +637,7 @@ void MemfitRematPass::runOnOperation() {
       result.func = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
           module, result.func.getSymNameAttr());
     RematOutputOptions outputs;
-    outputs.budget = budget;
+    outputs.budget = budgetBytes.value_or(0);
     outputs.activationFraction = activationFraction;
     outputs.report = report;
     outputs.timeline = timeline;

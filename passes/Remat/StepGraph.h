@@ -66,7 +66,7 @@ std::string formatFlops(double flops);
 /// What the report's header repeats of the pass's options, and where the
 /// outputs go ("" for none).
 struct RematOutputOptions {
-  std::string budget;
+  int64_t budget = 0; // bytes; 0: none
   double activationFraction = 0;
   std::string report, timeline, timelineData;
 };

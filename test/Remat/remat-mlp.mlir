@@ -88,5 +88,5 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 
 // NOFIT: error: memfit-remat: activation-fraction 1.000000e-01 cannot be met by policy auto: the smallest peak reachable is {{.*}} bytes: weights {{.*}} + arena {{.*}}, activations {{.*}})
 // WEIGHTS: error: memfit-remat: budget 10.00 KiB cannot be met: the weights region alone takes 24.50 KiB
-// BADBUDGET: error: memfit-remat: budget '12parsecs' is not a size
+// BADBUDGET: for the --budget option: '12parsecs' is not a size: expected bytes, or a number with a unit (512MiB, 1.5GiB, 800MB)
 // BADPOLICY: error: memfit-remat: unknown policy 'fastest' (none, checkpoint-layers, auto or optimal)

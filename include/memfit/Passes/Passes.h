@@ -3,6 +3,8 @@
 #ifndef MEMFIT_PASSES_PASSES_H
 #define MEMFIT_PASSES_PASSES_H
 
+#include "memfit/Support/ByteSize.h"
+
 #include "mlir/Pass/Pass.h"
 
 namespace mlir::memfit {

@@ -238,9 +238,10 @@ def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
   let options = [
     Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
            "none, checkpoint-layers, auto or optimal">,
-    Option<"budget", "budget", "std::string", /*default=*/"\"\"",
+    Option<"budget", "budget", "::mlir::memfit::ByteSize",
+           /*default=*/"::mlir::memfit::ByteSize{}",
            "Peak device memory of the step (weights region plus arena), in "
-           "bytes or with a unit: 512MiB, 1.5GiB, 800MB">,
+           "bytes or with a unit: 512MiB, 1.5GiB, 800MB (0: no budget)">,
     Option<"activationFraction", "activation-fraction", "double",
            /*default=*/"0", "Keep at most this fraction of the activation "
            "memory that saving everything takes (0: no limit)">,

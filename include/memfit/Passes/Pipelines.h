@@ -21,7 +21,7 @@
 #ifndef MEMFIT_PASSES_PIPELINES_H
 #define MEMFIT_PASSES_PIPELINES_H
 
-#include "memfit/Passes/ByteSize.h"
+#include "memfit/Support/ByteSize.h"
 
 #include "mlir/Pass/PassOptions.h"
 
@@ -117,11 +117,11 @@ struct TrainPipelineOptions
                      "cost-aware, to the budget or activation fraction"),
           clEnumValN(RematPolicy::Optimal, "optimal",
                      "the ILP's optimum (GLPK), to the budget"))};
-  Option<::memfit::ByteSize> budget{
+  Option<ByteSize> budget{
       *this, "budget",
       llvm::cl::desc("Peak device memory of the step (weights + arena): "
                      "bytes, or with a unit (512MiB, 1.5GiB, 800MB); 0: none"),
-      llvm::cl::init(::memfit::ByteSize{})};
+      llvm::cl::init(ByteSize{})};
   Option<double> activationFraction{
       *this, "activation-fraction",
       llvm::cl::desc("Keep at most this fraction of the activation memory "
