@@ -22,6 +22,7 @@ tokens; the fixtures run at 2 x 16.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -32,9 +33,20 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OPT = os.path.join(ROOT, "build", "bin", "memfit-opt")
 PY = os.path.join(ROOT, ".venv", "bin", "python")
-sys.path.insert(0, os.path.join(ROOT, "test", "Remat", "Inputs"))
 
-import remat_report  # noqa: E402
+
+def load_remat_report():
+    """The report parser the remat tests use, test/lib/memfit_test/
+    remat_report.py, loaded by its path so that the script needs no
+    PYTHONPATH (it imports nothing but the standard library)."""
+    path = os.path.join(ROOT, "test", "lib", "memfit_test", "remat_report.py")
+    spec = importlib.util.spec_from_file_location("remat_report", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+remat_report = load_remat_report()
 
 # The report's figures that a row of the JSON file keeps.
 FIELDS = ("planned", "weights", "activation", "activation_none",

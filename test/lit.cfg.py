@@ -13,7 +13,7 @@ config.name = "MEMFIT"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py",
-                   "Inputs", "models"]
+                   "Inputs", "lib", "models"]
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.memfit_obj_root, "test")
 
@@ -24,6 +24,12 @@ config.substitutions.append(("%cxx", config.memfit_cxx))
 config.substitutions.append(("%models", os.path.join(config.memfit_src_root, "test", "models")))
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()
+
+# The Python helpers are one package, test/lib/memfit_test; RUN lines run
+# them as `%onnx_python -m memfit_test.<module>`.
+llvm_config.with_environment("PYTHONPATH",
+                             os.path.join(config.memfit_src_root, "test", "lib"),
+                             append_path=True)
 
 # Import tests build small ONNX graphs with onnx.helper; they need a Python
 # with the onnx package (the setup script's virtual environment).
@@ -36,8 +42,7 @@ if python and os.path.exists(python):
     except (OSError, subprocess.CalledProcessError):
         pass
 config.substitutions.append(("%onnx_python", python))
-config.substitutions.append(("%mkonnx", python + " " + os.path.join(
-    config.memfit_src_root, "test", "Import", "Inputs", "mkonnx.py")))
+config.substitutions.append(("%mkonnx", python + " -m memfit_test.mkonnx"))
 
 # The install test configures a project of its own with CMake and Ninja.
 if shutil.which("cmake") and shutil.which("ninja"):

@@ -8,7 +8,7 @@
 // RUN: FileCheck %s --check-prefix=CSV --input-file=%t/train.csv
 // RUN: FileCheck %s --check-prefix=SVG --input-file=%t/train.svg
 // RUN: %python -c "import sys, xml.etree.ElementTree as E; E.parse(sys.argv[1])" %t/train.svg
-// RUN: %python %S/Inputs/check_timeline.py %t/plan.txt %t/train.csv %t/train.svg \
+// RUN: %python -m memfit_test.check_timeline %t/plan.txt %t/train.csv %t/train.svg \
 // RUN:   | FileCheck %s --check-prefix=SUMMARY
 //
 // A file that cannot be written is an error naming it, and leaves nothing
@@ -23,7 +23,7 @@
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=input_ids=2x16 -o /dev/null \
 // RUN:   --pass-pipeline='builtin.module(canonicalize,cse,memfit-tie-parameters,memfit-autodiff{loss=cross-entropy},memfit-optimizer,canonicalize,cse,func.func(memfit-form-kernels),memfit-memory-plan{output=%t/gpt.txt timeline=%t/gpt.svg timeline-data=%t/gpt.csv})' \
 // RUN:   2> /dev/null
-// RUN: %python %S/Inputs/check_timeline.py %t/gpt.txt %t/gpt.csv %t/gpt.svg \
+// RUN: %python -m memfit_test.check_timeline %t/gpt.txt %t/gpt.csv %t/gpt.svg \
 // RUN:   | FileCheck %s --check-prefix=GPT
 
 // Two functions share the weights region: @eval (planned arena 512 bytes)

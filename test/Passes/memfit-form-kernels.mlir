@@ -1,4 +1,6 @@
-// RUN: memfit-opt %s --memfit-form-kernels -split-input-file | FileCheck %s
+// memfit-form-kernels: every op that needs generated code moves into a
+// memfit.kernel of its own; contractions and views stay outside.
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels | FileCheck %s
 
 // Each element-wise op gets its own kernel whose inputs are its distinct
 // operands; the body refers only to the kernel's arguments.

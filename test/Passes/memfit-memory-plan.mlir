@@ -1,3 +1,5 @@
+// memfit-memory-plan: the schedule and arena plan of each function formed
+// into kernels.
 // RUN: memfit-opt %s -split-input-file -verify-diagnostics -o /dev/null \
 // RUN:   --pass-pipeline='builtin.module(func.func(memfit-form-kernels),memfit-memory-plan{buffers=true})' \
 // RUN:   | FileCheck %s

@@ -1,8 +1,10 @@
-// RUN: memfit-opt %s --memfit-model-summary -o /dev/null | FileCheck %s
-// RUN: memfit-opt %s --pass-pipeline='builtin.module(memfit-model-summary{output=%t.txt})' | FileCheck %s --check-prefix=IR
+// memfit-model-summary: parameters, bytes by element type, the functions'
+// inputs and outputs and op counts, to standard output or to `output`.
+// RUN: memfit-opt %s -split-input-file --memfit-model-summary -o /dev/null | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-model-summary{output=%t.txt})' | FileCheck %s --check-prefix=IR
 // RUN: FileCheck %s < %t.txt
 
-// CHECK: memfit model summary
+// CHECK-LABEL: memfit model summary
 // CHECK-NEXT: parameters: 1,056 in 2 tensors
 // CHECK-NEXT: parameter bytes: 4,160 (bf16: 64) (f32: 4,096)
 // CHECK-NEXT: constant bytes: 12 (f32: 4) (i32: 8)
@@ -15,7 +17,7 @@
 
 // The pass leaves the IR as it was.
 // IR: memfit.parameter @w
-// IR: func.func @main
+// IR-LABEL: func.func @main
 
 module {
   memfit.parameter @w = dense<1.0> : tensor<32x32xf32>

@@ -1,11 +1,11 @@
 // memfit-optimizer on the output of memfit-autodiff: one update kernel per
 // parameter, states as zero-initialized parameters, in-place assignments,
 // the learning rate as an input, gradient accumulation as two functions.
-// RUN: memfit-opt %s --memfit-optimizer | FileCheck %s --check-prefix=ADAMW
-// RUN: memfit-opt %s --memfit-optimizer='optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.5' | FileCheck %s --check-prefix=SGD
-// RUN: memfit-opt %s --memfit-optimizer='accumulate=4 clip-norm=1.0' | FileCheck %s --check-prefix=ACC
-// RUN: not memfit-opt %s --memfit-optimizer='optimizer=lion' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
-// RUN: not memfit-opt %s --memfit-optimizer='optimizer=adamw nesterov=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-NESTEROV
+// RUN: memfit-opt %s -split-input-file --memfit-optimizer | FileCheck %s --check-prefix=ADAMW
+// RUN: memfit-opt %s -split-input-file --memfit-optimizer='optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.5' | FileCheck %s --check-prefix=SGD
+// RUN: memfit-opt %s -split-input-file --memfit-optimizer='accumulate=4 clip-norm=1.0' | FileCheck %s --check-prefix=ACC
+// RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=lion' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=adamw nesterov=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-NESTEROV
 
 memfit.parameter @w = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> {memfit.role = "parameter"}
 memfit.parameter @frozen = dense<1.0> : tensor<4xf32> {memfit.role = "frozen"}
@@ -27,18 +27,19 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // ADAMW-NEXT: memfit.parameter @step = dense<0.000000e+00> : tensor<f32> {memfit.role = "counter"}
 // ADAMW-NEXT: memfit.parameter @frozen
 // ADAMW-NOT: frozen.exp_avg
-// ADAMW: func.func @train_step(%[[X:.*]]: tensor<4xf32> {onnx.name = "x"}, %[[LR:.*]]: tensor<f32> {onnx.name = "lr"}) -> (tensor<f32> {onnx.name = "loss"})
+// ADAMW-LABEL: func.func @train_step(
+// ADAMW-SAME: %[[X:.+]]: tensor<4xf32> {onnx.name = "x"}, %[[LR:.+]]: tensor<f32> {onnx.name = "lr"}) -> (tensor<f32> {onnx.name = "loss"})
 // The shared scalars: t + 1, lr / (1 - b1^t), sqrt(1 - b2^t), 1 - lr * wd.
-// ADAMW: %[[T:.*]] = memfit.load_parameter @step
-// ADAMW: %[[S:.*]]:4 = memfit.kernel(%[[T]], %[[LR]])
+// ADAMW: %[[T:.+]] = memfit.load_parameter @step
+// ADAMW: %[[S:.+]]:4 = memfit.kernel(%[[T]], %[[LR]])
 // ADAMW: memfit.pow
 // ADAMW: memfit.yield
 // ADAMW: memfit.assign @step, %[[S]]#0
 // One kernel reads w, its gradient (here x) and both moments.
-// ADAMW: %[[W:.*]] = memfit.load_parameter @w :
-// ADAMW: %[[M:.*]] = memfit.load_parameter @w.exp_avg :
-// ADAMW: %[[V:.*]] = memfit.load_parameter @w.exp_avg_sq :
-// ADAMW: %[[U:.*]]:3 = memfit.kernel(%[[W]], %[[X]], %[[M]], %[[V]], %[[S]]#1, %[[S]]#2, %[[S]]#3)
+// ADAMW: %[[W:.+]] = memfit.load_parameter @w :
+// ADAMW: %[[M:.+]] = memfit.load_parameter @w.exp_avg :
+// ADAMW: %[[V:.+]] = memfit.load_parameter @w.exp_avg_sq :
+// ADAMW: %[[U:.+]]:3 = memfit.kernel(%[[W]], %[[X]], %[[M]], %[[V]], %[[S]]#1, %[[S]]#2, %[[S]]#3)
 // m + (1 - b1) (g - m):
 // ADAMW: memfit.constant dense<1.000000e-01>
 // ADAMW: memfit.sqrt
@@ -53,7 +54,8 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // SGD: memfit.parameter @w.momentum_buffer = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "optimizer_state"}
 // SGD-NEXT: memfit.parameter @step
 // SGD-NOT: exp_avg
-// SGD: %[[U:.*]]:2 = memfit.kernel(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
+// SGD-LABEL: func.func @train_step(
+// SGD: %[[U:.+]]:2 = memfit.kernel(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) -> (tensor<4xf32>, tensor<4xf32>)
 // g + wd * w:
 // SGD: memfit.constant dense<5.000000e-01>
 // SGD: memfit.constant dense<0.899999976>
@@ -65,20 +67,22 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // @w.grad and returns the loss; apply(lr) clips by the global norm, updates
 // w and its moments and zeroes the accumulator, returning the norm.
 // ACC: memfit.parameter @w.grad = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "gradient_accumulator"}
-// ACC: func.func @accumulate(%[[X:.*]]: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"})
-// ACC: %[[G:.*]] = memfit.load_parameter @w.grad
-// ACC-NEXT: %[[SUM:.*]] = memfit.kernel(%[[G]], %[[X]])
+// ACC-LABEL: func.func @accumulate(
+// ACC-SAME: %[[X:.+]]: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"})
+// ACC: %[[G:.+]] = memfit.load_parameter @w.grad
+// ACC-NEXT: %[[SUM:.+]] = memfit.kernel(%[[G]], %[[X]])
 // ACC: memfit.constant dense<2.500000e-01>
 // ACC: memfit.assign @w.grad, %[[SUM]]
 // ACC-NEXT: return
-// ACC: func.func @apply(%[[LR:.*]]: tensor<f32> {onnx.name = "lr"}) -> (tensor<f32> {onnx.name = "grad_norm"})
-// ACC: %[[ACC:.*]] = memfit.load_parameter @w.grad
-// ACC: %[[SQ:.*]] = memfit.mul %[[ACC]], %[[ACC]]
+// ACC-LABEL: func.func @apply(
+// ACC-SAME: %[[LR:.+]]: tensor<f32> {onnx.name = "lr"}) -> (tensor<f32> {onnx.name = "grad_norm"})
+// ACC: %[[ACC:.+]] = memfit.load_parameter @w.grad
+// ACC: %[[SQ:.+]] = memfit.mul %[[ACC]], %[[ACC]]
 // ACC: memfit.reduce_sum %[[SQ]]
-// ACC: %[[CLIP:.*]]:2 = memfit.kernel
+// ACC: %[[CLIP:.+]]:2 = memfit.kernel
 // ACC: memfit.less
 // ACC: memfit.where
-// ACC: %[[U:.*]]:4 = memfit.kernel({{.*}}, %[[ACC]], {{.*}}, %[[CLIP]]#1)
+// ACC: %[[U:.+]]:4 = memfit.kernel({{.*}}, %[[ACC]], {{.*}}, %[[CLIP]]#1)
 // ACC: memfit.expand
 // ACC: memfit.assign @w, %[[U]]#0
 // ACC-NEXT: memfit.assign @w.exp_avg, %[[U]]#1

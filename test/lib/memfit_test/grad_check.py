@@ -47,9 +47,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "..", "Runtime", "Inputs"))
-from op_numerics import onnx_model, ort_session, unique_name  # noqa: E402
+from memfit_test.op_numerics import onnx_model, ort_session, unique_name
 
 F32, F64, I64 = np.float32, np.float64, np.int64
 

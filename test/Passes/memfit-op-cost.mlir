@@ -1,6 +1,6 @@
-// The cost model of CostOpInterface, printed by memfit-op-cost. Every
-// number is worked out by hand in the comment above its check (f32 is 4
-// bytes, i64 8, i1 1).
+// memfit-op-cost: the cost model of CostOpInterface, one line per op that
+// does work and totals by class. Every number is worked out by hand in the
+// comment above its check (f32 is 4 bytes, i64 8, i1 1).
 // RUN: memfit-opt %s -split-input-file --memfit-op-cost -o /dev/null | FileCheck %s
 // The pass leaves the IR as it was.
 // RUN: memfit-opt %s -split-input-file --memfit-op-cost | FileCheck %s --check-prefix=IR

@@ -3,7 +3,7 @@
 
   check_remat_grads.py MEMFIT_RUN MODELS_DIR NAME EXPORTER WORKDIR
 
-Runs test/Training/Inputs/check_grads.py (PyTorch references, 1e-4
+Runs memfit_test.check_grads (PyTorch references, 1e-4
 relative) once with --remat=none and once per policy (checkpoint-layers;
 auto and optimal keeping half of the activation memory), each with
 --remat-report written to a file (optimal keeps 80%: its ILP needs
@@ -20,13 +20,8 @@ import sys
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRAINING = os.path.join(HERE, "..", "..", "Training", "Inputs")
-CHECK_GRADS = os.path.join(TRAINING, "check_grads.py")
-sys.path.insert(0, TRAINING)
-
-from check_training import report  # noqa: E402
-from remat_report import parse  # noqa: E402
+from memfit_test.check_training import report
+from memfit_test.remat_report import parse
 
 POLICIES = {
     "none": ["--remat=none"],
@@ -39,8 +34,9 @@ POLICIES = {
 def run_policy(memfit_run, models, name, exporter, workdir, policy):
     out = os.path.join(workdir, policy)
     report = os.path.join(workdir, policy + ".report")
-    args = [sys.executable, CHECK_GRADS, memfit_run, models, name, exporter,
-            out, "--", "--device=host", f"--remat-report={report}"]
+    args = [sys.executable, "-m", "memfit_test.check_grads", memfit_run,
+            models, name, exporter, out, "--", "--device=host",
+            f"--remat-report={report}"]
     args += POLICIES[policy]
     run = subprocess.run(args, capture_output=True, text=True)
     return run, out, report

@@ -12,7 +12,7 @@ in the report's header; `FAIL ...` otherwise.
 
 import sys
 
-from remat_report import parse
+from memfit_test.remat_report import parse
 
 
 def read(path):

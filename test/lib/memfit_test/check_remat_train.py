@@ -15,11 +15,8 @@ import os
 import re
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "Training", "Inputs"))
-
-from check_training import report, run, train_args  # noqa: E402
-from remat_report import parse  # noqa: E402
+from memfit_test.check_training import report, run, train_args
+from memfit_test.remat_report import parse
 
 
 def train(memfit_run, models, workdir, tag, extra):
