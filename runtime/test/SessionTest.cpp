@@ -283,7 +283,7 @@ void testSessionErrors() {
   Status tooBig = Session::create(e, DeviceKind::Host, options).status();
   CHECK(tooBig.code() == StatusCode::ResourceExhausted);
   CHECK_ERROR(tooBig,
-              "(memory plan: weights 752 bytes, activations 4096.00 TiB; "
+              "(memory plan: weights 752 B, activations 4096.00 TiB; "
               "4096.00 TiB in one allocation)");
 
   // Errors while running name the step.
