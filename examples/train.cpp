@@ -1,4 +1,4 @@
-//===- train.cpp - training with the memfit C++ API in one page ------------===//
+//===- train.cpp - training with the memfit C++ API in one page -----------===//
 //
 // Compiles an ONNX language model for training (cross-entropy over its
 // logits, AdamW), takes 5 optimizer steps on random tokens on the host
@@ -96,7 +96,7 @@ int main(int argc, char **argv) {
   rt::StatusOr<int64_t> count = resumed->stepCount();
   if (!count)
     return fail(count.status());
-  std::cout << "checkpoint: " << compared << " variables match, step "
-            << *count << "\n";
+  std::cout << "checkpoint: " << compared << " variables match, step " << *count
+            << "\n";
   return 0;
 }

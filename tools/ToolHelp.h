@@ -1,4 +1,4 @@
-//===- ToolHelp.h - --help that lists a tool's own options -------*- C++ -*-===//
+//===- ToolHelp.h - --help that lists a tool's own options ------*- C++ -*-===//
 //
 // The tools link LLVM and MLIR libraries that register hundreds of options
 // of their own (targets, debug counters, ...). A tool lists its options in
@@ -20,8 +20,8 @@ namespace memfit::tools {
 /// does, but as cl::Hidden rather than ReallyHidden, so that --help-hidden
 /// still lists them. Call it once every option is registered, before
 /// cl::ParseCommandLineOptions.
-inline void
-showOnlyCategories(llvm::ArrayRef<const llvm::cl::OptionCategory *> categories) {
+inline void showOnlyCategories(
+    llvm::ArrayRef<const llvm::cl::OptionCategory *> categories) {
   llvm::SmallVector<llvm::cl::Option *> listed;
   for (auto &entry : llvm::cl::getRegisteredOptions())
     if (entry.second->getOptionHiddenFlag() != llvm::cl::ReallyHidden)

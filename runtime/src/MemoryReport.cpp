@@ -61,8 +61,8 @@ public:
   void row(const std::string &name, uint64_t bytes, int indent) {
     char line[160];
     std::string text = std::string(2 + 2 * indent, ' ') + name;
-    int n = std::snprintf(line, sizeof(line), "%-34s %17s %11.2f",
-                          text.c_str(), groupDigits(bytes).c_str(),
+    int n = std::snprintf(line, sizeof(line), "%-34s %17s %11.2f", text.c_str(),
+                          groupDigits(bytes).c_str(),
                           double(bytes) / (1024.0 * 1024.0));
     out_.append(line, n);
     if (parameters_) {

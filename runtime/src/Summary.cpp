@@ -59,8 +59,8 @@ std::string formatPlanSummary(const Manifest &m) {
     if (c.name == "weights region" || c.name == "arena peak")
       continue;
     char line[160];
-    std::snprintf(line, sizeof(line), "    %-22s %14s bytes\n",
-                  c.name.c_str(), groupDigits(c.bytes).c_str());
+    std::snprintf(line, sizeof(line), "    %-22s %14s bytes\n", c.name.c_str(),
+                  groupDigits(c.bytes).c_str());
     s += line;
   }
   return s;

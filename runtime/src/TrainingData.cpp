@@ -24,8 +24,8 @@ StatusOr<std::vector<int64_t>> encodeCorpus(const std::string &text,
     }
     if (c < ' ' || c > '~') {
       char where[96];
-      std::snprintf(where, sizeof(where), ":%zu:%zu: byte 0x%02x", line,
-                    column, unsigned(c));
+      std::snprintf(where, sizeof(where), ":%zu:%zu: byte 0x%02x", line, column,
+                    unsigned(c));
       return invalidArgument(fileName + where +
                              " is not in the character vocabulary ('\\n' "
                              "and ' '..'~')");
@@ -52,8 +52,7 @@ uint64_t corpusOffset(uint64_t microBatch, uint64_t row, uint64_t batch,
 namespace {
 
 /// "'input_ids' 2x8xi64, 'labels' 2x8xi64", or "none".
-std::string bindingList(const Manifest &m,
-                        const std::vector<Binding> &inputs) {
+std::string bindingList(const Manifest &m, const std::vector<Binding> &inputs) {
   std::string s;
   for (const Binding &b : inputs) {
     const Buffer &buffer = m.buffers[b.buffer];
@@ -68,15 +67,20 @@ std::string bindingList(const Manifest &m,
 StatusOr<TrainingData>
 TrainingData::create(const Manifest &m, const std::vector<Binding> &inputs,
                      const TrainingDataOptions &options) {
+  if (options.accumulationSteps < 1)
+    return invalidArgument("training data: accumulation steps must be at "
+                           "least 1, got " +
+                           std::to_string(options.accumulationSteps));
   const auto &fixed = options.fixed, &data = options.data;
   for (const auto *paths : {&fixed, &data})
     for (const auto &[name, path] : *paths) {
-      bool known = std::any_of(inputs.begin(), inputs.end(),
-                               [&](const Binding &b) { return b.name == name; });
+      bool known =
+          std::any_of(inputs.begin(), inputs.end(),
+                      [&](const Binding &b) { return b.name == name; });
       if (!known)
         return invalidArgument(
-            std::string(paths == &fixed ? "--input=" : "--data=") + name +
-            "=" + path + ": the training step has no input named '" + name +
+            std::string(paths == &fixed ? "--input=" : "--data=") + name + "=" +
+            path + ": the training step has no input named '" + name +
             "' (inputs: " + bindingList(m, inputs) + ")");
       if (paths == &data && fixed.count(name))
         return invalidArgument("--data=" + name + " and --input=" + name +
@@ -115,8 +119,8 @@ TrainingData::create(const Manifest &m, const std::vector<Binding> &inputs,
           read->shape[0] < 1 || rest != buffer.shape)
         return invalidArgument(
             "--data=" + input.name + "=" + it->second + ": expected " +
-            expected + " micro-batches along a first dimension (Nx" +
-            expected + "), got " + rt::describe(read->dtype, read->shape));
+            expected + " micro-batches along a first dimension (Nx" + expected +
+            "), got " + rt::describe(read->dtype, read->shape));
       input.source = Input::Data;
       input.origin = it->second;
       input.count = read->shape[0];
@@ -179,7 +183,8 @@ Status TrainingData::useCorpus(const Manifest &m,
                            std::to_string(tokens_.size()) +
                            " tokens, but sequences of " + std::to_string(T) +
                            " need more than " + std::to_string(T + 1));
-  std::string origin = path + " (" + std::to_string(tokens_.size()) + " tokens)";
+  std::string origin =
+      path + " (" + std::to_string(tokens_.size()) + " tokens)";
   tokenInput->source = Input::Tokens;
   tokenInput->origin = origin;
   labels->source = Input::Labels;

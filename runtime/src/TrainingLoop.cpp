@@ -47,6 +47,11 @@ std::string formatDuration(double seconds) {
 StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                                       const TrainingData &data,
                                       const TrainingLoopOptions &options) {
+  if (options.steps < 0 || options.saveEvery < 0)
+    return invalidArgument("training loop: steps (" +
+                           std::to_string(options.steps) + ") and saveEvery (" +
+                           std::to_string(options.saveEvery) +
+                           ") must not be negative");
   std::ostream *log = options.log, *bar = options.progressBar;
   if (!options.resume.empty())
     MEMFIT_RT_RETURN_IF_ERROR(session.loadCheckpoint(options.resume));
@@ -62,8 +67,7 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
   int64_t k = trainer.accumulationSteps();
   if (log) {
     if (!options.resume.empty())
-      *log << "resumed from " << options.resume << " at step " << start
-           << "\n";
+      *log << "resumed from " << options.resume << " at step " << start << "\n";
     *log << data.describe()
          << format("training: steps %lld to %lld, %lld micro-batch%s per "
                    "step, %s learning rate %.3e\n",

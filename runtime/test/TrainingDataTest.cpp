@@ -51,7 +51,8 @@ Manifest dataManifest() {
   return m;
 }
 
-const std::vector<Binding> kInputs = {{"input_ids", 0}, {"labels", 1}, {"x", 2}};
+const std::vector<Binding> kInputs = {
+    {"input_ids", 0}, {"labels", 1}, {"x", 2}};
 
 void testCorpusEncoding() {
   StatusOr<std::vector<int64_t>> tokens = encodeCorpus("a\n ~", "t.txt");
@@ -61,8 +62,7 @@ void testCorpusEncoding() {
               "('\\n' and ' '..'~')");
   CHECK_ERROR(encodeCorpus("\xc3\xa9", "utf8.txt").status(),
               "utf8.txt:1:1: byte 0xc3");
-  CHECK_ERROR(readCorpus(scratch("no-such-corpus.txt")).status(),
-              "--corpus: ");
+  CHECK_ERROR(readCorpus(scratch("no-such-corpus.txt")).status(), "--corpus: ");
   CHECK(corpusOffset(0, 0, 2, 8, 71) == 0);
   CHECK(corpusOffset(3, 1, 2, 8, 71) == (7 * 8) % 62);
   CHECK(corpusOffset(5, 0, 2, 8, 71) == (10 * 8) % 62);
@@ -79,10 +79,12 @@ void testCorpusBatches() {
       TrainingData::create(dataManifest(), kInputs, options);
   if (!CHECK_OK(data.status()))
     return;
-  CHECK(data->describe() ==
-        "input input_ids: 2x4xi64 (tokens of " + path + " (44 tokens))\n"
-        "input labels: 2x4xi64 (next tokens of " + path + " (44 tokens))\n"
-        "input x: 3xf32 (random)\n");
+  CHECK(data->describe() == "input input_ids: 2x4xi64 (tokens of " + path +
+                                " (44 tokens))\n"
+                                "input labels: 2x4xi64 (next tokens of " +
+                                path +
+                                " (44 tokens))\n"
+                                "input x: 3xf32 (random)\n");
 
   // Row r of micro-batch j of step s, as memfit-run --help writes it.
   std::vector<int64_t> tokens = *encodeCorpus(text, path);
@@ -95,8 +97,8 @@ void testCorpusBatches() {
         int64_t idx = (s * k + j) * B + r;
         int64_t offset = (idx * T) % (N - T - 1);
         for (int64_t t = 0; t < T; ++t) {
-          matches &= batch["input_ids"].as<int64_t>()[r * T + t] ==
-                     tokens[offset + t];
+          matches &=
+              batch["input_ids"].as<int64_t>()[r * T + t] == tokens[offset + t];
           matches &= batch["labels"].as<int64_t>()[r * T + t] ==
                      tokens[offset + t + 1];
         }
@@ -117,10 +119,10 @@ void testCorpusBatches() {
               "--corpus=" + shortPath +
                   ": 5 tokens, but sequences of 4 need more than 5");
   options.corpus = path;
-  CHECK_ERROR(TrainingData::create(dataManifest(), {kInputs[0], kInputs[2]},
-                                   options)
-                  .status(),
-              "--corpus: the training step has no 'labels' input");
+  CHECK_ERROR(
+      TrainingData::create(dataManifest(), {kInputs[0], kInputs[2]}, options)
+          .status(),
+      "--corpus: the training step has no 'labels' input");
   CHECK_ERROR(
       TrainingData::create(dataManifest(), {kInputs[2]}, options).status(),
       "--corpus: the model has no int64 input of shape [B, T] for the tokens "
@@ -130,11 +132,11 @@ void testCorpusBatches() {
 void testNpySources() {
   // x: micro-batches along the first dimension (2 of them).
   std::string batches = scratch("x-batches.npy");
-  CHECK_OK(writeNpy(batches, tensor<float>(DType::f32, {2, 3},
-                                           {1, 2, 3, 4, 5, 6})));
+  CHECK_OK(
+      writeNpy(batches, tensor<float>(DType::f32, {2, 3}, {1, 2, 3, 4, 5, 6})));
   std::string fixed = scratch("ids.npy");
-  CHECK_OK(writeNpy(fixed, tensor<int64_t>(DType::i64, {2, 4},
-                                           {1, 2, 3, 4, 5, 6, 7, 8})));
+  CHECK_OK(writeNpy(
+      fixed, tensor<int64_t>(DType::i64, {2, 4}, {1, 2, 3, 4, 5, 6, 7, 8})));
   TrainingDataOptions options;
   options.data = {{"x", batches}};
   options.fixed = {{"input_ids", fixed}};
@@ -160,7 +162,8 @@ void testNpySources() {
 
   // A data file without the micro-batch dimension, or of another dtype.
   std::string flat = scratch("x-flat.npy");
-  CHECK_OK(writeNpy(flat, tensor<float>(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6})));
+  CHECK_OK(
+      writeNpy(flat, tensor<float>(DType::f32, {3, 2}, {1, 2, 3, 4, 5, 6})));
   options.data = {{"x", flat}};
   CHECK_ERROR(TrainingData::create(dataManifest(), kInputs, options).status(),
               "--data=x=" + flat +
@@ -181,6 +184,11 @@ void testNpySources() {
               "--data=y=" + batches +
                   ": the training step has no input named 'y' (inputs: "
                   "'input_ids' 2x4xi64, 'labels' 2x4xi64, 'x' 3xf32)");
+  options.data = {};
+  options.accumulationSteps = 0;
+  CHECK_ERROR(TrainingData::create(dataManifest(), kInputs, options).status(),
+              "training data: accumulation steps must be at least 1, got 0");
+  options.accumulationSteps = 1;
   options.data = {{"x", scratch("missing.npy")}};
   CHECK_ERROR(TrainingData::create(dataManifest(), kInputs, options).status(),
               "--data=x: " + scratch("missing.npy"));
@@ -246,8 +254,7 @@ void testTrainingLoop() {
   CHECK(contains(log, "saved checkpoint " + checkpoint + " at step 2\n"));
   CHECK(contains(log, "saved checkpoint " + checkpoint + " at step 3\n"));
   CHECK(contains(log, "trained 3 steps in "));
-  CHECK(first.firstStep == 0 && first.endStep == 3 &&
-        first.losses.size() == 3);
+  CHECK(first.firstStep == 0 && first.endStep == 3 && first.losses.size() == 3);
   // w = 0.9 w0 after one step: loss 15 * 0.81.
   CHECK(first.losses.size() == 3 &&
         std::fabs(first.losses[1].second - 12.15f) < 1e-4f);
@@ -288,6 +295,10 @@ void testTrainingLoop() {
     options.steps = 1;
     CHECK_ERROR(runTraining(*session, *trainer, *wrong, options).status(),
                 "step 1: micro-batch");
+    options.steps = -1;
+    CHECK_ERROR(runTraining(*session, *trainer, *wrong, options).status(),
+                "training loop: steps (-1) and saveEvery (0) must not be "
+                "negative");
   }
   CHECK(formatDuration(0) == "0:00" && formatDuration(59.6) == "1:00" &&
         formatDuration(3725) == "1:02:05");

@@ -1,4 +1,4 @@
-//===- memfit-run.cpp - compile a model and run or train it on a device ----===//
+//===- memfit-run.cpp - compile a model and run or train it on a device ---===//
 //
 // Compiles the model (or loads an executable directory written by
 // --save-executable), prints the memory plan, and then runs the forward
@@ -44,8 +44,8 @@ static cl::OptionCategory outputCategory("Output");
 static cl::OptionCategory trainCategory("Training (--train, --gradients)");
 static cl::OptionCategory loopCategory("Training loop and data (--train)");
 static cl::OptionCategory optimizerCategory("Optimizer (--train)");
-static cl::OptionCategory rematCategory(
-    "Memory and rematerialization (--train, --gradients)");
+static cl::OptionCategory
+    rematCategory("Memory and rematerialization (--train, --gradients)");
 
 template <typename T> using Opt = cl::opt<T>;
 using List = cl::list<std::string>;
@@ -63,9 +63,9 @@ static List inputFiles("input", cl::cat(inputCategory),
                                 "(repeatable); inputs not given are random"));
 static Opt<uint64_t> seed("seed", cl::init(0), cl::cat(inputCategory),
                           cl::desc("Seed of the random inputs"));
-static Opt<int64_t> intHigh(
-    "int-high", cl::init(2), cl::cat(inputCategory),
-    cl::desc("Random integer inputs are drawn from [0, int-high)"));
+static Opt<int64_t>
+    intHigh("int-high", cl::init(2), cl::cat(inputCategory),
+            cl::desc("Random integer inputs are drawn from [0, int-high)"));
 
 static Opt<std::string> device("device", cl::init("auto"),
                                cl::cat(deviceCategory),
@@ -74,26 +74,27 @@ static Opt<std::string> device("device", cl::init("auto"),
 static Opt<bool> compileOnly(
     "compile-only", cl::cat(deviceCategory),
     cl::desc("Stop after compiling (and after NVRTC for each --arch)"));
-static List archs("arch", cl::cat(deviceCategory),
-                  cl::desc("With --compile-only: compile the kernels with "
-                           "NVRTC to CUBIN for this architecture (sm_80, ...)"));
+static List
+    archs("arch", cl::cat(deviceCategory),
+          cl::desc("With --compile-only: compile the kernels with "
+                   "NVRTC to CUBIN for this architecture (sm_80, ...)"));
 static Opt<unsigned> repeat("repeat", cl::init(1), cl::cat(deviceCategory),
                             cl::desc("Run the forward pass this many times "
                                      "and report the best time"));
-static Opt<std::string> cacheDir(
-    "cache-dir", cl::cat(deviceCategory),
-    cl::desc("Kernel cache directory (default: $MEMFIT_CACHE_DIR or "
-             "~/.cache/memfit)"));
+static Opt<std::string>
+    cacheDir("cache-dir", cl::cat(deviceCategory),
+             cl::desc("Kernel cache directory (default: $MEMFIT_CACHE_DIR or "
+                      "~/.cache/memfit)"));
 static Opt<bool> noCache("no-cache", cl::cat(deviceCategory),
                          cl::desc("Do not use the kernel cache"));
 
-static Opt<std::string> outputDir(
-    "output-dir", cl::cat(outputCategory),
-    cl::desc("Write every output as <dir>/<name>.npy"));
-static Opt<std::string> saveDir(
-    "save-executable", cl::cat(outputCategory),
-    cl::desc("Write the compiled executable (manifest, kernels.cu, "
-             "weights.bin) to this directory"));
+static Opt<std::string>
+    outputDir("output-dir", cl::cat(outputCategory),
+              cl::desc("Write every output as <dir>/<name>.npy"));
+static Opt<std::string>
+    saveDir("save-executable", cl::cat(outputCategory),
+            cl::desc("Write the compiled executable (manifest, kernels.cu, "
+                     "weights.bin) to this directory"));
 static Opt<bool> memoryReport(
     "memory-report", cl::cat(outputCategory),
     cl::desc("Print the memory report: weights, gradients, optimizer "
@@ -112,24 +113,23 @@ static Opt<std::string> lossKind(
     "loss", cl::init("output"), cl::cat(trainCategory),
     cl::desc("output (the model's output is the loss), cross-entropy (input "
              "'labels') or mse (input 'target')"));
-static Opt<int64_t> ignoreIndex(
-    "ignore-index", cl::cat(trainCategory),
-    cl::desc("Cross-entropy: labels to ignore (default -100)"));
+static Opt<int64_t>
+    ignoreIndex("ignore-index", cl::cat(trainCategory),
+                cl::desc("Cross-entropy: labels to ignore (default -100)"));
 static List trainablePatterns(
     "trainable", cl::CommaSeparated, cl::cat(trainCategory),
     cl::desc("Glob patterns of the parameters to train (default: all)"));
-static List frozenPatterns(
-    "frozen", cl::CommaSeparated, cl::cat(trainCategory),
-    cl::desc("Glob patterns of parameters to leave alone"));
+static List
+    frozenPatterns("frozen", cl::CommaSeparated, cl::cat(trainCategory),
+                   cl::desc("Glob patterns of parameters to leave alone"));
 
-static Opt<int64_t> steps(
-    "steps", cl::init(20), cl::cat(loopCategory),
-    cl::desc("Optimizer steps to take (more, when resuming)"));
+static Opt<int64_t>
+    steps("steps", cl::init(20), cl::cat(loopCategory),
+          cl::desc("Optimizer steps to take (more, when resuming)"));
 static Opt<int64_t> accumulate(
     "accumulate", cl::init(1), cl::cat(loopCategory),
     cl::desc("Micro-batches per optimizer step (gradient accumulation)"));
-static Opt<double> learningRateFlag("lr", cl::init(1e-3),
-                                    cl::cat(loopCategory),
+static Opt<double> learningRateFlag("lr", cl::init(1e-3), cl::cat(loopCategory),
                                     cl::desc("Peak learning rate"));
 static Opt<std::string> lrSchedule(
     "lr-schedule", cl::init("constant"), cl::cat(loopCategory),
@@ -149,9 +149,9 @@ static Opt<std::string> corpus(
 static List dataFiles("data", cl::cat(loopCategory),
                       cl::desc("name=FILE.npy: micro-batches of an input "
                                "along the first dimension (repeatable)"));
-static Opt<std::string> lossesPath(
-    "losses", cl::cat(loopCategory),
-    cl::desc("Write step,loss lines (CSV) to this file"));
+static Opt<std::string>
+    lossesPath("losses", cl::cat(loopCategory),
+               cl::desc("Write step,loss lines (CSV) to this file"));
 static Opt<std::string> checkpointPath(
     "checkpoint", cl::cat(loopCategory),
     cl::desc("Save the training state to this file at the end (and every "
@@ -174,9 +174,9 @@ static Opt<double> beta2("beta2", cl::cat(optimizerCategory),
                          cl::desc("AdamW beta2 (default 0.999)"));
 static Opt<double> eps("eps", cl::cat(optimizerCategory),
                        cl::desc("AdamW epsilon (default 1e-8)"));
-static Opt<double> weightDecay(
-    "weight-decay", cl::cat(optimizerCategory),
-    cl::desc("Decoupled weight decay (default 0.01)"));
+static Opt<double>
+    weightDecay("weight-decay", cl::cat(optimizerCategory),
+                cl::desc("Decoupled weight decay (default 0.01)"));
 static Opt<double> momentum("momentum", cl::cat(optimizerCategory),
                             cl::desc("SGD momentum (default 0)"));
 static Opt<bool> nesterov("nesterov", cl::cat(optimizerCategory),
@@ -212,7 +212,8 @@ static Opt<std::string> timelineDataPath(
 
 /// The top of --help: the modes and the exact data scheme, which a PyTorch
 /// reference script mirrors.
-static const char *kOverview = R"(memfit-run: compile a model and run its forward pass, its gradients, or
+static const char *kOverview =
+    R"(memfit-run: compile a model and run its forward pass, its gradients, or
 train it
 
 MODEL is an .onnx or .mlir file, or an executable directory written by
@@ -279,7 +280,8 @@ std::vector<cl::Option *> given(const cl::OptionCategory &category) {
   for (auto &entry : cl::getRegisteredOptions()) {
     cl::Option *option = entry.second;
     if (option->getNumOccurrences() && option != &train &&
-        option != &gradients && llvm::is_contained(option->Categories, &category))
+        option != &gradients &&
+        llvm::is_contained(option->Categories, &category))
       options.push_back(option);
   }
   llvm::sort(options, [](cl::Option *a, cl::Option *b) {
@@ -311,7 +313,8 @@ std::optional<std::string> checkFlags() {
   if (train && gradients)
     return std::string("--train and --gradients: choose one");
   if (!train) {
-    for (const cl::OptionCategory *category : {&loopCategory, &optimizerCategory})
+    for (const cl::OptionCategory *category :
+         {&loopCategory, &optimizerCategory})
       for (cl::Option *option : given(*category))
         if (category == &loopCategory || !gradients)
           return "--" + option->ArgStr.str() + " needs --train";
@@ -424,6 +427,24 @@ std::string entryList(const rt::Manifest &manifest) {
   return list;
 }
 
+/// What was compiled (or loaded), its entries and its memory plan.
+void printExecutable(const rt::Manifest &manifest, double seconds) {
+  size_t stepCount = 0;
+  for (const rt::Entry &entry : manifest.entries)
+    stepCount += entry.steps.size();
+  out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions, {3} "
+                         "steps in {4:f1} ms\n",
+                         llvm::sys::path::filename(modelPath),
+                         manifest.kernels.size(), manifest.contractions.size(),
+                         stepCount, seconds * 1e3)
+               .str();
+  if (manifest.entries.size() != 1 || manifest.entries[0].name != "main")
+    out() << "entries: " << entryList(manifest) << "\n";
+  out() << rt::formatPlanSummary(manifest);
+  if (memoryReport)
+    std::cout << rt::formatMemoryReport(manifest);
+}
+
 /// What the executable is, against what was asked; --accumulate against a
 /// saved training step (the manifest does not record k).
 std::optional<std::string> checkMode(const rt::Manifest &manifest,
@@ -446,11 +467,12 @@ std::optional<std::string> checkMode(const rt::Manifest &manifest,
              " has 'accumulate' + 'apply' entries, compiled for k > 1";
   }
   if (train && !isTraining)
-    return "--train: " + modelPath + " is not a training step (entries: " +
-           entryList(manifest) + "); compile the model with --train";
+    return "--train: " + modelPath +
+           " is not a training step (entries: " + entryList(manifest) +
+           "); compile the model with --train";
   if (!train && isTraining)
-    return modelPath + " is a training step (entries: " +
-           entryList(manifest) + "): run it with --train";
+    return modelPath + " is a training step (entries: " + entryList(manifest) +
+           "): run it with --train";
   if (!train && manifest.entries.size() != 1)
     return modelPath + " has several entries (" + entryList(manifest) +
            "); memfit-run runs one";
@@ -470,8 +492,8 @@ int compileAhead(const rt::Manifest &manifest) {
   for (const std::string &arch : archs) {
     auto start = Clock::now();
     bool hit = false;
-    auto cubin = rt::compileToCubinCached(manifest.source, arch,
-                                          sessionOptions(), &hit);
+    auto cubin =
+        rt::compileToCubinCached(manifest.source, arch, sessionOptions(), &hit);
     if (!cubin)
       return fail(arch + ": " + cubin.status().message());
     out() << llvm::formatv("{0}: {1} kernels, {2} bytes of CUBIN {3} in "
@@ -507,13 +529,13 @@ openSession(const rt::Executable &executable) {
   const rt::SessionTimings &timings = (*session)->timings();
   out() << "device: " << (*session)->deviceDescription() << "\n"
         << "kernels: "
-        << (timings.cacheHit ? std::string("loaded from the cache")
-                             : llvm::formatv("compiled in {0:f2} s",
-                                             timings.compileSeconds)
-                                   .str())
+        << (timings.cacheHit
+                ? std::string("loaded from the cache")
+                : llvm::formatv("compiled in {0:f2} s", timings.compileSeconds)
+                      .str())
         << "\nallocated: " << memfit::groupDigits((*session)->allocatedBytes())
-        << " bytes (plan: " << memfit::groupDigits(executable.manifest.totalBytes())
-        << ")\n";
+        << " bytes (plan: "
+        << memfit::groupDigits(executable.manifest.totalBytes()) << ")\n";
   return session;
 }
 
@@ -596,8 +618,8 @@ int runOnce(rt::Session &session,
       return fail(ran.message());
     best = std::min(best, session.timings().runSeconds);
   }
-  out() << llvm::formatv("{0}: {1:f3} ms", gradients ? "loss and gradients"
-                                                     : "forward pass",
+  out() << llvm::formatv("{0}: {1:f3} ms",
+                         gradients ? "loss and gradients" : "forward pass",
                          best * 1e3)
                .str()
         << (repeat > 1 ? " (best of " + std::to_string(repeat) + ")" : "")
@@ -644,20 +666,7 @@ int main(int argc, char **argv) {
   if (!executable)
     return fail(executable.status().message());
   const rt::Manifest &manifest = executable->manifest;
-  size_t stepCount = 0;
-  for (const rt::Entry &entry : manifest.entries)
-    stepCount += entry.steps.size();
-  out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions, {3} "
-                         "steps in {4:f1} ms\n",
-                         llvm::sys::path::filename(modelPath),
-                         manifest.kernels.size(), manifest.contractions.size(),
-                         stepCount, secondsSince(start) * 1e3)
-               .str();
-  if (manifest.entries.size() != 1 || manifest.entries[0].name != "main")
-    out() << "entries: " << entryList(manifest) << "\n";
-  out() << rt::formatPlanSummary(manifest);
-  if (memoryReport)
-    std::cout << rt::formatMemoryReport(manifest);
+  printExecutable(manifest, secondsSince(start));
   if (std::optional<std::string> mismatch = checkMode(manifest, loaded))
     return fail(*mismatch);
 

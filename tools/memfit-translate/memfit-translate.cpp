@@ -1,4 +1,4 @@
-//===- memfit-translate.cpp - memfit IR to CUDA C++ or a manifest ----------===//
+//===- memfit-translate.cpp - memfit IR to CUDA C++ or a manifest ---------===//
 //
 // mlir-translate with memfit's translations. --help lists the translations
 // and mlir-translate's own flags (input, -o, --split-input-file,

@@ -1,4 +1,4 @@
-//===- Summary.h - short texts about plans and tensors for people -*- C++ -*-===//
+//===- Summary.h - plans and tensors in a few lines for people --*- C++ -*-===//
 //
 // What memfit-run prints about an executable's memory plan and about each
 // output; the C++ API prints the same.

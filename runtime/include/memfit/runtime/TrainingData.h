@@ -1,4 +1,4 @@
-//===- TrainingData.h - where each input of a micro-batch comes from -*- C++ -*-===//
+//===- TrainingData.h - the inputs of each micro-batch ----------*- C++ -*-===//
 //
 // The data of a training run, as memfit-run's --corpus, --data, --input and
 // random inputs give it (memfit-run --help, docs/runtime.md):
@@ -99,8 +99,7 @@ private:
     int64_t count = 0;  // Data: micro-batches in `tensor`
     uint64_t seed = 0;
   };
-  Status useCorpus(const Manifest &manifest,
-                   const std::vector<Binding> &inputs,
+  Status useCorpus(const Manifest &manifest, const std::vector<Binding> &inputs,
                    const std::string &path);
 
   std::vector<Input> inputs_;

@@ -1,4 +1,4 @@
-//===- TrainingLoop.h - a training run: steps, progress, checkpoints -*- C++ -*-===//
+//===- TrainingLoop.h - steps, progress and checkpoints of a run *- C++ -*-===//
 //
 // memfit-run --train's loop, for the C++ API as well: optionally resume from
 // a checkpoint, take `steps` optimizer steps with the learning-rate schedule
@@ -13,11 +13,12 @@
 //
 // Output on `log` (steps are global: the step counter + 1):
 //
-//   resumed from ckpt at step 5                      with `resume`
+//   resumed from ckpt at step 5                   with `resume`
 //   input input_ids: 2x8xi64 (tokens of text.txt (71 tokens))
-//   training: steps 6 to 8, 1 micro-batch per step, constant learning rate 1.000e-03
-//   step 6/8 loss 4.557586 lr 1.000e-03 0.4 ms      or the progress bar
-//   saved checkpoint ckpt at step 8                 (not with the bar)
+//   training: steps 6 to 8, 1 micro-batch per step, constant learning
+//     rate 1.000e-03
+//   step 6/8 loss 4.557586 lr 1.000e-03 0.4 ms   or the progress bar
+//   saved checkpoint ckpt at step 8              (not with the bar)
 //   trained 3 steps in 0.00 s (0.4 ms/step), last loss 4.493109
 //
 //===----------------------------------------------------------------------===//
