@@ -1,9 +1,10 @@
-//===- train.cpp - training with the memfit C++ API in one page ------------===//
+//===- train.cpp - training with the memfit C++ API in one page -----------===//
 //
 // Compiles an ONNX language model for training (cross-entropy over its
 // logits, AdamW), takes 5 optimizer steps on random tokens on the host
-// backend (or on CUDA with --cuda), saves a checkpoint, loads it into a
-// fresh session and checks that the parameters match.
+// backend (or on CUDA with --cuda) with the runtime's training loop (the
+// one memfit-run --train runs), which saves a checkpoint at the end; loads
+// it into a fresh session and checks that the parameters match.
 //
 //   memfit-example-train model.onnx batch=2,seq=16 checkpoint-file [--cuda]
 //
@@ -12,10 +13,11 @@
 #include "memfit/JIT/Compiler.h"
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Tensor.h"
-#include "memfit/runtime/Trainer.h"
+#include "memfit/runtime/TrainingLoop.h"
 
 #include <cstdio>
 #include <cstring>
+#include <iostream>
 
 using namespace memfit;
 
@@ -41,7 +43,7 @@ int main(int argc, char **argv) {
   rt::StatusOr<rt::Executable> executable = compileModelFile(argv[1], options);
   if (!executable)
     return fail(executable.status());
-  std::printf("%s", rt::formatMemoryReport(executable->manifest).c_str());
+  std::cout << rt::formatMemoryReport(executable->manifest);
 
   bool cuda = argc > 4 && std::strcmp(argv[4], "--cuda") == 0;
   rt::DeviceKind device = cuda ? rt::DeviceKind::Cuda : rt::DeviceKind::Host;
@@ -52,37 +54,24 @@ int main(int argc, char **argv) {
   if (!trainer)
     return fail(trainer.status());
 
-  // Random tokens; labels are the inputs shifted by one position.
-  rt::LrSchedule schedule;
-  schedule.peak = 1e-3f;
-  for (int step = 0; step < 5; ++step) {
-    rt::MicroBatch batch;
-    for (const rt::Binding &input : trainer->batchInputs()) {
-      const rt::Buffer &buffer = executable->manifest.buffers[input.buffer];
-      rt::Tensor tensor = rt::Tensor::zeros(buffer.dtype, buffer.shape);
-      rt::fillRandom(tensor, /*seed=*/step, /*intHigh=*/96);
-      batch[input.name] = tensor;
-    }
-    if (batch.count("labels") && batch.begin()->first != "labels") {
-      const rt::Tensor &ids = batch.begin()->second;
-      rt::Tensor &labels = batch["labels"];
-      int64_t n = labels.numElements();
-      for (int64_t i = 0; i < n; ++i)
-        labels.as<int64_t>()[i] = ids.as<int64_t>()[(i + 1) % n];
-    }
-    rt::StatusOr<int64_t> count = trainer->stepCount();
-    if (!count)
-      return fail(count.status());
-    float lr = rt::learningRate(schedule, *count);
-    rt::StatusOr<float> loss = trainer->step({batch}, lr);
-    if (!loss)
-      return fail(loss.status());
-    std::printf("step %lld loss %.6f\n", (long long)*count + 1, *loss);
-  }
+  // Random tokens and labels from [0, 96), different for every step.
+  rt::TrainingDataOptions data;
+  data.intHigh = 96;
+  rt::StatusOr<rt::TrainingData> batches = rt::TrainingData::create(
+      executable->manifest, trainer->batchInputs(), data);
+  if (!batches)
+    return fail(batches.status());
+  rt::TrainingLoopOptions loop;
+  loop.steps = 5;
+  loop.schedule.peak = 1e-3f;
+  loop.checkpoint = argv[3];
+  loop.log = &std::cout;
+  rt::StatusOr<rt::TrainingSummary> summary =
+      rt::runTraining(**session, *trainer, *batches, loop);
+  if (!summary)
+    return fail(summary.status());
 
-  // Checkpoint, then a fresh session from the same executable.
-  if (rt::Status s = (*session)->saveCheckpoint(argv[3]); !s)
-    return fail(s);
+  // A fresh session from the same executable and the checkpoint.
   auto fresh = rt::Session::create(*executable, device);
   if (!fresh)
     return fail(fresh.status());
@@ -107,7 +96,7 @@ int main(int argc, char **argv) {
   rt::StatusOr<int64_t> count = resumed->stepCount();
   if (!count)
     return fail(count.status());
-  std::printf("checkpoint: %zu variables match, step %lld\n", compared,
-              (long long)*count);
+  std::cout << "checkpoint: " << compared << " variables match, step " << *count
+            << "\n";
   return 0;
 }

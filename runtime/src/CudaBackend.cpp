@@ -24,12 +24,11 @@
 #include "CudaSymbols.h"
 #include "KernelCache.h"
 
+#include "memfit/runtime/Bytes.h"
 #include "memfit/runtime/Nvrtc.h"
 
 #include <array>
 #include <chrono>
-#include <cinttypes>
-#include <cstdio>
 #include <optional>
 #include <unordered_map>
 
@@ -37,23 +36,6 @@ namespace memfit::rt {
 namespace {
 
 using namespace cuda;
-
-/// "12884901888 bytes (12.00 GiB)".
-std::string formatBytes(uint64_t bytes) {
-  char text[96];
-  if (bytes < 1024)
-    std::snprintf(text, sizeof text, "%" PRIu64 " bytes", bytes);
-  else if (bytes < (1ull << 20))
-    std::snprintf(text, sizeof text, "%" PRIu64 " bytes (%.2f KiB)", bytes,
-                  static_cast<double>(bytes) / 1024);
-  else if (bytes < (1ull << 30))
-    std::snprintf(text, sizeof text, "%" PRIu64 " bytes (%.2f MiB)", bytes,
-                  static_cast<double>(bytes) / (1 << 20));
-  else
-    std::snprintf(text, sizeof text, "%" PRIu64 " bytes (%.2f GiB)", bytes,
-                  static_cast<double>(bytes) / (1ull << 30));
-  return text;
-}
 
 /// Loads the driver, initializes it and counts the devices; errors say why
 /// CUDA cannot be used ("no CUDA driver (libcuda.so.1 not found): ...",
@@ -341,9 +323,10 @@ Status CudaBackend::allocate(uint64_t bytes) {
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   size_t free = 0, total = 0;
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemGetInfo, &free, &total);
-  std::string needs = "the executable needs " + formatBytes(bytes) +
+  std::string needs = "the executable needs " + formatBytesExact(bytes) +
                       " of device memory but " + deviceName() + " has " +
-                      formatBytes(free) + " free of " + formatBytes(total);
+                      formatBytesExact(free) + " free of " +
+                      formatBytesExact(total);
   if (bytes > free)
     return Status::error(StatusCode::ResourceExhausted, needs);
   allocated_ = true;

@@ -9,6 +9,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "memfit/runtime/Bytes.h"
 #include "memfit/runtime/Manifest.h"
 
 #include <cmath>
@@ -45,14 +46,6 @@ bool isTotal(const std::string &name) {
   return name == "weights region" || name == "arena peak";
 }
 
-/// "1,234,567".
-std::string grouped(uint64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(i, ",");
-  return s;
-}
-
 std::string label(const std::string &name) {
   std::string s = name;
   for (char &c : s)
@@ -68,8 +61,8 @@ public:
   void row(const std::string &name, uint64_t bytes, int indent) {
     char line[160];
     std::string text = std::string(2 + 2 * indent, ' ') + name;
-    int n = std::snprintf(line, sizeof(line), "%-34s %17s %11.2f",
-                          text.c_str(), grouped(bytes).c_str(),
+    int n = std::snprintf(line, sizeof(line), "%-34s %17s %11.2f", text.c_str(),
+                          groupDigits(bytes).c_str(),
                           double(bytes) / (1024.0 * 1024.0));
     out_.append(line, n);
     if (parameters_) {
@@ -108,7 +101,7 @@ std::string formatMemoryReport(const Manifest &m) {
   if (!m.model.empty())
     title += " (" + m.model + ")";
   if (params)
-    title += ": " + grouped(params) + " trainable parameters";
+    title += ": " + groupDigits(params) + " trainable parameters";
   table.text(title);
   char head[160];
   std::snprintf(head, sizeof(head), "%-34s %17s %11s%s", "", "bytes", "MiB",

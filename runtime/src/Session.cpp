@@ -8,10 +8,11 @@
 
 #include "memfit/runtime/Session.h"
 
+#include "memfit/runtime/Bytes.h"
+
 #include "Backend.h"
 
 #include <chrono>
-#include <cstdio>
 
 namespace memfit::rt {
 
@@ -97,21 +98,6 @@ struct Session::Impl {
 };
 
 namespace {
-
-std::string formatBytes(uint64_t bytes) {
-  const char *units[] = {"bytes", "KiB", "MiB", "GiB", "TiB"};
-  double value = double(bytes);
-  int unit = 0;
-  while (value >= 1024 && unit < 4) {
-    value /= 1024;
-    ++unit;
-  }
-  if (unit == 0)
-    return std::to_string(bytes) + " bytes";
-  char text[32];
-  std::snprintf(text, sizeof(text), "%.2f %s", value, units[unit]);
-  return text;
-}
 
 /// "memory plan: weights 1.00 MiB, activations 3.50 MiB; 4.51 MiB in one
 /// allocation", for a device that lacks the memory.

@@ -32,6 +32,18 @@ StatusOr<LrSchedule::Kind> parseLrScheduleKind(const std::string &name) {
                          "' (expected constant, cosine or linear)");
 }
 
+const char *lrScheduleName(LrSchedule::Kind kind) {
+  switch (kind) {
+  case LrSchedule::Kind::Constant:
+    return "constant";
+  case LrSchedule::Kind::Cosine:
+    return "cosine";
+  case LrSchedule::Kind::Linear:
+    return "linear";
+  }
+  return "constant";
+}
+
 namespace {
 
 const Binding *findBinding(const std::vector<Binding> &list,

@@ -17,5 +17,6 @@ int main(int argc, char **argv) {
     test::runHostBackendTests();
     test::runSessionTests();
     test::runTrainingTests();
+    test::runTrainingDataTests();
   });
 }

@@ -8,6 +8,10 @@
 #include <cstdio>
 #include <string>
 
+namespace memfit::rt {
+struct Executable;
+} // namespace memfit::rt
+
 namespace memfit::rt::test {
 
 /// Counts checks and failures; a failure prints its location and goes on.
@@ -61,6 +65,12 @@ void runTensorTests();
 void runHostBackendTests();
 void runSessionTests();
 void runTrainingTests();
+void runTrainingDataTests();
+
+/// A hand-written training executable (TrainingTest.cpp): parameter w [4]
+/// starting at {1, 2, 3, 4}, input x [4], loss 0.5 * |w - x|^2, momentum
+/// SGD; "train_step", or "accumulate" + "apply" for k = 2.
+Executable trainingExecutable(bool accumulateApply);
 
 } // namespace memfit::rt::test
 

@@ -77,6 +77,8 @@ extern "C" __global__ void apply(const float* __restrict__ lr,
 
 enum : uint32_t { W, C, M, G, Counter, X, Lr, Loss };
 
+} // namespace
+
 /// Weights: w [4] (parameter) at 0, c [4] (frozen) at 256, w.momentum at
 /// 512, w.grad at 768, step [] at 1024; the blob holds w and c only.
 /// Arena: x [4], lr [], loss [].
@@ -133,6 +135,8 @@ Executable trainingExecutable(bool accumulateApply) {
   std::memcpy(&e.weights[256], c, sizeof c);
   return e;
 }
+
+namespace {
 
 std::unique_ptr<Session> open(const Executable &e) {
   SessionOptions options;

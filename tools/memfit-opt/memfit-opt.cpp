@@ -10,6 +10,8 @@
 #include "memfit/Import/OnnxImporter.h"
 #include "memfit/Passes/Pipelines.h"
 
+#include "ToolHelp.h"
+
 #include "mlir/Bytecode/BytecodeWriter.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Support/FileUtilities.h"
@@ -21,12 +23,68 @@
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
+namespace cl = llvm::cl;
 
-static llvm::cl::opt<std::string> inputShapes(
-    "input-shape",
-    llvm::cl::desc("Shapes of ONNX graph inputs (name=2x16,...) or sizes of "
-                   "symbolic dimensions (batch=2,...)"),
-    llvm::cl::init(""));
+// --help lists these categories; MLIR's options that a user of memfit-opt
+// needs are added to them by name (showMemfitOptions), the rest of MLIR's
+// and LLVM's options are listed by --help-hidden only.
+static cl::OptionCategory inputCategory("Inputs");
+static cl::OptionCategory passCategory("Passes");
+static cl::OptionCategory outputCategory("Output");
+static cl::OptionCategory testCategory("Testing");
+
+static cl::opt<std::string> inputFilename(cl::Positional, cl::init("-"),
+                                          cl::desc("<input file: .mlir or "
+                                                   ".onnx>"),
+                                          cl::cat(inputCategory));
+static cl::opt<std::string> outputFilename("o", cl::init("-"),
+                                           cl::value_desc("filename"),
+                                           cl::desc("Output filename"),
+                                           cl::cat(outputCategory));
+static cl::opt<std::string> inputShapes(
+    "input-shape", cl::init(""), cl::cat(inputCategory),
+    cl::desc("Shapes of ONNX graph inputs (name=2x16,...) or sizes of "
+             "symbolic dimensions (batch=2,...)"));
+
+static cl::extrahelp examples(R"(
+EXAMPLES:
+  memfit-opt model.onnx --input-shape=input_ids=2x16          import, print IR
+  memfit-opt model.onnx --input-shape=batch=2,seq=16 --memfit-model-summary \
+      -o /dev/null
+  memfit-opt model.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline \
+      --memfit-memory-plan -o /dev/null                      kernels, memory plan
+  memfit-opt in.mlir --pass-pipeline='builtin.module(memfit-autodiff{loss=mse},\
+      canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{report=-})'
+  memfit-opt in.mlir --split-input-file --verify-diagnostics
+)");
+
+/// Puts MLIR's options that memfit-opt's users need into its categories
+/// (an option missing from this MLIR is skipped) and hides the rest from
+/// --help.
+static void showMemfitOptions() {
+  const std::pair<const char *, cl::OptionCategory *> shown[] = {
+      // The pass list (one option, registered under every pass name).
+      {"canonicalize", &passCategory},
+      {"pass-pipeline", &passCategory},
+      {"dump-pass-pipeline", &passCategory},
+      {"mlir-disable-threading", &passCategory},
+      {"mlir-pass-statistics", &passCategory},
+      {"mlir-timing", &passCategory},
+      {"mlir-print-debuginfo", &outputCategory},
+      {"mlir-print-ir-after-all", &outputCategory},
+      {"mlir-elide-elementsattrs-if-larger", &outputCategory},
+      {"emit-bytecode", &outputCategory},
+      {"split-input-file", &testCategory},
+      {"verify-diagnostics", &testCategory},
+      {"allow-unregistered-dialect", &testCategory},
+  };
+  auto &options = cl::getRegisteredOptions();
+  for (auto [name, category] : shown)
+    if (cl::Option *option = options.lookup(name))
+      option->addCategory(*category);
+  ::memfit::tools::showOnlyCategories(
+      {&inputCategory, &passCategory, &outputCategory, &testCategory});
+}
 
 /// Imports an ONNX file into a bytecode buffer that MlirOptMain then reads
 /// like any other input. Diagnostics go to stderr.
@@ -61,9 +119,12 @@ int main(int argc, char **argv) {
   DialectRegistry registry;
   mlir::memfit::registerOnnxImportDialects(registry);
 
-  auto [inputFile, outputFile] = registerAndParseCLIOptions(
-      argc, argv, "memfit optimizer driver\n", registry);
+  std::string helpHeader =
+      registerCLIOptions("memfit optimizer driver\n", registry);
+  showMemfitOptions();
+  cl::ParseCommandLineOptions(argc, argv, helpHeader);
   MlirOptMainConfig config = MlirOptMainConfig::createFromCLOptions();
+  const std::string &inputFile = inputFilename, &outputFile = outputFilename;
 
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(inputFile, &error);

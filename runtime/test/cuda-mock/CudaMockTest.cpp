@@ -193,17 +193,17 @@ void runMemoryTests() {
   // A plan larger than the free memory fails before cuMemAlloc.
   Status status = backend->allocate(3ull << 30);
   CHECK(status.code() == StatusCode::ResourceExhausted);
-  CHECK_ERROR(status, "the executable needs 3221225472 bytes (3.00 GiB) of "
-                      "device memory but Mock GPU A (device 0) has "
-                      "1073741824 bytes (1.00 GiB) free of 17179869184 bytes "
-                      "(16.00 GiB)");
+  CHECK_ERROR(status, "the executable needs 3,221,225,472 bytes (3.00 GiB) "
+                      "of device memory but Mock GPU A (device 0) has "
+                      "1,073,741,824 bytes (1.00 GiB) free of "
+                      "17,179,869,184 bytes (16.00 GiB)");
   CHECK(mockcuda::calls("cuMemAlloc_v2") == 0);
   // cuMemAlloc may still fail (fragmentation, another process); the
   // backend can try again.
   mockcuda::failNext("cuMemAlloc_v2", 2);
   status = backend->allocate(1 << 20);
   CHECK(status.code() == StatusCode::ResourceExhausted);
-  CHECK_ERROR(status, "the executable needs 1048576 bytes (1.00 MiB) of "
+  CHECK_ERROR(status, "the executable needs 1,048,576 bytes (1.00 MiB) of "
                       "device memory but Mock GPU A (device 0) has");
   CHECK_ERROR(status, ": cuMemAlloc failed: CUDA_ERROR_OUT_OF_MEMORY (2): out "
                       "of memory");

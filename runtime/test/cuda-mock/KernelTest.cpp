@@ -461,11 +461,11 @@ void runCudaSessionTests() {
   StatusOr<std::unique_ptr<Session>> session =
       Session::create(executable, DeviceKind::Cuda, options);
   CHECK(session.status().code() == StatusCode::ResourceExhausted);
-  CHECK_ERROR(session.status(), "the executable needs 1280 bytes");
+  CHECK_ERROR(session.status(), "the executable needs 1,280 bytes (1.25 KiB)");
   CHECK_ERROR(session.status(),
               "of device memory but Mock GPU A (device 0) has 1000 bytes free "
-              "of 1048576 bytes (1.00 MiB) (memory plan: weights 264 bytes, "
-              "arena 768 bytes; 1.25 KiB in one allocation)");
+              "of 1,048,576 bytes (1.00 MiB) (memory plan: weights 264 B, "
+              "arena 768 B; 1.25 KiB in one allocation)");
   expectClean("session out of memory");
 }
 

@@ -54,6 +54,8 @@ struct LrSchedule {
 float learningRate(const LrSchedule &schedule, int64_t step);
 /// "constant", "cosine", "linear".
 StatusOr<LrSchedule::Kind> parseLrScheduleKind(const std::string &name);
+/// The name parseLrScheduleKind reads.
+const char *lrScheduleName(LrSchedule::Kind kind);
 
 /// Input tensors of one micro-batch by name (model inputs and loss inputs
 /// such as "labels"; never "lr").

@@ -1,0 +1,150 @@
+//===- TrainingLoop.cpp - a training run: steps, progress, checkpoints ----===//
+
+#include "memfit/runtime/TrainingLoop.h"
+
+#include "Files.h"
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ostream>
+
+namespace memfit::rt {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// printf into a std::string.
+template <typename... Args>
+std::string format(const char *pattern, Args... args) {
+  char text[256];
+  std::snprintf(text, sizeof(text), pattern, args...);
+  return text;
+}
+
+/// The "step,loss" CSV of the steps so far.
+std::string lossesCsv(const std::vector<std::pair<int64_t, float>> &losses) {
+  std::string csv = "step,loss\n";
+  for (const auto &[step, loss] : losses)
+    csv += std::to_string(step) + "," + format("%.9g", double(loss)) + "\n";
+  return csv;
+}
+
+} // namespace
+
+std::string formatDuration(double seconds) {
+  long long s = std::llround(seconds);
+  if (s >= 3600)
+    return format("%lld:%02lld:%02lld", s / 3600, (s / 60) % 60, s % 60);
+  return format("%lld:%02lld", s / 60, s % 60);
+}
+
+StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
+                                      const TrainingData &data,
+                                      const TrainingLoopOptions &options) {
+  if (options.steps < 0 || options.saveEvery < 0)
+    return invalidArgument("training loop: steps (" +
+                           std::to_string(options.steps) + ") and saveEvery (" +
+                           std::to_string(options.saveEvery) +
+                           ") must not be negative");
+  std::ostream *log = options.log, *bar = options.progressBar;
+  if (!options.resume.empty())
+    MEMFIT_RT_RETURN_IF_ERROR(session.loadCheckpoint(options.resume));
+  StatusOr<int64_t> counter = trainer.stepCount();
+  if (!counter)
+    return counter.status();
+  TrainingSummary summary;
+  int64_t start = summary.firstStep = *counter;
+  int64_t end = summary.endStep = start + options.steps;
+  LrSchedule schedule = options.schedule;
+  if (!schedule.decaySteps)
+    schedule.decaySteps = end;
+  int64_t k = trainer.accumulationSteps();
+  if (log) {
+    if (!options.resume.empty())
+      *log << "resumed from " << options.resume << " at step " << start << "\n";
+    *log << data.describe()
+         << format("training: steps %lld to %lld, %lld micro-batch%s per "
+                   "step, %s learning rate %.3e\n",
+                   (long long)start + 1, (long long)end, (long long)k,
+                   k == 1 ? "" : "es", lrScheduleName(schedule.kind),
+                   double(schedule.peak));
+  }
+
+  auto saveState = [&](int64_t global) -> Status {
+    if (!options.checkpoint.empty()) {
+      MEMFIT_RT_RETURN_IF_ERROR(session.saveCheckpoint(options.checkpoint));
+      if (log && !bar)
+        *log << "saved checkpoint " << options.checkpoint << " at step "
+             << global << "\n";
+    }
+    if (!options.losses.empty()) {
+      std::string csv = lossesCsv(summary.losses);
+      MEMFIT_RT_RETURN_IF_ERROR(
+          writeFileAtomic(options.losses, csv.data(), csv.size()));
+    }
+    return Status::ok();
+  };
+
+  auto trainStart = Clock::now();
+  for (int64_t s = start; s < end; ++s) {
+    float lr = learningRate(schedule, s);
+    auto stepStart = Clock::now();
+    StatusOr<float> loss = trainer.step(data.step(s), lr);
+    int64_t global = s + 1;
+    if (!loss) {
+      if (bar)
+        *bar << "\n";
+      return loss.status().withContext("step " + std::to_string(global));
+    }
+    double ms = secondsSince(stepStart) * 1e3;
+    summary.losses.emplace_back(global, *loss);
+    if (bar) {
+      double done = double(global - start) / double(end - start);
+      double eta = secondsSince(trainStart) / double(global - start) *
+                   double(end - global);
+      int width = 24, filled = int(done * width);
+      *bar << "\r[" << std::string(filled, '#')
+           << std::string(width - filled, '.')
+           << format("] step %lld/%lld loss %.6f lr %.6e %.1f ms/step ETA %s"
+                     "   ",
+                     (long long)global, (long long)end, double(*loss),
+                     double(lr), ms, formatDuration(eta).c_str());
+      if (global == end)
+        *bar << "\n";
+      bar->flush();
+    } else if (log) {
+      *log << format("step %lld/%lld loss %.6f lr %.3e %.1f ms\n",
+                     (long long)global, (long long)end, double(*loss),
+                     double(lr), ms);
+    }
+    if (options.saveEvery > 0 && global % options.saveEvery == 0 &&
+        global != end)
+      MEMFIT_RT_RETURN_IF_ERROR(saveState(global));
+  }
+  if (log)
+    log->flush();
+  summary.seconds = secondsSince(trainStart);
+  StatusOr<int64_t> finalCount = trainer.stepCount();
+  if (!finalCount)
+    return finalCount.status();
+  if (*finalCount != end && options.warn)
+    options.warn("the executable's step counter is " +
+                 std::to_string(*finalCount) + ", expected " +
+                 std::to_string(end));
+  MEMFIT_RT_RETURN_IF_ERROR(saveState(end));
+  if (log && options.steps > 0)
+    *log << format("trained %lld steps in %.2f s (%.1f ms/step), last loss "
+                   "%.6f\n",
+                   (long long)options.steps, summary.seconds,
+                   summary.seconds * 1e3 / double(options.steps),
+                   double(summary.losses.back().second));
+  return summary;
+}
+
+} // namespace memfit::rt
