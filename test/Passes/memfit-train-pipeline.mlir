@@ -40,6 +40,23 @@
 // REPORT: remat report for @train_step: policy auto
 // REPORT: totals: 6 saved (9216 bytes), 2 recomputed (4096 bytes)
 
+// memfit-opt reproduces exactly what the C++ API compiles: memfit-run
+// --train prints the memfit-opt command (--print-pipeline; the budget as
+// bytes) and writes the module it emits CUDA from (--emit-mlir); memfit-opt
+// with that pipeline prints the same module, and memfit-translate makes the
+// same kernels of it.
+// RUN: rm -rf %t.dir && mkdir -p %t.dir
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --frozen='wpe.*' --optimizer=sgd --momentum=0.9 --clip-norm=1 --accumulate=2 --budget=1.5MiB --activation-fraction=0.6 --compile-only --quiet --print-pipeline --emit-mlir=%t.dir/api.mlir --save-executable=%t.dir/exe > %t.dir/printed.txt
+// RUN: FileCheck %s --check-prefix=PRINTED < %t.dir/printed.txt
+// PRINTED: pipeline: memfit-opt {{.*}}gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6'
+// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6' -o %t.dir/opt.mlir 2>/dev/null
+// RUN: diff %t.dir/api.mlir %t.dir/opt.mlir
+// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6' --mlir-print-debuginfo 2>/dev/null | memfit-translate --memfit-to-cuda > %t.dir/opt.cu
+// RUN: diff %t.dir/opt.cu %t.dir/exe/kernels.cu
+// And the forward pass: memfit-run prints the forward pipeline.
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=FORWARD
+// FORWARD: pipeline: memfit-opt {{.*}}gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline
+
 // Options the parser or the pipeline refuses, each with the reason.
 // RUN: not memfit-opt %s --memfit-train-pipeline='loss=hinge' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADLOSS
 // BADLOSS: for the --loss option: Cannot find option named 'hinge'!

@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "memfit/JIT/Compiler.h"
+#include "memfit/Support/ByteSize.h"
 #include "memfit/runtime/Bytes.h"
 #include "memfit/runtime/Nvrtc.h"
 #include "memfit/runtime/Session.h"
@@ -101,6 +102,13 @@ static Opt<bool> memoryReport(
              "states, activations and bytes per parameter"));
 static Opt<bool> quiet("quiet", cl::cat(outputCategory),
                        cl::desc("Print only errors"));
+static Opt<bool> printPipeline(
+    "print-pipeline", cl::cat(outputCategory),
+    cl::desc("Print the memfit-opt command that reproduces the compile"));
+static Opt<std::string> emitMlir(
+    "emit-mlir", cl::cat(outputCategory),
+    cl::desc("Write the module that CUDA is emitted from as MLIR ('-': "
+             "stdout)"));
 
 static Opt<bool> train("train", cl::cat(trainCategory),
                        cl::desc("Compile the training step and train the "
@@ -190,7 +198,7 @@ static Opt<std::string> rematPolicy(
     cl::desc("Rematerialization policy: none, checkpoint-layers, auto "
              "(default; needs --budget or --activation-fraction) or "
              "optimal"));
-static Opt<std::string> budgetFlag(
+static Opt<mlir::memfit::ByteSize> budgetFlag(
     "budget", cl::cat(rematCategory),
     cl::desc("Peak device memory of the training step (weights + arena): "
              "bytes, or with KiB/MiB/GiB/KB/MB/GB"));
@@ -361,8 +369,8 @@ void warnIgnoredCompileFlags() {
               << " is ignored: the executable is compiled already\n";
 }
 
-/// The training options the flags give; nothing when --budget does not
-/// parse.
+/// The training options the flags give; nothing when --budget is not
+/// positive.
 std::optional<memfit::TrainOptions> trainOptionsFromFlags() {
   memfit::TrainOptions t;
   t.loss = lossKind;
@@ -383,10 +391,9 @@ std::optional<memfit::TrainOptions> trainOptionsFromFlags() {
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.remat = rematPolicy;
   if (budgetFlag.getNumOccurrences()) {
-    std::optional<int64_t> bytes = memfit::parseBytes(budgetFlag);
-    if (!bytes || *bytes <= 0)
+    if (budgetFlag.getValue().bytes <= 0)
       return std::nullopt;
-    t.budget = *bytes;
+    t.budget = budgetFlag.getValue().bytes;
   }
   t.activationFraction = activationFractionFlag;
   if (rematReport.getNumOccurrences())
@@ -406,13 +413,25 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   }
   memfit::CompileOptions options;
   options.inputShapes = inputShapes;
+  options.mlirOutput = emitMlir;
   if (train || gradients) {
     options.train = trainOptionsFromFlags();
     if (!options.train)
-      return rt::invalidArgument(
-          "--budget=" + budgetFlag +
-          ": expected a positive size in bytes, or with a unit (512MiB, "
-          "1.5GiB, 800MB)");
+      return rt::invalidArgument("--budget must be a positive size");
+  }
+  if (printPipeline) {
+    std::string pipeline = "--memfit-forward-pipeline";
+    if (options.train) {
+      auto text = memfit::trainPipelineOptions(*options.train);
+      if (!text)
+        return text.status();
+      pipeline = "--memfit-train-pipeline='" + *text + "'";
+    }
+    std::cout << "pipeline: memfit-opt " << modelPath.getValue()
+              << (inputShapes.empty()
+                      ? std::string()
+                      : " --input-shape=" + inputShapes.getValue())
+              << " " << pipeline << std::endl;
   }
   return memfit::compileModelFile(modelPath, options);
 }
