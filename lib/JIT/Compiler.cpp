@@ -39,36 +39,23 @@ namespace {
 rt::StatusOr<std::unique_ptr<TrainPipelineOptions>>
 pipelineOptions(const TrainOptions &train) {
   auto options = std::make_unique<TrainPipelineOptions>();
-  if (train.loss == "output")
-    options->loss = LossKind::Output;
-  else if (train.loss == "cross-entropy")
-    options->loss = LossKind::CrossEntropy;
-  else if (train.loss == "mse")
-    options->loss = LossKind::Mse;
-  else
+  std::optional<LossKind> loss = symbolizeLossKind(train.loss);
+  if (!loss)
     return rt::invalidArgument("unknown loss '" + train.loss +
                                "'; expected output, cross-entropy or mse");
-  if (train.optimizer == "adamw")
-    options->optimizer = OptimizerKind::AdamW;
-  else if (train.optimizer == "sgd")
-    options->optimizer = OptimizerKind::Sgd;
-  else if (train.optimizer == "none")
-    options->optimizer = OptimizerKind::None;
-  else
+  std::optional<OptimizerKind> optimizer =
+      symbolizeOptimizerKind(train.optimizer);
+  if (!optimizer)
     return rt::invalidArgument("unknown optimizer '" + train.optimizer +
                                "'; expected adamw, sgd or none");
-  if (train.remat == "none")
-    options->remat = RematPolicy::None;
-  else if (train.remat == "checkpoint-layers")
-    options->remat = RematPolicy::CheckpointLayers;
-  else if (train.remat == "auto")
-    options->remat = RematPolicy::Auto;
-  else if (train.remat == "optimal")
-    options->remat = RematPolicy::Optimal;
-  else
+  std::optional<RematPolicy> remat = symbolizeRematPolicy(train.remat);
+  if (!remat)
     return rt::invalidArgument("unknown remat policy '" + train.remat +
                                "'; expected none, checkpoint-layers, auto or "
                                "optimal");
+  options->loss = *loss;
+  options->optimizer = *optimizer;
+  options->remat = *remat;
   options->ignoreIndex = train.ignoreIndex;
   options->trainable = train.trainable;
   options->frozen = train.frozen;

@@ -16,42 +16,65 @@
 using namespace mlir;
 using namespace mlir::memfit;
 
+namespace {
+
+template <typename Kind> struct KindName {
+  Kind kind;
+  const char *name;
+};
+
+// The one spelling of each kind: the option values, the passes' options and
+// the C++ API's strings.
+constexpr KindName<LossKind> kLossNames[] = {
+    {LossKind::Output, "output"},
+    {LossKind::CrossEntropy, "cross-entropy"},
+    {LossKind::Mse, "mse"}};
+constexpr KindName<OptimizerKind> kOptimizerNames[] = {
+    {OptimizerKind::AdamW, "adamw"},
+    {OptimizerKind::Sgd, "sgd"},
+    {OptimizerKind::None, "none"}};
+constexpr KindName<RematPolicy> kRematNames[] = {
+    {RematPolicy::None, "none"},
+    {RematPolicy::CheckpointLayers, "checkpoint-layers"},
+    {RematPolicy::Auto, "auto"},
+    {RematPolicy::Optimal, "optimal"}};
+
+template <typename Kind, size_t N>
+StringRef nameOf(const KindName<Kind> (&names)[N], Kind kind) {
+  for (const KindName<Kind> &entry : names)
+    if (entry.kind == kind)
+      return entry.name;
+  llvm_unreachable("a kind without a name");
+}
+
+template <typename Kind, size_t N>
+std::optional<Kind> kindOf(const KindName<Kind> (&names)[N], StringRef name) {
+  for (const KindName<Kind> &entry : names)
+    if (name == entry.name)
+      return entry.kind;
+  return std::nullopt;
+}
+
+} // namespace
+
 StringRef mlir::memfit::stringifyLossKind(LossKind kind) {
-  switch (kind) {
-  case LossKind::Output:
-    return "output";
-  case LossKind::CrossEntropy:
-    return "cross-entropy";
-  case LossKind::Mse:
-    return "mse";
-  }
-  llvm_unreachable("unknown loss kind");
+  return nameOf(kLossNames, kind);
 }
-
 StringRef mlir::memfit::stringifyOptimizerKind(OptimizerKind kind) {
-  switch (kind) {
-  case OptimizerKind::AdamW:
-    return "adamw";
-  case OptimizerKind::Sgd:
-    return "sgd";
-  case OptimizerKind::None:
-    return "none";
-  }
-  llvm_unreachable("unknown optimizer kind");
+  return nameOf(kOptimizerNames, kind);
 }
-
 StringRef mlir::memfit::stringifyRematPolicy(RematPolicy policy) {
-  switch (policy) {
-  case RematPolicy::None:
-    return "none";
-  case RematPolicy::CheckpointLayers:
-    return "checkpoint-layers";
-  case RematPolicy::Auto:
-    return "auto";
-  case RematPolicy::Optimal:
-    return "optimal";
-  }
-  llvm_unreachable("unknown remat policy");
+  return nameOf(kRematNames, policy);
+}
+std::optional<LossKind> mlir::memfit::symbolizeLossKind(StringRef name) {
+  return kindOf(kLossNames, name);
+}
+std::optional<OptimizerKind>
+mlir::memfit::symbolizeOptimizerKind(StringRef name) {
+  return kindOf(kOptimizerNames, name);
+}
+std::optional<RematPolicy> mlir::memfit::symbolizeRematPolicy(StringRef name) {
+  return kindOf(kRematNames, name);
 }
 
 std::string

@@ -25,6 +25,7 @@
 
 #include "mlir/Pass/PassOptions.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir {
@@ -37,11 +38,14 @@ enum class LossKind { Output, CrossEntropy, Mse };
 enum class OptimizerKind { AdamW, Sgd, None };
 enum class RematPolicy { None, CheckpointLayers, Auto, Optimal };
 
-/// The names the options and the passes use ("cross-entropy", "adamw",
-/// "checkpoint-layers", ...).
+/// The names the options, the passes and the C++ API use ("cross-entropy",
+/// "adamw", "checkpoint-layers", ...), and back.
 llvm::StringRef stringifyLossKind(LossKind kind);
 llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
 llvm::StringRef stringifyRematPolicy(RematPolicy policy);
+std::optional<LossKind> symbolizeLossKind(llvm::StringRef name);
+std::optional<OptimizerKind> symbolizeOptimizerKind(llvm::StringRef name);
+std::optional<RematPolicy> symbolizeRematPolicy(llvm::StringRef name);
 
 struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
