@@ -26,6 +26,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
+#include "llvm/Support/raw_ostream.h"
 
 #include <chrono>
 #include <cmath>
@@ -433,7 +434,12 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
                       : " --input-shape=" + inputShapes.getValue())
               << " " << pipeline << std::endl;
   }
-  return memfit::compileModelFile(modelPath, options);
+  // The compiler's passes write their reports (--remat-report=-) through
+  // LLVM's stdout stream: keep them in order with this tool's lines.
+  std::cout.flush();
+  auto compiled = memfit::compileModelFile(modelPath, options);
+  llvm::outs().flush();
+  return compiled;
 }
 
 /// "train_step (1 steps), ..."

@@ -37,6 +37,12 @@ def main():
                         "--remat-report"])
     if base != remat:
         failures.append(f"losses differ:\n{base}\nvs\n{remat}")
+    # The compiler's report is printed before the tool's own lines.
+    order = [out.find(text) for text in
+             ("remat report for", "compiled ", "step 1/")]
+    if -1 in order or order != sorted(order):
+        failures.append("the remat report, the compile line and the steps "
+                        "are out of order:\n" + out)
     figures = parse(out)
     recomputed, planned_bytes = figures["recomputed"], figures["planned"]
     allocated = re.search(r"allocated: ([\d,]+) bytes", out)
