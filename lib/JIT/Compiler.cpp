@@ -20,7 +20,6 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
-
 using namespace mlir;
 using mlir::memfit::CudaEmitOptions;
 using mlir::memfit::emitExecutable;

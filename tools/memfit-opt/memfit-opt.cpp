@@ -53,6 +53,9 @@ EXAMPLES:
       -o /dev/null
   memfit-opt model.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline \
       --memfit-memory-plan -o /dev/null                      kernels, memory plan
+  memfit-opt model.onnx --input-shape=batch=2,seq=16 \
+      --memfit-train-pipeline='loss=cross-entropy budget=1.2MiB remat-report=-'
+                                            the training step memfit-run compiles
   memfit-opt in.mlir --pass-pipeline='builtin.module(memfit-autodiff{loss=mse},\
       canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{report=-})'
   memfit-opt in.mlir --split-input-file --verify-diagnostics
