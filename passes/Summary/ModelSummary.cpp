@@ -4,6 +4,7 @@
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
+#include "memfit/runtime/Bytes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -27,16 +28,8 @@ std::string typeName(Type t) {
   return s;
 }
 
-/// Thousands separators, for counts people read.
-std::string grouped(int64_t v) {
-  std::string s = std::to_string(v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3)
-    s.insert(i, ",");
-  return s;
-}
-
 struct MemfitModelSummaryPass
-    : public memfit::impl::MemfitModelSummaryPassBase<MemfitModelSummaryPass> {
+    : public mlir::memfit::impl::MemfitModelSummaryPassBase<MemfitModelSummaryPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -75,15 +68,15 @@ struct MemfitModelSummaryPass
 
     os << "memfit model summary\n";
     os << llvm::formatv("  parameters: {0} in {1} tensors\n",
-                        grouped(paramCount), paramTensors);
+                        ::memfit::groupDigits(paramCount), paramTensors);
     auto printBytes = [&](StringRef what,
                           const std::map<std::string, int64_t> &bytes) {
       int64_t total = 0;
       for (auto &[k, v] : bytes)
         total += v;
-      os << llvm::formatv("  {0} bytes: {1}", what, grouped(total));
+      os << llvm::formatv("  {0} bytes: {1}", what, ::memfit::groupDigits(total));
       for (auto &[k, v] : bytes)
-        os << llvm::formatv(" ({0}: {1})", k, grouped(v));
+        os << llvm::formatv(" ({0}: {1})", k, ::memfit::groupDigits(v));
       os << "\n";
     };
     printBytes("parameter", paramBytes);
