@@ -4,6 +4,8 @@
 
 #include "memfit/runtime/Bytes.h"
 
+#include <cstdlib>
+
 using namespace llvm;
 
 bool cl::parser<mlir::memfit::ByteSize>::parse(Option &option, StringRef,
@@ -14,6 +16,9 @@ bool cl::parser<mlir::memfit::ByteSize>::parse(Option &option, StringRef,
     return option.error("'" + arg +
                         "' is not a size: expected bytes, or a number with a "
                         "unit (512MiB, 1.5GiB, 800MB)");
+  // A size that is not zero but rounds to no byte is a typo, not "none".
+  if (*bytes == 0 && std::strtod(arg.str().c_str(), nullptr) != 0)
+    return option.error("'" + arg + "' is less than one byte");
   value.bytes = *bytes;
   return false;
 }

@@ -153,8 +153,11 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
 LogicalResult mlir::memfit::writeRematOutputs(
     ModuleOp module, ArrayRef<FunctionResult> results, int64_t weightsBytes,
     const ModulePlan &plan, double seconds, const RematOutputOptions &options) {
+  // Every output is opened or written before the report is kept, so a
+  // failing timeline leaves no report of a compile that failed.
+  std::string text;
+  std::unique_ptr<llvm::ToolOutputFile> file;
   if (!options.report.empty()) {
-    std::string text;
     llvm::raw_string_ostream os(text);
     for (const FunctionResult &result : results)
       writeFunctionReport(os, result, weightsBytes, options);
@@ -162,12 +165,16 @@ LogicalResult mlir::memfit::writeRematOutputs(
                         plan.weightsBytes, plan.arenaBytes,
                         plan.weightsBytes + plan.arenaBytes);
     os << llvm::formatv("remat pass time: {0:F3} s\n", seconds);
-    auto file = openPassOutput(module, options.report, "memfit-remat report");
+    file = openPassOutput(module, options.report, "memfit-remat report");
     if (!file)
       return failure();
+  }
+  if (failed(writeMemoryTimelineFiles(plan, module, definedFunctions(module),
+                                      options.timeline, options.timelineData)))
+    return failure();
+  if (file) {
     file->os() << text;
     file->keep();
   }
-  return writeMemoryTimelineFiles(plan, module, definedFunctions(module),
-                                  options.timeline, options.timelineData);
+  return success();
 }

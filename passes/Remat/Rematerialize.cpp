@@ -550,7 +550,13 @@ void MemfitRematPass::runOnOperation() {
   std::optional<int64_t> budgetBytes;
   if (budget.getValue().bytes < 0) {
     mlir::emitError(module.getLoc())
-        << "memfit-remat: budget must not be negative";
+        << "memfit-remat: budget must not be negative, got "
+        << budget.getValue().bytes;
+    return signalPassFailure();
+  }
+  if (!(timeLimit > 0)) {
+    mlir::emitError(module.getLoc())
+        << "memfit-remat: time-limit must be positive, got " << timeLimit;
     return signalPassFailure();
   }
   if (budget.getValue().bytes > 0)
@@ -598,8 +604,13 @@ void MemfitRematPass::runOnOperation() {
       RematProblem &problem = result.graph.problem;
       RematModel model(problem);
       result.before = model.evaluate(keepEverything(problem).recomputed);
+      // With a budget the cap is never negative (which would mean "no
+      // cap"): a slack beyond the budget leaves nothing, and the policy
+      // says what the smallest reachable peak is.
       problem.arenaCap =
-          budgetBytes ? *budgetBytes - weightsBytes - slack : -1;
+          budgetBytes
+              ? std::max<int64_t>(0, *budgetBytes - weightsBytes - slack)
+              : -1;
       problem.activationCap =
           activationFraction > 0
               ? static_cast<int64_t>(activationFraction *
@@ -623,6 +634,19 @@ void MemfitRematPass::runOnOperation() {
     if (failed(plan))
       return signalPassFailure();
     int64_t total = plan->weightsBytes + plan->arenaBytes;
+    if (budgetBytes && total > *budgetBytes &&
+        (policy == "none" || policy == "checkpoint-layers")) {
+      // These policies do not look at the budget: deciding again changes
+      // nothing.
+      mlir::emitError(module.getLoc())
+          << "memfit-remat: policy " << policy << " needs "
+          << formatBytes(total) << " (" << total << " bytes: weights "
+          << plan->weightsBytes << " + arena " << plan->arenaBytes
+          << "), over the budget of " << formatBytes(*budgetBytes) << " ("
+          << *budgetBytes << " bytes); policy auto or optimal fits the "
+          << "budget, or give a larger one";
+      return signalPassFailure();
+    }
     if (budgetBytes && total > *budgetBytes) {
       // A new decision may overshoot again by as much: grow geometrically.
       slack = 2 * slack + (total - *budgetBytes);

@@ -24,13 +24,24 @@
 // RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{policy=auto budget=10KiB})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=WEIGHTS
 // RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{policy=auto budget=12parsecs})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADBUDGET
 // RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{policy=fastest})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADPOLICY
+// RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{policy=none budget=30KiB})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOBUDGETPOLICY
+// RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{policy=auto budget=0.4})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=TINY
+// RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{policy=optimal time-limit=0})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=TIMELIMIT
+// A timeline that cannot be written fails the pass and leaves no report.
+// RUN: rm -f %t.report
+// RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(memfit-autodiff,canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{report=%t.report timeline=%t.missing/step.svg})' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOTIMELINE
+// RUN: not test -e %t.report
+// NOBUDGETPOLICY: error: memfit-remat: policy none needs 55.25 KiB (56576 bytes: weights 25088 + arena 31488), over the budget of 30.00 KiB (30720 bytes); policy auto or optimal fits the budget, or give a larger one
+// TINY: for the --budget option: '0.4' is less than one byte
+// TIMELIMIT: error: memfit-remat: time-limit must be positive, got 0.000000e+00
+// NOTIMELINE: error: {{.*}}step.svg
 // BADBUDGET: for the --budget option: '12parsecs' is not a size: expected bytes, or a number with a unit (512MiB, 1.5GiB, 800MB)
 // BADPOLICY: error: memfit-remat: unknown policy 'fastest' (none, checkpoint-layers, auto or optimal)
 
 // A three-block MLP. Each block saves p = x*W (2 KiB, a matmul to get back),
-// g = gelu(p) (2 KiB, one gelu from p) and its output h (512 B, a matmul
-// from g): 13,824 B of activation memory in all, held at the start of the
-// backward pass. The names carry no layer index, so checkpoint-layers falls
+// g = gelu(p) (2 KiB, one gelu from p) and, but for the last, its output h
+// (512 B, a matmul from g): 13,312 B of activation memory in all, held at
+// the start of the backward pass. The names carry no layer index, so checkpoint-layers falls
 // back to sqrt(n) segments. Keeping at most 75%: recomputing the gelus of
 // the first two blocks (4.1 kFLOP each, from their saved matmul output) is
 // the cheapest plan; the last block's gelu is needed first in the backward,

@@ -49,10 +49,11 @@ std::optional<RematDecision> decideAuto(const RematModel &model);
 RematEvaluation lowestPeak(const RematProblem &problem);
 
 /// optimal: solveRematILP, with the candidates that cannot be recomputed
-/// priced above all others together. Returns nothing with `note` set when the ILP finds no plan, or
-/// when its plan recomputes a candidate that cannot be (`unrecomputable`
-/// is then its index, else -1). On success `note` says whether the plan
-/// is proven optimal.
+/// priced above all others together. Returns nothing when the ILP finds no
+/// plan (`note` says why) or when its plan recomputes a candidate that
+/// cannot be (`unrecomputable` is then its index, else -1, and `note` is
+/// empty: the caller names the candidate). On success `note` says whether
+/// the plan is proven optimal.
 std::optional<RematDecision> decideOptimal(const RematProblem &problem,
                                            double timeLimitSeconds,
                                            std::string &note,

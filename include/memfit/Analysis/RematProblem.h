@@ -118,7 +118,8 @@ struct RematProblem {
 struct RematSolution {
   /// For each candidate: kept from the forward pass (else dropped after its
   /// forward uses), or recomputed in the backward (once, never both); a
-  /// candidate that nothing needs is neither. Residency as in the model.
+  /// candidate that nothing needs is neither. Residency as in the model's
+  /// HoldToLastNeed variant (RematModel.h), which the ILP formulates.
   std::vector<bool> kept, recomputed;
   double cost = 0;    // sum of the costs of the recomputed candidates
   bool optimal = false; // proven optimal (else the best found in time)
