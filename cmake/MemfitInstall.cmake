@@ -5,7 +5,9 @@
 #   find_package(memfit CONFIG REQUIRED)
 #   target_link_libraries(app PRIVATE memfit::JIT memfit::Runtime)
 # The libraries are static: a consumer links MLIR, ONNX's protobuf classes,
-# GLPK and OpenBLAS too, which memfitConfig.cmake finds as this build did.
+# GLPK and OpenBLAS too. memfitConfig.cmake finds MLIR, protobuf and ONNX
+# as this build did; GLPK and OpenBLAS are named by the absolute paths this
+# build found (the same Debian packages on the consumer's machine).
 
 include(CMakePackageConfigHelpers)
 

@@ -6,7 +6,7 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 /// Row-major strides of `shape`.
-SmallVector<int64_t> fold::stridesOf(ArrayRef<int64_t> shape) {
+SmallVector<int64_t> constfold::stridesOf(ArrayRef<int64_t> shape) {
   SmallVector<int64_t> strides(shape.size(), 1);
   for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
     strides[i] = strides[i + 1] * shape[i + 1];
@@ -15,7 +15,7 @@ SmallVector<int64_t> fold::stridesOf(ArrayRef<int64_t> shape) {
 
 /// Builds the `resultType` constant whose element at each multi-index is
 /// `src[index(multiIndex)]`. Fails (null) when the result is too large.
-Attribute fold::remapElements(DenseElementsAttr src,
+Attribute constfold::remapElements(DenseElementsAttr src,
                               RankedTensorType resultType,
                               function_ref<int64_t(ArrayRef<int64_t>)> index) {
   if (src.isSplat())
@@ -40,7 +40,7 @@ Attribute fold::remapElements(DenseElementsAttr src,
 }
 
 /// Index into `srcShape` (broadcast to `outShape`) for an output index.
-int64_t fold::broadcastIndex(ArrayRef<int64_t> srcShape,
+int64_t constfold::broadcastIndex(ArrayRef<int64_t> srcShape,
                              ArrayRef<int64_t> srcStrides,
                              ArrayRef<int64_t> outIdx) {
   size_t offset = outIdx.size() - srcShape.size();
@@ -55,7 +55,7 @@ int64_t fold::broadcastIndex(ArrayRef<int64_t> srcShape,
 /// applying `fn` to each tuple of operand elements; `fn` returns null to
 /// give up (a division by zero, say).
 Attribute
-fold::foldElementwise(ArrayRef<Attribute> operands, RankedTensorType resultType,
+constfold::foldElementwise(ArrayRef<Attribute> operands, RankedTensorType resultType,
                       function_ref<Attribute(ArrayRef<Attribute>)> fn) {
   SmallVector<DenseElementsAttr> dense;
   for (Attribute a : operands) {

@@ -1,5 +1,4 @@
-//===- ConstantFold.h - folding memfit ops over constant operands -*- C++
-//-*-===//
+//===- ConstantFold.h - folding over constant operands ---------*- C++ -*-===//
 //
 // Helpers the op folders of MemfitOps.cpp share: element-wise evaluation
 // with broadcasting and re-indexing of constant tensors, both bounded so a
@@ -16,7 +15,7 @@
 
 #include <optional>
 
-namespace mlir::memfit::fold {
+namespace mlir::memfit::constfold {
 
 /// Constant folding materializes at most this many elements, so that a fold
 /// never turns a large computed tensor (a 2048x2048 mask) into a literal.
@@ -35,7 +34,8 @@ SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
 Attribute remapElements(DenseElementsAttr src, RankedTensorType resultType,
                         function_ref<int64_t(ArrayRef<int64_t>)> index);
 
-/// Index into `srcShape` (broadcast to `outShape`) for an output index.
+/// The linear index into a tensor of `srcShape` (with `srcStrides`),
+/// broadcast to the output, of the output multi-index `outIdx`.
 int64_t broadcastIndex(ArrayRef<int64_t> srcShape, ArrayRef<int64_t> srcStrides,
                        ArrayRef<int64_t> outIdx);
 
@@ -93,6 +93,6 @@ Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
       });
 }
 
-} // namespace mlir::memfit::fold
+} // namespace mlir::memfit::constfold
 
 #endif // MEMFIT_LIB_DIALECT_CONSTANTFOLD_H

@@ -15,7 +15,7 @@
 
 using namespace mlir;
 using namespace mlir::memfit;
-using namespace mlir::memfit::fold;
+using namespace mlir::memfit::constfold;
 
 #include "memfit/Dialect/MemfitEnums.cpp.inc"
 #include "memfit/Dialect/MemfitInterfaces.cpp.inc"

@@ -2,32 +2,21 @@
 
 #include "memfit/JIT/Compiler.h"
 
-#include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Import/OnnxImporter.h"
 #include "memfit/Passes/Pipelines.h"
 #include "memfit/Target/Cuda/EmitCuda.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
-#include "mlir/Transforms/Passes.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 using namespace mlir;
-using mlir::memfit::CudaEmitOptions;
-using mlir::memfit::emitExecutable;
-using mlir::memfit::importOnnxModel;
-using mlir::memfit::looksLikeOnnx;
-using mlir::memfit::OnnxImportOptions;
-using mlir::memfit::parseInputShapes;
-using mlir::memfit::registerOnnxImportDialects;
 using namespace mlir::memfit;
 
 namespace memfit {
@@ -165,7 +154,6 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   if (!module)
     return rt::invalidArgument(diagnostics.text());
 
-  registerMemfitPipelines();
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.train) {
     auto trainOptions = pipelineOptions(*options.train);
@@ -187,11 +175,18 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
                                  options.mlirOutput + "': " + error);
     module->print(output->os());
     output->os() << "\n";
-    output->os().flush();
-    if (output->os().has_error())
+    // Errors show at the flush or close; clear them before returning, or
+    // the stream would abort the process when it is destroyed.
+    if (options.mlirOutput == "-")
+      output->os().flush();
+    else
+      output->os().close();
+    if (output->os().has_error()) {
+      std::string message = output->os().error().message();
+      output->os().clear_error();
       return rt::invalidArgument("cannot write MLIR to '" +
-                                 options.mlirOutput + "': " +
-                                 output->os().error().message());
+                                 options.mlirOutput + "': " + message);
+    }
     output->keep();
   }
 

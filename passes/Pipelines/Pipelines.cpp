@@ -10,6 +10,7 @@
 #include "mlir/Transforms/Passes.h"
 #include "llvm/ADT/StringExtras.h"
 
+#include <cctype>
 #include <cstdio>
 #include <cstdlib>
 
@@ -93,7 +94,20 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
     return "clip-norm must not be negative";
   if (!(options.rematTimeLimit > 0))
     return "remat-time-limit must be positive";
-  // The printed form must parse back: list items cannot hold separators.
+  // The printed form must parse back: a quoted value cannot hold quotes,
+  // the option parser trims spaces around it, and list items cannot hold
+  // separators.
+  const std::pair<const char *, const std::string *> strings[] = {
+      {"entry", &options.entry.getValue()},
+      {"remat-report", &options.rematReport.getValue()},
+      {"timeline", &options.timeline.getValue()},
+      {"timeline-data", &options.timelineData.getValue()}};
+  for (auto [name, value] : strings)
+    if (value->find_first_of("'\"") != std::string::npos ||
+        (!value->empty() && (std::isspace((unsigned char)value->front()) ||
+                             std::isspace((unsigned char)value->back()))))
+      return std::string(name) + " '" + *value +
+             "' must not contain quotes or begin or end with a space";
   for (const auto *patterns : {&options.trainable, &options.frozen})
     for (const std::string &pattern : *patterns)
       if (pattern.empty() || pattern.find_first_of(" ,{}'\"") != std::string::npos)

@@ -3,6 +3,7 @@
 #include "memfit/runtime/Bytes.h"
 
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -46,27 +47,42 @@ std::optional<int64_t> parseBytes(const std::string &input) {
   }
   if (!sawDigit)
     return std::nullopt;
-  double number = std::strtod(text.substr(0, digits).c_str(), nullptr);
+  std::string number = text.substr(0, digits);
   std::string unit = trimmed(text.substr(digits));
   static const struct {
     const char *names[3];
-    double scale;
+    int64_t scale;
   } units[] = {
-      {{"", "b", nullptr}, 1.0},
-      {{"kib", "k", nullptr}, 1024.0},
-      {{"mib", "m", nullptr}, 1024.0 * 1024},
-      {{"gib", "g", nullptr}, 1024.0 * 1024 * 1024},
-      {{"tib", "t", nullptr}, 1024.0 * 1024 * 1024 * 1024},
-      {{"kb", nullptr, nullptr}, 1e3},
-      {{"mb", nullptr, nullptr}, 1e6},
-      {{"gb", nullptr, nullptr}, 1e9},
-      {{"tb", nullptr, nullptr}, 1e12},
+      {{"", "b", nullptr}, 1},
+      {{"kib", "k", nullptr}, int64_t(1) << 10},
+      {{"mib", "m", nullptr}, int64_t(1) << 20},
+      {{"gib", "g", nullptr}, int64_t(1) << 30},
+      {{"tib", "t", nullptr}, int64_t(1) << 40},
+      {{"kb", nullptr, nullptr}, 1000},
+      {{"mb", nullptr, nullptr}, 1000 * 1000},
+      {{"gb", nullptr, nullptr}, 1000 * 1000 * 1000},
+      {{"tb", nullptr, nullptr}, int64_t(1000) * 1000 * 1000 * 1000},
   };
   for (const auto &u : units)
     for (const char *name : u.names) {
       if (!name || !equalsIgnoringCase(unit, name))
         continue;
-      double bytes = std::round(number * u.scale);
+      const char *first = number.data(), *last = first + number.size();
+      if (!sawPoint) {
+        // Whole numbers stay exact up to INT64_MAX.
+        int64_t count = 0, bytes = 0;
+        auto [end, ec] = std::from_chars(first, last, count);
+        if (ec != std::errc() || end != last ||
+            __builtin_mul_overflow(count, u.scale, &bytes))
+          return std::nullopt;
+        return bytes;
+      }
+      // Fractions through double, without the locale's decimal point.
+      double value = 0;
+      auto [end, ec] = std::from_chars(first, last, value);
+      if (ec != std::errc() || end != last)
+        return std::nullopt;
+      double bytes = std::round(value * static_cast<double>(u.scale));
       // 2^63 is exactly representable; anything at or above it overflows.
       if (!(bytes < 9223372036854775808.0))
         return std::nullopt;

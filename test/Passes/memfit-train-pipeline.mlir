@@ -48,11 +48,16 @@
 // RUN: rm -rf %t.dir && mkdir -p %t.dir
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --frozen='wpe.*' --optimizer=sgd --momentum=0.9 --clip-norm=1 --accumulate=2 --budget=1.5MiB --activation-fraction=0.6 --compile-only --quiet --print-pipeline --emit-mlir=%t.dir/api.mlir --save-executable=%t.dir/exe > %t.dir/printed.txt
 // RUN: FileCheck %s --check-prefix=PRINTED < %t.dir/printed.txt
-// PRINTED: pipeline: memfit-opt {{.*}}gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6'
-// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6' -o %t.dir/opt.mlir 2>/dev/null
+// PRINTED: pipeline: memfit-opt {{.*}}gpt_ts.onnx --input-shape=batch=2,seq=16 '--memfit-train-pipeline=loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6'
+// The printed command, run by a shell, prints the same module.
+// RUN: sed -e 's|^pipeline: |%memfit_obj_root/bin/|' -e 's|$| -o %t.dir/opt.mlir|' %t.dir/printed.txt > %t.dir/printed.sh
+// RUN: sh %t.dir/printed.sh 2>/dev/null
 // RUN: diff %t.dir/api.mlir %t.dir/opt.mlir
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6' --mlir-print-debuginfo 2>/dev/null | memfit-translate --memfit-to-cuda > %t.dir/opt.cu
 // RUN: diff %t.dir/opt.cu %t.dir/exe/kernels.cu
+// A path the pipeline's text could not hold is refused up front.
+// RUN: not memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --compile-only "--remat-report=%t.dir/it's" 2>&1 | FileCheck %s --check-prefix=QUOTE
+// QUOTE: memfit-run: remat-report '{{.*}}it's' must not contain quotes or begin or end with a space
 // And the forward pass: memfit-run prints the forward pipeline.
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=FORWARD
 // FORWARD: pipeline: memfit-opt {{.*}}gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline

@@ -360,8 +360,12 @@ std::optional<std::string> checkFlags() {
 void warnIgnoredCompileFlags() {
   std::vector<cl::Option *> ignored = given(optimizerCategory);
   llvm::append_range(ignored, given(trainCategory));
-  if (inputShapes.getNumOccurrences())
-    ignored.push_back(&inputShapes);
+  llvm::append_range(ignored, given(rematCategory));
+  for (cl::Option *option : {static_cast<cl::Option *>(&inputShapes),
+                             static_cast<cl::Option *>(&printPipeline),
+                             static_cast<cl::Option *>(&emitMlir)})
+    if (option->getNumOccurrences())
+      ignored.push_back(option);
   llvm::sort(ignored, [](cl::Option *a, cl::Option *b) {
     return a->getPosition() < b->getPosition();
   });
@@ -404,6 +408,22 @@ std::optional<memfit::TrainOptions> trainOptionsFromFlags() {
   return t;
 }
 
+/// `word` as a POSIX shell reads it back: as it is when it holds only
+/// characters the shell leaves alone, else in single quotes.
+std::string shellWord(const std::string &word) {
+  bool plain = !word.empty() &&
+               word.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                      "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                      "0123456789_-+=,./:@%") ==
+                   std::string::npos;
+  if (plain)
+    return word;
+  std::string quoted = "'";
+  for (char c : word)
+    quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 /// The executable: compiled from the model, or loaded from a directory.
 rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   if (loaded) {
@@ -426,13 +446,14 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
       auto text = memfit::trainPipelineOptions(*options.train);
       if (!text)
         return text.status();
-      pipeline = "--memfit-train-pipeline='" + *text + "'";
+      pipeline = "--memfit-train-pipeline=" + *text;
     }
-    std::cout << "pipeline: memfit-opt " << modelPath.getValue()
+    std::cout << "pipeline: memfit-opt " << shellWord(modelPath.getValue())
               << (inputShapes.empty()
                       ? std::string()
-                      : " --input-shape=" + inputShapes.getValue())
-              << " " << pipeline << std::endl;
+                      : " " + shellWord("--input-shape=" +
+                                        inputShapes.getValue()))
+              << " " << shellWord(pipeline) << std::endl;
   }
   // The compiler's passes write their reports (--remat-report=-) through
   // LLVM's stdout stream: keep them in order with this tool's lines.

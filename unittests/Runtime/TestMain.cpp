@@ -11,6 +11,7 @@
 int main(int argc, char **argv) {
   namespace test = memfit::rt::test;
   return test::runTestProgram("memfit-runtime-test", argc, argv, nullptr, [] {
+    test::runBytesTests();
     test::runJsonTests();
     test::runManifestTests();
     test::runTensorTests();

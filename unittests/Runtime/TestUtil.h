@@ -59,6 +59,7 @@ const std::string &scratchDirectory();
 int runTestProgram(const char *tool, int argc, char **argv, bool (*setUp)(),
                    void (*tests)());
 
+void runBytesTests();
 void runJsonTests();
 void runManifestTests();
 void runTensorTests();

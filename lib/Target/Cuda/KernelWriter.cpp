@@ -298,6 +298,17 @@ void KernelWriter::collectNodeNamesInto(Location loc) {
 FailureOr<Operation *> KernelWriter::findAnchor() {
   Operation *anchor = nullptr;
   for (Operation &op : kernel.getBodyOps()) {
+    // An op whose class needs a template but that has no model must not
+    // pass for an element-wise op: its model was not attached.
+    auto opClass = dyn_cast<OpClassInterface>(&op);
+    if (!isa<KernelEmitterOpInterface>(op) && opClass &&
+        (opClass.getOpClass() == OpClass::Normalization ||
+         opClass.getOpClass() == OpClass::Reduction ||
+         opClass.getOpClass() == OpClass::Loss))
+      return error(&op) << "the op has no KernelEmitterOpInterface model "
+                           "(cuda::registerKernelEmitterInterfaces attaches "
+                           "them)",
+             failure();
     if (styleOf(&op) != EmitStyle::Template)
       continue;
     if (anchor)
