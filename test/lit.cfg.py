@@ -52,6 +52,10 @@ tool_dirs = [config.memfit_tools_dir, config.llvm_tools_dir]
 tools = ["memfit-opt", "memfit-translate", "memfit-run", "memfit-nvrtc",
          "memfit-runtime-test", "memfit-example-forward", "memfit-example-train",
          "memfit-cuda-mock-test"]
+# memfit-half-check is built where CUDA's headers are.
+if os.path.exists(os.path.join(config.memfit_tools_dir, "memfit-half-check")):
+    config.available_features.add("cuda-headers")
+    tools.append("memfit-half-check")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

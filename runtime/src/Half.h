@@ -1,7 +1,11 @@
 //===- Half.h - f16 and bf16 conversions (internal) -------------*- C++ -*-===//
 //
 // IEEE binary16 and bfloat16 to and from float, rounding to nearest even,
-// with infinities and NaNs preserved.
+// bit for bit as CUDA's conversions (__float2half_rn, __half2float,
+// __float2bfloat16_rn, __bfloat162float in cuda_fp16.h / cuda_bf16.h):
+// infinities keep their sign, a NaN becomes the canonical NaN (0x7fff in
+// f16 and bf16, 0x7fffffff from f16), a bf16 NaN widens as it is.
+// unittests/Half/HalfCheck.cpp compares them with CUDA's headers.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,8 +33,8 @@ inline float halfToFloat(uint16_t h) {
   uint32_t sign = uint32_t(h & 0x8000) << 16;
   uint32_t exponent = (h >> 10) & 0x1f;
   uint32_t mantissa = h & 0x3ff;
-  if (exponent == 0x1f) // inf or NaN
-    return bitsFloat(sign | 0x7f800000u | (mantissa << 13));
+  if (exponent == 0x1f) // inf, or NaN: canonical
+    return bitsFloat(mantissa ? 0x7fffffffu : sign | 0x7f800000u);
   if (exponent == 0) {
     if (mantissa == 0)
       return bitsFloat(sign);
@@ -45,8 +49,10 @@ inline uint16_t floatToHalf(float f) {
   uint32_t u = floatBits(f);
   uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000);
   uint32_t absBits = u & 0x7fffffffu;
-  if (absBits >= 0x7f800000u) // inf or NaN (keep NaNs quiet)
-    return sign | 0x7c00 | (absBits > 0x7f800000u ? 0x200 : 0);
+  if (absBits > 0x7f800000u) // NaN: canonical
+    return 0x7fff;
+  if (absBits == 0x7f800000u)
+    return sign | 0x7c00;
   if (absBits >= 0x477ff000u) // rounds to beyond 65504
     return sign | 0x7c00;
   if (absBits < 0x38800000u) {
@@ -66,8 +72,8 @@ inline float bf16ToFloat(uint16_t b) { return bitsFloat(uint32_t(b) << 16); }
 
 inline uint16_t floatToBf16(float f) {
   uint32_t u = floatBits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: keep it quiet
-    return static_cast<uint16_t>((u >> 16) | 0x40);
+  if ((u & 0x7fffffffu) > 0x7f800000u) // NaN: canonical
+    return 0x7fff;
   u += 0x7fffu + ((u >> 16) & 1);
   return static_cast<uint16_t>(u >> 16);
 }
