@@ -20,9 +20,10 @@
 
 using namespace mlir;
 using namespace mlir::memfit;
+using namespace mlir::memfit::remat;
 using ::memfit::formatBytes;
 
-std::string mlir::memfit::formatFlops(double flops) {
+std::string mlir::memfit::remat::formatFlops(double flops) {
   if (flops >= 1e9)
     return llvm::formatv("{0:F2} GFLOP", flops / 1e9).str();
   if (flops >= 1e6)
@@ -44,7 +45,7 @@ static void collectSources(const RematProblem &problem,
 }
 
 llvm::SetVector<int>
-mlir::memfit::recomputationSources(const RematProblem &problem,
+mlir::memfit::remat::recomputationSources(const RematProblem &problem,
                                    const RematEvaluation &ev, int c) {
   llvm::SetVector<int> sources;
   collectSources(problem, ev, c, sources);
@@ -150,7 +151,7 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
     os << "  solver: " << result.solverNote << "\n";
 }
 
-LogicalResult mlir::memfit::writeRematOutputs(
+LogicalResult mlir::memfit::remat::writeRematOutputs(
     ModuleOp module, ArrayRef<FunctionResult> results, int64_t weightsBytes,
     const ModulePlan &plan, double seconds, const RematOutputOptions &options) {
   // Every output is opened or written before the report is kept, so a

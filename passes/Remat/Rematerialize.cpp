@@ -43,6 +43,7 @@ namespace mlir::memfit {
 
 using namespace mlir;
 using namespace mlir::memfit;
+using namespace mlir::memfit::remat;
 using ::memfit::formatBytes;
 
 //===----------------------------------------------------------------------===//

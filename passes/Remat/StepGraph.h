@@ -20,8 +20,13 @@
 #include <string>
 
 namespace mlir::memfit {
-
 struct ModulePlan;
+} // namespace mlir::memfit
+
+// The pass's own types, in a namespace of their own: every memfit library
+// shares mlir::memfit, and two types of one name there would break the
+// one-definition rule silently.
+namespace mlir::memfit::remat {
 
 /// The IR side of a candidate of the problem.
 struct CandidateOp {
@@ -79,6 +84,6 @@ LogicalResult writeRematOutputs(ModuleOp module,
                                 double seconds,
                                 const RematOutputOptions &options);
 
-} // namespace mlir::memfit
+} // namespace mlir::memfit::remat
 
 #endif // MEMFIT_PASSES_REMAT_STEPGRAPH_H
