@@ -1,4 +1,5 @@
-//===- ByteSize.cpp - a byte count as a command-line or pass option --------===//
+//===- ByteSize.cpp - a byte count as a command-line or pass option
+//--------===//
 
 #include "memfit/Support/ByteSize.h"
 

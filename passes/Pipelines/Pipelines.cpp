@@ -87,7 +87,8 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
     return "accumulate needs an optimizer (optimizer=none returns the "
            "gradients of one micro-batch)";
   if (options.budget.getValue().bytes < 0)
-    return "budget must not be negative";
+    return "budget must not be negative, got " +
+           std::to_string(options.budget.getValue().bytes);
   if (!(options.activationFraction >= 0 && options.activationFraction <= 1))
     return "activation-fraction must be in [0, 1] (0: no limit)";
   if (!(options.clipNorm >= 0))
@@ -110,7 +111,8 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
              "' must not contain quotes or begin or end with a space";
   for (const auto *patterns : {&options.trainable, &options.frozen})
     for (const std::string &pattern : *patterns)
-      if (pattern.empty() || pattern.find_first_of(" ,{}'\"") != std::string::npos)
+      if (pattern.empty() ||
+          pattern.find_first_of(" ,{}'\"") != std::string::npos)
         return "parameter pattern '" + pattern +
                "' must be non-empty, without spaces, commas, braces or quotes";
   return "";
@@ -132,8 +134,7 @@ std::string shortestDouble(double value) {
 /// A string option's value, quoted when the option parser would otherwise
 /// split it.
 std::string quoted(const std::string &value) {
-  if (!value.empty() &&
-      value.find_first_of(" {}'\"=") == std::string::npos)
+  if (!value.empty() && value.find_first_of(" {}'\"=") == std::string::npos)
     return value;
   return "\"" + value + "\"";
 }
