@@ -158,6 +158,16 @@ struct TemplateEmitterModel
   }
 };
 
+/// The Template model of OpTy: `Emit`, one of its file's overloads, writes
+/// the kernel.
+template <typename OpTy, LogicalResult (*Emit)(OpTy, KernelWriter &)>
+struct TemplateModel
+    : TemplateEmitterModel<TemplateModel<OpTy, Emit>, OpTy> {
+  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
+    return Emit(cast<OpTy>(op), writer);
+  }
+};
+
 /// The attach functions of the files that hold the models.
 void attachPointwiseEmitters(MLIRContext *context); // PointwiseEmitters.cpp
 void attachRowEmitters(MLIRContext *context);       // RowEmitters.cpp

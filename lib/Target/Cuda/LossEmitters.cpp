@@ -183,20 +183,13 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   return success();
 }
 
-template <typename OpTy>
-struct LossModel : TemplateEmitterModel<LossModel<OpTy>, OpTy> {
-  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
-    return emitLossTemplate(cast<OpTy>(op), writer);
-  }
-};
-
 } // namespace
 
 void cuda::attachLossEmitters(MLIRContext *context) {
   SoftmaxCrossEntropyLossOp::attachInterface<
-      LossModel<SoftmaxCrossEntropyLossOp>>(*context);
+      TemplateModel<SoftmaxCrossEntropyLossOp, emitLossTemplate>>(*context);
   NegativeLogLikelihoodLossOp::attachInterface<
-      LossModel<NegativeLogLikelihoodLossOp>>(*context);
+      TemplateModel<NegativeLogLikelihoodLossOp, emitLossTemplate>>(*context);
   SoftmaxCrossEntropyGradOp::attachInterface<
-      LossModel<SoftmaxCrossEntropyGradOp>>(*context);
+      TemplateModel<SoftmaxCrossEntropyGradOp, emitLossTemplate>>(*context);
 }

@@ -261,21 +261,14 @@ LogicalResult emitRow(ReduceMaxOp op, KernelWriter &w) {
   return emitReduce(w, op, op.getAxes(), ReduceKind::Max);
 }
 
-template <typename OpTy>
-struct RowModel : TemplateEmitterModel<RowModel<OpTy>, OpTy> {
-  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
-    return emitRow(cast<OpTy>(op), writer);
-  }
-};
-
 } // namespace
 
 void cuda::attachRowEmitters(MLIRContext *context) {
-  SoftmaxOp::attachInterface<RowModel<SoftmaxOp>>(*context);
-  LogSoftmaxOp::attachInterface<RowModel<LogSoftmaxOp>>(*context);
-  LayerNormOp::attachInterface<RowModel<LayerNormOp>>(*context);
-  RMSNormOp::attachInterface<RowModel<RMSNormOp>>(*context);
-  ReduceSumOp::attachInterface<RowModel<ReduceSumOp>>(*context);
-  ReduceMeanOp::attachInterface<RowModel<ReduceMeanOp>>(*context);
-  ReduceMaxOp::attachInterface<RowModel<ReduceMaxOp>>(*context);
+  SoftmaxOp::attachInterface<TemplateModel<SoftmaxOp, emitRow>>(*context);
+  LogSoftmaxOp::attachInterface<TemplateModel<LogSoftmaxOp, emitRow>>(*context);
+  LayerNormOp::attachInterface<TemplateModel<LayerNormOp, emitRow>>(*context);
+  RMSNormOp::attachInterface<TemplateModel<RMSNormOp, emitRow>>(*context);
+  ReduceSumOp::attachInterface<TemplateModel<ReduceSumOp, emitRow>>(*context);
+  ReduceMeanOp::attachInterface<TemplateModel<ReduceMeanOp, emitRow>>(*context);
+  ReduceMaxOp::attachInterface<TemplateModel<ReduceMaxOp, emitRow>>(*context);
 }

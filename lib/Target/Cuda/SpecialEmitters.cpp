@@ -89,16 +89,10 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
   return success();
 }
 
-template <typename OpTy>
-struct SpecialModel : TemplateEmitterModel<SpecialModel<OpTy>, OpTy> {
-  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
-    return emitSpecial(cast<OpTy>(op), writer);
-  }
-};
-
 } // namespace
 
 void cuda::attachSpecialEmitters(MLIRContext *context) {
-  SplitOp::attachInterface<SpecialModel<SplitOp>>(*context);
-  GatherGradOp::attachInterface<SpecialModel<GatherGradOp>>(*context);
+  SplitOp::attachInterface<TemplateModel<SplitOp, emitSpecial>>(*context);
+  GatherGradOp::attachInterface<TemplateModel<GatherGradOp, emitSpecial>>(
+      *context);
 }
