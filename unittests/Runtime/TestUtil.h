@@ -6,10 +6,12 @@
 #include "memfit/runtime/Status.h"
 
 #include <cstdio>
+#include <memory>
 #include <string>
 
 namespace memfit::rt {
 struct Executable;
+class Session;
 } // namespace memfit::rt
 
 namespace memfit::rt::test {
@@ -72,6 +74,9 @@ void runTrainingDataTests();
 /// starting at {1, 2, 3, 4}, input x [4], loss 0.5 * |w - x|^2, momentum
 /// SGD; "train_step", or "accumulate" + "apply" for k = 2.
 Executable trainingExecutable(bool accumulateApply);
+/// A host session of `e` (one thread, the scratch kernel cache), or null
+/// after a failed check.
+std::unique_ptr<Session> openTrainingSession(const Executable &e);
 
 } // namespace memfit::rt::test
 

@@ -194,23 +194,12 @@ void testNpySources() {
               "--data=x: " + scratch("missing.npy"));
 }
 
-std::unique_ptr<Session> openTraining(const Executable &e) {
-  SessionOptions options;
-  options.cacheDir = scratchDirectory() + "/cache-training";
-  options.hostThreads = 1;
-  StatusOr<std::unique_ptr<Session>> session =
-      Session::create(e, DeviceKind::Host, options);
-  if (!CHECK_OK(session.status()))
-    return nullptr;
-  return std::move(*session);
-}
-
 /// `steps` steps with x = 0 at lr 0.1 (loss 15 at the first step), from
 /// `resume` when given; the log, or "" when the run fails.
 std::string train(const Executable &e, int64_t steps, const std::string &resume,
                   const std::string &checkpoint, const std::string &losses,
                   TrainingSummary *summary, std::ostream *bar = nullptr) {
-  std::unique_ptr<Session> session = openTraining(e);
+  std::unique_ptr<Session> session = openTrainingSession(e);
   if (!session)
     return "";
   StatusOr<Trainer> trainer = Trainer::create(*session);
@@ -283,7 +272,7 @@ void testTrainingLoop() {
   CHECK(contains(bar.str(), "ms/step ETA 0:00   \n"));
 
   // A step that fails names its global number.
-  std::unique_ptr<Session> session = openTraining(e);
+  std::unique_ptr<Session> session = openTrainingSession(e);
   if (!session)
     return;
   StatusOr<Trainer> trainer = Trainer::create(*session);

@@ -136,9 +136,7 @@ Executable trainingExecutable(bool accumulateApply) {
   return e;
 }
 
-namespace {
-
-std::unique_ptr<Session> open(const Executable &e) {
+std::unique_ptr<Session> openTrainingSession(const Executable &e) {
   SessionOptions options;
   options.cacheDir = scratchDirectory() + "/cache-training";
   options.hostThreads = 1;
@@ -148,6 +146,8 @@ std::unique_ptr<Session> open(const Executable &e) {
     return nullptr;
   return std::move(*session);
 }
+
+namespace {
 
 Tensor vec4(float a, float b, float c, float d) {
   Tensor t = Tensor::zeros(DType::f32, {4});
@@ -206,7 +206,7 @@ void testEntriesAndVariables() {
   Executable e = trainingExecutable(/*accumulateApply=*/true);
   if (!CHECK_OK(e.manifest.validate()))
     return;
-  std::unique_ptr<Session> s = open(e);
+  std::unique_ptr<Session> s = openTrainingSession(e);
   if (!s)
     return;
 
@@ -270,7 +270,7 @@ void testEntriesAndVariables() {
 void testTrainer() {
   // train_step: one micro-batch and lr per step.
   Executable e = trainingExecutable(/*accumulateApply=*/false);
-  std::unique_ptr<Session> s = open(e);
+  std::unique_ptr<Session> s = openTrainingSession(e);
   if (!s)
     return;
   CHECK_ERROR(Trainer::create(*s, 2).status(),
@@ -305,7 +305,7 @@ void testTrainer() {
 
   // accumulate + apply: k micro-batches, the mean loss.
   Executable acc = trainingExecutable(/*accumulateApply=*/true);
-  std::unique_ptr<Session> a = open(acc);
+  std::unique_ptr<Session> a = openTrainingSession(acc);
   if (!a)
     return;
   CHECK_ERROR(Trainer::create(*a, 0).status(),
@@ -339,19 +339,19 @@ void testTrainer() {
   // Executables the Trainer refuses.
   Executable forward = trainingExecutable(false);
   forward.manifest.entries[0].name = "main";
-  std::unique_ptr<Session> f = open(forward);
+  std::unique_ptr<Session> f = openTrainingSession(forward);
   if (f)
     CHECK_ERROR(Trainer::create(*f).status(),
                 "the executable has no optimizer step (entries: 'main')");
   Executable noCounter = trainingExecutable(false);
   noCounter.manifest.variables.pop_back();
-  std::unique_ptr<Session> n = open(noCounter);
+  std::unique_ptr<Session> n = openTrainingSession(noCounter);
   if (n)
     CHECK_ERROR(Trainer::create(*n).status(),
                 "training executable: no 'step' counter variable");
   Executable noLr = trainingExecutable(false);
   noLr.manifest.entries[0].inputs.pop_back();
-  std::unique_ptr<Session> l = open(noLr);
+  std::unique_ptr<Session> l = openTrainingSession(noLr);
   if (l)
     CHECK_ERROR(Trainer::create(*l).status(),
                 "training executable: entry 'train_step' has no input 'lr'");
@@ -380,8 +380,8 @@ void testCheckpoints() {
   std::string dir = scratchDirectory() + "/checkpoints";
   CHECK_OK(makeDirectories(dir));
   Executable e = trainingExecutable(/*accumulateApply=*/true);
-  std::unique_ptr<Session> s = open(e);
-  std::unique_ptr<Session> fresh = open(e);
+  std::unique_ptr<Session> s = openTrainingSession(e);
+  std::unique_ptr<Session> fresh = openTrainingSession(e);
   if (!s || !fresh)
     return;
   StatusOr<Trainer> t = Trainer::create(*s, 2);
@@ -473,7 +473,7 @@ void testCheckpoints() {
 
   // A checkpoint of another executable: train_step has no w.grad.
   Executable single = trainingExecutable(/*accumulateApply=*/false);
-  std::unique_ptr<Session> other = open(single);
+  std::unique_ptr<Session> other = openTrainingSession(single);
   if (other) {
     std::string otherPath = dir + "/train-step.ckpt";
     CHECK_OK(other->saveCheckpoint(otherPath));
