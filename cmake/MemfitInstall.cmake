@@ -22,6 +22,7 @@ set(MEMFIT_EXPORTED_LIBRARIES
   MemfitRemat:Remat
   MemfitSummary:Summary
   MemfitTraining:Training
+  MemfitPrecision:Precision
   MemfitPipelines:Pipelines
   MemfitTargetCuda:TargetCuda
   MemfitJIT:JIT

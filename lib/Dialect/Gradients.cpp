@@ -168,8 +168,11 @@ public:
   Value select(Value c, Value x, Value y) {
     return WhereOp::create(b, loc, c, x, y);
   }
-  Value cast(Value x, Type elt) {
-    return CastOp::create(b, loc, RankedTensorType::get(shapeOf(x), elt), x);
+  /// `x` converted to `elt`; `reason` (CastOp's) when the gradient itself
+  /// changes type.
+  Value cast(Value x, Type elt, StringRef reason = {}) {
+    return CastOp::create(b, loc, RankedTensorType::get(shapeOf(x), elt), x,
+                          reason.empty() ? StringAttr() : b.getStringAttr(reason));
   }
   /// A scalar (rank-0) constant of element type `elt`, built once per rule.
   Value scalar(double value, Type elt) {
@@ -363,7 +366,7 @@ LogicalResult rule(DropoutOp op, GradBuilder &g) {
 LogicalResult rule(CastOp op, GradBuilder &g) {
   // Only float-to-float casts pass a gradient; the operand is float here.
   if (isFloat(op.getResult()))
-    g.set(0, g.cast(g.grad(), eltOf(op.getInput())));
+    g.set(0, g.cast(g.grad(), eltOf(op.getInput()), "gradient"));
   return success();
 }
 
@@ -787,7 +790,19 @@ LogicalResult rule(SliceOp op, GradBuilder &g) {
 LogicalResult rule(GatherOp op, GradBuilder &g) {
   int64_t axis =
       *normalizeAxis(op.getAxis(), shapeOf(op.getData()).size(), std::nullopt);
-  g.set(0, GatherGradOp::create(g.b, g.loc, op.getData().getType(), g.grad(),
+  RankedTensorType dataType = op.getData().getType();
+  Type elt = dataType.getElementType();
+  // Repeated indices add up: 16-bit floats accumulate in f32, rounded once.
+  if (elt.isF16() || elt.isBF16()) {
+    Type f32 = g.b.getF32Type();
+    Value sum = GatherGradOp::create(
+        g.b, g.loc, RankedTensorType::get(dataType.getShape(), f32),
+        g.cast(g.grad(), f32, "gradient"), op.getIndices(),
+        static_cast<uint64_t>(axis));
+    g.set(0, g.cast(sum, elt, "gradient"));
+    return success();
+  }
+  g.set(0, GatherGradOp::create(g.b, g.loc, dataType, g.grad(),
                                 op.getIndices(), static_cast<uint64_t>(axis)));
   return success();
 }

@@ -225,10 +225,50 @@ static Attribute castElement(Attribute a, Type from, Type to) {
   return FloatAttr::get(to, v);
 }
 
+Precision mlir::memfit::defaultPrecision(OpClass opClass) {
+  switch (opClass) {
+  case OpClass::Contraction:
+  case OpClass::ElementWise:
+  case OpClass::Normalization:
+    return Precision::Low;
+  case OpClass::Reduction:
+  case OpClass::Loss:
+    return Precision::Fp32;
+  case OpClass::DataMovement:
+  case OpClass::Constant:
+    return Precision::Follow;
+  }
+  llvm_unreachable("unknown op class");
+}
+
+/// Whether every value of float type `narrow` is a value of `wide`: f16
+/// and bf16 in f32 and f64, f32 in f64.
+static bool floatHoldsExactly(Type wide, Type narrow) {
+  auto w = dyn_cast<FloatType>(wide), n = dyn_cast<FloatType>(narrow);
+  if (!w || !n)
+    return false;
+  if (w == n)
+    return true;
+  if (n.isF16() || n.isBF16())
+    return w.isF32() || w.isF64();
+  return n.isF32() && w.isF64();
+}
+
 OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
   if (getInput().getType() == getType())
     return getInput();
   Type from = eltOf(getInput()), to = getType().getElementType();
+  // cast(cast(x : A -> B) : B -> C) is cast(x : A -> C) when B holds A
+  // exactly: the first cast changes no value.
+  if (auto inner = getInput().getDefiningOp<CastOp>()) {
+    Value source = inner.getInput();
+    if (floatHoldsExactly(from, eltOf(source))) {
+      if (source.getType() == getType())
+        return source;
+      getInputMutable().assign(source);
+      return getResult();
+    }
+  }
   return foldElementwise({adaptor.getInput()}, getType(),
                          [&](ArrayRef<Attribute> a) {
                            return castElement(a[0], from, to);

@@ -41,7 +41,14 @@ pipelineOptions(const TrainOptions &train) {
     return rt::invalidArgument("unknown remat policy '" + train.remat +
                                "'; expected none, checkpoint-layers, auto or "
                                "optimal");
+  std::optional<PrecisionKind> precision =
+      symbolizePrecisionKind(train.precision);
+  if (!precision)
+    return rt::invalidArgument("unknown precision '" + train.precision +
+                               "'; expected fp32, bf16 or fp16");
   options->loss = *loss;
+  options->precision = *precision;
+  options->keepFp32 = train.keepFp32;
   options->optimizer = *optimizer;
   options->remat = *remat;
   options->ignoreIndex = train.ignoreIndex;

@@ -39,6 +39,10 @@ constexpr KindName<RematPolicy> kRematNames[] = {
     {RematPolicy::CheckpointLayers, "checkpoint-layers"},
     {RematPolicy::Auto, "auto"},
     {RematPolicy::Optimal, "optimal"}};
+constexpr KindName<PrecisionKind> kPrecisionNames[] = {
+    {PrecisionKind::Fp32, "fp32"},
+    {PrecisionKind::Bf16, "bf16"},
+    {PrecisionKind::Fp16, "fp16"}};
 
 template <typename Kind, size_t N>
 StringRef nameOf(const KindName<Kind> (&names)[N], Kind kind) {
@@ -66,6 +70,13 @@ StringRef mlir::memfit::stringifyOptimizerKind(OptimizerKind kind) {
 }
 StringRef mlir::memfit::stringifyRematPolicy(RematPolicy policy) {
   return nameOf(kRematNames, policy);
+}
+StringRef mlir::memfit::stringifyPrecisionKind(PrecisionKind kind) {
+  return nameOf(kPrecisionNames, kind);
+}
+std::optional<PrecisionKind>
+mlir::memfit::symbolizePrecisionKind(StringRef name) {
+  return kindOf(kPrecisionNames, name);
 }
 std::optional<LossKind> mlir::memfit::symbolizeLossKind(StringRef name) {
   return kindOf(kLossNames, name);
@@ -109,12 +120,15 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
                              std::isspace((unsigned char)value->back()))))
       return std::string(name) + " '" + *value +
              "' must not contain quotes or begin or end with a space";
-  for (const auto *patterns : {&options.trainable, &options.frozen})
+  for (const auto *patterns :
+       {&options.trainable, &options.frozen, &options.keepFp32})
     for (const std::string &pattern : *patterns)
       if (pattern.empty() ||
           pattern.find_first_of(" ,{}'\"") != std::string::npos)
-        return "parameter pattern '" + pattern +
+        return "pattern '" + pattern +
                "' must be non-empty, without spaces, commas, braces or quotes";
+  if (options.precision == PrecisionKind::Fp32 && !options.keepFp32.empty())
+    return "keep-fp32 needs precision=bf16 or precision=fp16";
   return "";
 }
 
@@ -167,6 +181,9 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   list("trainable", options.trainable);
   list("frozen", options.frozen);
   string("entry", options.entry);
+  if (options.precision != defaults.precision)
+    add("precision", stringifyPrecisionKind(options.precision).str());
+  list("keep-fp32", options.keepFp32);
   if (options.optimizer != defaults.optimizer)
     add("optimizer", stringifyOptimizerKind(options.optimizer).str());
   number("beta1", options.beta1, defaults.beta1);
@@ -203,6 +220,14 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createMemfitTieParametersPass());
+
+  if (options.precision != PrecisionKind::Fp32) {
+    MemfitMixedPrecisionPassOptions precision;
+    precision.precision = stringifyPrecisionKind(options.precision).str();
+    precision.keepFp32.assign(options.keepFp32.begin(),
+                              options.keepFp32.end());
+    pm.addPass(createMemfitMixedPrecisionPass(precision));
+  }
 
   MemfitAutodiffPassOptions autodiff;
   autodiff.loss = stringifyLossKind(options.loss).str();
@@ -255,7 +280,8 @@ void mlir::memfit::registerMemfitPipelines() {
         "memfit-train-pipeline",
         "What the C++ API (and memfit-run --train) runs between import and "
         "CUDA emission for a training step: canonicalize, cse, "
-        "memfit-tie-parameters, memfit-autodiff, memfit-optimizer, "
+        "memfit-tie-parameters, memfit-mixed-precision, memfit-autodiff, "
+        "memfit-optimizer, "
         "canonicalize, cse, memfit-form-kernels, memfit-remat",
         [](OpPassManager &pm, StringRef text,
            function_ref<LogicalResult(const Twine &)> errorHandler) {

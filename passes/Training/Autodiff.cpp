@@ -12,6 +12,7 @@
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Passes/Passes.h"
 #include "memfit/Dialect/Training.h"
+#include "memfit/Support/GlobList.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -19,7 +20,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "llvm/Support/GlobPattern.h"
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITAUTODIFFPASS
@@ -30,29 +30,6 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 namespace {
-
-/// Compiled name patterns; an empty list matches nothing.
-struct Patterns {
-  SmallVector<llvm::GlobPattern> globs;
-
-  LogicalResult parse(ArrayRef<std::string> texts, ModuleOp module,
-                      StringRef option) {
-    for (const std::string &text : texts) {
-      auto glob = llvm::GlobPattern::create(text);
-      if (!glob)
-        return module.emitError("bad ")
-               << option << " pattern '" << text
-               << "': " << llvm::toString(glob.takeError());
-      globs.push_back(std::move(*glob));
-    }
-    return success();
-  }
-  bool match(StringRef name) const {
-    return llvm::any_of(globs, [&](const llvm::GlobPattern &glob) {
-      return glob.match(name);
-    });
-  }
-};
 
 struct MemfitAutodiffPass
     : public memfit::impl::MemfitAutodiffPassBase<MemfitAutodiffPass> {
@@ -68,16 +45,17 @@ struct MemfitAutodiffPass
   /// Marks each candidate parameter trainable or frozen; returns the
   /// trainable ones by name.
   LogicalResult chooseParameters(ModuleOp module, llvm::StringSet<> &chosen) {
-    Patterns include, exclude;
-    if (failed(include.parse(trainable, module, "trainable")) ||
-        failed(exclude.parse(frozen, module, "frozen")))
-      return failure();
+    GlobList include, exclude;
+    std::string error;
+    if (!include.parse(trainable, "trainable", error) ||
+        !exclude.parse(frozen, "frozen", error))
+      return module.emitError(error);
     Builder builder(module.getContext());
     for (auto param : module.getOps<ParameterOp>()) {
       if (!isTrainableCandidate(param))
         continue;
       StringRef name = param.getSymName();
-      bool train = (include.globs.empty() || include.match(name)) &&
+      bool train = (include.empty() || include.match(name)) &&
                    !exclude.match(name);
       param->setAttr(kRoleAttr,
                      builder.getStringAttr(train ? kRoleParameter : kRoleFrozen));

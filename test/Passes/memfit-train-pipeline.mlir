@@ -78,7 +78,7 @@
 // RUN: not memfit-opt %s --memfit-train-pipeline='activation-fraction=1.5' -o /dev/null 2>&1 | FileCheck %s --check-prefix=FRACTION
 // FRACTION: error: memfit-train-pipeline: activation-fraction must be in [0, 1]
 // RUN: not memfit-opt %s --memfit-train-pipeline='frozen=w0,,v0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=PATTERN
-// PATTERN: error: memfit-train-pipeline: parameter pattern '' must be non-empty, without spaces, commas, braces or quotes
+// PATTERN: error: memfit-train-pipeline: pattern '' must be non-empty, without spaces, commas, braces or quotes
 
 memfit.parameter @w0 = dense<0.05> : tensor<16x64xf32>
 memfit.parameter @v0 = dense<0.05> : tensor<64x16xf32>

@@ -131,6 +131,18 @@ static List trainablePatterns(
 static List
     frozenPatterns("frozen", cl::CommaSeparated, cl::cat(trainCategory),
                    cl::desc("Glob patterns of parameters to leave alone"));
+static Opt<std::string> precision(
+    "precision", cl::init("fp32"), cl::cat(trainCategory),
+    cl::desc("fp32, bf16 (--bf16) or fp16 (--fp16): 16-bit compute, fp32 "
+             "master weights"));
+// Hugging Face's spellings, listed in --precision's line.
+static Opt<bool> bf16("bf16", cl::Hidden, cl::cat(trainCategory),
+                      cl::desc("--precision=bf16"));
+static Opt<bool> fp16("fp16", cl::Hidden, cl::cat(trainCategory),
+                      cl::desc("--precision=fp16"));
+static List keepFp32(
+    "keep-fp32", cl::CommaSeparated, cl::cat(trainCategory),
+    cl::desc("Glob patterns of ONNX node names to keep in fp32"));
 
 static Opt<int64_t>
     steps("steps", cl::init(20), cl::cat(loopCategory),
@@ -374,15 +386,19 @@ void warnIgnoredCompileFlags() {
               << " is ignored: the executable is compiled already\n";
 }
 
-/// The training options the flags give; nothing when --budget is not
-/// positive.
-std::optional<memfit::TrainOptions> trainOptionsFromFlags() {
+/// The training options the flags give, or why they contradict each other.
+rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
   memfit::TrainOptions t;
+  if (int(bf16) + int(fp16) + int(precision.getNumOccurrences() > 0) > 1)
+    return rt::invalidArgument(
+        "give one of --precision, --bf16 and --fp16");
   t.loss = lossKind;
   if (ignoreIndex.getNumOccurrences())
     t.ignoreIndex = ignoreIndex;
   t.trainable.assign(trainablePatterns.begin(), trainablePatterns.end());
   t.frozen.assign(frozenPatterns.begin(), frozenPatterns.end());
+  t.precision = bf16 ? "bf16" : fp16 ? "fp16" : precision.getValue();
+  t.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   t.optimizer = gradients ? "none" : optimizer.getValue();
   // Optional values: the compiler's defaults unless given.
   std::pair<Opt<double> *, double *> doubles[] = {
@@ -397,7 +413,7 @@ std::optional<memfit::TrainOptions> trainOptionsFromFlags() {
   t.remat = rematPolicy;
   if (budgetFlag.getNumOccurrences()) {
     if (budgetFlag.getValue().bytes <= 0)
-      return std::nullopt;
+      return rt::invalidArgument("--budget must be a positive size");
     t.budget = budgetFlag.getValue().bytes;
   }
   t.activationFraction = activationFractionFlag;
@@ -436,9 +452,10 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   options.inputShapes = inputShapes;
   options.mlirOutput = emitMlir;
   if (train || gradients) {
-    options.train = trainOptionsFromFlags();
-    if (!options.train)
-      return rt::invalidArgument("--budget must be a positive size");
+    auto flags = trainOptionsFromFlags();
+    if (!flags)
+      return flags.status();
+    options.train = std::move(*flags);
   }
   if (printPipeline) {
     std::string pipeline = "--memfit-forward-pipeline";

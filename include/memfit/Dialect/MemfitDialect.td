@@ -104,11 +104,19 @@ class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
                      traits)> {
   code extraDecls = "";
   int flopsPerElement = 1;
+  // The precision requirement (OpClassInterface): "Low", "Fp32" or
+  // "Follow"; empty for the class's default.
+  string precision = "";
   let extraClassDeclaration = [{
     ::mlir::memfit::OpClass getOpClass() {
       return ::mlir::memfit::OpClass::}] # opClass # [{;
     }
     int64_t getFlopsPerElement() { return }] # flopsPerElement # [{; }
+    ::mlir::memfit::Precision getPrecision() {
+      return }] # !if(!empty(precision),
+        "::mlir::memfit::defaultPrecision(getOpClass())",
+        "::mlir::memfit::Precision::" # precision) # [{;
+    }
   }] # extraDecls;
 }
 

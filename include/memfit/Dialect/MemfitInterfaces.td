@@ -26,6 +26,15 @@ def Memfit_OpClass : I32EnumAttr<"OpClass", "what kind of computation an op is",
   let genSpecializedAttr = 0;
 }
 
+def Memfit_Precision : I32EnumAttr<"Precision",
+    "the floating-point type an op runs in under mixed precision", [
+    I32EnumAttrCase<"Low", 0, "low">,
+    I32EnumAttrCase<"Fp32", 1, "fp32">,
+    I32EnumAttrCase<"Follow", 2, "follow">]> {
+  let cppNamespace = "::mlir::memfit";
+  let genSpecializedAttr = 0;
+}
+
 def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
   let cppNamespace = "::mlir::memfit";
   let description = [{
@@ -34,10 +43,28 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     reduction, normalization (a row-wise reduction followed by element-wise
     work), contraction (a library call), data movement (a pure re-indexing),
     constant, or loss.
+
+    It also states the op's precision requirement, which
+    memfit-mixed-precision follows: `low` (the op may run in bf16 or fp16,
+    reading and writing the low type while its kernel computes in fp32
+    registers), `fp32` (the op's operands and results stay fp32), or
+    `follow` (the op runs in the type of its float operands, the widest
+    when they differ). By class: contractions, element-wise ops and
+    normalizations (whose kernels keep their statistics in fp32 registers)
+    are `low`; reductions and losses are `fp32`; data movement and
+    constants `follow`. Ops override it with `precision` in ODS:
+    softmax, log-softmax and the element-wise functions that lose accuracy
+    in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal) are
+    `fp32`, as in PyTorch's autocast lists; comparisons `follow`.
   }];
   let methods = [
     InterfaceMethod<"Returns the op's computation class.",
       "::mlir::memfit::OpClass", "getOpClass", (ins)>,
+    InterfaceMethod<"Returns the op's precision requirement.",
+      "::mlir::memfit::Precision", "getPrecision", (ins), /*methodBody=*/"",
+      /*defaultImplementation=*/[{
+        return ::mlir::memfit::defaultPrecision($_op.getOpClass());
+      }]>,
   ];
 }
 

@@ -17,6 +17,13 @@
 #include "memfit/Dialect/MemfitTraits.h"
 #include "memfit/Dialect/OpCost.h"
 #include "memfit/Dialect/MemfitEnums.h.inc"
+
+namespace mlir::memfit {
+/// The precision requirement of an op of class `opClass` that does not
+/// state its own (OpClassInterface::getPrecision).
+Precision defaultPrecision(OpClass opClass);
+} // namespace mlir::memfit
+
 #include "memfit/Dialect/MemfitInterfaces.h.inc"
 
 #define GET_OP_CLASSES

@@ -117,15 +117,20 @@ def Memfit_NegOp : Memfit_UnaryOp<"neg", "negation", Memfit_NumericTensor> {
   let hasFolder = 1;
 }
 def Memfit_ExpOp : Memfit_UnaryOp<"exp", "the exponential"> {
+  let precision = "Fp32";
   let flopsPerElement = 4;
 }
 def Memfit_LogOp : Memfit_UnaryOp<"log", "the natural logarithm"> {
+  let precision = "Fp32";
   let flopsPerElement = 4;
 }
 def Memfit_SqrtOp : Memfit_UnaryOp<"sqrt", "the square root"> {
+  let precision = "Fp32";
   let flopsPerElement = 4;
 }
-def Memfit_ReciprocalOp : Memfit_UnaryOp<"reciprocal", "the reciprocal 1/x">;
+def Memfit_ReciprocalOp : Memfit_UnaryOp<"reciprocal", "the reciprocal 1/x"> {
+  let precision = "Fp32";
+}
 def Memfit_ErfOp : Memfit_UnaryOp<"erf", "the Gauss error function"> {
   let flopsPerElement = 4;
 }
@@ -191,11 +196,24 @@ def Memfit_CastOp : Memfit_Op<"cast", "ElementWise", [Pure, SameOperandsAndResul
     nearest even, floats to integers truncate toward zero, any non-zero value
     becomes true.
 
+    Casts that memfit inserts say why in `reason`: `working-copy` (the low
+    precision copy of an fp32 master weight), `lower` (the input of an op
+    that runs in bf16 or fp16), `fp32` (the input of an op whose precision
+    requirement is fp32), `keep-fp32` (the input of an op that the user
+    kept in fp32), `promote` (operands of mixed types, widened), `result`
+    (a function result keeps its type) and `gradient` (a gradient returns
+    to its value's type). Casts from the model have none.
+
+    A cast of a cast folds to one cast, or to nothing, when the middle type
+    holds every value of the source type exactly (bf16 or f16 to f32 to
+    anything).
+
     ```mlir
     %y = memfit.cast %x : tensor<2x16xi64> to tensor<2x16xf32>
+    %w16 = memfit.cast %w {reason = "working-copy"} : tensor<32x96xf32> to tensor<32x96xbf16>
     ```
   }];
-  let arguments = (ins Memfit_Tensor:$input);
+  let arguments = (ins Memfit_Tensor:$input, OptionalAttr<StrAttr>:$reason);
   let results = (outs Memfit_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
   let hasFolder = 1;
@@ -254,13 +272,20 @@ def Memfit_DivOp : Memfit_BroadcastOp<"div", "division", Memfit_NumericTensor,
 def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
                                       Memfit_NumericTensor, Memfit_FloatTensor> {
   let flopsPerElement = 4;
+  let precision = "Fp32";
 }
 def Memfit_EqualOp : Memfit_BroadcastOp<"equal", "equality", Memfit_Tensor,
-                                        Memfit_Tensor, Memfit_BoolTensor, [Commutative]>;
+                                        Memfit_Tensor, Memfit_BoolTensor, [Commutative]> {
+  let precision = "Follow";
+}
 def Memfit_LessOp : Memfit_BroadcastOp<"less", "less-than", Memfit_NumericTensor,
-                                       Memfit_NumericTensor, Memfit_BoolTensor>;
+                                       Memfit_NumericTensor, Memfit_BoolTensor> {
+  let precision = "Follow";
+}
 def Memfit_GreaterOp : Memfit_BroadcastOp<"greater", "greater-than", Memfit_NumericTensor,
-                                          Memfit_NumericTensor, Memfit_BoolTensor>;
+                                          Memfit_NumericTensor, Memfit_BoolTensor> {
+  let precision = "Follow";
+}
 
 def Memfit_WhereOp : Memfit_InferredOp<"where", "ElementWise"> {
   let summary = "element-wise selection with broadcasting";
@@ -334,6 +359,7 @@ def Memfit_GemmOp : Memfit_InferredOp<"gemm", "Contraction",
 class Memfit_SoftmaxBase<string mnemonic, string what>
     : Memfit_Op<mnemonic, "Normalization", [Pure, SameOperandsAndResultType]> {
   let flopsPerElement = 5;
+  let precision = "Fp32";
   let summary = what # " along one axis";
   let description = "Computes " # what # [{ along `axis` (ONNX opset 13
     semantics: one axis, negative counts from the back).

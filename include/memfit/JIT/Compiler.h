@@ -51,6 +51,11 @@ struct TrainOptions {
   /// parameters matching any `trainable` pattern (all when empty) and no
   /// `frozen` pattern.
   std::vector<std::string> trainable, frozen;
+  /// "fp32", or "bf16" / "fp16": contractions and element-wise ops compute
+  /// in the 16-bit type with fp32 master weights (memfit-mixed-precision);
+  /// ops whose ONNX node name matches a `keepFp32` glob stay in fp32.
+  std::string precision = "fp32";
+  std::vector<std::string> keepFp32;
   /// "adamw", "sgd" or "none" (gradients only, see above).
   std::string optimizer = "adamw";
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;

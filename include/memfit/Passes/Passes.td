@@ -123,6 +123,50 @@ def MemfitTieParametersPass
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
+def MemfitMixedPrecisionPass
+    : Pass<"memfit-mixed-precision", "::mlir::ModuleOp"> {
+  let summary = "Runs contractions and element-wise ops in bf16 or fp16, the rest in fp32";
+  let description = [{
+    Rewrites every function of a forward model (before `memfit-autodiff`, so
+    that the backward is built in the same types) to compute in `precision`
+    (bf16 or fp16) where each op's precision requirement allows it
+    (OpClassInterface::getPrecision): `low` ops (contractions, element-wise
+    ops, layer and RMS norms, whose kernels keep statistics in fp32
+    registers) run in the low type; `fp32` ops (reductions, softmax,
+    losses, exp, log, pow, sqrt, reciprocal) in fp32; `follow` ops (data
+    movement, comparisons) in the type of their float operands, the widest
+    when they differ. Ops whose ONNX node name matches a `keep-fp32` glob
+    run in fp32 whatever their requirement.
+
+    A `memfit.cast` with a `reason` is inserted where a value meets an op
+    that runs in another type, once per value and type, just before its
+    first such use: an fp32 master weight gets its low-precision working
+    copy where it is used (`working-copy`), so parameters, and the
+    optimizer states and gradients built from them, stay fp32. Function
+    results keep their types (`result` casts), so a loss that
+    `memfit-autodiff` attaches reads fp32 logits. Casts of constants fold
+    into constants, and a cast of a cast folds when the middle type is
+    exact. Values of other float types (f64) are left alone.
+
+    ```
+    memfit-opt gpt.onnx --input-shape=input_ids=2x16 \
+      --memfit-mixed-precision='precision=bf16 keep-fp32=/h.0/*'
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+           "The low type: bf16 or fp16">,
+    ListOption<"keepFp32", "keep-fp32", "std::string",
+               "Glob patterns of ONNX node names to run in fp32">,
+  ];
+  let statistics = [
+    Statistic<"numLowOps", "low-ops", "Ops that run in the low type">,
+    Statistic<"numFp32Ops", "fp32-ops", "Ops kept in fp32 (float operands)">,
+    Statistic<"numCasts", "casts", "Casts inserted">,
+  ];
+}
+
 def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds the gradients of a loss with respect to the trainable parameters";
   let description = [{

@@ -6,7 +6,8 @@
 //
 //   memfit-forward-pipeline   canonicalize, cse, memfit-form-kernels
 //   memfit-train-pipeline     canonicalize, cse, memfit-tie-parameters,
-//                             memfit-autodiff, memfit-optimizer (unless
+//                             memfit-mixed-precision (unless
+//                             precision=fp32), memfit-autodiff, memfit-optimizer (unless
 //                             optimizer=none), canonicalize, cse,
 //                             memfit-form-kernels, memfit-remat
 //
@@ -37,15 +38,18 @@ namespace mlir::memfit {
 enum class LossKind { Output, CrossEntropy, Mse };
 enum class OptimizerKind { AdamW, Sgd, None };
 enum class RematPolicy { None, CheckpointLayers, Auto, Optimal };
+enum class PrecisionKind { Fp32, Bf16, Fp16 };
 
 /// The names the options, the passes and the C++ API use ("cross-entropy",
 /// "adamw", "checkpoint-layers", ...), and back.
 llvm::StringRef stringifyLossKind(LossKind kind);
 llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
 llvm::StringRef stringifyRematPolicy(RematPolicy policy);
+llvm::StringRef stringifyPrecisionKind(PrecisionKind kind);
 std::optional<LossKind> symbolizeLossKind(llvm::StringRef name);
 std::optional<OptimizerKind> symbolizeOptimizerKind(llvm::StringRef name);
 std::optional<RematPolicy> symbolizeRematPolicy(llvm::StringRef name);
+std::optional<PrecisionKind> symbolizePrecisionKind(llvm::StringRef name);
 
 struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
@@ -75,6 +79,21 @@ struct TrainPipelineOptions
       llvm::cl::desc("The function to differentiate (default: the only one, "
                      "or main)"),
       llvm::cl::init("")};
+
+  // Mixed precision (memfit-mixed-precision, before memfit-autodiff).
+  Option<PrecisionKind> precision{
+      *this, "precision", llvm::cl::desc("The type contractions and "
+                                         "element-wise ops compute in"),
+      llvm::cl::init(PrecisionKind::Fp32),
+      llvm::cl::values(
+          clEnumValN(PrecisionKind::Fp32, "fp32", "everything in fp32"),
+          clEnumValN(PrecisionKind::Bf16, "bf16",
+                     "bf16 with fp32 master weights"),
+          clEnumValN(PrecisionKind::Fp16, "fp16",
+                     "fp16 with fp32 master weights"))};
+  ListOption<std::string> keepFp32{
+      *this, "keep-fp32",
+      llvm::cl::desc("Glob patterns of ONNX node names to run in fp32")};
 
   // The optimizer (memfit-optimizer).
   Option<OptimizerKind> optimizer{

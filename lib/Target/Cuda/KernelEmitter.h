@@ -23,8 +23,10 @@ namespace mlir::memfit::cuda {
 
 /// Helpers every kernel may call (warp and block reductions, dropout's
 /// hash): Prelude.cuh, embedded at build time and written once at the top
-/// of the source.
-void emitPrelude(llvm::raw_ostream &os);
+/// of the source. With `halfTypes`, CUDA's cuda_fp16.h and cuda_bf16.h are
+/// included first (the host backend's emulation header defines the same
+/// types and conversions instead).
+void emitPrelude(llvm::raw_ostream &os, bool halfTypes);
 
 /// Writes the __global__ function of `kernel` (named after `index` and its
 /// ops) and returns its launch description. Parameters are the kernel's
@@ -38,6 +40,9 @@ FailureOr<rt::Kernel> emitBroadcastCopy(Operation *op, unsigned index,
                                         RankedTensorType from,
                                         RankedTensorType to,
                                         llvm::raw_ostream &os);
+
+/// Whether `type` is f16 or bf16: stored in 16 bits, computed in fp32.
+bool isHalfFloat(Type type);
 
 /// The ONNX node names in a location (NameLoc, possibly fused).
 void collectNodeNames(Location loc, std::vector<std::string> &names);

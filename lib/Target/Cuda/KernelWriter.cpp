@@ -57,9 +57,15 @@ int64_t cuda::product(ArrayRef<int64_t> values) {
   return result;
 }
 
+bool cuda::isHalfFloat(Type type) { return type.isF16() || type.isBF16(); }
+
 FailureOr<std::string> cuda::cType(Type type) {
   if (type.isF32())
     return std::string("float");
+  if (type.isF16())
+    return std::string("__half");
+  if (type.isBF16())
+    return std::string("__nv_bfloat16");
   if (type.isF64())
     return std::string("double");
   if (type.isInteger(1))
@@ -76,8 +82,36 @@ FailureOr<std::string> cuda::cType(Type type) {
   return failure();
 }
 
+FailureOr<std::string> cuda::regType(Type type) {
+  if (isHalfFloat(type))
+    return std::string("float");
+  return cType(type);
+}
+
+std::string cuda::widen(Type type, StringRef access) {
+  if (type.isBF16())
+    return ("__bfloat162float(" + access + ")").str();
+  if (type.isF16())
+    return ("__half2float(" + access + ")").str();
+  return access.str();
+}
+
+std::string cuda::loadAs(StringRef acc, Type type, StringRef access) {
+  if (isHalfFloat(type))
+    return widen(type, access);
+  return ("(" + acc + ")" + access).str();
+}
+
+std::string cuda::narrow(Type type, StringRef expr) {
+  if (type.isBF16())
+    return ("__float2bfloat16_rn(" + expr + ")").str();
+  if (type.isF16())
+    return ("__float2half_rn(" + expr + ")").str();
+  return expr.str();
+}
+
 FailureOr<std::string> cuda::accType(Operation *op, Type type) {
-  if (type.isF32())
+  if (type.isF32() || isHalfFloat(type))
     return std::string("float");
   if (type.isF64())
     return std::string("double");
@@ -410,8 +444,8 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
 
 std::string KernelWriter::define(Value value, StringRef expr) {
   std::string name = "v" + std::to_string(nextVar++);
-  os << "  const " << *cType(eltOf(value)) << " " << name << " = " << expr
-     << ";\n";
+  os << "  const " << *regType(eltOf(value)) << " " << name << " = "
+     << expr << ";\n";
   names[value] = name;
   return name;
 }
@@ -448,9 +482,11 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
                            << " does not broadcast to the kernel's shape "
                            << shapeToString(domainShape),
              failure();
-    return define(value, param(arg) + "[" +
-                             broadcastOffset(shape, domainShape.size(), "c") +
-                             "]");
+    return define(value,
+                  widen(eltOf(arg),
+                        param(arg) + "[" +
+                            broadcastOffset(shape, domainShape.size(), "c") +
+                            "]"));
   }
   return error(value.getDefiningOp()) << "value used before its definition",
          failure();
@@ -459,7 +495,7 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
 FailureOr<std::string> KernelWriter::load(Value value, StringRef offset,
                                           Operation *user) {
   if (auto arg = dyn_cast<BlockArgument>(value))
-    return param(arg) + "[" + offset.str() + "]";
+    return widen(eltOf(arg), param(arg) + "[" + offset.str() + "]");
   if (value.getDefiningOp<ConstantOp>())
     return scalar(value);
   return error(user) << "data movement of a value computed in the same "
@@ -533,7 +569,7 @@ LogicalResult KernelWriter::emitPointwise() {
     FailureOr<std::string> s = scalar(value);
     if (failed(s))
       return failure();
-    os << "  out" << i << "[idx] = " << *s << ";\n";
+    os << "  out" << i << "[idx] = " << narrow(eltOf(value), *s) << ";\n";
   }
   setPointwiseLaunch(n);
   return success();
@@ -610,7 +646,11 @@ namespace mlir::memfit::cuda {
 extern const char kCudaPrelude[];
 } // namespace mlir::memfit::cuda
 
-void cuda::emitPrelude(raw_ostream &os) {
+void cuda::emitPrelude(raw_ostream &os, bool halfTypes) {
+  if (halfTypes)
+    os << "// __half and __nv_bfloat16; the host backend's emulation header "
+          "defines them.\n#ifndef MEMFIT_CUDA_HOST_H\n#include "
+          "<cuda_fp16.h>\n#include <cuda_bf16.h>\n#endif\n\n";
   // A blank line between the helpers and the first kernel.
   os << kCudaPrelude << "\n";
 }

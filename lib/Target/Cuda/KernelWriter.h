@@ -39,10 +39,26 @@ Type eltOf(Value value);
 Shape stridesOf(ArrayRef<int64_t> shape);
 int64_t product(ArrayRef<int64_t> values);
 
-/// The C type of an element type the kernels support.
+/// The C type of an element type the kernels support, as it is stored in
+/// a buffer: `__half` for f16, `__nv_bfloat16` for bf16.
 FailureOr<std::string> cType(Type type);
-/// The accumulator type of a row or a reduction: float for f32, double for
-/// f64, long long for integers; a diagnostic on `op` otherwise.
+/// The type a kernel computes a value of element type `type` in: float for
+/// f16 and bf16 (loaded with widen, stored with narrow), cType otherwise.
+FailureOr<std::string> regType(Type type);
+/// `access`, an element of `type` in a buffer, as its register value:
+/// `__bfloat162float(access)` for bf16, `__half2float(access)` for f16,
+/// `access` otherwise.
+std::string widen(Type type, StringRef access);
+/// `access` as a value of the accumulator type `acc`: widened for f16 and
+/// bf16, `(acc)access` otherwise.
+std::string loadAs(StringRef acc, Type type, StringRef access);
+/// `expr`, a register value, as an element of `type` to store:
+/// `__float2bfloat16_rn(expr)` for bf16, `__float2half_rn(expr)` for f16
+/// (round to nearest even, as the runtime's conversions), `expr` otherwise.
+std::string narrow(Type type, StringRef expr);
+/// The accumulator type of a row or a reduction: float for f16, bf16 and
+/// f32, double for f64, long long for integers; a diagnostic on `op`
+/// otherwise.
 FailureOr<std::string> accType(Operation *op, Type type);
 /// The float function for `type`: expf for f32, exp for f64.
 std::string mathFn(StringRef base, Type type);

@@ -42,8 +42,8 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   int64_t rows = shape[0] * inner;
   std::string x = w.param(scores);
   auto xAt = [&](StringRef c) {
-    return llvm::formatv("({0}){1}[base + ({2}) * {3}LL]", *acc, x, c, inner)
-        .str();
+    return loadAs(*acc, type,
+                  llvm::formatv("{0}[base + ({1}) * {2}LL]", x, c, inner).str());
   };
 
   auto writeRow = [&](StringRef indent) {
@@ -63,7 +63,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
     os << ii << "  w = 1;\n";
     os << ii << "} else {\n";
     os << ii << "  w = "
-       << (weights ? "(" + *acc + ")" + w.param(weights) + "[label]"
+       << (weights ? loadAs(*acc, eltOf(weights), w.param(weights) + "[label]")
                    : floatLiteral(1.0, d))
        << ";\n";
     if (fromLogits) {
@@ -90,7 +90,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
     os << "  if (r >= " << rows << "LL) return;\n";
     writeRow("  ");
     os << "  (void)w;\n";
-    os << "  out0[r] = loss;\n";
+    os << "  out0[r] = " << narrow(eltOf(op->getResult(0)), "loss") << ";\n";
     w.setPointwiseLaunch(rows);
     return success();
   }
@@ -103,7 +103,8 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   os << "  total = memfit_block_sum(total, scratch);\n";
   os << "  weight = memfit_block_sum(weight, scratch);\n";
   os << "  if (threadIdx.x == 0) out0[0] = "
-     << (reduction == LossReduction::Mean ? "total / weight" : "total")
+     << narrow(eltOf(op->getResult(0)),
+               reduction == LossReduction::Mean ? "total / weight" : "total")
      << ";\n";
   w.setSingleBlockLaunch();
   return success();
@@ -139,7 +140,7 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   if (op.getIgnoreIndex())
     ignoreIndex = static_cast<int64_t>(*op.getIgnoreIndex());
   std::string e = mathFn("exp", type);
-  std::string at = "(" + *acc + ")" + x + "[base + j]";
+  std::string at = loadAs(*acc, type, x + "[base + j]");
   std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
                                    "{0}LL; j += blockDim.x)",
                                    classes);
@@ -150,8 +151,10 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   os << "  const long long label = (long long)" << labels << "[row];\n";
   // The loss gradient of this row; `mean` divides by the number of labels
   // not ignored, which every block counts for itself.
-  std::string g = "(" + *acc + ")" + dloss +
-                  (op.getReduction() == LossReduction::None ? "[row]" : "[0]");
+  std::string g = loadAs(*acc, eltOf(op.getDloss()),
+                         dloss + (op.getReduction() == LossReduction::None
+                                      ? "[row]"
+                                      : "[0]"));
   if (op.getReduction() == LossReduction::Mean) {
     if (ignoreIndex) {
       os << "  " << *acc << " count = 0;\n";
@@ -169,16 +172,19 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   if (ignoreIndex) {
     // The whole block takes this branch or none of it.
     os << "  if (label == " << intLiteral(*ignoreIndex) << ") {\n";
-    os << "  " << loop << " out0[base + j] = 0;\n";
+    os << "  " << loop << " out0[base + j] = "
+       << (isHalfFloat(type) ? narrow(type, "0.0f") : "0") << ";\n";
     os << "    return;\n  }\n";
   }
   w.writeRowMaxSum(*acc, type, classes, at);
   os << "  const " << *acc << " g = " << g << ";\n";
   // A label out of range makes the loss NaN, and so its gradient.
   os << "  const bool valid = label >= 0 && label < " << classes << "LL;\n";
-  os << loop << "\n    out0[base + j] = valid ? (" << e << "(" << at
-     << " - m) / s - (j == label ? " << floatLiteral(1.0, d) << " : "
-     << floatLiteral(0.0, d) << ")) * g : " << floatLiteral(NAN, d) << ";\n";
+  os << loop << "\n    out0[base + j] = "
+     << narrow(type, "valid ? (" + e + "(" + at + " - m) / s - (j == label ? " +
+                         floatLiteral(1.0, d) + " : " + floatLiteral(0.0, d) +
+                         ")) * g : " + floatLiteral(NAN, d))
+     << ";\n";
   w.setRowLaunch(classes, rows);
   return success();
 }

@@ -27,11 +27,12 @@ namespace {
 
 /// What an element-wise op's expression is written from: its operands'
 /// expressions `x` and the element types of its result and first operand.
+/// Expressions are register values: f16 and bf16 compute in float.
 struct Scalar {
   Scalar(KernelWriter &writer, Operation *op, ArrayRef<std::string> x)
       : writer(writer), op(op), x(x), type(eltOf(op->getResult(0))),
         inType(op->getNumOperands() ? eltOf(op->getOperand(0)) : type),
-        t(*cType(type)) {}
+        t(*regType(type)) {}
 
   /// The float function `base` for the result type (expf or exp).
   std::string fn(StringRef base) const { return mathFn(base, type); }
@@ -104,11 +105,20 @@ Expr expr(DropoutOp op, const Scalar &s) {
       .str();
 }
 
-Expr expr(CastOp, const Scalar &s) {
+Expr expr(CastOp op, const Scalar &s) {
   if (s.type.isInteger(1))
     return "(" + s.x[0] + " != 0)";
   if (s.inType.isInteger(1))
     return "(" + s.x[0] + " ? (" + s.t + ")1 : " + s.zero() + ")";
+  if (isHalfFloat(s.type)) {
+    // Rounded to the 16-bit type and held in a float register.
+    if (s.inType.isF64())
+      return s.writer.error(op) << "casts from f64 to " << s.type
+                                << " are not supported (they would round "
+                                   "twice)",
+             failure();
+    return widen(s.type, narrow(s.type, "(float)" + s.x[0]));
+  }
   return "(" + s.t + ")" + s.x[0];
 }
 
@@ -224,7 +234,7 @@ Expr mapping(GatherOp op, KernelWriter &w) {
     return failure();
   // An index out of range reads as zero rather than faulting.
   return llvm::formatv("(({0} >= 0 && {0} < {1}LL) ? {2} : ({3})0)", g, extent,
-                       *element, *cType(eltOf(op.getResult())))
+                       *element, *regType(eltOf(op.getResult())))
       .str();
 }
 
@@ -234,7 +244,7 @@ Expr mapping(ConcatOp op, KernelWriter &w) {
   if (failed(axis))
     return failure();
   std::string v = w.freshName("v");
-  w.body() << "  " << *cType(eltOf(op.getResult())) << " " << v << ";\n";
+  w.body() << "  " << *regType(eltOf(op.getResult())) << " " << v << ";\n";
   int64_t begin = 0;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
     Shape shape = shapeOf(input);
@@ -259,7 +269,8 @@ Expr mapping(RangeOp op, KernelWriter &w) {
   Expr delta = literal(op.getDelta(), type);
   if (failed(start) || failed(delta))
     return w.error(op) << "unsupported range type " << type, failure();
-  return llvm::formatv("({0} + ({1})idx * {2})", *start, *cType(type), *delta)
+  return llvm::formatv("({0} + ({1})idx * {2})", *start, *regType(type),
+                       *delta)
       .str();
 }
 

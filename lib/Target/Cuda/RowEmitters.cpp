@@ -68,18 +68,17 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   os << llvm::formatv("  const long long base = (row / {0}LL) * {1}LL + row "
                       "% {0}LL;\n",
                       inner, n * inner);
-  w.writeRowMaxSum(acc, type, n, "(" + acc + ")" + in + "[" + at + "]");
+  std::string x = loadAs(acc, type, in + "[" + at + "]");
+  w.writeRowMaxSum(acc, type, n, x);
   if (logSoftmax)
     os << "  const " << acc << " shift = m + " << mathFn("log", type)
        << "(s);\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x)\n";
-  if (logSoftmax)
-    os << "    out0[" << at << "] = (" << acc << ")" << in << "[" << at
-       << "] - shift;\n";
-  else
-    os << "    out0[" << at << "] = " << e << "((" << acc << ")" << in << "["
-       << at << "] - m) / s;\n";
+  os << "    out0[" << at << "] = "
+     << narrow(type, logSoftmax ? x + " - shift"
+                                : e + "(" + x + " - m) / s")
+     << ";\n";
   w.setRowLaunch(n, rows);
   return success();
 }
@@ -101,8 +100,9 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
     Shape s = shapeOf(v);
     std::string name = w.param(v);
     if (s == normShape)
-      return name + "[j]";
-    return name + "[" + broadcastOffset(s, normShape.size(), "s") + "]";
+      return widen(eltOf(v), name + "[j]");
+    return widen(eltOf(v),
+                 name + "[" + broadcastOffset(s, normShape.size(), "s") + "]");
   };
   bool needCoords = shapeOf(scale) != normShape ||
                     (bias && shapeOf(bias) != normShape);
@@ -112,7 +112,7 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
                                    "{0}LL; j += blockDim.x)",
                                    n);
-  std::string x = "(" + acc + ")" + in + "[base + j]";
+  std::string x = loadAs(acc, type, in + "[base + j]");
   if (!rms) {
     os << "  " << acc << " sum = 0;\n";
     os << loop << "\n    sum += " << x << ";\n";
@@ -133,11 +133,11 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   os << loop << " {\n";
   if (needCoords)
     emitCoords(os, normShape, "j", "s", "    ");
-  os << "    out0[base + j] = (" << x << (rms ? "" : " - mean") << ") * inv * "
-     << paramAt(scale);
+  std::string value = "(" + x + (rms ? "" : " - mean") + ") * inv * " +
+                      paramAt(scale);
   if (bias)
-    os << " + " << paramAt(bias);
-  os << ";\n  }\n";
+    value += " + " + paramAt(bias);
+  os << "    out0[base + j] = " << narrow(type, value) << ";\n  }\n";
   w.setRowLaunch(n, rows);
   return success();
 }
@@ -218,7 +218,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
     if (offset.empty())
       offset = "0";
   }
-  std::string x = "(" + *acc + ")" + in + "[base + " + offset + "]";
+  std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
     os << "    a = memfit_max(a, " << x << ");\n  }\n";
   else
@@ -230,8 +230,12 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   if (kind == ReduceKind::Mean)
     value = isFloat ? "a / " + floatLiteral(static_cast<double>(n), type.isF64())
                     : (n ? llvm::formatv("a / {0}LL", n).str() : "0");
-  os << "  if (threadIdx.x == 0) out0[row] = ("
-     << *cType(eltOf(op->getResult(0))) << ")(" << value << ");\n";
+  Type outType = eltOf(op->getResult(0));
+  os << "  if (threadIdx.x == 0) out0[row] = "
+     << (isHalfFloat(outType)
+             ? narrow(outType, value)
+             : "(" + *cType(outType) + ")(" + value + ")")
+     << ";\n";
   w.setRowLaunch(n, rows);
   return success();
 }

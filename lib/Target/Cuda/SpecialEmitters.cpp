@@ -57,7 +57,9 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
   int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
   int64_t count = product(shapeOf(op.getIndices()));
   FailureOr<std::string> t = cType(eltOf(op.getResult()));
-  if (failed(t) || !isa<FloatType>(eltOf(op.getResult())))
+  // Accumulating into 16-bit floats would round at every addition.
+  if (failed(t) || !isa<FloatType>(eltOf(op.getResult())) ||
+      isHalfFloat(eltOf(op.getResult())))
     return w.error(op) << "unsupported element type " << eltOf(op.getResult()),
            failure();
   raw_ostream &os = w.body();

@@ -123,6 +123,37 @@ static inline long long __double_as_longlong(double x) {
   return memfit_host_bit_cast<long long>(x);
 }
 
+//===----------------------------------------------------------------------===//
+// f16 and bf16
+//===----------------------------------------------------------------------===//
+
+// The 16-bit types as CUDA's headers name them, with the conversions the
+// kernels call; the arithmetic happens in float. The embedded header has
+// memfit_half.h in front of this file.
+#ifndef MEMFIT_HALF_H
+#include "memfit_half.h"
+#endif
+struct __half {
+  unsigned short __x;
+};
+struct __nv_bfloat16 {
+  unsigned short __x;
+};
+static inline float __half2float(__half h) { return memfit_f16_to_float(h.__x); }
+static inline __half __float2half_rn(float f) {
+  __half h;
+  h.__x = memfit_float_to_f16(f);
+  return h;
+}
+static inline float __bfloat162float(__nv_bfloat16 b) {
+  return memfit_bf16_to_float(b.__x);
+}
+static inline __nv_bfloat16 __float2bfloat16_rn(float f) {
+  __nv_bfloat16 b;
+  b.__x = memfit_float_to_bf16(f);
+  return b;
+}
+
 template <class A, class B,
           class = typename std::enable_if<std::is_arithmetic<A>::value &&
                                           std::is_arithmetic<B>::value>::type>

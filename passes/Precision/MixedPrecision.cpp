@@ -1,0 +1,213 @@
+//===- MixedPrecision.cpp - bf16/fp16 compute with fp32 master weights -----===//
+//
+// Decides, op by op, the float type each op of a forward model runs in, from
+// its precision requirement (OpClassInterface::getPrecision) and the user's
+// keep-fp32 patterns, and inserts the casts where a value meets an op of
+// another type. Parameters stay fp32: their low-precision working copies
+// are casts at their uses, so autodiff's gradient of the cast brings each
+// parameter's gradient back to fp32 for the optimizer.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Passes/Passes.h"
+#include "memfit/Support/GlobList.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace mlir::memfit {
+#define GEN_PASS_DEF_MEMFITMIXEDPRECISIONPASS
+#include "memfit/Passes/Passes.h.inc"
+} // namespace mlir::memfit
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace {
+
+Type elementOf(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor ? tensor.getElementType() : Type();
+}
+
+/// The ONNX node names in `loc` (NameLocs, also inside FusedLocs).
+void nodeNames(Location loc, SmallVectorImpl<StringRef> &names) {
+  if (auto name = dyn_cast<NameLoc>(loc)) {
+    names.push_back(name.getName().strref());
+    return;
+  }
+  if (auto fused = dyn_cast<FusedLoc>(loc))
+    for (Location inner : fused.getLocations())
+      nodeNames(inner, names);
+}
+
+/// Rewrites one function; counts what it did into the pass's statistics.
+class PrecisionRewriter {
+public:
+  PrecisionRewriter(Type low, const GlobList &keep) : low(low), keep(keep) {}
+
+  LogicalResult run(func::FuncOp func);
+
+  int64_t lowOps = 0, fp32Ops = 0, casts = 0;
+
+private:
+  /// f32 or the low type: the values this pass retypes.
+  bool isManaged(Type elt) const { return elt && (elt.isF32() || elt == low); }
+  bool isFloatTensor(Value v) const {
+    return isa_and_nonnull<FloatType>(elementOf(v.getType()));
+  }
+  bool keptInFp32(Operation *op) const;
+  LogicalResult rewriteOp(Operation *op);
+  /// `value` as a tensor of `elt`: one cast per value and type, built before
+  /// `user`, its first user of that type.
+  Value castTo(Value value, Type elt, StringRef reason, Operation *user);
+
+  Type low;
+  const GlobList &keep;
+  DenseMap<std::pair<Value, Type>, Value> casts_;
+};
+
+bool PrecisionRewriter::keptInFp32(Operation *op) const {
+  if (keep.empty())
+    return false;
+  SmallVector<StringRef> names;
+  nodeNames(op->getLoc(), names);
+  return llvm::any_of(names, [&](StringRef name) { return keep.match(name); });
+}
+
+Value PrecisionRewriter::castTo(Value value, Type elt, StringRef reason,
+                                Operation *user) {
+  auto key = std::make_pair(value, elt);
+  if (auto it = casts_.find(key); it != casts_.end())
+    return it->second;
+  OpBuilder b(user);
+  auto type = RankedTensorType::get(
+      cast<RankedTensorType>(value.getType()).getShape(), elt);
+  // Constants fold into constants of the new type; a cast of a cast folds
+  // when its middle type is exact.
+  Value result = b.createOrFold<CastOp>(value.getLoc(), type, value,
+                                        b.getStringAttr(reason));
+  if (result.getDefiningOp<CastOp>())
+    ++casts;
+  casts_[key] = result;
+  return result;
+}
+
+LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
+  // Casts keep the types the model or an earlier decision gave them;
+  // parameters and constants are read in their own type.
+  if (isa<CastOp, ConstantOp, LoadParameterOp, func::ReturnOp>(op))
+    return success();
+  auto opClass = dyn_cast<OpClassInterface>(op);
+  if (!opClass)
+    return success();
+  SmallVector<unsigned> floatOperands;
+  for (OpOperand &operand : op->getOpOperands()) {
+    if (!isFloatTensor(operand.get()))
+      continue;
+    // Another float type (f64, or the other 16-bit type): not ours.
+    if (!isManaged(elementOf(operand.get().getType())))
+      return success();
+    floatOperands.push_back(operand.getOperandNumber());
+  }
+  if (floatOperands.empty())
+    return success();
+  for (Value result : op->getResults())
+    if (isFloatTensor(result) && !isManaged(elementOf(result.getType())))
+      return success();
+
+  bool kept = keptInFp32(op);
+  Precision precision = kept ? Precision::Fp32 : opClass.getPrecision();
+  Type f32 = Float32Type::get(op->getContext());
+  Type target = precision == Precision::Low ? low : f32;
+  if (precision == Precision::Follow)
+    target = llvm::any_of(floatOperands,
+                          [&](unsigned i) {
+                            return elementOf(op->getOperand(i).getType())
+                                .isF32();
+                          })
+                 ? f32
+                 : low;
+
+  for (unsigned i : floatOperands) {
+    Value operand = op->getOperand(i);
+    if (elementOf(operand.getType()) == target)
+      continue;
+    StringRef reason;
+    if (target == low)
+      reason = operand.getDefiningOp<LoadParameterOp>() ? "working-copy"
+                                                         : "lower";
+    else
+      reason = kept ? "keep-fp32"
+                    : (precision == Precision::Follow ? "promote" : "fp32");
+    op->setOperand(i, castTo(operand, target, reason, op));
+  }
+  for (Value result : op->getResults())
+    if (isFloatTensor(result))
+      result.setType(RankedTensorType::get(
+          cast<RankedTensorType>(result.getType()).getShape(), target));
+  ++(target == low ? lowOps : fp32Ops);
+  return success();
+}
+
+LogicalResult PrecisionRewriter::run(func::FuncOp func) {
+  if (func.isExternal())
+    return success();
+  for (Operation &op : func.getOps())
+    if (isa<KernelOp>(op) || op.hasAttr("memfit.backward"))
+      return op.emitError("memfit-mixed-precision runs on a forward model, "
+                          "before memfit-autodiff and memfit-form-kernels");
+  casts_.clear();
+  for (Operation &op : llvm::make_early_inc_range(func.getOps()))
+    if (failed(rewriteOp(&op)))
+      return failure();
+
+  // Results keep the function's signature.
+  auto ret = cast<func::ReturnOp>(func.getBody().back().getTerminator());
+  for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
+    Value value = ret.getOperand(i);
+    if (value.getType() != type)
+      ret.setOperand(i, castTo(value, elementOf(type), "result", ret));
+  }
+  return success();
+}
+
+struct MemfitMixedPrecisionPass
+    : public memfit::impl::MemfitMixedPrecisionPassBase<
+          MemfitMixedPrecisionPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *context = module.getContext();
+    Type low;
+    if (precision == "bf16")
+      low = BFloat16Type::get(context);
+    else if (precision == "fp16")
+      low = Float16Type::get(context);
+    else {
+      module.emitError("memfit-mixed-precision: precision must be bf16 or "
+                       "fp16, not '")
+          << precision << "'";
+      return signalPassFailure();
+    }
+    GlobList keep;
+    std::string error;
+    if (!keep.parse(keepFp32, "keep-fp32", error)) {
+      module.emitError(error);
+      return signalPassFailure();
+    }
+    PrecisionRewriter rewriter(low, keep);
+    for (auto func : module.getOps<func::FuncOp>())
+      if (failed(rewriter.run(func)))
+        return signalPassFailure();
+    numLowOps += rewriter.lowOps;
+    numFp32Ops += rewriter.fp32Ops;
+    numCasts += rewriter.casts;
+  }
+};
+
+} // namespace
