@@ -16,6 +16,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 
 namespace mlir::memfit {
@@ -44,14 +45,12 @@ void nodeNames(Location loc, SmallVectorImpl<StringRef> &names) {
       nodeNames(inner, names);
 }
 
-/// Rewrites one function; counts what it did into the pass's statistics.
+/// Rewrites the functions of a module, one at a time.
 class PrecisionRewriter {
 public:
   PrecisionRewriter(Type low, const GlobList &keep) : low(low), keep(keep) {}
 
   LogicalResult run(func::FuncOp func);
-
-  int64_t lowOps = 0, fp32Ops = 0, casts = 0;
 
 private:
   /// f32 or the low type: the values this pass retypes.
@@ -90,8 +89,6 @@ Value PrecisionRewriter::castTo(Value value, Type elt, StringRef reason,
   // when its middle type is exact.
   Value result = b.createOrFold<CastOp>(value.getLoc(), type, value,
                                         b.getStringAttr(reason));
-  if (result.getDefiningOp<CastOp>())
-    ++casts;
   casts_[key] = result;
   return result;
 }
@@ -149,7 +146,6 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
     if (isFloatTensor(result))
       result.setType(RankedTensorType::get(
           cast<RankedTensorType>(result.getType()).getShape(), target));
-  ++(target == low ? lowOps : fp32Ops);
   return success();
 }
 
@@ -172,6 +168,11 @@ LogicalResult PrecisionRewriter::run(func::FuncOp func) {
     if (value.getType() != type)
       ret.setOperand(i, castTo(value, elementOf(type), "result", ret));
   }
+  // Constants and casts that every user now reads in another type.
+  for (Operation &op : llvm::make_early_inc_range(
+           llvm::reverse(func.getBody().front().getOperations())))
+    if (isa<ConstantOp, CastOp>(op) && isOpTriviallyDead(&op))
+      op.erase();
   return success();
 }
 
@@ -204,9 +205,6 @@ struct MemfitMixedPrecisionPass
     for (auto func : module.getOps<func::FuncOp>())
       if (failed(rewriter.run(func)))
         return signalPassFailure();
-    numLowOps += rewriter.lowOps;
-    numFp32Ops += rewriter.fp32Ops;
-    numCasts += rewriter.casts;
   }
 };
 

@@ -160,11 +160,6 @@ def MemfitMixedPrecisionPass
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "Glob patterns of ONNX node names to run in fp32">,
   ];
-  let statistics = [
-    Statistic<"numLowOps", "low-ops", "Ops that run in the low type">,
-    Statistic<"numFp32Ops", "fp32-ops", "Ops kept in fp32 (float operands)">,
-    Statistic<"numCasts", "casts", "Casts inserted">,
-  ];
 }
 
 def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
