@@ -42,6 +42,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "recomputed";
   case BufferCategory::Temporary:
     return "temporaries";
+  case BufferCategory::WorkingCopy:
+    return "working_copies";
   }
   return "?";
 }
@@ -57,11 +59,22 @@ BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
   return BufferCategory::Parameter;
 }
 
-/// Whether a parameter starts as zeros that need not be stored.
+/// Whether a parameter is a training state that starts as zeros, which
+/// need not be stored (a loss scale starts elsewhere).
 static bool isZeroState(ParameterOp param) {
   StringRef role = parameterRole(param);
-  return role == kRoleOptimizerState || role == kRoleCounter ||
-         role == kRoleGradientAccumulator;
+  if (role != kRoleOptimizerState && role != kRoleCounter &&
+      role != kRoleGradientAccumulator)
+    return false;
+  auto dense = dyn_cast<DenseElementsAttr>(param.getValue());
+  if (!dense || !dense.isSplat())
+    return false;
+  Attribute zero = dense.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(zero))
+    return f.getValue().isPosZero();
+  if (auto i = dyn_cast<IntegerAttr>(zero))
+    return i.getValue().isZero();
+  return false;
 }
 
 int64_t MemoryPlan::categoryBytes(BufferCategory category) const {
@@ -409,11 +422,23 @@ private:
       Operation *def = value.getDefiningOp();
       return def && def->hasAttr(kRecomputedFromAttr);
     };
+    // A kernel's result that is a parameter's low-precision working copy.
+    auto isWorkingCopy = [](Value value) {
+      auto kernel = value.getDefiningOp<KernelOp>();
+      if (!kernel)
+        return false;
+      Value yielded = kernel.getBodyBlock().getTerminator()->getOperand(
+          cast<OpResult>(value).getResultNumber());
+      auto cast = yielded.getDefiningOp<CastOp>();
+      return cast && cast.getReason() == "working-copy";
+    };
     for (PlannedBuffer &buffer : plan.buffers) {
       if (buffer.region != BufferRegion::Arena ||
           buffer.category != BufferCategory::Activation)
         continue;
-      if (isGradient(buffer.value))
+      if (isWorkingCopy(buffer.value))
+        buffer.category = BufferCategory::WorkingCopy;
+      else if (isGradient(buffer.value))
         buffer.category = BufferCategory::Gradient;
       else if (isRecomputed(buffer.value))
         buffer.category = BufferCategory::Recomputed;
@@ -603,13 +628,18 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
                       plan.categoryBytes(BufferCategory::Activation), unshared);
   int64_t training = plan.categoryBytes(BufferCategory::Gradient) +
                      plan.categoryBytes(BufferCategory::SavedActivation) +
-                     plan.categoryBytes(BufferCategory::Temporary);
+                     plan.categoryBytes(BufferCategory::Temporary) +
+                     plan.categoryBytes(BufferCategory::WorkingCopy);
   if (training) {
     os << llvm::formatv("  training: gradients {0}, saved activations {1}, "
                         "temporaries {2} bytes in all\n",
                         plan.categoryBytes(BufferCategory::Gradient),
                         plan.categoryBytes(BufferCategory::SavedActivation),
                         plan.categoryBytes(BufferCategory::Temporary));
+    if (int64_t copies = plan.categoryBytes(BufferCategory::WorkingCopy))
+      os << llvm::formatv("  mixed precision: parameter working copies {0} "
+                          "bytes in all\n",
+                          copies);
     os << "  live at the peak (step " << plan.peakStep << "):";
     for (unsigned c = 0; c < kNumBufferCategories; ++c)
       if (plan.peakBytes[c])

@@ -220,6 +220,7 @@ static const char *categoryColor(BufferCategory category) {
       "#edc948", // saved_activations
       "#8cd17d", // recomputed
       "#ff9da7", // temporaries
+      "#9c755f", // working_copies
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

@@ -2,6 +2,8 @@
 
 #include "memfit/Dialect/Training.h"
 
+#include "mlir/IR/Builders.h"
+
 using namespace mlir;
 using namespace mlir::memfit;
 
@@ -56,4 +58,22 @@ void mlir::memfit::setResults(func::FuncOp func, ValueRange values,
   func.setType(FunctionType::get(func.getContext(), func.getArgumentTypes(),
                                  values.getTypes()));
   func.setAllResultAttrs(attrs);
+}
+
+ParameterOp mlir::memfit::addTrainingState(SymbolTable &symbols,
+                                           Operation *after, StringRef name,
+                                           RankedTensorType type,
+                                           StringRef role, double init) {
+  OpBuilder builder(after->getContext());
+  builder.setInsertionPointAfter(after);
+  std::string unique = name.str();
+  for (int n = 1; symbols.lookup(unique); ++n)
+    unique = name.str() + "_" + std::to_string(n);
+  auto value = DenseElementsAttr::get(
+      type, builder.getFloatAttr(type.getElementType(), init));
+  auto state = ParameterOp::create(builder, after->getLoc(),
+                                   builder.getStringAttr(unique), value);
+  state->setAttr(kRoleAttr, builder.getStringAttr(role));
+  symbols.insert(state);
+  return state;
 }

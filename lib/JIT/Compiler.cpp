@@ -49,6 +49,11 @@ pipelineOptions(const TrainOptions &train) {
   options->loss = *loss;
   options->precision = *precision;
   options->keepFp32 = train.keepFp32;
+  options->lossScale = train.lossScale;
+  options->lossScaleInit = train.lossScaleInit;
+  options->lossScaleGrowth = train.lossScaleGrowth;
+  options->lossScaleBackoff = train.lossScaleBackoff;
+  options->lossScaleInterval = train.lossScaleInterval;
   options->optimizer = *optimizer;
   options->remat = *remat;
   options->ignoreIndex = train.ignoreIndex;

@@ -11,6 +11,7 @@
 #include "llvm/ADT/StringExtras.h"
 
 #include <cctype>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -90,6 +91,16 @@ std::optional<RematPolicy> mlir::memfit::symbolizeRematPolicy(StringRef name) {
 }
 
 std::string
+mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
+  if (!options.lossScale.empty())
+    return options.lossScale;
+  return options.precision == PrecisionKind::Fp16 &&
+                 options.optimizer != OptimizerKind::None
+             ? "dynamic"
+             : "none";
+}
+
+std::string
 mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.accumulate < 1)
     return "accumulate must be at least 1, got " +
@@ -129,6 +140,23 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
                "' must be non-empty, without spaces, commas, braces or quotes";
   if (options.precision == PrecisionKind::Fp32 && !options.keepFp32.empty())
     return "keep-fp32 needs precision=bf16 or precision=fp16";
+  std::string scale = resolvedLossScale(options);
+  double factor = 0;
+  if (scale != "none" && scale != "dynamic" &&
+      (StringRef(scale).getAsDouble(factor) || !(factor > 0) ||
+       std::isinf(factor)))
+    return "loss-scale must be dynamic, none or a positive number, not '" +
+           scale + "'";
+  if (scale != "none" && options.optimizer == OptimizerKind::None)
+    return "loss scaling needs an optimizer (optimizer=none would return "
+           "scaled gradients)";
+  if (!(options.lossScaleInit > 0) || std::isinf(options.lossScaleInit) ||
+      !(options.lossScaleGrowth >= 1) ||
+      !(options.lossScaleBackoff > 0 && options.lossScaleBackoff < 1) ||
+      options.lossScaleInterval < 1)
+    return "dynamic loss scaling needs loss-scale-init > 0, "
+           "loss-scale-growth >= 1, loss-scale-backoff in (0, 1) and "
+           "loss-scale-interval >= 1";
   return "";
 }
 
@@ -184,6 +212,14 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.precision != defaults.precision)
     add("precision", stringifyPrecisionKind(options.precision).str());
   list("keep-fp32", options.keepFp32);
+  string("loss-scale", options.lossScale);
+  number("loss-scale-init", options.lossScaleInit, defaults.lossScaleInit);
+  number("loss-scale-growth", options.lossScaleGrowth,
+         defaults.lossScaleGrowth);
+  number("loss-scale-backoff", options.lossScaleBackoff,
+         defaults.lossScaleBackoff);
+  if (options.lossScaleInterval != defaults.lossScaleInterval)
+    add("loss-scale-interval", std::to_string(options.lossScaleInterval));
   if (options.optimizer != defaults.optimizer)
     add("optimizer", stringifyOptimizerKind(options.optimizer).str());
   number("beta1", options.beta1, defaults.beta1);
@@ -235,6 +271,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   autodiff.trainable.assign(options.trainable.begin(), options.trainable.end());
   autodiff.frozen.assign(options.frozen.begin(), options.frozen.end());
   autodiff.entry = options.entry;
+  autodiff.lossScale = resolvedLossScale(options);
+  autodiff.lossScaleInit = options.lossScaleInit;
   pm.addPass(createMemfitAutodiffPass(autodiff));
 
   if (options.optimizer != OptimizerKind::None) {
@@ -248,6 +286,9 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     optimizer.nesterov = options.nesterov;
     optimizer.clipNorm = options.clipNorm;
     optimizer.accumulate = options.accumulate;
+    optimizer.lossScaleGrowth = options.lossScaleGrowth;
+    optimizer.lossScaleBackoff = options.lossScaleBackoff;
+    optimizer.lossScaleInterval = options.lossScaleInterval;
     pm.addPass(createMemfitOptimizerPass(optimizer));
   }
 

@@ -21,6 +21,8 @@
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
 
+#include <cmath>
+
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITAUTODIFFPASS
 #include "memfit/Passes/Passes.h.inc"
@@ -137,6 +139,50 @@ struct MemfitAutodiffPass
         .getResult();
   }
 
+  /// The gradient the backward starts from: 1, or the loss scale, a
+  /// training state this creates.
+  FailureOr<Value> buildSeed(ModuleOp module, OpBuilder &builder,
+                             Value lossVal) {
+    auto lossType = cast<RankedTensorType>(lossVal.getType());
+    Location loc = lossVal.getLoc();
+    if (lossScale == "none")
+      return splatConstant(builder, loc, lossType, 1.0);
+    double init = lossScaleInit;
+    bool dynamic = lossScale == "dynamic";
+    if (!dynamic) {
+      StringRef text = lossScale;
+      if (text.getAsDouble(init) || !(init > 0) || std::isinf(init))
+        return module.emitError("loss-scale must be none, dynamic or a "
+                                "positive number, not '")
+               << lossScale << "'";
+    } else if (!(lossScaleInit > 0) || std::isinf(lossScaleInit)) {
+      return module.emitError("loss-scale-init must be a positive number");
+    }
+    SymbolTable symbols(module);
+    auto scalarType = RankedTensorType::get({}, builder.getF32Type());
+    Operation *after = nullptr;
+    for (auto param : module.getOps<ParameterOp>())
+      after = param;
+    if (!after)
+      return module.emitError("loss scaling needs a parameter to train");
+    ParameterOp scale = addTrainingState(symbols, after, "loss_scale",
+                                         scalarType, kRoleCounter, init);
+    scale->setAttr(kLossScaleAttr, builder.getStringAttr("scale"));
+    if (dynamic) {
+      ParameterOp tracker =
+          addTrainingState(symbols, scale, "loss_scale_growth_tracker",
+                           scalarType, kRoleCounter);
+      tracker->setAttr(kLossScaleAttr, builder.getStringAttr("growth_tracker"));
+    }
+    Value seed = LoadParameterOp::create(
+        builder, loc, scalarType,
+        FlatSymbolRefAttr::get(scale.getSymNameAttr()));
+    if (lossType != scalarType)
+      seed = CastOp::create(builder, loc, lossType, seed,
+                            builder.getStringAttr("gradient"));
+    return seed;
+  }
+
   LogicalResult differentiate(ModuleOp module, func::FuncOp func) {
     if (!func.getBody().hasOneBlock())
       return func.emitError("cannot differentiate a function with ")
@@ -181,9 +227,10 @@ struct MemfitAutodiffPass
                 : grad;
     };
     Operation *lastForward = ret->getPrevNode();
-    grads[lossVal] = splatConstant(
-        builder, lossVal.getLoc(), cast<RankedTensorType>(lossVal.getType()),
-        1.0);
+    FailureOr<Value> seed = buildSeed(module, builder, lossVal);
+    if (failed(seed))
+      return failure();
+    grads[lossVal] = *seed;
 
     for (Operation *op : llvm::reverse(forward)) {
       SmallVector<Value> resultGrads;

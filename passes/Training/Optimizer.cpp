@@ -73,23 +73,9 @@ struct MemfitOptimizerPass
       signalPassFailure();
   }
 
-  /// A zero-initialized training state next to `after` (a symbol of the
-  /// module of `symbols`), named `name` or, when a symbol has that name
-  /// already, `name_1`, `name_2`...; it joins `symbols`.
   ParameterOp addState(SymbolTable &symbols, Operation *after, StringRef name,
                        RankedTensorType type, StringRef role) {
-    OpBuilder builder(after->getContext());
-    builder.setInsertionPointAfter(after);
-    std::string unique = name.str();
-    for (int n = 1; symbols.lookup(unique); ++n)
-      unique = name.str() + "_" + std::to_string(n);
-    auto zero = DenseElementsAttr::get(
-        type, builder.getFloatAttr(type.getElementType(), 0.0));
-    auto state = ParameterOp::create(builder, after->getLoc(),
-                                     builder.getStringAttr(unique), zero);
-    state->setAttr(kRoleAttr, builder.getStringAttr(role));
-    symbols.insert(state);
-    return state;
+    return addTrainingState(symbols, after, name, type, role);
   }
 
   Value load(OpBuilder &b, Location loc, ParameterOp param) {
@@ -138,6 +124,20 @@ struct MemfitOptimizerPass
       trained.push_back({param, ret.getOperand(i)});
     }
 
+    // Loss scaling: the states memfit-autodiff made.
+    ParameterOp scaleParam, trackerParam;
+    for (auto param : module.getOps<ParameterOp>())
+      if (auto kind = param->getAttrOfType<StringAttr>(kLossScaleAttr))
+        (kind.getValue() == "scale" ? scaleParam : trackerParam) = param;
+    if (trackerParam && !scaleParam)
+      return module.emitError("a loss-scale growth tracker without a scale");
+    if (trackerParam &&
+        (lossScaleInterval < 1 || !(lossScaleGrowth >= 1) ||
+         !(lossScaleBackoff > 0 && lossScaleBackoff < 1)))
+      return module.emitError("dynamic loss scaling needs loss-scale-interval "
+                              ">= 1, loss-scale-growth >= 1 and "
+                              "loss-scale-backoff in (0, 1)");
+
     bool adam = optimizer == "adamw";
     bool momentumBuffer = !adam && momentum != 0.0;
     if (nesterov && (adam || momentum == 0.0))
@@ -148,6 +148,12 @@ struct MemfitOptimizerPass
     auto counterType = RankedTensorType::get({}, builder.getF32Type());
     ParameterOp counter = addState(symbols, trained.back().param, "step",
                                    counterType, kRoleCounter);
+    // Skipped steps count for the data and the schedule but not for AdamW's
+    // bias correction, as when GradScaler skips optimizer.step().
+    ParameterOp adamCounter;
+    if (adam && trackerParam)
+      adamCounter = addState(symbols, counter, "adamw_step", counterType,
+                             kRoleCounter);
     struct States {
       ParameterOp first, second, accumulator;
     };
@@ -207,7 +213,72 @@ struct MemfitOptimizerPass
     // The learning rate input.
     Value lr = appendNamedArgument(updateFunc, counterType, "lr");
 
-    // Clipping by the global norm.
+    // Loss scaling: the scale's reciprocal and, when dynamic, whether this
+    // step applies and the scale's update.
+    Value invScale, applied, usedScale, skipped;
+    if (scaleParam) {
+      usedScale = load(builder, loc, scaleParam);
+      if (!trackerParam) {
+        invScale = buildKernel(builder, loc, {usedScale},
+                               [&](OpBuilder &b, ValueRange args) {
+                                 return SmallVector<Value>{DivOp::create(
+                                     b, loc, scalar(b, loc, 1.0), args[0])};
+                               })[0];
+      } else {
+        // An inf or NaN anywhere makes the sum of all gradients inf or NaN.
+        Value total;
+        for (Trained &t : trained) {
+          Location ploc = t.grad.getLoc();
+          Value sum = ReduceSumOp::create(builder, ploc, t.grad,
+                                          builder.getDenseI64ArrayAttr({}),
+                                          builder.getBoolAttr(false));
+          total = total ? AddOp::create(builder, ploc, total, sum).getResult()
+                        : sum;
+        }
+        Value tracker = load(builder, loc, trackerParam);
+        SmallVector<Value> scaling = buildKernel(
+            builder, loc, {usedScale, tracker, total},
+            [&](OpBuilder &b, ValueRange args) {
+              auto c = [&](double v) { return scalar(b, loc, v); };
+              auto finite = [&](Value x) {
+                return EqualOp::create(b, loc, SubOp::create(b, loc, x, x),
+                                       c(0.0))
+                    .getResult();
+              };
+              auto select = [&](Value cond, Value x, Value y) {
+                return WhereOp::create(b, loc, cond, x, y).getResult();
+              };
+              Value scale = args[0], good = args[1];
+              Value ok = finite(args[2]);
+              Value good1 = AddOp::create(b, loc, good, c(1.0));
+              Value due = EqualOp::create(
+                  b, loc, good1, c(static_cast<double>(lossScaleInterval)));
+              Value grown = MulOp::create(b, loc, scale, c(lossScaleGrowth));
+              Value whenGood = select(due, select(finite(grown), grown, scale),
+                                      scale);
+              Value newScale = select(
+                  ok, whenGood, MulOp::create(b, loc, scale, c(lossScaleBackoff)));
+              Value newGood = select(ok, select(due, c(0.0), good1), c(0.0));
+              // The scale this step used, copied before the assign below
+              // overwrites its buffer.
+              return SmallVector<Value>{
+                  DivOp::create(b, loc, c(1.0), scale), ok, newScale, newGood,
+                  select(ok, c(0.0), c(1.0)), scale};
+            });
+        invScale = scaling[0];
+        applied = scaling[1];
+        skipped = scaling[4];
+        usedScale = scaling[5];
+        AssignOp::create(builder, loc,
+                         FlatSymbolRefAttr::get(scaleParam.getSymNameAttr()),
+                         scaling[2]);
+        AssignOp::create(builder, loc,
+                         FlatSymbolRefAttr::get(trackerParam.getSymNameAttr()),
+                         scaling[3]);
+      }
+    }
+
+    // Clipping by the global norm (of the unscaled gradients).
     Value clipCoef, gradNorm;
     if (clipNorm > 0) {
       Value total;
@@ -220,9 +291,14 @@ struct MemfitOptimizerPass
         total = total ? AddOp::create(builder, ploc, total, sum).getResult()
                       : sum;
       }
+      SmallVector<Value> clipInputs{total};
+      if (invScale)
+        clipInputs.push_back(invScale);
       SmallVector<Value> clip = buildKernel(
-          builder, loc, {total}, [&](OpBuilder &b, ValueRange args) {
+          builder, loc, clipInputs, [&](OpBuilder &b, ValueRange args) {
             Value norm = SqrtOp::create(b, loc, args[0]);
+            if (invScale)
+              norm = MulOp::create(b, loc, norm, args[1]);
             Value coef = DivOp::create(
                 b, loc, scalar(b, loc, clipNorm),
                 AddOp::create(b, loc, norm, scalar(b, loc, 1e-6)));
@@ -234,17 +310,35 @@ struct MemfitOptimizerPass
       gradNorm = clip[0];
       clipCoef = clip[1];
     }
+    // What every gradient is multiplied by before its update.
+    Value gradScale = clipCoef;
+    if (invScale && clipCoef)
+      gradScale = buildKernel(builder, loc, {invScale, clipCoef},
+                              [&](OpBuilder &b, ValueRange args) {
+                                return SmallVector<Value>{
+                                    MulOp::create(b, loc, args[0], args[1])};
+                              })[0];
+    else if (invScale)
+      gradScale = invScale;
 
     // Shared scalars: the step counter and, for AdamW, the bias
     // corrections folded into a step size, and the weight decay factor.
     Value step = load(builder, loc, counter);
+    SmallVector<Value> sharedInputs{step, lr};
+    if (adamCounter)
+      sharedInputs.append({load(builder, loc, adamCounter), applied});
     SmallVector<Value> shared = buildKernel(
-        builder, loc, {step, lr}, [&](OpBuilder &b, ValueRange args) {
+        builder, loc, sharedInputs, [&](OpBuilder &b, ValueRange args) {
           Value t = AddOp::create(b, loc, args[0], scalar(b, loc, 1.0));
           SmallVector<Value> out{t};
           if (!adam)
             return out;
           Value one = scalar(b, loc, 1.0);
+          if (adamCounter) {
+            // The bias corrections of the steps applied.
+            t = AddOp::create(b, loc, args[2], one);
+            out.push_back(WhereOp::create(b, loc, args[3], t, args[2]));
+          }
           Value bc1 = SubOp::create(
               b, loc, one, PowOp::create(b, loc, scalar(b, loc, beta1), t));
           Value bc2 = SubOp::create(
@@ -259,6 +353,12 @@ struct MemfitOptimizerPass
     AssignOp::create(builder, loc,
                      FlatSymbolRefAttr::get(counter.getSymNameAttr()),
                      shared[0]);
+    if (adamCounter) {
+      AssignOp::create(builder, loc,
+                       FlatSymbolRefAttr::get(adamCounter.getSymNameAttr()),
+                       shared[1]);
+      shared.erase(shared.begin() + 1);
+    }
 
     for (auto [t, s] : llvm::zip(trained, states)) {
       Location ploc = t.grad.getLoc();
@@ -272,15 +372,18 @@ struct MemfitOptimizerPass
         inputs.append({shared[1], shared[2], shared[3]});
       else
         inputs.push_back(lr);
-      if (clipCoef)
-        inputs.push_back(clipCoef);
+      unsigned extraAt = inputs.size();
+      if (gradScale)
+        inputs.push_back(gradScale);
+      if (applied)
+        inputs.push_back(applied);
       RankedTensorType type = t.param.getType();
       SmallVector<Value> updated = buildKernel(
           builder, ploc, inputs, [&](OpBuilder &b, ValueRange args) {
             auto c = [&](double v) { return scalar(b, ploc, v); };
             Value w = args[0], g = args[1];
-            if (clipCoef)
-              g = MulOp::create(b, ploc, g, args.back());
+            if (gradScale)
+              g = MulOp::create(b, ploc, g, args[extraAt]);
             SmallVector<Value> out;
             if (adam) {
               Value m = args[2], v = args[3];
@@ -327,6 +430,12 @@ struct MemfitOptimizerPass
               if (buf)
                 out.push_back(buf);
             }
+            // A skipped step leaves the parameter and its states as they
+            // were.
+            if (applied)
+              for (unsigned i = 0; i < out.size(); ++i)
+                out[i] = WhereOp::create(b, ploc, args.back(), out[i],
+                                         args[i == 0 ? 0 : 1 + i]);
             if (accumulate > 1)
               out.push_back(ExpandOp::create(b, ploc, type, c(0.0)));
             return out;
@@ -351,6 +460,11 @@ struct MemfitOptimizerPass
     if (gradNorm) {
       updateResults.push_back(gradNorm);
       updateAttrs.push_back(namedValueAttrs(ctx, "grad_norm"));
+    }
+    if (skipped) {
+      updateResults.append({usedScale, skipped});
+      updateAttrs.push_back(namedValueAttrs(ctx, "loss_scale"));
+      updateAttrs.push_back(namedValueAttrs(ctx, "skipped"));
     }
     if (updateFunc == func) {
       llvm::append_range(kept, updateResults);

@@ -33,6 +33,7 @@ const std::vector<Group> &groups() {
         "constant"}},
       {"gradients", {"gradient_accumulators", "gradients"}},
       {"optimizer states", {"optimizer_states"}},
+      {"working copies (16-bit)", {"working_copies"}},
       {"saved activations", {"saved_activations"}},
       {"recomputed activations", {"recomputed"}},
       {"temporaries",
@@ -150,14 +151,27 @@ std::string formatMemoryReport(const Manifest &m) {
          categoryBytes(m, "gradients", &hasGradients)) /
         p;
     double states = categoryBytes(m, "optimizer_states", &hasStates) / p;
+    bool mixed = false;
+    double copies = categoryBytes(m, "working_copies", &mixed) / p;
     char line[256];
-    std::snprintf(line, sizeof(line),
-                  "parameters + gradients + optimizer states: %.2f + %.2f + "
-                  "%.2f = %.2f bytes per trainable parameter",
-                  weights, gradients, states, weights + gradients + states);
+    if (mixed)
+      std::snprintf(line, sizeof(line),
+                    "parameters + working copies + gradients + optimizer "
+                    "states: %.2f + %.2f + %.2f + %.2f = %.2f bytes per "
+                    "trainable parameter",
+                    weights, copies, gradients, states,
+                    weights + copies + gradients + states);
+    else
+      std::snprintf(line, sizeof(line),
+                    "parameters + gradients + optimizer states: %.2f + %.2f + "
+                    "%.2f = %.2f bytes per trainable parameter",
+                    weights, gradients, states, weights + gradients + states);
     table.text(line);
     const char *rule = nullptr;
-    if (std::fabs(states - 8) < 0.5)
+    if (mixed && std::fabs(states - 8) < 0.5)
+      rule = "mixed-precision AdamW: 4 master weights + 2 working copy + 4 "
+             "gradients + 8 states = 18 B/param, plus activations";
+    else if (std::fabs(states - 8) < 0.5)
       rule = "fp32 AdamW: 4 weights + 4 gradients + 8 states = 16 B/param, "
              "plus activations";
     else if (std::fabs(states - 4) < 0.5)

@@ -129,6 +129,14 @@ StatusOr<Trainer> Trainer::create(Session &session,
         "'accumulate' and 'apply'; it has " +
         names);
   }
+  const Entry *update = trainStep ? trainStep : apply;
+  if (findBinding(update->outputs, "skipped")) {
+    MEMFIT_RT_RETURN_IF_ERROR(
+        requireScalar(m, *update, update->outputs, "output", "skipped"));
+    MEMFIT_RT_RETURN_IF_ERROR(
+        requireScalar(m, *update, update->outputs, "output", "loss_scale"));
+    t.scalesLoss_ = true;
+  }
   const Variable *counter = m.findVariable("step");
   if (!counter || counter->kind != VariableKind::Counter)
     return invalidArgument(
@@ -216,6 +224,18 @@ StatusOr<float> Trainer::step(const std::vector<MicroBatch> &microBatches,
   }
   MEMFIT_RT_RETURN_IF_ERROR(apply(lr));
   return float(sum / double(accumulationSteps_));
+}
+
+StatusOr<Trainer::LossScaleStep> Trainer::lastLossScale() const {
+  if (!scalesLoss_)
+    return invalidArgument("the executable does not scale its loss");
+  StatusOr<Tensor> scale = session_->getOutput("loss_scale");
+  if (!scale)
+    return scale.status();
+  StatusOr<Tensor> skipped = session_->getOutput("skipped");
+  if (!skipped)
+    return skipped.status();
+  return LossScaleStep{*scale->as<float>(), *skipped->as<float>() != 0.0f};
 }
 
 StatusOr<int64_t> Trainer::stepCount() const {

@@ -104,6 +104,19 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
     }
     double ms = secondsSince(stepStart) * 1e3;
     summary.losses.emplace_back(global, *loss);
+    // Dynamic loss scaling: " scale 65536", and " skipped" for a step whose
+    // gradients overflowed.
+    std::string scaling;
+    if (trainer.scalesLoss()) {
+      StatusOr<Trainer::LossScaleStep> scale = trainer.lastLossScale();
+      if (!scale)
+        return scale.status().withContext("step " + std::to_string(global));
+      scaling = format(" scale %g", double(scale->scale));
+      if (scale->skipped) {
+        scaling += " skipped";
+        summary.skipped.push_back(global);
+      }
+    }
     if (bar) {
       double done = double(global - start) / double(end - start);
       double eta = secondsSince(trainStart) / double(global - start) *
@@ -119,9 +132,9 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
         *bar << "\n";
       bar->flush();
     } else if (log) {
-      *log << format("step %lld/%lld loss %.6f lr %.3e %.1f ms\n",
+      *log << format("step %lld/%lld loss %.6f lr %.3e %.1f ms%s\n",
                      (long long)global, (long long)end, double(*loss),
-                     double(lr), ms);
+                     double(lr), ms, scaling.c_str());
     }
     if (options.saveEvery > 0 && global % options.saveEvery == 0 &&
         global != end)
@@ -138,12 +151,18 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                  std::to_string(*finalCount) + ", expected " +
                  std::to_string(end));
   MEMFIT_RT_RETURN_IF_ERROR(saveState(end));
-  if (log && options.steps > 0)
+  if (log && options.steps > 0) {
     *log << format("trained %lld steps in %.2f s (%.1f ms/step), last loss "
                    "%.6f\n",
                    (long long)options.steps, summary.seconds,
                    summary.seconds * 1e3 / double(options.steps),
                    double(summary.losses.back().second));
+    if (trainer.scalesLoss())
+      *log << format("loss scaling: %lld of %lld steps skipped (inf or NaN "
+                     "gradients)\n",
+                     (long long)summary.skipped.size(),
+                     (long long)options.steps);
+  }
   return summary;
 }
 

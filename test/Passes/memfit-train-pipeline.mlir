@@ -9,7 +9,7 @@
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
 // PASSES-NEXT: memfit-tie-parameters,
-// PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 loss=output }
+// PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 loss=output loss-scale=none {{.*}}}
 // PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true optimizer=sgd
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
@@ -55,6 +55,32 @@
 // RUN: diff %t.dir/api.mlir %t.dir/opt.mlir
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-train-pipeline='loss=cross-entropy frozen=wpe.* optimizer=sgd momentum=0.9 clip-norm=1 accumulate=2 budget=1572864 activation-fraction=0.6' --mlir-print-debuginfo 2>/dev/null | memfit-translate --memfit-to-cuda > %t.dir/opt.cu
 // RUN: diff %t.dir/opt.cu %t.dir/exe/kernels.cu
+// Mixed precision: memfit-mixed-precision runs before memfit-autodiff, so
+// the backward is built in the same types; fp16 brings dynamic loss scaling
+// (autodiff seeds the backward with the scale, the optimizer unscales,
+// checks and updates it).
+// RUN: memfit-opt %s --memfit-train-pipeline='precision=bf16 keep-fp32=/l0/*' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16
+// BF16: memfit-tie-parameters,
+// BF16-NEXT: memfit-mixed-precision{keep-fp32={/l0/*} precision=bf16}
+// BF16-NEXT: memfit-autodiff{{.*}}loss-scale=none
+// RUN: memfit-opt %s --memfit-train-pipeline='precision=fp16 loss-scale-init=1024 loss-scale-interval=3' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=FP16
+// FP16: memfit-mixed-precision{ precision=fp16}
+// FP16-NEXT: memfit-autodiff{{.*}}loss-scale=dynamic loss-scale-init=1.024000e+03
+// FP16-NEXT: memfit-optimizer{{.*}}loss-scale-backoff=5.000000e-01 loss-scale-growth=2.000000e+00 loss-scale-interval=3
+// And memfit-run prints the same options.
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fp16 --loss-scale-init=1024 --loss-scale-interval=3 --keep-fp32='/h.1/*' --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFP16
+// PRINTFP16: '--memfit-train-pipeline=loss=cross-entropy precision=fp16 keep-fp32=/h.1/* loss-scale-init=1024 loss-scale-interval=3'
+// RUN: not memfit-opt %s --memfit-train-pipeline='keep-fp32=/l0/*' -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEEPFP32
+// KEEPFP32: error: memfit-train-pipeline: keep-fp32 needs precision=bf16 or precision=fp16
+// RUN: not memfit-opt %s --memfit-train-pipeline='precision=fp16 optimizer=none loss-scale=dynamic' -o /dev/null 2>&1 | FileCheck %s --check-prefix=SCALENOOPT
+// SCALENOOPT: error: memfit-train-pipeline: loss scaling needs an optimizer (optimizer=none would return scaled gradients)
+// RUN: not memfit-opt %s --memfit-train-pipeline='loss-scale=huge' -o /dev/null 2>&1 | FileCheck %s --check-prefix=SCALEBAD
+// SCALEBAD: error: memfit-train-pipeline: loss-scale must be dynamic, none or a positive number, not 'huge'
+// RUN: not memfit-opt %s --memfit-train-pipeline='precision=fp16 loss-scale-backoff=2' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BACKOFF
+// BACKOFF: error: memfit-train-pipeline: dynamic loss scaling needs loss-scale-init > 0, loss-scale-growth >= 1, loss-scale-backoff in (0, 1) and loss-scale-interval >= 1
+// RUN: not memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --bf16 --fp16 --compile-only 2>&1 | FileCheck %s --check-prefix=TWOPRECISIONS
+// TWOPRECISIONS: give one of --precision, --bf16 and --fp16
+
 // A path the pipeline's text could not hold is refused up front.
 // RUN: not memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --compile-only "--remat-report=%t.dir/it's" 2>&1 | FileCheck %s --check-prefix=QUOTE
 // QUOTE: memfit-run: remat-report '{{.*}}it's' must not contain quotes or begin or end with a space

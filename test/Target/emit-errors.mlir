@@ -3,12 +3,25 @@
 // RUN: memfit-translate %s --memfit-to-cuda -verify-diagnostics -split-input-file
 
 // Kernels store f16 and bf16 as __half and __nv_bfloat16 and compute in
-// float; a cast from f64 would round twice (f64 -> float -> 16 bits).
+// float; a cast from f64, or from integers wider than 16 bits, would round
+// twice (to float, then to 16 bits).
 func.func @half_cast_from_f64(%x: tensor<4xf64>) -> tensor<4xbf16> {
   %0 = memfit.kernel(%x) : (tensor<4xf64>) -> tensor<4xbf16> {
   ^bb0(%a: tensor<4xf64>):
-    // expected-error @+1 {{cannot emit CUDA for 'memfit.cast': casts from f64 to 'bf16' are not supported (they would round twice)}}
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.cast': casts from 'f64' to 'bf16' are not supported (they would round twice)}}
     %c = memfit.cast %a : tensor<4xf64> to tensor<4xbf16>
+    memfit.yield %c : tensor<4xbf16>
+  }
+  return %0 : tensor<4xbf16>
+}
+
+// -----
+
+func.func @half_cast_from_i64(%x: tensor<4xi64>) -> tensor<4xbf16> {
+  %0 = memfit.kernel(%x) : (tensor<4xi64>) -> tensor<4xbf16> {
+  ^bb0(%a: tensor<4xi64>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.cast': casts from 'i64' to 'bf16' are not supported (they would round twice)}}
+    %c = memfit.cast %a : tensor<4xi64> to tensor<4xbf16>
     memfit.yield %c : tensor<4xbf16>
   }
   return %0 : tensor<4xbf16>

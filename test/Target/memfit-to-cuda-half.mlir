@@ -38,6 +38,21 @@ func.func @f32_only(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
+// A function whose only 16-bit values are its arguments needs the headers
+// too (regression: only op results were looked at, and NVRTC failed on
+// __nv_bfloat16).
+// CHECK: // kernel's input buffers followed by its output buffers.
+// CHECK-EMPTY:
+// CHECK-NEXT: // __half and __nv_bfloat16; the host backend's emulation header defines them.
+// CHECK-LABEL: // k0_cast: widen_argument
+// CHECK-NEXT: extern "C" __global__ void k0_cast(const __nv_bfloat16* __restrict__ in0, float* __restrict__ out0) {
+func.func @widen_argument(%x: tensor<4xbf16>) -> tensor<4xf32> {
+  %0 = memfit.cast %x : tensor<4xbf16> to tensor<4xf32> loc("widen_argument")
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
 //===----------------------------------------------------------------------===//
 // Element-wise
 //===----------------------------------------------------------------------===//

@@ -140,6 +140,25 @@ static Opt<bool> bf16("bf16", cl::Hidden, cl::cat(trainCategory),
                       cl::desc("--precision=bf16"));
 static Opt<bool> fp16("fp16", cl::Hidden, cl::cat(trainCategory),
                       cl::desc("--precision=fp16"));
+static Opt<std::string> lossScaleFlag(
+    "loss-scale", cl::cat(trainCategory),
+    cl::desc("dynamic (default with --fp16), none or a fixed factor; "
+             "--loss-scale-{init,growth,backoff,interval} as GradScaler's"));
+// GradScaler's settings, named in --loss-scale's line and in
+// docs/training.md.
+static Opt<double> lossScaleInit(
+    "loss-scale-init", cl::Hidden, cl::cat(trainCategory),
+    cl::desc("Dynamic loss scaling: initial scale (default 65536)"));
+static Opt<int64_t> lossScaleInterval(
+    "loss-scale-interval", cl::Hidden, cl::cat(trainCategory),
+    cl::desc("Dynamic loss scaling: good steps before the scale grows "
+             "(default 2000)"));
+static Opt<double> lossScaleGrowth("loss-scale-growth", cl::Hidden,
+                                   cl::cat(trainCategory),
+                                   cl::desc("growth factor (default 2)"));
+static Opt<double> lossScaleBackoff("loss-scale-backoff", cl::Hidden,
+                                    cl::cat(trainCategory),
+                                    cl::desc("backoff factor (default 0.5)"));
 static List keepFp32(
     "keep-fp32", cl::CommaSeparated, cl::cat(trainCategory),
     cl::desc("Glob patterns of ONNX node names to keep in fp32"));
@@ -399,6 +418,15 @@ rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
   t.frozen.assign(frozenPatterns.begin(), frozenPatterns.end());
   t.precision = bf16 ? "bf16" : fp16 ? "fp16" : precision.getValue();
   t.keepFp32.assign(keepFp32.begin(), keepFp32.end());
+  t.lossScale = lossScaleFlag;
+  if (lossScaleInit.getNumOccurrences())
+    t.lossScaleInit = lossScaleInit;
+  if (lossScaleGrowth.getNumOccurrences())
+    t.lossScaleGrowth = lossScaleGrowth;
+  if (lossScaleBackoff.getNumOccurrences())
+    t.lossScaleBackoff = lossScaleBackoff;
+  if (lossScaleInterval.getNumOccurrences())
+    t.lossScaleInterval = lossScaleInterval;
   t.optimizer = gradients ? "none" : optimizer.getValue();
   // Optional values: the compiler's defaults unless given.
   std::pair<Opt<double> *, double *> doubles[] = {

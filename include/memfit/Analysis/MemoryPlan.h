@@ -52,8 +52,11 @@ enum class BufferCategory {
   SavedActivation,
   Recomputed,
   Temporary,
+  /// Mixed precision: a 16-bit copy of an fp32 parameter (a cast with
+  /// reason "working-copy"), saved, recomputed or temporary.
+  WorkingCopy,
 };
-constexpr unsigned kNumBufferCategories = 12;
+constexpr unsigned kNumBufferCategories = 13;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

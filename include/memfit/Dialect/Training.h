@@ -15,6 +15,7 @@
 #include "memfit/Dialect/MemfitOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/SymbolTable.h"
 
 namespace mlir::memfit {
 
@@ -31,6 +32,18 @@ constexpr char kGradientOfAttr[] = "memfit.gradient_of";
 constexpr char kRecomputedFromAttr[] = "memfit.recomputed_from";
 /// On a forward op whose result memfit-remat keeps for the backward: why.
 constexpr char kSavedAttr[] = "memfit.saved";
+/// On the loss-scaling state that memfit-autodiff creates (role counter):
+/// "scale" (the factor the loss gradient is seeded with) or
+/// "growth_tracker" (good steps since the scale last changed; dynamic
+/// scaling only).
+constexpr char kLossScaleAttr[] = "memfit.loss_scale";
+
+/// A zero-initialized (or `init`-filled) training state of `type` next to
+/// `after`, named `name` or, when `symbols` has that name already,
+/// `name_1`, `name_2`...; it joins `symbols`.
+ParameterOp addTrainingState(SymbolTable &symbols, Operation *after,
+                             StringRef name, RankedTensorType type,
+                             StringRef role, double init = 0.0);
 
 /// The function named `name`, or when empty the only function or `main`;
 /// emits an error on the module otherwise.

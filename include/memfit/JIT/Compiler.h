@@ -56,6 +56,15 @@ struct TrainOptions {
   /// ops whose ONNX node name matches a `keepFp32` glob stay in fp32.
   std::string precision = "fp32";
   std::vector<std::string> keepFp32;
+  /// Loss scaling: "dynamic", "none", a fixed factor ("1024"), or empty:
+  /// dynamic for fp16 with an optimizer, else none. Dynamic scaling starts
+  /// at lossScaleInit, backs off on inf/NaN gradients (the step is
+  /// skipped) and grows after lossScaleInterval good steps (PyTorch's
+  /// GradScaler defaults).
+  std::string lossScale;
+  double lossScaleInit = 65536.0, lossScaleGrowth = 2.0,
+         lossScaleBackoff = 0.5;
+  int64_t lossScaleInterval = 2000;
   /// "adamw", "sgd" or "none" (gradients only, see above).
   std::string optimizer = "adamw";
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;

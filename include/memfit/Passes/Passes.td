@@ -190,6 +190,16 @@ def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
     that only their gradients would need are not kept. Integer and boolean
     values carry no gradient. Ops the pass creates carry `memfit.backward`.
 
+    Loss scaling (for fp16, whose gradients underflow): with `loss-scale`
+    `dynamic` or a number, the backward starts from the gradient `scale`
+    instead of 1, so every gradient it computes, and returns, is the
+    gradient of `scale * loss`; the returned loss is not scaled. The scale
+    is a training state `loss_scale` (f32, role "counter", attribute
+    `memfit.loss_scale = "scale"`), initialized to `loss-scale-init` or the
+    fixed factor; dynamic scaling adds `loss_scale_growth_tracker`
+    (`"growth_tracker"`). memfit-optimizer unscales, checks and updates
+    them.
+
     ```
     memfit-opt gpt.onnx --input-shape=input_ids=2x16 \
       --memfit-autodiff='loss=cross-entropy frozen=wpe.*'
@@ -207,6 +217,10 @@ def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
                "Glob patterns of parameters not to train">,
     Option<"entry", "entry", "std::string", /*default=*/"\"\"",
            "The function to differentiate (default: the only one, or main)">,
+    Option<"lossScale", "loss-scale", "std::string", /*default=*/"\"none\"",
+           "Loss scaling: none, dynamic, or a fixed factor">,
+    Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",
+           "Dynamic loss scaling: the initial scale">,
   ];
 }
 
@@ -232,6 +246,22 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
     Each parameter's update is one kernel that reads the parameter, its
     gradient and its states once and writes the new values over the old.
 
+    Loss scaling (states that `memfit-autodiff loss-scale=...` created):
+    gradients arrive multiplied by the scale, and each update kernel
+    multiplies them by its reciprocal (with the clipping factor, whose norm
+    is unscaled the same way). With dynamic scaling the gradients are first
+    summed, one reduction per gradient, and the step is skipped when the
+    total is not finite (an inf or NaN anywhere): parameters and optimizer
+    states keep their values (AdamW's bias correction counts applied steps
+    in its own counter `adamw_step`), the scale is multiplied by
+    `loss-scale-backoff` and its growth tracker reset; after
+    `loss-scale-interval` good steps in a row the scale is multiplied by
+    `loss-scale-growth` (when finite), as PyTorch's GradScaler does. The
+    updating function also returns `loss_scale` (the scale this step used)
+    and `skipped` (1 when the step was skipped, else 0). The `step` counter
+    counts every step, skipped or not, like the data and the learning-rate
+    schedule.
+
     With `accumulate=k` > 1 the function becomes `accumulate` (adds each
     gradient times 1/k into a zero-initialized `<p>.grad` buffer, role
     "gradient_accumulator", and returns the micro-batch loss) and a new
@@ -256,6 +286,13 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
            "Clip gradients to this global L2 norm (0: off)">,
     Option<"accumulate", "accumulate", "int64_t", /*default=*/"1",
            "Micro-batches per optimizer step">,
+    Option<"lossScaleGrowth", "loss-scale-growth", "double",
+           /*default=*/"2.0", "Dynamic loss scaling: the growth factor">,
+    Option<"lossScaleBackoff", "loss-scale-backoff", "double",
+           /*default=*/"0.5", "Dynamic loss scaling: the backoff factor">,
+    Option<"lossScaleInterval", "loss-scale-interval", "int64_t",
+           /*default=*/"2000",
+           "Dynamic loss scaling: good steps before the scale grows">,
   ];
 }
 

@@ -94,6 +94,29 @@ struct TrainPipelineOptions
   ListOption<std::string> keepFp32{
       *this, "keep-fp32",
       llvm::cl::desc("Glob patterns of ONNX node names to run in fp32")};
+  Option<std::string> lossScale{
+      *this, "loss-scale",
+      llvm::cl::desc("Loss scaling: dynamic, none or a fixed factor "
+                     "(default: dynamic for fp16 with an optimizer, else "
+                     "none)"),
+      llvm::cl::init("")};
+  Option<double> lossScaleInit{
+      *this, "loss-scale-init",
+      llvm::cl::desc("Dynamic loss scaling: the initial scale"),
+      llvm::cl::init(65536.0)};
+  Option<double> lossScaleGrowth{
+      *this, "loss-scale-growth",
+      llvm::cl::desc("Dynamic loss scaling: the growth factor"),
+      llvm::cl::init(2.0)};
+  Option<double> lossScaleBackoff{
+      *this, "loss-scale-backoff",
+      llvm::cl::desc("Dynamic loss scaling: the backoff factor"),
+      llvm::cl::init(0.5)};
+  Option<int64_t> lossScaleInterval{
+      *this, "loss-scale-interval",
+      llvm::cl::desc("Dynamic loss scaling: good steps before the scale "
+                     "grows"),
+      llvm::cl::init(2000)};
 
   // The optimizer (memfit-optimizer).
   Option<OptimizerKind> optimizer{
@@ -167,6 +190,10 @@ struct TrainPipelineOptions
       llvm::cl::desc("Write the memory timeline's data as CSV"),
       llvm::cl::init("")};
 };
+
+/// The loss scaling the options ask for: "none", "dynamic" or a number
+/// (an empty loss-scale resolves to dynamic for fp16 with an optimizer).
+std::string resolvedLossScale(const TrainPipelineOptions &options);
 
 /// Checks what the option parser cannot (ranges, combinations); returns an
 /// empty string when the options are valid, else the problem.

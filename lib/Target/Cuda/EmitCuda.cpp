@@ -442,13 +442,20 @@ void ExecutableBuilder::addMemoryReport() {
                                  static_cast<uint64_t>(bytes)});
   }
   const MemoryPlan &peak = modulePlan.functions[modulePlan.peakFunction];
+  // Mixed precision shows its working copies even when none is live at the
+  // peak.
+  bool workingCopies = llvm::any_of(
+      modulePlan.functions, [](const MemoryPlan &plan) {
+        return plan.categoryBytes(BufferCategory::WorkingCopy) > 0;
+      });
   for (BufferCategory category :
        {BufferCategory::Input, BufferCategory::Output,
         BufferCategory::Activation, BufferCategory::Gradient,
         BufferCategory::SavedActivation, BufferCategory::Recomputed,
-        BufferCategory::Temporary}) {
+        BufferCategory::Temporary, BufferCategory::WorkingCopy}) {
     int64_t bytes = peak.peakBytes[unsigned(category)];
-    if (bytes || always(category))
+    if (bytes || always(category) ||
+        (category == BufferCategory::WorkingCopy && workingCopies))
       manifest.memory.push_back({stringifyBufferCategory(category).str(),
                                  static_cast<uint64_t>(bytes)});
   }
@@ -472,10 +479,16 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
               "by its output buffers.\n\n";
   // Whether any value is stored in 16-bit floats.
   bool halfTypes = false;
-  module.walk([&](Operation *op) {
-    for (Type type : op->getResultTypes())
+  auto check = [&](TypeRange types) {
+    for (Type type : types)
       if (auto tensor = dyn_cast<RankedTensorType>(type))
         halfTypes |= cuda::isHalfFloat(tensor.getElementType());
+  };
+  module.walk([&](Operation *op) {
+    check(op->getResultTypes());
+    for (Region &region : op->getRegions())
+      for (Block &block : region)
+        check(block.getArgumentTypes());
   });
   cuda::emitPrelude(sourceOs, halfTypes);
   for (auto [index, f] : llvm::enumerate(funcs))

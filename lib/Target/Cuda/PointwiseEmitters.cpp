@@ -112,8 +112,12 @@ Expr expr(CastOp op, const Scalar &s) {
     return "(" + s.x[0] + " ? (" + s.t + ")1 : " + s.zero() + ")";
   if (isHalfFloat(s.type)) {
     // Rounded to the 16-bit type and held in a float register.
-    if (s.inType.isF64())
-      return s.writer.error(op) << "casts from f64 to " << s.type
+    // Through a float register, f64 and integers beyond 2^24 would round
+    // twice.
+    if (s.inType.isF64() ||
+        (s.inType.isInteger() && s.inType.getIntOrFloatBitWidth() > 16))
+      return s.writer.error(op) << "casts from " << s.inType << " to "
+                                << s.type
                                 << " are not supported (they would round "
                                    "twice)",
              failure();

@@ -10,6 +10,9 @@
 //                           then "apply" (input "lr") takes the optimizer
 //                           step and clears them
 //
+// With dynamic loss scaling the optimizer step (train_step or apply) also
+// returns "loss_scale" and "skipped" (f32 scalars).
+//
 // The executable counts optimizer steps in its "step" variable (f32 of
 // shape [], exact up to 2^24 steps), so the count survives a checkpoint.
 //
@@ -90,6 +93,16 @@ public:
   /// Optimizer steps taken: the "step" variable.
   StatusOr<int64_t> stepCount() const;
 
+  /// Dynamic loss scaling (fp16): whether the executable returns
+  /// "loss_scale" and "skipped" from its optimizer step.
+  bool scalesLoss() const { return scalesLoss_; }
+  struct LossScaleStep {
+    float scale = 1; // the scale the step's gradients were computed with
+    bool skipped = false; // inf or NaN gradients: nothing was updated
+  };
+  /// The last optimizer step's loss scale and whether it was skipped.
+  StatusOr<LossScaleStep> lastLossScale() const;
+
 private:
   Trainer() = default;
   Status setBatch(const MicroBatch &batch);
@@ -99,6 +112,7 @@ private:
   Mode mode_ = Mode::TrainStep;
   int64_t accumulationSteps_ = 1;
   int64_t pending_ = 0; // micro-batches accumulated since the last apply
+  bool scalesLoss_ = false;
   std::vector<Binding> batchInputs_;
 };
 

@@ -18,6 +18,8 @@
 //   training: steps 6 to 8, 1 micro-batch per step, constant learning
 //     rate 1.000e-03
 //   step 6/8 loss 4.557586 lr 1.000e-03 0.4 ms   or the progress bar
+//   step 7/8 loss 4.5 lr 1.000e-03 0.4 ms scale 65536 skipped
+//                                                 dynamic loss scaling
 //   saved checkpoint ckpt at step 8              (not with the bar)
 //   trained 3 steps in 0.00 s (0.4 ms/step), last loss 4.493109
 //
@@ -65,6 +67,9 @@ struct TrainingSummary {
   int64_t firstStep = 0, endStep = 0;
   /// (global step, loss) of every step taken.
   std::vector<std::pair<int64_t, float>> losses;
+  /// Dynamic loss scaling: the global steps skipped for inf/NaN gradients
+  /// (their parameters and states unchanged).
+  std::vector<int64_t> skipped;
   double seconds = 0;
 };
 
