@@ -7,6 +7,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
 #include "llvm/ADT/APSInt.h"
@@ -239,6 +240,20 @@ Precision mlir::memfit::defaultPrecision(OpClass opClass) {
     return Precision::Follow;
   }
   llvm_unreachable("unknown op class");
+}
+
+Precision PowOp::getPrecision() {
+  DenseElementsAttr exponent;
+  if (!matchPattern(getRhs(), m_Constant(&exponent)) || !exponent.isSplat())
+    return Precision::Fp32;
+  Attribute value = exponent.getSplatValue<Attribute>();
+  double n = -1;
+  if (auto f = dyn_cast<FloatAttr>(value))
+    n = f.getValueAsDouble();
+  else if (auto i = dyn_cast<IntegerAttr>(value))
+    n = static_cast<double>(i.getValue().getSExtValue());
+  return (n == 1 || n == 2 || n == 3 || n == 4) ? Precision::Low
+                                                 : Precision::Fp32;
 }
 
 /// Whether every value of float type `narrow` is a value of `wide`: f16

@@ -33,7 +33,7 @@ const std::vector<Group> &groups() {
         "constant"}},
       {"gradients", {"gradient_accumulators", "gradients"}},
       {"optimizer states", {"optimizer_states"}},
-      {"working copies (16-bit)", {"working_copies"}},
+      {"working copies", {"working_copies"}},
       {"saved activations", {"saved_activations"}},
       {"recomputed activations", {"recomputed"}},
       {"temporaries",

@@ -105,19 +105,21 @@ class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
   code extraDecls = "";
   int flopsPerElement = 1;
   // The precision requirement (OpClassInterface): "Low", "Fp32" or
-  // "Follow"; empty for the class's default.
+  // "Follow"; empty for the class's default; "Custom" when the op defines
+  // getPrecision() itself (in extraDecls and MemfitOps.cpp).
   string precision = "";
   let extraClassDeclaration = [{
     ::mlir::memfit::OpClass getOpClass() {
       return ::mlir::memfit::OpClass::}] # opClass # [{;
     }
     int64_t getFlopsPerElement() { return }] # flopsPerElement # [{; }
+  }] # !if(!eq(precision, "Custom"), "", [{
     ::mlir::memfit::Precision getPrecision() {
       return }] # !if(!empty(precision),
         "::mlir::memfit::defaultPrecision(getOpClass())",
         "::mlir::memfit::Precision::" # precision) # [{;
     }
-  }] # extraDecls;
+  }]) # extraDecls;
 }
 
 #endif // MEMFIT_DIALECT_MEMFITDIALECT_TD

@@ -55,7 +55,8 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     constants `follow`. Ops override it with `precision` in ODS:
     softmax, log-softmax and the element-wise functions that lose accuracy
     in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal) are
-    `fp32`, as in PyTorch's autocast lists; comparisons `follow`.
+    `fp32`, as in PyTorch's autocast lists, but for `pow` by a constant 1,
+    2, 3 or 4 (a product of a few factors); comparisons `follow`.
   }];
   let methods = [
     InterfaceMethod<"Returns the op's computation class.",

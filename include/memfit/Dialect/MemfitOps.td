@@ -272,7 +272,12 @@ def Memfit_DivOp : Memfit_BroadcastOp<"div", "division", Memfit_NumericTensor,
 def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
                                       Memfit_NumericTensor, Memfit_FloatTensor> {
   let flopsPerElement = 4;
-  let precision = "Fp32";
+  // fp32, except a small positive integer power (a product of a few
+  // factors, as x * x * x in a spelled-out GELU).
+  let precision = "Custom";
+  let extraDecls = [{
+    ::mlir::memfit::Precision getPrecision();
+  }];
 }
 def Memfit_EqualOp : Memfit_BroadcastOp<"equal", "equality", Memfit_Tensor,
                                         Memfit_Tensor, Memfit_BoolTensor, [Commutative]> {
