@@ -1,6 +1,6 @@
 // memfit-mixed-precision: each op runs in the type its precision
 // requirement asks for (low: contractions, element-wise, layer/RMS norm;
-// fp32: reductions, softmax, losses, exp/log/pow/sqrt/reciprocal; follow:
+// fp32: reductions, log_softmax, losses, exp/log/pow/sqrt/reciprocal; follow:
 // data movement and comparisons, in their operands' widest type), with one
 // cast per value and type, inserted before its first use and carrying its
 // reason. Parameters stay fp32; results keep the function's types.
@@ -15,7 +15,8 @@
 memfit.parameter @w = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>
 memfit.parameter @g = dense<[1.0, 1.5]> : tensor<2xf32>
 
-// A layer: matmul with a parameter, norm, an fp32 softmax, a residual add.
+// A layer: matmul with a parameter, norm, softmax (low: its row statistics
+// are fp32 registers), an fp32 log_softmax, a residual add.
 // CHECK-LABEL: func.func @layer
 // CHECK-SAME: (%[[X:.+]]: tensor<4x2xf32>) -> tensor<4x2xf32>
 // CHECK: %[[W:.+]] = memfit.load_parameter @w : tensor<2x2xf32>
@@ -25,8 +26,9 @@ memfit.parameter @g = dense<[1.0, 1.5]> : tensor<2xf32>
 // CHECK: %[[G:.+]] = memfit.load_parameter @g : tensor<2xf32>
 // CHECK: %[[GL:.+]] = memfit.cast %[[G]] {reason = "working-copy"} : tensor<2xf32> to tensor<2xbf16>
 // CHECK: %[[N:.+]] = memfit.rms_norm %[[M]], %[[GL]] {{.*}}: tensor<4x2xbf16>, tensor<2xbf16>
-// CHECK: %[[NF:.+]] = memfit.cast %[[N]] {reason = "fp32"} : tensor<4x2xbf16> to tensor<4x2xf32>
-// CHECK: %[[S:.+]] = memfit.softmax %[[NF]] {{.*}}: tensor<4x2xf32>
+// CHECK: %[[P:.+]] = memfit.softmax %[[N]] {{.*}}: tensor<4x2xbf16>
+// CHECK: %[[PF:.+]] = memfit.cast %[[P]] {reason = "fp32"} : tensor<4x2xbf16> to tensor<4x2xf32>
+// CHECK: %[[S:.+]] = memfit.log_softmax %[[PF]] {{.*}}: tensor<4x2xf32>
 // CHECK: %[[SL:.+]] = memfit.cast %[[S]] {reason = "lower"} : tensor<4x2xf32> to tensor<4x2xbf16>
 // The cast of %x is made once and used again.
 // CHECK: %[[R:.+]] = memfit.add %[[SL]], %[[XL]] : tensor<4x2xbf16>, tensor<4x2xbf16> -> tensor<4x2xbf16>
@@ -34,14 +36,16 @@ memfit.parameter @g = dense<[1.0, 1.5]> : tensor<2xf32>
 // CHECK: return %[[OUT]] : tensor<4x2xf32>
 // FP16-LABEL: func.func @layer
 // FP16: memfit.matmul {{.*}} -> tensor<4x2xf16>
-// FP16: memfit.softmax {{.*}}: tensor<4x2xf32>
+// FP16: memfit.softmax {{.*}}: tensor<4x2xf16>
+// FP16: memfit.log_softmax {{.*}}: tensor<4x2xf32>
 // FP16: memfit.add {{.*}} -> tensor<4x2xf16>
 func.func @layer(%x: tensor<4x2xf32>) -> tensor<4x2xf32> {
   %w = memfit.load_parameter @w : tensor<2x2xf32>
   %m = memfit.matmul %x, %w : tensor<4x2xf32>, tensor<2x2xf32> -> tensor<4x2xf32>
   %g = memfit.load_parameter @g : tensor<2xf32>
   %n = memfit.rms_norm %m, %g {axis = -1 : i64, epsilon = 1.0e-5 : f32} : tensor<4x2xf32>, tensor<2xf32>
-  %s = memfit.softmax %n {axis = -1 : i64} : tensor<4x2xf32>
+  %p = memfit.softmax %n {axis = -1 : i64} : tensor<4x2xf32>
+  %s = memfit.log_softmax %p {axis = -1 : i64} : tensor<4x2xf32>
   %r = memfit.add %s, %x : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
   return %r : tensor<4x2xf32>
 }

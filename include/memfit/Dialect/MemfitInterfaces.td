@@ -50,13 +50,14 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     registers), `fp32` (the op's operands and results stay fp32), or
     `follow` (the op runs in the type of its float operands, the widest
     when they differ). By class: contractions, element-wise ops and
-    normalizations (whose kernels keep their statistics in fp32 registers)
-    are `low`; reductions and losses are `fp32`; data movement and
-    constants `follow`. Ops override it with `precision` in ODS:
-    softmax, log-softmax and the element-wise functions that lose accuracy
-    in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal) are
-    `fp32`, as in PyTorch's autocast lists, but for `pow` by a constant 1,
-    2, 3 or 4 (a product of a few factors); comparisons `follow`.
+    normalizations (softmax, layer and RMS norm: their kernels keep the
+    statistics, a row's maximum, sum and variance, in fp32 registers) are
+    `low`; reductions and losses are `fp32`; data movement and constants
+    `follow`. Ops override it with `precision` in ODS: log-softmax (its
+    log-probabilities feed a loss) and the element-wise functions that lose
+    accuracy in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal)
+    are `fp32`, as in PyTorch's autocast lists, but for `pow` by a constant
+    1, 2, 3 or 4 (a product of a few factors); comparisons `follow`.
   }];
   let methods = [
     InterfaceMethod<"Returns the op's computation class.",

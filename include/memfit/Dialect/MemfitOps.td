@@ -364,7 +364,6 @@ def Memfit_GemmOp : Memfit_InferredOp<"gemm", "Contraction",
 class Memfit_SoftmaxBase<string mnemonic, string what>
     : Memfit_Op<mnemonic, "Normalization", [Pure, SameOperandsAndResultType]> {
   let flopsPerElement = 5;
-  let precision = "Fp32";
   let summary = what # " along one axis";
   let description = "Computes " # what # [{ along `axis` (ONNX opset 13
     semantics: one axis, negative counts from the back).
@@ -381,7 +380,10 @@ class Memfit_SoftmaxBase<string mnemonic, string what>
 }
 
 def Memfit_SoftmaxOp : Memfit_SoftmaxBase<"softmax", "the softmax">;
-def Memfit_LogSoftmaxOp : Memfit_SoftmaxBase<"log_softmax", "the logarithm of the softmax">;
+// Log-probabilities feed a loss: in bf16 they would lose 2-3 digits.
+def Memfit_LogSoftmaxOp : Memfit_SoftmaxBase<"log_softmax", "the logarithm of the softmax"> {
+  let precision = "Fp32";
+}
 
 def Memfit_LayerNormOp : Memfit_Op<"layer_norm", "Normalization",
     [Pure, AllTypesMatch<["input", "result"]>]> {

@@ -131,8 +131,8 @@ def MemfitMixedPrecisionPass
     that the backward is built in the same types) to compute in `precision`
     (bf16 or fp16) where each op's precision requirement allows it
     (OpClassInterface::getPrecision): `low` ops (contractions, element-wise
-    ops, layer and RMS norms, whose kernels keep statistics in fp32
-    registers) run in the low type; `fp32` ops (reductions, softmax,
+    ops, softmax, layer and RMS norms, whose kernels keep statistics in
+    fp32 registers) run in the low type; `fp32` ops (reductions, log-softmax,
     losses, exp, log, pow, sqrt, reciprocal) in fp32; `follow` ops (data
     movement, comparisons) in the type of their float operands, the widest
     when they differ. Ops whose ONNX node name matches a `keep-fp32` glob
