@@ -6,6 +6,18 @@
 // RUN: memfit-opt %s -split-input-file --memfit-autodiff='loss=cross-entropy frozen=head.*' | FileCheck %s
 // RUN: memfit-opt %s -split-input-file --memfit-autodiff='loss=mse trainable=scale' | FileCheck %s --check-prefix=MSE
 // RUN: memfit-opt %s -split-input-file -verify-diagnostics --memfit-autodiff -o /dev/null
+// Loss scaling: the backward starts from the state @loss_scale, not 1.
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff='loss=cross-entropy loss-scale=dynamic loss-scale-init=1024' | FileCheck %s --check-prefix=DYNAMIC
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff='loss=cross-entropy loss-scale=128' | FileCheck %s --check-prefix=FIXED
+// RUN: not memfit-opt %s -split-input-file --memfit-autodiff='loss=cross-entropy loss-scale=lots' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADSCALE
+// DYNAMIC: memfit.parameter @loss_scale = dense<1.024000e+03> : tensor<f32> {memfit.loss_scale = "scale", memfit.role = "counter"}
+// DYNAMIC-NEXT: memfit.parameter @loss_scale_growth_tracker = dense<0.000000e+00> : tensor<f32> {memfit.loss_scale = "growth_tracker", memfit.role = "counter"}
+// DYNAMIC: %[[SEED:.+]] = memfit.load_parameter @loss_scale {memfit.backward} : tensor<f32>
+// DYNAMIC-NEXT: memfit.softmax_cross_entropy_grad mean %{{.+}}, %{{.+}}, %[[SEED]]
+// FIXED: memfit.parameter @loss_scale = dense<1.280000e+02> : tensor<f32> {memfit.loss_scale = "scale", memfit.role = "counter"}
+// FIXED-NOT: growth_tracker
+// FIXED: memfit.load_parameter @loss_scale {memfit.backward}
+// BADSCALE: error: loss-scale must be none, dynamic or a positive number, not 'lots'
 
 memfit.parameter @emb = dense<[[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]> : tensor<3x2xf32>
 memfit.parameter @scale = dense<[0.5, 2.0]> : tensor<2xf32>

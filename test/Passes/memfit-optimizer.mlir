@@ -4,6 +4,8 @@
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer | FileCheck %s --check-prefix=ADAMW
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer='optimizer=sgd momentum=0.9 nesterov=true weight-decay=0.5' | FileCheck %s --check-prefix=SGD
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer='accumulate=4 clip-norm=1.0' | FileCheck %s --check-prefix=ACC
+// RUN: memfit-opt %s -split-input-file --memfit-optimizer='loss-scale-interval=3' | FileCheck %s --check-prefix=SCALE
+// RUN: memfit-opt %s -split-input-file --memfit-optimizer='optimizer=sgd clip-norm=1.0' | FileCheck %s --check-prefix=STATIC
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=lion' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=adamw nesterov=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-NESTEROV
 
@@ -92,3 +94,78 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 
 // BAD: error: unknown optimizer 'lion'; expected adamw or sgd
 // BAD-NESTEROV: error: nesterov needs SGD with momentum
+
+// -----
+
+// Dynamic loss scaling (the states memfit-autodiff loss-scale=dynamic
+// makes): the gradients arrive scaled; their sums decide whether the step
+// applies; the update kernel unscales and keeps the old values on overflow;
+// the scale backs off or grows (every 3 good steps here); AdamW counts
+// applied steps in adamw_step; the step returns loss_scale and skipped.
+memfit.parameter @w = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> {memfit.role = "parameter"}
+memfit.parameter @loss_scale = dense<65536.0> : tensor<f32> {memfit.loss_scale = "scale", memfit.role = "counter"}
+memfit.parameter @loss_scale_growth_tracker = dense<0.0> : tensor<f32> {memfit.loss_scale = "growth_tracker", memfit.role = "counter"}
+
+func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {memfit.gradient_of = @w, onnx.name = "grad.w"}) {
+  %w = memfit.load_parameter @w : tensor<4xf32>
+  %p = memfit.mul %w, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = memfit.reduce_sum %p {axes = array<i64>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  return %l, %x : tensor<f32>, tensor<4xf32>
+}
+
+// SCALE: memfit.parameter @adamw_step = dense<0.000000e+00> : tensor<f32> {memfit.role = "counter"}
+// SCALE-NEXT: memfit.parameter @loss_scale = dense<6.553600e+04>
+// SCALE: func.func @train_step(
+// SCALE-SAME: %[[X:.+]]: tensor<4xf32> {onnx.name = "x"}, %[[LR:.+]]: tensor<f32> {onnx.name = "lr"}) -> (tensor<f32> {onnx.name = "loss"}, tensor<f32> {onnx.name = "loss_scale"}, tensor<f32> {onnx.name = "skipped"})
+// SCALE: %[[SC:.+]] = memfit.load_parameter @loss_scale
+// SCALE: %[[TOTAL:.+]] = memfit.reduce_sum %[[X]] {axes = array<i64>, keepdims = false}
+// SCALE: %[[GOOD:.+]] = memfit.load_parameter @loss_scale_growth_tracker
+// SCALE: %[[K:.+]]:6 = memfit.kernel(%[[SC]], %[[GOOD]], %[[TOTAL]])
+// An inf or NaN total makes total - total a NaN, not 0:
+// SCALE: %[[D:.+]] = memfit.sub %arg{{[0-9]+}}, %arg{{[0-9]+}}
+// SCALE-NEXT: %[[OK:.+]] = memfit.equal %[[D]]
+// SCALE: memfit.constant dense<3.000000e+00>
+// SCALE: memfit.div
+// SCALE: memfit.yield {{.*}} : tensor<f32>, tensor<i1>, tensor<f32>, tensor<f32>, tensor<f32>, tensor<f32>
+// SCALE: memfit.assign @loss_scale, %[[K]]#2
+// SCALE-NEXT: memfit.assign @loss_scale_growth_tracker, %[[K]]#3
+// SCALE: %[[S:.+]]:5 = memfit.kernel(%{{.+}}, %[[LR]], %{{.+}}, %[[K]]#1)
+// SCALE: memfit.assign @step, %[[S]]#0
+// SCALE-NEXT: memfit.assign @adamw_step, %[[S]]#1
+// SCALE: %[[U:.+]]:3 = memfit.kernel({{.*}}, %[[X]], {{.*}}, %[[K]]#0, %[[K]]#1)
+// The unscaled gradient, and the old values kept on a skipped step:
+// SCALE: memfit.mul %{{.+}}, %arg{{[0-9]+}} : tensor<4xf32>, tensor<f32>
+// SCALE: memfit.where %arg{{[0-9]+}}, %{{.+}}, %arg{{[0-9]+}} : tensor<i1>, tensor<4xf32>, tensor<4xf32>
+// SCALE: memfit.where
+// SCALE: memfit.where
+// SCALE: memfit.assign @w, %[[U]]#0
+// SCALE: return %{{.+}}, %[[K]]#5, %[[K]]#4 : tensor<f32>, tensor<f32>, tensor<f32>
+
+// -----
+
+// A fixed loss scale (a scale without a growth tracker): unscaled, never
+// skipped; the clipping norm is unscaled too.
+memfit.parameter @w = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> {memfit.role = "parameter"}
+memfit.parameter @loss_scale = dense<1024.0> : tensor<f32> {memfit.loss_scale = "scale", memfit.role = "counter"}
+
+func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}, tensor<4xf32> {memfit.gradient_of = @w, onnx.name = "grad.w"}) {
+  %w = memfit.load_parameter @w : tensor<4xf32>
+  %p = memfit.mul %w, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  %l = memfit.reduce_sum %p {axes = array<i64>, keepdims = false} : tensor<4xf32> -> tensor<f32>
+  return %l, %x : tensor<f32>, tensor<4xf32>
+}
+
+// STATIC: memfit.parameter @loss_scale = dense<1.024000e+03>
+// STATIC-NOT: adamw_step
+// STATIC: func.func @train_step(
+// STATIC-SAME: -> (tensor<f32> {onnx.name = "loss"}, tensor<f32> {onnx.name = "grad_norm"})
+// STATIC: %[[SC:.+]] = memfit.load_parameter @loss_scale
+// STATIC: %[[INV:.+]] = memfit.kernel(%[[SC]])
+// STATIC: memfit.div
+// STATIC: %[[CLIP:.+]]:2 = memfit.kernel(%{{.+}}, %[[INV]])
+// STATIC: memfit.sqrt
+// STATIC-NEXT: memfit.mul
+// STATIC: %[[G:.+]] = memfit.kernel(%[[INV]], %[[CLIP]]#1)
+// STATIC: memfit.kernel({{.*}}, %[[G]])
+// STATIC-NOT: memfit.where {{.*}}tensor<i1>, tensor<4xf32>
+// STATIC: return
