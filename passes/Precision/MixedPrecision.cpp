@@ -34,17 +34,6 @@ Type elementOf(Type type) {
   return tensor ? tensor.getElementType() : Type();
 }
 
-/// The ONNX node names in `loc` (NameLocs, also inside FusedLocs).
-void nodeNames(Location loc, SmallVectorImpl<StringRef> &names) {
-  if (auto name = dyn_cast<NameLoc>(loc)) {
-    names.push_back(name.getName().strref());
-    return;
-  }
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    for (Location inner : fused.getLocations())
-      nodeNames(inner, names);
-}
-
 /// Rewrites the functions of a module, one at a time.
 class PrecisionRewriter {
 public:
@@ -58,6 +47,7 @@ private:
   bool isFloatTensor(Value v) const {
     return isa_and_nonnull<FloatType>(elementOf(v.getType()));
   }
+  /// Whether the op's ONNX node name or module scope matches keep-fp32.
   bool keptInFp32(Operation *op) const;
   LogicalResult rewriteOp(Operation *op);
   /// `value` as a tensor of `elt`: one cast per value and type, built before
@@ -66,21 +56,22 @@ private:
 
   Type low;
   const GlobList &keep;
-  DenseMap<std::pair<Value, Type>, Value> casts_;
+  DenseMap<std::pair<Value, Type>, Value> casts;
 };
 
 bool PrecisionRewriter::keptInFp32(Operation *op) const {
   if (keep.empty())
     return false;
-  SmallVector<StringRef> names;
-  nodeNames(op->getLoc(), names);
-  return llvm::any_of(names, [&](StringRef name) { return keep.match(name); });
+  StringRef node = onnxNodeName(op->getLoc());
+  StringRef scope = onnxNodeScope(op->getLoc());
+  return (!node.empty() && keep.match(node)) ||
+         (!scope.empty() && keep.match(scope));
 }
 
 Value PrecisionRewriter::castTo(Value value, Type elt, StringRef reason,
                                 Operation *user) {
   auto key = std::make_pair(value, elt);
-  if (auto it = casts_.find(key); it != casts_.end())
+  if (auto it = casts.find(key); it != casts.end())
     return it->second;
   OpBuilder b(user);
   auto type = RankedTensorType::get(
@@ -89,7 +80,7 @@ Value PrecisionRewriter::castTo(Value value, Type elt, StringRef reason,
   // when its middle type is exact.
   Value result = b.createOrFold<CastOp>(value.getLoc(), type, value,
                                         b.getStringAttr(reason));
-  casts_[key] = result;
+  casts[key] = result;
   return result;
 }
 
@@ -156,7 +147,7 @@ LogicalResult PrecisionRewriter::run(func::FuncOp func) {
     if (isa<KernelOp>(op) || op.hasAttr("memfit.backward"))
       return op.emitError("memfit-mixed-precision runs on a forward model, "
                           "before memfit-autodiff and memfit-form-kernels");
-  casts_.clear();
+  casts.clear();
   for (Operation &op : llvm::make_early_inc_range(func.getOps()))
     if (failed(rewriteOp(&op)))
       return failure();
