@@ -3,7 +3,7 @@
 
 Regenerate (from the repository root; needs torch, like make_fixtures.py):
 
-    /opt/torchenv/bin/python test/models/make_train_refs.py [grads] [curve]
+    /opt/torchenv/bin/python test/models/make_train_refs.py [grads] [curve] [bf16]
 
 Section "grads" writes, for each of the six fixtures <name>_<exp>.onnx,
 
@@ -38,6 +38,16 @@ onnxruntime (see ort_directional_checks).
 Section "curve" writes corpus.txt (generated deterministically below) and
 gpt_train_ref.json: the loss of every step of 200 AdamW steps on the gpt_ts
 weights, in float32 and in float64, with the batching of memfit's trainer.
+
+Section "bf16" writes bert_train_data.npz (a seeded classification-like
+regression task for the bert fixture, see make_bert_data) and
+train_refs_bf16.json: for each of the six fixtures, the loss of every step of
+200 AdamW steps (the settings of "curve") on the fixture's weights, once with
+the forward pass under torch.autocast("cpu", dtype=torch.bfloat16)
+(losses_bf16) and once in float32 (losses_fp32). gpt and llama train on
+corpus.txt as memfit-run --corpus does, bert on bert_train_data.npz as
+memfit-run --data does. It reads corpus.txt, so run "curve" first when
+regenerating both.
 """
 
 import copy
@@ -45,6 +55,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import sys
 
 import numpy as np
@@ -456,10 +467,148 @@ def section_curve():
           f"(at step {rel.index(max(rel))})")
 
 
+# ---------------------------------------------------------------------------
+# Section "bf16"
+# ---------------------------------------------------------------------------
+BF16_REF = "train_refs_bf16.json"
+BERT_DATA = "bert_train_data.npz"
+BERT_DATA_BATCHES = 64      # micro-batches in BERT_DATA; step s reads s % 64
+
+
+def make_bert_data(n, B, T):
+    """A learnable sequence regression for the bert fixture: every row has a
+    class c in {0, 1, 2}; each of its tokens is drawn from the class's band of
+    ids (1..33, 34..66, 67..99) with probability 1/2, else from 1..99; the
+    row is padded (id 0, attention_mask 0) after a random length in T/2..T;
+    the target is one_hot(c), regressed with mean squared error."""
+    vocab = mf.BertConfig.vocab_size
+    band = (vocab - 1) // mf.BertConfig.num_labels
+    g = torch.Generator().manual_seed(8765)
+    label = torch.randint(0, mf.BertConfig.num_labels, (n, B), generator=g)
+    banded = 1 + label[..., None] * band + torch.randint(0, band, (n, B, T), generator=g)
+    uniform = torch.randint(1, vocab, (n, B, T), generator=g)
+    ids = torch.where(torch.rand(n, B, T, generator=g) < 0.5, banded, uniform)
+    lengths = torch.randint(T // 2, T + 1, (n, B), generator=g)
+    mask = (torch.arange(T) < lengths[..., None]).to(torch.int64)
+    return {"input_ids": (ids * mask).numpy(), "attention_mask": mask.numpy(),
+            "target": F.one_hot(label, mf.BertConfig.num_labels).to(torch.float32).numpy()}
+
+
+def train_fixture(name, path, batches, autocast):
+    """200 AdamW steps (CURVE's settings) on the fixture's weights; the forward
+    pass under torch.autocast("cpu", bfloat16) when `autocast`, the loss in
+    float32 on the float32 copy of the output either way. batches(step) gives
+    (inputs, loss inputs) of the step."""
+    c = CURVE
+    model = build_model(name)
+    load_from_onnx(model, path)
+    model.train()
+    opt = torch.optim.AdamW(model.parameters(), lr=c["lr"], betas=c["betas"], eps=c["eps"],
+                            weight_decay=c["weight_decay"])
+    losses = []
+    for step in range(c["steps"]):
+        opt.zero_grad(set_to_none=True)
+        feeds, extra = batches(step)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            out = model(*feeds)
+        loss = loss_fn(out.float(), extra)
+        loss.backward()
+        losses.append(float(np.float32(loss.item())))
+        opt.step()
+    return losses
+
+
+def compact_json(obj):
+    """json.dumps(indent=1) with every list of scalars on one line."""
+    text = json.dumps(obj, indent=1)
+    return re.sub(r"\[\n\s*([^\[\]{}]*?)\n\s*\]",
+                  lambda m: "[" + re.sub(r",\n\s*", ", ", m.group(1)) + "]", text)
+
+
+def section_bf16():
+    torch.set_num_threads(1)
+    c = CURVE
+    B, T = c["batch"], c["seq"]
+    data = open(os.path.join(HERE, CORPUS), "rb").read()
+    toks = torch.from_numpy(encode(data.decode("ascii")))
+
+    def corpus_batch(step):
+        offs = batch_offsets(step, 0, len(toks), B, T, 1)
+        x = torch.stack([toks[o:o + T] for o in offs])
+        y = torch.stack([toks[o + 1:o + T + 1] for o in offs])
+        return (x,), {"labels": y}
+
+    bert = make_bert_data(BERT_DATA_BATCHES, B, T)
+    np.savez_compressed(os.path.join(HERE, BERT_DATA), **bert)
+    bert = {k: torch.from_numpy(v) for k, v in bert.items()}
+
+    def bert_batch(step):
+        i = step % BERT_DATA_BATCHES
+        return (bert["input_ids"][i], bert["attention_mask"][i]), {"target": bert["target"][i]}
+
+    optimizer = {"name": "AdamW", "lr": c["lr"], "schedule": "constant",
+                 "beta1": c["betas"][0], "beta2": c["betas"][1], "eps": c["eps"],
+                 "weight_decay": c["weight_decay"],
+                 "weight_decay_applies_to": "all parameters", "grad_clip": None}
+    corpus_data = {
+        "loss": "cross-entropy", "corpus_file": CORPUS,
+        "batching": "memfit-run --corpus (as gpt_train_ref.json): step s, row r: offset = "
+                    "((s*batch + r)*seq) % (num_tokens - seq - 1); input = "
+                    "tokens[offset:offset+seq], labels = tokens[offset+1:offset+seq+1]; "
+                    "mean cross-entropy over batch*seq tokens"}
+    bert_data = {
+        "loss": "mse", "data_file": BERT_DATA, "data_batches": BERT_DATA_BATCHES,
+        "batching": "memfit-run --data=NAME=FILE.npy for each array of data_file "
+                    "(input_ids, attention_mask: [data_batches, batch, seq] int64; "
+                    "target: [data_batches, batch, 3] float32): step s reads index "
+                    "s % data_batches; mean squared error over batch*3"}
+
+    fixtures = {}
+    for name in mf.MODELS:
+        for exp in EXPORTERS:
+            onnx_file = f"{name}_{exp}.onnx"
+            path = os.path.join(HERE, onnx_file)
+            _, tied, frozen = load_from_onnx(build_model(name), path)
+            batches = bert_batch if name == "bert" else corpus_batch
+            # float32 losses, written with the fewest digits that read back to them
+            l16 = [float(str(np.float32(v))) for v in train_fixture(name, path, batches, True)]
+            l32 = [float(str(np.float32(v))) for v in train_fixture(name, path, batches, False)]
+            rel = [abs(a - b) / abs(b) for a, b in zip(l16, l32)]
+            inputs = ["input_ids", "attention_mask"] if name == "bert" else ["input_ids"]
+            settings = {"onnx_file": onnx_file,
+                        **(bert_data if name == "bert" else corpus_data),
+                        "input_shape": ",".join(f"{i}={B}x{T}" for i in inputs),
+                        "frozen": frozen, "tied": tied, "steps": c["steps"], "batch": B,
+                        "seq": T, "accum": c["accum"], "optimizer": optimizer,
+                        "dropout": "none in the model"}
+            fixtures[f"{name}_{exp}"] = {
+                "settings": settings, "torch_version": torch.__version__,
+                "losses_bf16": l16, "losses_fp32": l32,
+                "final_loss_bf16": l16[-1], "final_loss_fp32": l32[-1],
+                "max_rel_diff_bf16_vs_fp32": float(f"{max(rel):.4g}")}
+            print(f"{onnx_file:18s} bf16 {l16[0]:.6f} -> {l16[-1]:.6f}  fp32 {l32[0]:.6f} -> "
+                  f"{l32[-1]:.6f}  max rel bf16 vs fp32 {max(rel):.3g} "
+                  f"(step {rel.index(max(rel))})")
+    ref = {
+        "description": "PyTorch reference loss curves for bf16 mixed-precision training of "
+                       "the six fixtures: each model (weights of its ONNX file) trained "
+                       "200 steps with torch.optim.AdamW, the forward pass under "
+                       "torch.autocast('cpu', dtype=torch.bfloat16) (losses_bf16) and in "
+                       "float32 (losses_fp32). losses[s] is the float32 loss of step s's "
+                       "batch before step s's update. Made by test/models/make_train_refs.py.",
+        "autocast": "the forward pass only; the loss in float32 on the output cast to "
+                    "float32, and backward outside it; parameters, gradients and AdamW "
+                    "states float32",
+        "fixtures": fixtures,
+    }
+    with open(os.path.join(HERE, BF16_REF), "w") as fh:
+        fh.write(compact_json(ref) + "\n")
+
+
 def main(argv):
-    sections = argv or ["grads", "curve"]
+    sections = argv or ["grads", "curve", "bf16"]
     for s in sections:
-        {"grads": section_grads, "curve": section_curve}[s]()
+        {"grads": section_grads, "curve": section_curve, "bf16": section_bf16}[s]()
 
 
 if __name__ == "__main__":
