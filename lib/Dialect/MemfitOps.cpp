@@ -252,8 +252,10 @@ Precision PowOp::getPrecision() {
     n = f.getValueAsDouble();
   else if (auto i = dyn_cast<IntegerAttr>(value))
     n = static_cast<double>(i.getValue().getSExtValue());
-  return (n == 1 || n == 2 || n == 3 || n == 4) ? Precision::Low
-                                                 : Precision::Fp32;
+  if (n == 1)
+    return Precision::Low;
+  return (n == 2 || n == 3 || n == 4) ? Precision::LowWideRange
+                                      : Precision::Fp32;
 }
 
 /// Whether every value of float type `narrow` is a value of `wide`: f16

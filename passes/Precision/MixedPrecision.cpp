@@ -18,6 +18,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITMIXEDPRECISIONPASS
@@ -57,6 +58,9 @@ private:
   Type low;
   const GlobList &keep;
   DenseMap<std::pair<Value, Type>, Value> casts;
+  /// fp32 values computed in fp32 on purpose: results of fp32 ops and of
+  /// element-wise ops continuing them, constants, integers made float.
+  DenseSet<Value> fp32Chain;
 };
 
 bool PrecisionRewriter::keptInFp32(Operation *op) const {
@@ -86,8 +90,18 @@ Value PrecisionRewriter::castTo(Value value, Type elt, StringRef reason,
 
 LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
   // Casts keep the types the model or an earlier decision gave them;
-  // parameters and constants are read in their own type.
-  if (isa<CastOp, ConstantOp, LoadParameterOp, func::ReturnOp>(op))
+  // parameters and constants are read in their own type. Constants, ranges
+  // and integers made float are exact fp32 values: an fp32 chain may start
+  // from them.
+  if (isa<ConstantOp, RangeOp>(op) ||
+      (isa<CastOp>(op) && !isa<FloatType>(elementOf(op->getOperand(0)
+                                                        .getType())))) {
+    for (Value result : op->getResults())
+      if (isFloatTensor(result))
+        fp32Chain.insert(result);
+    return success();
+  }
+  if (isa<CastOp, LoadParameterOp, func::ReturnOp>(op))
     return success();
   auto opClass = dyn_cast<OpClassInterface>(op);
   if (!opClass)
@@ -109,6 +123,18 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
 
   bool kept = keptInFp32(op);
   Precision precision = kept ? Precision::Fp32 : opClass.getPrecision();
+  if (precision == Precision::LowWideRange)
+    precision = low.isBF16() ? Precision::Low : Precision::Fp32;
+  // An element-wise op whose every float operand is part of an fp32 chain
+  // (a statistic from a reduction, an exponential, positions and angles
+  // from constants) continues it in fp32 rather than rounding it: the
+  // chain meets the low type at the first op that also reads a low value.
+  bool onlyFp32Chain = llvm::all_of(floatOperands, [&](unsigned i) {
+    return fp32Chain.contains(op->getOperand(i));
+  });
+  if (precision == Precision::Low && onlyFp32Chain &&
+      opClass.getOpClass() == OpClass::ElementWise)
+    precision = Precision::Fp32;
   Type f32 = Float32Type::get(op->getContext());
   Type target = precision == Precision::Low ? low : f32;
   if (precision == Precision::Follow)
@@ -119,6 +145,10 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
                           })
                  ? f32
                  : low;
+  if (target == f32 && (precision != Precision::Follow || onlyFp32Chain))
+    for (Value result : op->getResults())
+      if (isFloatTensor(result))
+        fp32Chain.insert(result);
 
   for (unsigned i : floatOperands) {
     Value operand = op->getOperand(i);
@@ -148,6 +178,7 @@ LogicalResult PrecisionRewriter::run(func::FuncOp func) {
       return op.emitError("memfit-mixed-precision runs on a forward model, "
                           "before memfit-autodiff and memfit-form-kernels");
   casts.clear();
+  fp32Chain.clear();
   for (Operation &op : llvm::make_early_inc_range(func.getOps()))
     if (failed(rewriteOp(&op)))
       return failure();

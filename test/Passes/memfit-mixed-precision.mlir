@@ -3,7 +3,9 @@
 // fp32: reductions, log_softmax, losses, exp/log/pow/sqrt/reciprocal; follow:
 // data movement and comparisons, in their operands' widest type), with one
 // cast per value and type, inserted before its first use and carrying its
-// reason. Parameters stay fp32; results keep the function's types.
+// reason. Parameters stay fp32; results keep the function's types. An
+// element-wise op whose operands are all fp32 on purpose (a statistic,
+// positions from integers) stays fp32.
 // RUN: memfit-opt %s -split-input-file --memfit-mixed-precision=precision=bf16 -verify-diagnostics | FileCheck %s
 // RUN: memfit-opt %s -split-input-file --memfit-mixed-precision=precision=fp16 -verify-diagnostics | FileCheck %s --check-prefix=FP16
 // RUN: memfit-opt %s -split-input-file --memfit-mixed-precision='precision=bf16 keep-fp32=/mlp/*' -verify-diagnostics | FileCheck %s --check-prefix=KEEP
@@ -74,6 +76,48 @@ func.func @classes(%x: tensor<4x2xf32>) -> (tensor<2x1xf32>, tensor<4x2xi1>) {
   %s = memfit.reduce_sum %e {axes = array<i64: 1>, keepdims = true} : tensor<2x4xf32> -> tensor<2x1xf32>
   %l = memfit.less %h, %x : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xi1>
   return %s, %l : tensor<2x1xf32>, tensor<4x2xi1>
+}
+
+// -----
+
+// fp32 chains: a spelled-out RMSNorm's statistic (mean of x^2, + eps,
+// sqrt, 1/...) and rotary angles (positions times frequencies, cos) stay
+// fp32 until they meet a low value; x^2 is low in bf16 but fp32 in fp16,
+// whose range it could overflow.
+// CHECK-LABEL: func.func @chains
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4xf32>, %[[P:.+]]: tensor<2xi64>)
+// CHECK: %[[XL:.+]] = memfit.cast %[[X]] {reason = "lower"} : tensor<2x4xf32> to tensor<2x4xbf16>
+// CHECK: %[[SQ:.+]] = memfit.pow %[[XL]], %{{.+}} : tensor<2x4xbf16>, tensor<bf16> -> tensor<2x4xbf16>
+// CHECK: %[[SQF:.+]] = memfit.cast %[[SQ]] {reason = "fp32"}
+// CHECK: %[[MEAN:.+]] = memfit.reduce_mean %[[SQF]] {{.*}} -> tensor<2x1xf32>
+// CHECK: %[[VAR:.+]] = memfit.add %[[MEAN]], %{{.+}} : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+// CHECK: %[[STD:.+]] = memfit.sqrt %[[VAR]] : tensor<2x1xf32>
+// CHECK: %[[INV:.+]] = memfit.div %{{.+}}, %[[STD]] : tensor<f32>, tensor<2x1xf32> -> tensor<2x1xf32>
+// CHECK: %[[INVL:.+]] = memfit.cast %[[INV]] {reason = "lower"}
+// CHECK: memfit.mul %[[XL]], %[[INVL]] : tensor<2x4xbf16>, tensor<2x1xbf16> -> tensor<2x4xbf16>
+// CHECK: %[[POS:.+]] = memfit.cast %[[P]] : tensor<2xi64> to tensor<2xf32>
+// CHECK: %[[ANG:.+]] = memfit.mul %[[POS]], %{{.+}} : tensor<2xf32>, tensor<f32> -> tensor<2xf32>
+// CHECK: %[[COS:.+]] = memfit.cos %[[ANG]] : tensor<2xf32>
+// FP16-LABEL: func.func @chains
+// FP16: memfit.pow %{{.+}}, %{{.+}} : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+// FP16: memfit.add {{.*}} -> tensor<2x1xf32>
+// FP16: memfit.mul {{.*}} -> tensor<2x4xf16>
+// FP16: memfit.cos %{{.+}} : tensor<2xf32>
+func.func @chains(%x: tensor<2x4xf32>, %p: tensor<2xi64>) -> (tensor<2x4xf32>, tensor<2xf32>) {
+  %two = memfit.constant dense<2.0> : tensor<f32>
+  %sq = memfit.pow %x, %two : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32>
+  %mean = memfit.reduce_mean %sq {axes = array<i64: -1>} : tensor<2x4xf32> -> tensor<2x1xf32>
+  %eps = memfit.constant dense<1.0e-6> : tensor<f32>
+  %var = memfit.add %mean, %eps : tensor<2x1xf32>, tensor<f32> -> tensor<2x1xf32>
+  %std = memfit.sqrt %var : tensor<2x1xf32>
+  %one = memfit.constant dense<1.0> : tensor<f32>
+  %inv = memfit.div %one, %std : tensor<f32>, tensor<2x1xf32> -> tensor<2x1xf32>
+  %y = memfit.mul %x, %inv : tensor<2x4xf32>, tensor<2x1xf32> -> tensor<2x4xf32>
+  %pos = memfit.cast %p : tensor<2xi64> to tensor<2xf32>
+  %freq = memfit.constant dense<0.3> : tensor<f32>
+  %ang = memfit.mul %pos, %freq : tensor<2xf32>, tensor<f32> -> tensor<2xf32>
+  %cos = memfit.cos %ang : tensor<2xf32>
+  return %y, %cos : tensor<2x4xf32>, tensor<2xf32>
 }
 
 // -----

@@ -30,7 +30,8 @@ def Memfit_Precision : I32EnumAttr<"Precision",
     "the floating-point type an op runs in under mixed precision", [
     I32EnumAttrCase<"Low", 0, "low">,
     I32EnumAttrCase<"Fp32", 1, "fp32">,
-    I32EnumAttrCase<"Follow", 2, "follow">]> {
+    I32EnumAttrCase<"Follow", 2, "follow">,
+    I32EnumAttrCase<"LowWideRange", 3, "low_wide_range">]> {
   let cppNamespace = "::mlir::memfit";
   let genSpecializedAttr = 0;
 }
@@ -47,17 +48,20 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     It also states the op's precision requirement, which
     memfit-mixed-precision follows: `low` (the op may run in bf16 or fp16,
     reading and writing the low type while its kernel computes in fp32
-    registers), `fp32` (the op's operands and results stay fp32), or
-    `follow` (the op runs in the type of its float operands, the widest
-    when they differ). By class: contractions, element-wise ops and
+    registers), `fp32` (the op's operands and results stay fp32),
+    `low_wide_range` (low in bf16, whose exponent range is fp32's, but fp32
+    under fp16, whose largest value is 65504: for results that can outgrow
+    their operands, as x^2 does), or `follow` (the op runs in the type of
+    its float operands, the widest when they differ). By class: contractions, element-wise ops and
     normalizations (softmax, layer and RMS norm: their kernels keep the
     statistics, a row's maximum, sum and variance, in fp32 registers) are
     `low`; reductions and losses are `fp32`; data movement and constants
     `follow`. Ops override it with `precision` in ODS: log-softmax (its
     log-probabilities feed a loss) and the element-wise functions that lose
     accuracy in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal)
-    are `fp32`, as in PyTorch's autocast lists, but for `pow` by a constant
-    1, 2, 3 or 4 (a product of a few factors); comparisons `follow`.
+    are `fp32`, as in PyTorch's autocast lists, but `pow` by a constant 2,
+    3 or 4 (a product of a few factors) is `low_wide_range`; comparisons
+    `follow`.
   }];
   let methods = [
     InterfaceMethod<"Returns the op's computation class.",

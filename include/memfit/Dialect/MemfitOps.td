@@ -273,7 +273,8 @@ def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
                                       Memfit_NumericTensor, Memfit_FloatTensor> {
   let flopsPerElement = 4;
   // fp32, except a small positive integer power (a product of a few
-  // factors, as x * x * x in a spelled-out GELU).
+  // factors, as x * x * x in a spelled-out GELU): low where the low type
+  // has fp32's range (bf16), since x^2 overflows fp16 beyond |x| = 256.
   let precision = "Custom";
   let extraDecls = [{
     ::mlir::memfit::Precision getPrecision();

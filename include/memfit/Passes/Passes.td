@@ -135,9 +135,13 @@ def MemfitMixedPrecisionPass
     fp32 registers) run in the low type; `fp32` ops (reductions, log-softmax,
     losses, exp, log, pow, sqrt, reciprocal) in fp32; `follow` ops (data
     movement, comparisons) in the type of their float operands, the widest
-    when they differ. Ops whose ONNX node name (or module scope, from the
-    dynamo exporter) matches a `keep-fp32` glob run in fp32 whatever their
-    requirement.
+    when they differ; `low_wide_range` ops (x^2, x^3) in bf16 but in fp32
+    under fp16, whose range they could overflow. An element-wise op whose
+    float operands are all fp32 on purpose (results of fp32 ops, constants,
+    integers made float, and such ops continuing them: a norm's statistic,
+    rotary angles) stays fp32. Ops whose ONNX node name (or module scope,
+    from the dynamo exporter) matches a `keep-fp32` glob run in fp32
+    whatever their requirement.
 
     A `memfit.cast` with a `reason` is inserted where a value meets an op
     that runs in another type, once per value and type, just before its
