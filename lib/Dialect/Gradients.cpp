@@ -172,7 +172,8 @@ public:
   /// changes type.
   Value cast(Value x, Type elt, StringRef reason = {}) {
     return CastOp::create(b, loc, RankedTensorType::get(shapeOf(x), elt), x,
-                          reason.empty() ? StringAttr() : b.getStringAttr(reason));
+                          reason.empty() ? StringAttr()
+                                         : b.getStringAttr(reason));
   }
   /// A scalar (rank-0) constant of element type `elt`, built once per rule.
   Value scalar(double value, Type elt) {
@@ -802,8 +803,8 @@ LogicalResult rule(GatherOp op, GradBuilder &g) {
     g.set(0, g.cast(sum, elt, "gradient"));
     return success();
   }
-  g.set(0, GatherGradOp::create(g.b, g.loc, dataType, g.grad(),
-                                op.getIndices(), static_cast<uint64_t>(axis)));
+  g.set(0, GatherGradOp::create(g.b, g.loc, dataType, g.grad(), op.getIndices(),
+                                static_cast<uint64_t>(axis)));
   return success();
 }
 

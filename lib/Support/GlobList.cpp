@@ -1,4 +1,4 @@
-//===- GlobList.cpp - a list of name patterns ------------------------------===//
+//===- GlobList.cpp - a list of name patterns ----------------------------===//
 
 #include "memfit/Support/GlobList.h"
 
@@ -23,7 +23,6 @@ bool GlobList::parse(llvm::ArrayRef<std::string> patterns,
 }
 
 bool GlobList::match(llvm::StringRef name) const {
-  return llvm::any_of(globs, [&](const llvm::GlobPattern &glob) {
-    return glob.match(name);
-  });
+  return llvm::any_of(
+      globs, [&](const llvm::GlobPattern &glob) { return glob.match(name); });
 }

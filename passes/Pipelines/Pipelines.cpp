@@ -260,8 +260,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   if (options.precision != PrecisionKind::Fp32) {
     MemfitMixedPrecisionPassOptions precision;
     precision.precision = stringifyPrecisionKind(options.precision).str();
-    precision.keepFp32.assign(options.keepFp32.begin(),
-                              options.keepFp32.end());
+    precision.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
     pm.addPass(createMemfitMixedPrecisionPass(precision));
   }
 

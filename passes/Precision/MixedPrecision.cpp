@@ -1,4 +1,5 @@
-//===- MixedPrecision.cpp - bf16/fp16 compute with fp32 master weights -----===//
+//===- MixedPrecision.cpp - bf16/fp16 compute with fp32 master weights
+//-----===//
 //
 // Decides, op by op, the float type each op of a forward model runs in, from
 // its precision requirement (OpClassInterface::getPrecision) and the user's
@@ -94,8 +95,8 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
   // and integers made float are exact fp32 values: an fp32 chain may start
   // from them.
   if (isa<ConstantOp, RangeOp>(op) ||
-      (isa<CastOp>(op) && !isa<FloatType>(elementOf(op->getOperand(0)
-                                                        .getType())))) {
+      (isa<CastOp>(op) &&
+       !isa<FloatType>(elementOf(op->getOperand(0).getType())))) {
     for (Value result : op->getResults())
       if (isFloatTensor(result))
         fp32Chain.insert(result);
@@ -138,13 +139,13 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
   Type f32 = Float32Type::get(op->getContext());
   Type target = precision == Precision::Low ? low : f32;
   if (precision == Precision::Follow)
-    target = llvm::any_of(floatOperands,
-                          [&](unsigned i) {
-                            return elementOf(op->getOperand(i).getType())
-                                .isF32();
-                          })
-                 ? f32
-                 : low;
+    target =
+        llvm::any_of(floatOperands,
+                     [&](unsigned i) {
+                       return elementOf(op->getOperand(i).getType()).isF32();
+                     })
+            ? f32
+            : low;
   if (target == f32 && (precision != Precision::Follow || onlyFp32Chain))
     for (Value result : op->getResults())
       if (isFloatTensor(result))
@@ -156,8 +157,8 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
       continue;
     StringRef reason;
     if (target == low)
-      reason = operand.getDefiningOp<LoadParameterOp>() ? "working-copy"
-                                                         : "lower";
+      reason =
+          operand.getDefiningOp<LoadParameterOp>() ? "working-copy" : "lower";
     else
       reason = kept ? "keep-fp32"
                     : (precision == Precision::Follow ? "promote" : "fp32");

@@ -10,8 +10,8 @@
 
 #include "memfit/Dialect/Gradients.h"
 #include "memfit/Dialect/MemfitOps.h"
-#include "memfit/Passes/Passes.h"
 #include "memfit/Dialect/Training.h"
+#include "memfit/Passes/Passes.h"
 #include "memfit/Support/GlobList.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -57,8 +57,8 @@ struct MemfitAutodiffPass
       if (!isTrainableCandidate(param))
         continue;
       StringRef name = param.getSymName();
-      bool train = (include.empty() || include.match(name)) &&
-                   !exclude.match(name);
+      bool train =
+          (include.empty() || include.match(name)) && !exclude.match(name);
       param->setAttr(kRoleAttr,
                      builder.getStringAttr(train ? kRoleParameter : kRoleFrozen));
       if (train)
@@ -174,9 +174,9 @@ struct MemfitAutodiffPass
                            scalarType, kRoleCounter);
       tracker->setAttr(kLossScaleAttr, builder.getStringAttr("growth_tracker"));
     }
-    Value seed = LoadParameterOp::create(
-        builder, loc, scalarType,
-        FlatSymbolRefAttr::get(scale.getSymNameAttr()));
+    Value seed =
+        LoadParameterOp::create(builder, loc, scalarType,
+                                FlatSymbolRefAttr::get(scale.getSymNameAttr()));
     if (lossType != scalarType)
       seed = CastOp::create(builder, loc, lossType, seed,
                             builder.getStringAttr("gradient"));

@@ -73,11 +73,6 @@ struct MemfitOptimizerPass
       signalPassFailure();
   }
 
-  ParameterOp addState(SymbolTable &symbols, Operation *after, StringRef name,
-                       RankedTensorType type, StringRef role) {
-    return addTrainingState(symbols, after, name, type, role);
-  }
-
   Value load(OpBuilder &b, Location loc, ParameterOp param) {
     return LoadParameterOp::create(b, loc, param.getType(),
                                    FlatSymbolRefAttr::get(param.getSymNameAttr()));
@@ -131,9 +126,8 @@ struct MemfitOptimizerPass
         (kind.getValue() == "scale" ? scaleParam : trackerParam) = param;
     if (trackerParam && !scaleParam)
       return module.emitError("a loss-scale growth tracker without a scale");
-    if (trackerParam &&
-        (lossScaleInterval < 1 || !(lossScaleGrowth >= 1) ||
-         !(lossScaleBackoff > 0 && lossScaleBackoff < 1)))
+    if (trackerParam && (lossScaleInterval < 1 || !(lossScaleGrowth >= 1) ||
+                         !(lossScaleBackoff > 0 && lossScaleBackoff < 1)))
       return module.emitError("dynamic loss scaling needs loss-scale-interval "
                               ">= 1, loss-scale-growth >= 1 and "
                               "loss-scale-backoff in (0, 1)");
@@ -146,14 +140,14 @@ struct MemfitOptimizerPass
     // States, placed after their parameter.
     SymbolTable symbols(module);
     auto counterType = RankedTensorType::get({}, builder.getF32Type());
-    ParameterOp counter = addState(symbols, trained.back().param, "step",
-                                   counterType, kRoleCounter);
+    ParameterOp counter = addTrainingState(symbols, trained.back().param,
+                                           "step", counterType, kRoleCounter);
     // Skipped steps count for the data and the schedule but not for AdamW's
     // bias correction, as when GradScaler skips optimizer.step().
     ParameterOp adamCounter;
     if (adam && trackerParam)
-      adamCounter = addState(symbols, counter, "adamw_step", counterType,
-                             kRoleCounter);
+      adamCounter = addTrainingState(symbols, counter, "adamw_step",
+                                     counterType, kRoleCounter);
     struct States {
       ParameterOp first, second, accumulator;
     };
@@ -163,19 +157,21 @@ struct MemfitOptimizerPass
       RankedTensorType type = t.param.getType();
       Operation *after = t.param;
       if (adam) {
-        s.first = addState(symbols, after, (name + ".exp_avg").str(), type,
-                           kRoleOptimizerState);
-        s.second = addState(symbols, s.first, (name + ".exp_avg_sq").str(),
-                            type, kRoleOptimizerState);
+        s.first = addTrainingState(symbols, after, (name + ".exp_avg").str(),
+                                   type, kRoleOptimizerState);
+        s.second =
+            addTrainingState(symbols, s.first, (name + ".exp_avg_sq").str(),
+                             type, kRoleOptimizerState);
         after = s.second;
       } else if (momentumBuffer) {
-        s.first = addState(symbols, after, (name + ".momentum_buffer").str(),
-                           type, kRoleOptimizerState);
+        s.first =
+            addTrainingState(symbols, after, (name + ".momentum_buffer").str(),
+                             type, kRoleOptimizerState);
         after = s.first;
       }
       if (accumulate > 1)
-        s.accumulator = addState(symbols, after, (name + ".grad").str(), type,
-                                 kRoleGradientAccumulator);
+        s.accumulator = addTrainingState(symbols, after, (name + ".grad").str(),
+                                         type, kRoleGradientAccumulator);
     }
 
     // Where the update goes: the end of the function (k = 1) or a new
@@ -219,11 +215,11 @@ struct MemfitOptimizerPass
     if (scaleParam) {
       usedScale = load(builder, loc, scaleParam);
       if (!trackerParam) {
-        invScale = buildKernel(builder, loc, {usedScale},
-                               [&](OpBuilder &b, ValueRange args) {
-                                 return SmallVector<Value>{DivOp::create(
-                                     b, loc, scalar(b, loc, 1.0), args[0])};
-                               })[0];
+        invScale = buildKernel(
+            builder, loc, {usedScale}, [&](OpBuilder &b, ValueRange args) {
+              return SmallVector<Value>{
+                  DivOp::create(b, loc, scalar(b, loc, 1.0), args[0])};
+            })[0];
       } else {
         // An inf or NaN anywhere makes the sum of all gradients inf or NaN.
         Value total;
@@ -254,16 +250,17 @@ struct MemfitOptimizerPass
               Value due = EqualOp::create(
                   b, loc, good1, c(static_cast<double>(lossScaleInterval)));
               Value grown = MulOp::create(b, loc, scale, c(lossScaleGrowth));
-              Value whenGood = select(due, select(finite(grown), grown, scale),
-                                      scale);
-              Value newScale = select(
-                  ok, whenGood, MulOp::create(b, loc, scale, c(lossScaleBackoff)));
+              Value whenGood =
+                  select(due, select(finite(grown), grown, scale), scale);
+              Value newScale =
+                  select(ok, whenGood,
+                         MulOp::create(b, loc, scale, c(lossScaleBackoff)));
               Value newGood = select(ok, select(due, c(0.0), good1), c(0.0));
               // The scale this step used, copied before the assign below
               // overwrites its buffer.
               return SmallVector<Value>{
-                  DivOp::create(b, loc, c(1.0), scale), ok, newScale, newGood,
-                  select(ok, c(0.0), c(1.0)), scale};
+                  DivOp::create(b, loc, c(1.0), scale), ok,   newScale, newGood,
+                  select(ok, c(0.0), c(1.0)),           scale};
             });
         invScale = scaling[0];
         applied = scaling[1];

@@ -159,9 +159,9 @@ static Opt<double> lossScaleGrowth("loss-scale-growth", cl::Hidden,
 static Opt<double> lossScaleBackoff("loss-scale-backoff", cl::Hidden,
                                     cl::cat(trainCategory),
                                     cl::desc("backoff factor (default 0.5)"));
-static List keepFp32(
-    "keep-fp32", cl::CommaSeparated, cl::cat(trainCategory),
-    cl::desc("Glob patterns of ONNX node names to keep in fp32"));
+static List
+    keepFp32("keep-fp32", cl::CommaSeparated, cl::cat(trainCategory),
+             cl::desc("Glob patterns of ONNX node names to keep in fp32"));
 
 static Opt<int64_t>
     steps("steps", cl::init(20), cl::cat(loopCategory),
@@ -409,8 +409,7 @@ void warnIgnoredCompileFlags() {
 rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
   memfit::TrainOptions t;
   if (int(bf16) + int(fp16) + int(precision.getNumOccurrences() > 0) > 1)
-    return rt::invalidArgument(
-        "give one of --precision, --bf16 and --fp16");
+    return rt::invalidArgument("give one of --precision, --bf16 and --fp16");
   t.loss = lossKind;
   if (ignoreIndex.getNumOccurrences())
     t.ignoreIndex = ignoreIndex;

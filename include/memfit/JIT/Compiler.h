@@ -62,8 +62,7 @@ struct TrainOptions {
   /// skipped) and grows after lossScaleInterval good steps (PyTorch's
   /// GradScaler defaults).
   std::string lossScale;
-  double lossScaleInit = 65536.0, lossScaleGrowth = 2.0,
-         lossScaleBackoff = 0.5;
+  double lossScaleInit = 65536.0, lossScaleGrowth = 2.0, lossScaleBackoff = 0.5;
   int64_t lossScaleInterval = 2000;
   /// "adamw", "sgd" or "none" (gradients only, see above).
   std::string optimizer = "adamw";

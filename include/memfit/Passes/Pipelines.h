@@ -7,9 +7,10 @@
 //   memfit-forward-pipeline   canonicalize, cse, memfit-form-kernels
 //   memfit-train-pipeline     canonicalize, cse, memfit-tie-parameters,
 //                             memfit-mixed-precision (unless
-//                             precision=fp32), memfit-autodiff, memfit-optimizer (unless
-//                             optimizer=none), canonicalize, cse,
-//                             memfit-form-kernels, memfit-remat
+//                             precision=fp32), memfit-autodiff,
+//                             memfit-optimizer (unless optimizer=none),
+//                             canonicalize, cse, memfit-form-kernels,
+//                             memfit-remat
 //
 //   memfit-opt gpt.onnx --input-shape=batch=2,seq=16 \
 //     --memfit-train-pipeline='loss=cross-entropy budget=1.2MiB'
@@ -82,8 +83,8 @@ struct TrainPipelineOptions
 
   // Mixed precision (memfit-mixed-precision, before memfit-autodiff).
   Option<PrecisionKind> precision{
-      *this, "precision", llvm::cl::desc("The type contractions and "
-                                         "element-wise ops compute in"),
+      *this, "precision",
+      llvm::cl::desc("The type contractions and element-wise ops compute in"),
       llvm::cl::init(PrecisionKind::Fp32),
       llvm::cl::values(
           clEnumValN(PrecisionKind::Fp32, "fp32", "everything in fp32"),

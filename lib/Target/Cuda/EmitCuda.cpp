@@ -444,8 +444,8 @@ void ExecutableBuilder::addMemoryReport() {
   const MemoryPlan &peak = modulePlan.functions[modulePlan.peakFunction];
   // Mixed precision shows its working copies even when none is live at the
   // peak.
-  bool workingCopies = llvm::any_of(
-      modulePlan.functions, [](const MemoryPlan &plan) {
+  bool workingCopies =
+      llvm::any_of(modulePlan.functions, [](const MemoryPlan &plan) {
         return plan.categoryBytes(BufferCategory::WorkingCopy) > 0;
       });
   for (BufferCategory category :

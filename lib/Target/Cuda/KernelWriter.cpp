@@ -444,8 +444,8 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
 
 std::string KernelWriter::define(Value value, StringRef expr) {
   std::string name = "v" + std::to_string(nextVar++);
-  os << "  const " << *regType(eltOf(value)) << " " << name << " = "
-     << expr << ";\n";
+  os << "  const " << *regType(eltOf(value)) << " " << name << " = " << expr
+     << ";\n";
   names[value] = name;
   return name;
 }
@@ -482,11 +482,11 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
                            << " does not broadcast to the kernel's shape "
                            << shapeToString(domainShape),
              failure();
-    return define(value,
-                  widen(eltOf(arg),
-                        param(arg) + "[" +
-                            broadcastOffset(shape, domainShape.size(), "c") +
-                            "]"));
+    return define(
+        value,
+        widen(eltOf(arg), param(arg) + "[" +
+                              broadcastOffset(shape, domainShape.size(), "c") +
+                              "]"));
   }
   return error(value.getDefiningOp()) << "value used before its definition",
          failure();

@@ -42,8 +42,9 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   int64_t rows = shape[0] * inner;
   std::string x = w.param(scores);
   auto xAt = [&](StringRef c) {
-    return loadAs(*acc, type,
-                  llvm::formatv("{0}[base + ({1}) * {2}LL]", x, c, inner).str());
+    return loadAs(
+        *acc, type,
+        llvm::formatv("{0}[base + ({1}) * {2}LL]", x, c, inner).str());
   };
 
   auto writeRow = [&](StringRef indent) {
@@ -151,10 +152,9 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   os << "  const long long label = (long long)" << labels << "[row];\n";
   // The loss gradient of this row; `mean` divides by the number of labels
   // not ignored, which every block counts for itself.
-  std::string g = loadAs(*acc, eltOf(op.getDloss()),
-                         dloss + (op.getReduction() == LossReduction::None
-                                      ? "[row]"
-                                      : "[0]"));
+  std::string g = loadAs(
+      *acc, eltOf(op.getDloss()),
+      dloss + (op.getReduction() == LossReduction::None ? "[row]" : "[0]"));
   if (op.getReduction() == LossReduction::Mean) {
     if (ignoreIndex) {
       os << "  " << *acc << " count = 0;\n";

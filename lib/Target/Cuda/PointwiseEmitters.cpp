@@ -116,8 +116,7 @@ Expr expr(CastOp op, const Scalar &s) {
     // twice.
     if (s.inType.isF64() ||
         (s.inType.isInteger() && s.inType.getIntOrFloatBitWidth() > 16))
-      return s.writer.error(op) << "casts from " << s.inType << " to "
-                                << s.type
+      return s.writer.error(op) << "casts from " << s.inType << " to " << s.type
                                 << " are not supported (they would round "
                                    "twice)",
              failure();
@@ -273,8 +272,7 @@ Expr mapping(RangeOp op, KernelWriter &w) {
   Expr delta = literal(op.getDelta(), type);
   if (failed(start) || failed(delta))
     return w.error(op) << "unsupported range type " << type, failure();
-  return llvm::formatv("({0} + ({1})idx * {2})", *start, *regType(type),
-                       *delta)
+  return llvm::formatv("({0} + ({1})idx * {2})", *start, *regType(type), *delta)
       .str();
 }
 

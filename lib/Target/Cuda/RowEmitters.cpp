@@ -76,8 +76,7 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x)\n";
   os << "    out0[" << at << "] = "
-     << narrow(type, logSoftmax ? x + " - shift"
-                                : e + "(" + x + " - m) / s")
+     << narrow(type, logSoftmax ? x + " - shift" : e + "(" + x + " - m) / s")
      << ";\n";
   w.setRowLaunch(n, rows);
   return success();
@@ -133,8 +132,8 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   os << loop << " {\n";
   if (needCoords)
     emitCoords(os, normShape, "j", "s", "    ");
-  std::string value = "(" + x + (rms ? "" : " - mean") + ") * inv * " +
-                      paramAt(scale);
+  std::string value =
+      "(" + x + (rms ? "" : " - mean") + ") * inv * " + paramAt(scale);
   if (bias)
     value += " + " + paramAt(bias);
   os << "    out0[base + j] = " << narrow(type, value) << ";\n  }\n";
@@ -232,9 +231,8 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                     : (n ? llvm::formatv("a / {0}LL", n).str() : "0");
   Type outType = eltOf(op->getResult(0));
   os << "  if (threadIdx.x == 0) out0[row] = "
-     << (isHalfFloat(outType)
-             ? narrow(outType, value)
-             : "(" + *cType(outType) + ")(" + value + ")")
+     << (isHalfFloat(outType) ? narrow(outType, value)
+                              : "(" + *cType(outType) + ")(" + value + ")")
      << ";\n";
   w.setRowLaunch(n, rows);
   return success();

@@ -139,7 +139,9 @@ struct __half {
 struct __nv_bfloat16 {
   unsigned short __x;
 };
-static inline float __half2float(__half h) { return memfit_f16_to_float(h.__x); }
+static inline float __half2float(__half h) {
+  return memfit_f16_to_float(h.__x);
+}
 static inline __half __float2half_rn(float f) {
   __half h;
   h.__x = memfit_float_to_f16(f);

@@ -1,4 +1,5 @@
-//===- Trainer.h - optimizer steps over a session of a training step -*- C++ -*-===//
+//===- Trainer.h - optimizer steps over a session of a training step -*- C++
+//-*-===//
 //
 // A Trainer drives a Session of a training executable (Compiler.h,
 // TrainOptions):
@@ -19,7 +20,8 @@
 //   auto trainer = rt::Trainer::create(*session, /*accumulationSteps=*/1);
 //   for (...) {
 //     float lr = rt::learningRate(schedule, trainer->stepCount().value());
-//     auto loss = trainer->step({{{"input_ids", ids}, {"labels", labels}}}, lr);
+//     auto loss = trainer->step({{{"input_ids", ids}, {"labels", labels}}},
+//     lr);
 //   }
 //
 //===----------------------------------------------------------------------===//
@@ -97,7 +99,7 @@ public:
   /// "loss_scale" and "skipped" from its optimizer step.
   bool scalesLoss() const { return scalesLoss_; }
   struct LossScaleStep {
-    float scale = 1; // the scale the step's gradients were computed with
+    float scale = 1;      // the scale the step's gradients were computed with
     bool skipped = false; // inf or NaN gradients: nothing was updated
   };
   /// The last optimizer step's loss scale and whether it was skipped.
