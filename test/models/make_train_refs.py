@@ -40,14 +40,14 @@ gpt_train_ref.json: the loss of every step of 200 AdamW steps on the gpt_ts
 weights, in float32 and in float64, with the batching of memfit's trainer.
 
 Section "bf16" writes bert_train_data.npz (a seeded classification-like
-regression task for the bert fixture, see make_bert_data) and
-train_refs_bf16.json: for each of the six fixtures, the loss of every step of
-200 AdamW steps (the settings of "curve") on the fixture's weights, once with
-the forward pass under torch.autocast("cpu", dtype=torch.bfloat16)
-(losses_bf16) and once in float32 (losses_fp32). gpt and llama train on
-corpus.txt as memfit-run --corpus does, bert on bert_train_data.npz as
-memfit-run --data does. It reads corpus.txt, so run "curve" first when
-regenerating both.
+regression task with noisy targets for the bert fixture, see make_bert_data)
+and train_refs_bf16.json: for each of the six fixtures, the loss of every step
+of 200 AdamW steps (the settings of "curve"; bert: batch 16, sequence 16) on
+the fixture's weights, once with the forward pass under
+torch.autocast("cpu", dtype=torch.bfloat16) (losses_bf16) and once in float32
+(losses_fp32). gpt and llama train on corpus.txt as memfit-run --corpus does,
+bert on bert_train_data.npz as memfit-run --data does. It reads corpus.txt, so
+run "curve" first when regenerating both.
 """
 
 import copy
@@ -472,15 +472,26 @@ def section_curve():
 # ---------------------------------------------------------------------------
 BF16_REF = "train_refs_bf16.json"
 BERT_DATA = "bert_train_data.npz"
-BERT_DATA_BATCHES = 64      # micro-batches in BERT_DATA; step s reads s % 64
+# bert's batches: one fresh micro-batch per step (step s reads index s), so the
+# model cannot memorize the targets' noise. 16 rows of 16 tokens: a bert step
+# costs about twice what it costs at 4 x 32 on the host backend.
+BERT_DATA_BATCHES = 200
+BERT_BATCH, BERT_SEQ = 16, 16
+BERT_TARGET_NOISE = 1.0
 
 
-def make_bert_data(n, B, T):
+def make_bert_data(n, B, T, noise=BERT_TARGET_NOISE):
     """A learnable sequence regression for the bert fixture: every row has a
     class c in {0, 1, 2}; each of its tokens is drawn from the class's band of
     ids (1..33, 34..66, 67..99) with probability 1/2, else from 1..99; the
     row is padded (id 0, attention_mask 0) after a random length in T/2..T;
-    the target is one_hot(c), regressed with mean squared error."""
+    the target is one_hot(c) + noise * (a random sign per component),
+    regressed with mean squared error.
+
+    The noise is unpredictable and the same size in every row, so every
+    batch's loss stays above noise^2 = 1: without it the loss falls to
+    0.01..0.05 and the relative difference between PyTorch's own bf16 and
+    fp32 curves reaches 1e-1 (rounding of a near-zero residual)."""
     vocab = mf.BertConfig.vocab_size
     band = (vocab - 1) // mf.BertConfig.num_labels
     g = torch.Generator().manual_seed(8765)
@@ -490,8 +501,10 @@ def make_bert_data(n, B, T):
     ids = torch.where(torch.rand(n, B, T, generator=g) < 0.5, banded, uniform)
     lengths = torch.randint(T // 2, T + 1, (n, B), generator=g)
     mask = (torch.arange(T) < lengths[..., None]).to(torch.int64)
+    target = F.one_hot(label, mf.BertConfig.num_labels).to(torch.float32)
+    signs = 2 * torch.randint(0, 2, target.shape, generator=g) - 1
     return {"input_ids": (ids * mask).numpy(), "attention_mask": mask.numpy(),
-            "target": F.one_hot(label, mf.BertConfig.num_labels).to(torch.float32).numpy()}
+            "target": (target + noise * signs.to(torch.float32)).numpy()}
 
 
 def train_fixture(name, path, batches, autocast):
@@ -538,7 +551,7 @@ def section_bf16():
         y = torch.stack([toks[o + 1:o + T + 1] for o in offs])
         return (x,), {"labels": y}
 
-    bert = make_bert_data(BERT_DATA_BATCHES, B, T)
+    bert = make_bert_data(BERT_DATA_BATCHES, BERT_BATCH, BERT_SEQ)
     np.savez_compressed(os.path.join(HERE, BERT_DATA), **bert)
     bert = {k: torch.from_numpy(v) for k, v in bert.items()}
 
@@ -558,9 +571,11 @@ def section_bf16():
                     "mean cross-entropy over batch*seq tokens"}
     bert_data = {
         "loss": "mse", "data_file": BERT_DATA, "data_batches": BERT_DATA_BATCHES,
+        "target_noise": BERT_TARGET_NOISE,
         "batching": "memfit-run --data=NAME=FILE.npy for each array of data_file "
                     "(input_ids, attention_mask: [data_batches, batch, seq] int64; "
-                    "target: [data_batches, batch, 3] float32): step s reads index "
+                    "target: [data_batches, batch, 3] float32, one_hot(class) + "
+                    "target_noise * random signs): step s reads index "
                     "s % data_batches; mean squared error over batch*3"}
 
     fixtures = {}
@@ -570,6 +585,7 @@ def section_bf16():
             path = os.path.join(HERE, onnx_file)
             _, tied, frozen = load_from_onnx(build_model(name), path)
             batches = bert_batch if name == "bert" else corpus_batch
+            fb, ft = (BERT_BATCH, BERT_SEQ) if name == "bert" else (B, T)
             # float32 losses, written with the fewest digits that read back to them
             l16 = [float(str(np.float32(v))) for v in train_fixture(name, path, batches, True)]
             l32 = [float(str(np.float32(v))) for v in train_fixture(name, path, batches, False)]
@@ -577,9 +593,9 @@ def section_bf16():
             inputs = ["input_ids", "attention_mask"] if name == "bert" else ["input_ids"]
             settings = {"onnx_file": onnx_file,
                         **(bert_data if name == "bert" else corpus_data),
-                        "input_shape": ",".join(f"{i}={B}x{T}" for i in inputs),
-                        "frozen": frozen, "tied": tied, "steps": c["steps"], "batch": B,
-                        "seq": T, "accum": c["accum"], "optimizer": optimizer,
+                        "input_shape": ",".join(f"{i}={fb}x{ft}" for i in inputs),
+                        "frozen": frozen, "tied": tied, "steps": c["steps"], "batch": fb,
+                        "seq": ft, "accum": c["accum"], "optimizer": optimizer,
                         "dropout": "none in the model"}
             fixtures[f"{name}_{exp}"] = {
                 "settings": settings, "torch_version": torch.__version__,

@@ -28,15 +28,14 @@
       reference's data (the corpus, or the arrays of bert_train_data.npz
       through --data) and AdamW settings. The bf16 losses must follow
       PyTorch's under torch.autocast("cpu", dtype=torch.bfloat16):
-      |memfit - torch| / torch <= 1e-2 at every step (bert: 2.5 times
-      PyTorch's own bf16-vs-fp32 difference, see BF16_TOLERANCE); the fp32
-      losses must follow PyTorch's fp32 ones within 1e-3; and
-      the bf16 loss must fall. Prints one line per fixture: the largest
-      relative difference to PyTorch bf16 (and its step), the final losses
-      of memfit bf16, PyTorch bf16 and memfit fp32, the largest relative
-      difference between memfit's bf16 and fp32 runs, and for scale
-      PyTorch's own bf16 vs fp32 and memfit fp32 vs PyTorch fp32. Writes
-      WORKDIR/<fixture>.<bf16|fp32>.csv (scripts/plot_loss_curves.py).
+      |memfit - torch| / torch <= 1e-2 at every step; the fp32 losses must
+      follow PyTorch's fp32 ones within 1e-3; and the bf16 loss must fall.
+      Prints one line per fixture: the largest relative difference to
+      PyTorch bf16 (and its step), the final losses of memfit bf16, PyTorch
+      bf16 and memfit fp32, the largest relative difference between memfit's
+      bf16 and fp32 runs, and for scale PyTorch's own bf16 vs fp32 and
+      memfit fp32 vs PyTorch fp32. Writes WORKDIR/<fixture>.<bf16|fp32>.csv
+      (scripts/plot_loss_curves.py).
 
 Each prints PASS/FAIL lines with the measured differences.
 """
@@ -244,18 +243,13 @@ def run_pinned(jobs):
         return list(pool.map(pinned, jobs))
 
 
-# The largest per-step relative difference to PyTorch's bf16 curve: the
-# issue's 1e-2, or 2.5 times the largest difference between PyTorch's own bf16
-# and fp32 curves where that is larger. Only bert needs the second: its
-# per-step loss is the mean squared error of 4 rows x 3 outputs, 0.01..0.3
-# once it learns, so rounding moves it far more in relative terms than the
-# decoders' mean cross-entropy over 128 tokens (about 3). At the initial
-# weights memfit's bf16 loss and PyTorch's autocast loss of the same batch
-# already differ by up to 1.1e-2, and PyTorch's bf16 and fp32 curves end up
-# 1.0e-1 apart (step 196, loss 0.014): bound 2.5e-1. gpt and llama: 1.8e-3
-# and 4.5e-3, so 1e-2.
+# The largest per-step relative difference to PyTorch's bf16 curve, for every
+# fixture. PyTorch's own bf16 and fp32 curves (printed for scale) are at most
+# 7.4e-4 (gpt), 2.8e-3 (bert) and 1.8e-3 (llama) apart. bert trains with
+# batch 16 on noisy targets that keep its loss near 1 (make_train_refs.py,
+# make_bert_data): on noiseless ones its loss falls to 0.01 and PyTorch's two
+# curves differ by 1e-1 there.
 BF16_TOLERANCE = 1e-2
-BF16_TOLERANCE_PER_TORCH_SPREAD = 2.5
 # memfit's fp32 run against PyTorch's fp32 curve (as the curve check).
 FP32_TOLERANCE = 1e-3
 
@@ -306,17 +300,15 @@ def bf16_curve(memfit_run, models, workdir, steps=None, *names):
         self_rel, self_step = max_rel_diff(bf16, fp32)
         fp32_rel, fp32_step = max_rel_diff(fp32, torch32)
         torch_rel = max(abs(a - b) / abs(b) for a, b in zip(torch16, torch32))
-        tolerance = max(BF16_TOLERANCE,
-                        BF16_TOLERANCE_PER_TORCH_SPREAD * torch_rel)
         print(f"{name}: max rel diff vs torch bf16 {rel:.2e} (step {rel_step}, "
-              f"tolerance {tolerance:.2e}); final loss memfit bf16 "
+              f"tolerance {BF16_TOLERANCE:.2e}); final loss memfit bf16 "
               f"{bf16[steps]:.6f}, torch bf16 {torch16[-1]:.6f}, memfit fp32 "
               f"{fp32[steps]:.6f}; max rel diff memfit bf16 vs fp32 "
               f"{self_rel:.2e} (step {self_step}); torch bf16 vs fp32 "
               f"{torch_rel:.2e}; memfit fp32 vs torch fp32 {fp32_rel:.2e}")
-        if rel > tolerance:
+        if rel > BF16_TOLERANCE:
             failures.append(f"{name}: bf16 relative difference {rel:.2e} > "
-                            f"{tolerance:.2e} at step {rel_step}")
+                            f"{BF16_TOLERANCE:.0e} at step {rel_step}")
         if fp32_rel > FP32_TOLERANCE:
             failures.append(f"{name}: fp32 relative difference {fp32_rel:.2e}"
                             f" > {FP32_TOLERANCE:.0e} at step {fp32_step}")
