@@ -404,32 +404,29 @@ private:
       }
     if (!training)
       return;
-    auto isGradient = [](Value value) {
+    // The op inside a memfit.kernel that computes one of its results.
+    auto innerOp = [](Value value) -> Operation * {
+      auto kernel = value.getDefiningOp<KernelOp>();
+      if (!kernel)
+        return nullptr;
+      return kernel.getBodyBlock()
+          .getTerminator()
+          ->getOperand(cast<OpResult>(value).getResultNumber())
+          .getDefiningOp();
+    };
+    auto isGradient = [&](Value value) {
       Operation *def = value.getDefiningOp();
-      if (!def)
-        return false;
-      if (def->hasAttr(kGradientOfAttr))
-        return true;
-      if (auto kernel = dyn_cast<KernelOp>(def)) {
-        Value yielded = kernel.getBodyBlock().getTerminator()->getOperand(
-            cast<OpResult>(value).getResultNumber());
-        Operation *inner = yielded.getDefiningOp();
-        return inner && inner->hasAttr(kGradientOfAttr);
-      }
-      return false;
+      Operation *inner = innerOp(value);
+      return (def && def->hasAttr(kGradientOfAttr)) ||
+             (inner && inner->hasAttr(kGradientOfAttr));
     };
     auto isRecomputed = [](Value value) {
       Operation *def = value.getDefiningOp();
       return def && def->hasAttr(kRecomputedFromAttr);
     };
     // A kernel's result that is a parameter's low-precision working copy.
-    auto isWorkingCopy = [](Value value) {
-      auto kernel = value.getDefiningOp<KernelOp>();
-      if (!kernel)
-        return false;
-      Value yielded = kernel.getBodyBlock().getTerminator()->getOperand(
-          cast<OpResult>(value).getResultNumber());
-      auto cast = yielded.getDefiningOp<CastOp>();
+    auto isWorkingCopy = [&](Value value) {
+      auto cast = dyn_cast_or_null<CastOp>(innerOp(value));
       return cast && cast.getReason() == "working-copy";
     };
     for (PlannedBuffer &buffer : plan.buffers) {

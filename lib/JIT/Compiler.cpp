@@ -28,24 +28,28 @@ rt::StatusOr<std::unique_ptr<TrainPipelineOptions>>
 pipelineOptions(const TrainOptions &train) {
   auto options = std::make_unique<TrainPipelineOptions>();
   std::optional<LossKind> loss = symbolizeLossKind(train.loss);
-  if (!loss)
-    return rt::invalidArgument("unknown loss '" + train.loss +
-                               "'; expected output, cross-entropy or mse");
   std::optional<OptimizerKind> optimizer =
       symbolizeOptimizerKind(train.optimizer);
-  if (!optimizer)
-    return rt::invalidArgument("unknown optimizer '" + train.optimizer +
-                               "'; expected adamw, sgd or none");
   std::optional<RematPolicy> remat = symbolizeRematPolicy(train.remat);
-  if (!remat)
-    return rt::invalidArgument("unknown remat policy '" + train.remat +
-                               "'; expected none, checkpoint-layers, auto or "
-                               "optimal");
   std::optional<PrecisionKind> precision =
       symbolizePrecisionKind(train.precision);
-  if (!precision)
-    return rt::invalidArgument("unknown precision '" + train.precision +
-                               "'; expected fp32, bf16 or fp16");
+  const struct {
+    bool known;
+    const char *what;
+    const std::string &name;
+    const char *expected;
+  } kinds[] = {
+      {loss.has_value(), "loss", train.loss, "output, cross-entropy or mse"},
+      {optimizer.has_value(), "optimizer", train.optimizer,
+       "adamw, sgd or none"},
+      {remat.has_value(), "remat policy", train.remat,
+       "none, checkpoint-layers, auto or optimal"},
+      {precision.has_value(), "precision", train.precision,
+       "fp32, bf16 or fp16"}};
+  for (const auto &kind : kinds)
+    if (!kind.known)
+      return rt::invalidArgument("unknown " + std::string(kind.what) + " '" +
+                                 kind.name + "'; expected " + kind.expected);
   options->loss = *loss;
   options->precision = *precision;
   options->keepFp32 = train.keepFp32;

@@ -17,6 +17,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/TypeUtilities.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
@@ -31,11 +32,6 @@ using namespace mlir::memfit;
 
 namespace {
 
-Type elementOf(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  return tensor ? tensor.getElementType() : Type();
-}
-
 /// Rewrites the functions of a module, one at a time.
 class PrecisionRewriter {
 public:
@@ -45,9 +41,9 @@ public:
 
 private:
   /// f32 or the low type: the values this pass retypes.
-  bool isManaged(Type elt) const { return elt && (elt.isF32() || elt == low); }
+  bool isManaged(Type elt) const { return elt.isF32() || elt == low; }
   bool isFloatTensor(Value v) const {
-    return isa_and_nonnull<FloatType>(elementOf(v.getType()));
+    return isa<FloatType>(getElementTypeOrSelf(v));
   }
   /// Whether the op's ONNX node name or module scope matches keep-fp32.
   bool keptInFp32(Operation *op) const;
@@ -96,7 +92,7 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
   // from them.
   if (isa<ConstantOp, RangeOp>(op) ||
       (isa<CastOp>(op) &&
-       !isa<FloatType>(elementOf(op->getOperand(0).getType())))) {
+       !isa<FloatType>(getElementTypeOrSelf(op->getOperand(0))))) {
     for (Value result : op->getResults())
       if (isFloatTensor(result))
         fp32Chain.insert(result);
@@ -112,14 +108,14 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
     if (!isFloatTensor(operand.get()))
       continue;
     // Another float type (f64, or the other 16-bit type): not ours.
-    if (!isManaged(elementOf(operand.get().getType())))
+    if (!isManaged(getElementTypeOrSelf(operand.get())))
       return success();
     floatOperands.push_back(operand.getOperandNumber());
   }
   if (floatOperands.empty())
     return success();
   for (Value result : op->getResults())
-    if (isFloatTensor(result) && !isManaged(elementOf(result.getType())))
+    if (isFloatTensor(result) && !isManaged(getElementTypeOrSelf(result)))
       return success();
 
   bool kept = keptInFp32(op);
@@ -142,7 +138,7 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
     target =
         llvm::any_of(floatOperands,
                      [&](unsigned i) {
-                       return elementOf(op->getOperand(i).getType()).isF32();
+                       return getElementTypeOrSelf(op->getOperand(i)).isF32();
                      })
             ? f32
             : low;
@@ -153,7 +149,7 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
 
   for (unsigned i : floatOperands) {
     Value operand = op->getOperand(i);
-    if (elementOf(operand.getType()) == target)
+    if (getElementTypeOrSelf(operand) == target)
       continue;
     StringRef reason;
     if (target == low)
@@ -189,7 +185,8 @@ LogicalResult PrecisionRewriter::run(func::FuncOp func) {
   for (auto [i, type] : llvm::enumerate(func.getResultTypes())) {
     Value value = ret.getOperand(i);
     if (value.getType() != type)
-      ret.setOperand(i, castTo(value, elementOf(type), "result", ret));
+      ret.setOperand(i,
+                     castTo(value, getElementTypeOrSelf(type), "result", ret));
   }
   // Constants and casts that every user now reads in another type.
   for (Operation &op : llvm::make_early_inc_range(

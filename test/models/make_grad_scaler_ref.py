@@ -42,10 +42,8 @@ memfit's full fp16 policy. The scales are exact: 1.5 * 2**k in float32 and
 in the %g of memfit's step lines.
 """
 
-import json
 import math
 import os
-import re
 import sys
 
 import torch
@@ -135,13 +133,6 @@ def train(name, run, tokens):
     return dict(onnx_file=f"{name}.onnx", keep_fp32=run["keep_fp32"], **out)
 
 
-def compact_json(obj):
-    """json.dumps(indent=1) with every list of scalars on one line."""
-    text = json.dumps(obj, indent=1)
-    return re.sub(r"\[\n\s*([^\[\]{}]*?)\n\s*\]",
-                  lambda m: "[" + re.sub(r",\n\s*", ", ", m.group(1)) + "]", text)
-
-
 def main():
     torch.set_num_threads(1)
     s, c = SETTINGS, tr.CURVE
@@ -182,7 +173,7 @@ def main():
         "runs": runs,
     }
     with open(os.path.join(HERE, OUT), "w") as fh:
-        fh.write(compact_json(ref) + "\n")
+        fh.write(tr.compact_json(ref) + "\n")
 
 
 if __name__ == "__main__":

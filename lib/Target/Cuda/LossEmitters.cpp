@@ -172,8 +172,7 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   if (ignoreIndex) {
     // The whole block takes this branch or none of it.
     os << "  if (label == " << intLiteral(*ignoreIndex) << ") {\n";
-    os << "  " << loop << " out0[base + j] = "
-       << (isHalfFloat(type) ? narrow(type, "0.0f") : "0") << ";\n";
+    os << "  " << loop << " out0[base + j] = " << narrow(type, "0") << ";\n";
     os << "    return;\n  }\n";
   }
   w.writeRowMaxSum(*acc, type, classes, at);
