@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Runs on a lent GPU machine (the device tool), in the repository root, after
+# scripts/device/bundle.sh packed .device/bundle.tar.xz here:
+#   1. the CUDA probe and one fixture on --device=cuda;
+#   2. a GPT-2-small-sized training step on the GPU, fp32 and bf16, with
+#      PyTorch's eager step on the same GPU for scale;
+#   3. the whole lit suite with every memfit-run call on the GPU (the tests
+#      pin --device=host; a wrapper turns that into --device=cuda).
+# Logs go to $OUT (the device tool brings them back).
+set -uo pipefail
+OUT=${OUT:-/tmp/memfit-device-out}
+mkdir -p "$OUT"
+root=$PWD
+pkg=/tmp/memfit-bundle
+mkdir -p "$pkg" && tar -C "$pkg" -xJf .device/bundle.tar.xz
+export LD_LIBRARY_PATH=$pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+py=$(command -v python3)
+
+# The build tree as lit.site.cfg.py names it (/work/main/build).
+mkdir -p build/test /work
+cp -a "$pkg/bin" build/ && cp -a "$pkg/build/cuda-mock" build/
+cp "$pkg/build/test/lit.site.cfg.py" build/test/
+[ "$root" = /work/main ] || ln -sfn "$root" /work/main
+sed -i -e "s|^config.memfit_python = .*|config.memfit_python = \"$py\"|" \
+       -e "s|^config.llvm_tools_dir = .*|config.llvm_tools_dir = \"/work/main/build/bin\"|" \
+       build/test/lit.site.cfg.py
+
+{
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
+  build/bin/memfit-nvrtc --cuda-check
+  which g++ nvcc; nvcc --version | tail -1
+} 2>&1 | tee "$OUT/probe.txt"
+
+export PYTHONPATH=$root/test/lib
+mkdir -p /tmp/fx
+timeout 120 "$py" -m memfit_test.check_fixture build/bin/memfit-run test/models gpt ts /tmp/fx/gpt -- --device=cuda \
+  > "$OUT/fixture-gpt-cuda.txt" 2>&1
+echo "fixture gpt on cuda: rc $?" | tee -a "$OUT/probe.txt"
+
+# Training step timings.
+bench() {
+  local name=$1; shift
+  timeout 150 build/bin/memfit-run build/bench/gpt2-small.onnx --train \
+    --loss=cross-entropy --optimizer=adamw --device=cuda --memory-report "$@" \
+    > "$OUT/bench-$name.txt" 2>&1
+  echo "bench $name: rc $?" >> "$OUT/probe.txt"
+}
+mkdir -p build/bench
+"$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+[ -n "${SKIP_BENCH:-}" ] || {
+bench fp32-4x512 --input-shape=input_ids=4x512 --steps=12
+bench bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
+timeout 120 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
+}
+
+# The suite, every memfit-run on the GPU.
+mv build/bin/memfit-run build/bin/memfit-run.real
+cat > build/bin/memfit-run <<'WRAP'
+#!/usr/bin/env bash
+args=()
+for a in "$@"; do [ "$a" = --device=host ] && a=--device=cuda; args+=("$a"); done
+exec -a "$0" "$(dirname "$0")/memfit-run.real" "${args[@]}"
+WRAP
+chmod +x build/bin/memfit-run
+# The mock driver test must load the mock libcuda, not the real one that the
+# machine's LD_LIBRARY_PATH finds before the binary's RUNPATH.
+mv build/bin/memfit-cuda-mock-test build/bin/memfit-cuda-mock-test.real
+cat > build/bin/memfit-cuda-mock-test <<'WRAP'
+#!/usr/bin/env bash
+export LD_LIBRARY_PATH=/work/main/build/cuda-mock/lib:$LD_LIBRARY_PATH
+exec -a "$0" "$(dirname "$0")/memfit-cuda-mock-test.real" "$@"
+WRAP
+chmod +x build/bin/memfit-cuda-mock-test
+timeout "${LIT_TIMEOUT:-330}" "$py" -c "import sys; sys.path.insert(0, '$pkg/lit'); from lit.main import main; main()" -sv -j16 --timeout 240 build/test \
+  > "$OUT/lit.txt" 2>&1
+echo "lit: rc $?" | tee -a "$OUT/probe.txt"
+grep -E "^(PASS|FAIL|XFAIL|UNSUPPORTED|TIMEOUT)|Passed|Failed" "$OUT/lit.txt" | tail -30
