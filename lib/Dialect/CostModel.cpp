@@ -84,6 +84,10 @@ OpCost mlir::memfit::defaultOpCost(Operation *op) {
   case OpClass::Loss:
     cost.flops = factor * numElements(op->getOperand(0).getType());
     break;
+  case OpClass::Quantization: // per element of the unquantized side
+    cost.flops = factor * std::max(numElements(op->getOperand(0).getType()),
+                                   resultElements(op));
+    break;
   case OpClass::Contraction: // every contraction has its own formula
   case OpClass::DataMovement:
   case OpClass::Constant:

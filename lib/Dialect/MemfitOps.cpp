@@ -1,6 +1,7 @@
 //===- MemfitOps.cpp - memfit op inference, verifiers, folders --------------===//
 
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Quantization.h"
 #include "memfit/Dialect/ShapeInference.h"
 
 #include "ConstantFold.h"
@@ -105,6 +106,21 @@ LogicalResult GatherGradOp::verify() {
            << " does not match gather of the result along axis " << axis
            << " by indices " << indices;
   return success();
+}
+
+LogicalResult QuantizeOp::verify() {
+  return verifyQuantized([&] { return emitOpError(); }, getScheme(),
+                         getBlockSize(),
+                         cast<RankedTensorType>(getInput().getType()),
+                         cast<RankedTensorType>(getCodes().getType()),
+                         cast<RankedTensorType>(getAbsmax().getType()));
+}
+
+LogicalResult DequantizeOp::verify() {
+  return verifyQuantized([&] { return emitOpError(); }, getScheme(),
+                         getBlockSize(), cast<RankedTensorType>(getType()),
+                         cast<RankedTensorType>(getCodes().getType()),
+                         cast<RankedTensorType>(getAbsmax().getType()));
 }
 
 LogicalResult SoftmaxCrossEntropyGradOp::verify() {
@@ -234,6 +250,7 @@ Precision mlir::memfit::defaultPrecision(OpClass opClass) {
     return Precision::Low;
   case OpClass::Reduction:
   case OpClass::Loss:
+  case OpClass::Quantization:
     return Precision::Fp32;
   case OpClass::DataMovement:
   case OpClass::Constant:

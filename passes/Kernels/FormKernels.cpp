@@ -32,6 +32,7 @@ bool needsKernel(Operation *op) {
   case OpClass::Normalization:
   case OpClass::DataMovement:
   case OpClass::Loss:
+  case OpClass::Quantization:
     return true;
   case OpClass::Contraction:
   case OpClass::Constant:

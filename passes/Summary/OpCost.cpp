@@ -68,6 +68,7 @@ OpClass classOf(Operation *op) {
     case OpClass::Normalization:
       return 2;
     case OpClass::Reduction:
+    case OpClass::Quantization:
       return 3;
     case OpClass::ElementWise:
       return 4;

@@ -49,6 +49,16 @@ def Memfit_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::mlir::memfit";
 }
 
+def Memfit_QuantScheme : I32EnumAttr<"QuantScheme",
+    "how a quantized tensor's codes map to values", [
+      I32EnumAttrCase<"Linear", 0, "linear">,
+      I32EnumAttrCase<"Dynamic", 1, "dynamic">,
+      I32EnumAttrCase<"DynamicUnsigned", 2, "dynamic_unsigned">,
+      I32EnumAttrCase<"NF4", 3, "nf4">,
+      I32EnumAttrCase<"FP4", 4, "fp4">]> {
+  let cppNamespace = "::mlir::memfit";
+}
+
 //===----------------------------------------------------------------------===//
 // Type constraints
 //===----------------------------------------------------------------------===//

@@ -21,7 +21,8 @@ def Memfit_OpClass : I32EnumAttr<"OpClass", "what kind of computation an op is",
     I32EnumAttrCase<"Contraction", 3, "contraction">,
     I32EnumAttrCase<"DataMovement", 4, "data_movement">,
     I32EnumAttrCase<"Constant", 5, "constant">,
-    I32EnumAttrCase<"Loss", 6, "loss">]> {
+    I32EnumAttrCase<"Loss", 6, "loss">,
+    I32EnumAttrCase<"Quantization", 7, "quantization">]> {
   let cppNamespace = "::mlir::memfit";
   let genSpecializedAttr = 0;
 }

@@ -491,6 +491,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
         check(block.getArgumentTypes());
   });
   cuda::emitPrelude(sourceOs, halfTypes);
+  cuda::emitQuantTables(sourceOs, module);
   for (auto [index, f] : llvm::enumerate(funcs))
     if (failed(emitFunction(f, index)))
       return failure();

@@ -28,6 +28,11 @@ namespace mlir::memfit::cuda {
 /// types and conversions instead).
 void emitPrelude(llvm::raw_ostream &os, bool halfTypes);
 
+/// The code tables and encoders of the quantization schemes that `module`
+/// uses (QuantEmitters.cpp), written after the prelude; nothing when it
+/// quantizes nothing.
+void emitQuantTables(llvm::raw_ostream &os, ModuleOp module);
+
 /// Writes the __global__ function of `kernel` (named after `index` and its
 /// ops) and returns its launch description. Parameters are the kernel's
 /// inputs followed by its results.

@@ -18,6 +18,7 @@
 #include "KernelWriter.h"
 
 #include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Dialect/Quantization.h"
 
 #include "mlir/IR/DialectRegistry.h"
 #include "llvm/ADT/STLExtras.h"
@@ -332,13 +333,16 @@ void KernelWriter::collectNodeNamesInto(Location loc) {
 FailureOr<Operation *> KernelWriter::findAnchor() {
   Operation *anchor = nullptr;
   for (Operation &op : kernel.getBodyOps()) {
+    if (styleOf(&op) == EmitStyle::Blockwise)
+      continue; // ends a pointwise kernel (emitBlockwise)
     // An op whose class needs a template but that has no model must not
     // pass for an element-wise op: its model was not attached.
     auto opClass = dyn_cast<OpClassInterface>(&op);
     if (!isa<KernelEmitterOpInterface>(op) && opClass &&
         (opClass.getOpClass() == OpClass::Normalization ||
          opClass.getOpClass() == OpClass::Reduction ||
-         opClass.getOpClass() == OpClass::Loss))
+         opClass.getOpClass() == OpClass::Loss ||
+         opClass.getOpClass() == OpClass::Quantization))
       return error(&op) << "the op has no KernelEmitterOpInterface model "
                            "(cuda::registerKernelEmitterInterfaces attaches "
                            "them)",
@@ -420,9 +424,16 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
     label += llvm::formatv("_{0}ops", count).str();
   info.name = llvm::formatv("k{0}{1}", index, label).str();
 
+  SmallVector<QuantizeOp> quantizes(kernel.getBody().getOps<QuantizeOp>());
+  if (*anchor && !quantizes.empty())
+    return error(quantizes.front())
+               << "a quantize cannot share a kernel with '"
+               << (*anchor)->getName() << "'",
+           failure();
   LogicalResult result =
       *anchor ? cast<KernelEmitterOpInterface>(*anchor).emitTemplate(*this)
-              : emitPointwise();
+      : quantizes.empty() ? emitPointwise()
+                          : emitBlockwise(quantizes);
   if (failed(result))
     return failure();
   if (gridBlocks > kMaxGridX)
@@ -576,6 +587,123 @@ LogicalResult KernelWriter::emitPointwise() {
 }
 
 //===----------------------------------------------------------------------===//
+// KernelWriter: pointwise kernels that end in quantize ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
+  QuantizeOp first = quantizes.front();
+  domainShape = shapeOf(first.getInput());
+  int64_t blockSize = static_cast<int64_t>(first.getBlockSize());
+  for (QuantizeOp q : quantizes)
+    if (shapeOf(q.getInput()) != domainShape || static_cast<int64_t>(q.getBlockSize()) != blockSize)
+      return error(q) << "the quantize ops of one kernel need one input shape "
+                         "and one block size",
+             failure();
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isBufferView(&op))
+      return error(&op) << "views are not supported inside kernels", failure();
+    if (auto q = dyn_cast<QuantizeOp>(op))
+      for (OpOperand &use : q->getUses())
+        if (!isa<YieldOp>(use.getOwner()))
+          return error(q) << "quantized codes are used inside their kernel",
+                 failure();
+  }
+  // Where each result goes: out<i>.
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  SmallVector<std::pair<Value, unsigned>> pointwise;
+  DenseMap<Value, unsigned> outOf;
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    outOf.try_emplace(value, i);
+    if (!value.getDefiningOp<QuantizeOp>()) {
+      if (shapeOf(value) != domainShape)
+        return error(kernel) << "a result of shape "
+                             << shapeToString(shapeOf(value))
+                             << " beside quantized values of shape "
+                             << shapeToString(domainShape),
+               failure();
+      pointwise.push_back({value, i});
+    }
+  }
+
+  int64_t n = product(domainShape);
+  int64_t threads = 32;
+  while (threads < blockSize && threads < kMaxRowBlock)
+    threads *= 2;
+  int64_t perThread = (blockSize + threads - 1) / threads;
+  writeScratch("float");
+  os << "  const long long base = (long long)blockIdx.x * " << blockSize
+     << "LL;\n";
+  for (auto [k, q] : llvm::enumerate(quantizes))
+    os << "  float q" << k << "[" << perThread << "];\n  float a" << k
+       << " = 0.0f;\n";
+  std::string loop =
+      llvm::formatv("  for (int e = 0; e < {0}; ++e) {{\n"
+                    "    const long long local = (long long)e * {1} + "
+                    "threadIdx.x;\n"
+                    "    const long long idx = base + local;\n"
+                    "    if (local >= {2}LL || idx >= {3}LL) continue;\n",
+                    perThread, threads, blockSize, n)
+          .str();
+  // Pass 1: the element-wise values, the pointwise results and each
+  // quantized value's block maximum of |x|.
+  os << loop;
+  emitCoords(os, domainShape, "idx", "c", "    ");
+  for (Operation &op : kernel.getBodyOps())
+    if (!isa<QuantizeOp>(op) && failed(emitScalarOp(&op)))
+      return failure();
+  for (auto [value, i] : pointwise) {
+    FailureOr<std::string> s = scalar(value);
+    if (failed(s))
+      return failure();
+    os << "    out" << i << "[idx] = " << narrow(eltOf(value), *s) << ";\n";
+  }
+  for (auto [k, q] : llvm::enumerate(quantizes)) {
+    FailureOr<std::string> s = scalar(q.getInput());
+    if (failed(s))
+      return failure();
+    os << "    q" << k << "[e] = " << *s << ";\n";
+    os << "    a" << k << " = memfit_max(a" << k << ", fabsf(q" << k
+       << "[e]));\n";
+  }
+  os << "  }\n";
+  // Pass 2: the block's absmax, then every code.
+  for (auto [k, q] : llvm::enumerate(quantizes)) {
+    unsigned codesOut = outOf.lookup(q.getCodes());
+    unsigned absmaxOut = outOf.lookup(q.getAbsmax());
+    os << "  a" << k << " = memfit_block_max(a" << k << ", scratch);\n";
+    std::string code = quantEncodeExpr(q.getScheme(),
+                                       "q" + std::to_string(k) + "[e]",
+                                       "a" + std::to_string(k));
+    if (quantCodeBits(q.getScheme()) == 8) {
+      os << loop << "    out" << codesOut << "[idx] = " << code << ";\n  }\n";
+    } else {
+      // Two codes per byte, the first in the high nibble: the block's codes
+      // meet in shared memory first.
+      std::string nibbles = "nibbles" + std::to_string(k);
+      os << "  __shared__ unsigned char " << nibbles << "[" << blockSize
+         << "];\n";
+      os << loop << "    " << nibbles << "[local] = " << code << ";\n  }\n";
+      os << "  __syncthreads();\n";
+      os << llvm::formatv(
+          "  for (long long j = threadIdx.x; 2 * j < {0}LL && base + 2 * j < "
+          "{1}LL; j += {2}) {{\n"
+          "    const unsigned char low = base + 2 * j + 1 < {1}LL ? {3}[2 * j "
+          "+ 1] : 0;\n"
+          "    out{4}[base / 2 + j] = (unsigned char)(({3}[2 * j] << 4) | "
+          "low);\n  }\n",
+          blockSize, n, threads, nibbles, codesOut);
+      os << "  __syncthreads();\n";
+    }
+    os << "  if (threadIdx.x == 0) out" << absmaxOut << "[blockIdx.x] = a" << k
+       << ";\n";
+  }
+  info.block = {static_cast<uint32_t>(threads), 1, 1};
+  gridBlocks = std::max<int64_t>(1, quantBlockCount(n, blockSize));
+  info.usesBarriers = true;
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // The target's entry points (KernelEmitter.h, KernelEmitterInterface.h)
 //===----------------------------------------------------------------------===//
 
@@ -635,6 +763,7 @@ static void attachKernelEmitters(MLIRContext *context, MemfitDialect *) {
   attachRowEmitters(context);
   attachLossEmitters(context);
   attachSpecialEmitters(context);
+  attachQuantEmitters(context);
 }
 
 void cuda::registerKernelEmitterInterfaces(DialectRegistry &registry) {

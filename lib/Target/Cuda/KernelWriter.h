@@ -133,6 +133,9 @@ private:
   FailureOr<Operation *> findAnchor();
   LogicalResult writeSignature(raw_ostream &out);
   LogicalResult emitPointwise();
+  /// A pointwise kernel that ends in quantize ops (EmitStyle::Blockwise):
+  /// one thread block per quantization block.
+  LogicalResult emitBlockwise(MutableArrayRef<QuantizeOp> quantizes);
   LogicalResult emitScalarOp(Operation *op);
   std::string define(Value value, StringRef expr);
   void collectNodeNamesInto(Location loc);
@@ -184,11 +187,17 @@ struct TemplateModel
   }
 };
 
+/// QuantEmitters.cpp: the code of `value` in a block whose absmax is
+/// `absmax` under `scheme`, as a C expression of type unsigned char.
+std::string quantEncodeExpr(QuantScheme scheme, StringRef value,
+                            StringRef absmax);
+
 /// The attach functions of the files that hold the models.
 void attachPointwiseEmitters(MLIRContext *context); // PointwiseEmitters.cpp
 void attachRowEmitters(MLIRContext *context);       // RowEmitters.cpp
 void attachLossEmitters(MLIRContext *context);      // LossEmitters.cpp
 void attachSpecialEmitters(MLIRContext *context);   // SpecialEmitters.cpp
+void attachQuantEmitters(MLIRContext *context);     // QuantEmitters.cpp
 
 } // namespace mlir::memfit::cuda
 

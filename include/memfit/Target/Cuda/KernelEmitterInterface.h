@@ -22,7 +22,7 @@ namespace memfit::cuda {
 class KernelWriter;
 
 /// How an op is emitted; see KernelEmitterOpInterface.
-enum class EmitStyle { ElementWise, IndexMapping, Template };
+enum class EmitStyle { ElementWise, IndexMapping, Template, Blockwise };
 
 /// Adds the extension that attaches KernelEmitterOpInterface to the memfit
 /// ops. emitExecutable (and so the translations and the C++ API) appends it

@@ -17,7 +17,7 @@ def KernelEmitterOpInterface : OpInterface<"KernelEmitterOpInterface"> {
   let description = [{
     The CUDA C++ of one op in a `memfit.kernel`, written through the
     target's KernelWriter (lib/Target/Cuda/KernelWriter.h). An op emits in
-    one of three styles (EmitStyle):
+    one of four styles (EmitStyle):
 
     - `ElementWise`: a scalar expression of its operands' scalar
       expressions, at the kernel's index (one thread per element of the
@@ -29,6 +29,11 @@ def KernelEmitterOpInterface : OpInterface<"KernelEmitterOpInterface"> {
       normalization, a reduction, a loss, split, gather_grad), written
       whole by `emitTemplate` from the template's parameters; it is the
       kernel's anchor.
+    - `Blockwise`: a block-wise reduction that ends a pointwise kernel
+      (quantize: one block maximum per block of values, then a code per
+      value). The kernel runs one thread block per quantization block; the
+      element-wise ops before it compose as in a pointwise kernel, and the
+      writer asks the op for its per-block epilogue (QuantEmitters.cpp).
 
     Methods that do not apply to the op's style fail with a diagnostic.
   }];

@@ -1,0 +1,176 @@
+//===- QuantEmitters.cpp - CUDA C++ of quantize and dequantize ------------===//
+//
+// The code tables of the schemes a module uses are written once, after the
+// prelude, as `memfit_qmap_<scheme>` arrays, with an encoder
+// `memfit_qenc_<scheme>(x, absmax)` each (include/memfit/Dialect/Quantization.h
+// defines the codes; the encoders reproduce quantEncode). Dequantize is an
+// index mapping: the code of the kernel's element looked up in its table
+// and scaled by its block's absmax, so it fuses into whatever reads the
+// values. Quantize is Blockwise: KernelWriter::emitBlockwise runs the
+// element-wise ops before it one thread block per quantization block and
+// calls quantEncodeExpr for the codes.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelEmitter.h"
+#include "KernelWriter.h"
+
+#include "memfit/Dialect/Quantization.h"
+
+#include "llvm/ADT/SetVector.h"
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cstdio>
+#include <type_traits>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+namespace {
+
+std::string tableName(QuantScheme scheme) {
+  return ("memfit_qmap_" + stringifyQuantScheme(scheme)).str();
+}
+
+std::string encoderName(QuantScheme scheme) {
+  return ("memfit_qenc_" + stringifyQuantScheme(scheme)).str();
+}
+
+/// A float as a hexadecimal literal: exact, whatever the compiler's
+/// decimal conversion.
+std::string hexFloat(float value) {
+  char buffer[48];
+  std::snprintf(buffer, sizeof(buffer), "%af", static_cast<double>(value));
+  return buffer;
+}
+
+template <typename T>
+void writeArray(raw_ostream &os, StringRef type, StringRef name,
+                ArrayRef<T> values) {
+  os << "static __device__ const " << type << " " << name << "["
+     << values.size() << "] = {";
+  for (auto [i, v] : llvm::enumerate(values)) {
+    os << (i % 4 ? " " : "\n  ");
+    if constexpr (std::is_same_v<T, float>)
+      os << hexFloat(v);
+    else
+      os << static_cast<unsigned>(v);
+    os << ",";
+  }
+  os << "\n};\n";
+}
+
+/// The tables and the encoder of a scheme; the encoders compute what
+/// quantEncode (Quantization.cpp) does, step for step in float.
+void writeScheme(raw_ostream &os, QuantScheme scheme) {
+  std::string s = stringifyQuantScheme(scheme).str();
+  std::string mids = "memfit_qmid_" + s;
+  if (scheme != QuantScheme::Linear) {
+    writeArray(os, "float", tableName(scheme), quantCodeValues(scheme));
+    writeArray(os, "float", mids, quantMidpoints(scheme));
+  }
+  bool nibbles = quantCodeBits(scheme) == 4;
+  if (nibbles)
+    writeArray(os, "unsigned char", "memfit_qsorted_" + s,
+               quantSortedCodes(scheme));
+  os << "static __device__ __forceinline__ unsigned char "
+     << encoderName(scheme) << "(float x, float a) {\n";
+  if (scheme == QuantScheme::Linear) {
+    os << "  if (a == 0.0f) return 0;\n"
+          "  return (unsigned char)(signed char)rintf(fminf(fmaxf(x * (1.0f / "
+          "a), -1.0f), 1.0f) * 127.0f);\n}\n";
+    return;
+  }
+  int64_t count = quantMidpoints(scheme).size();
+  if (nibbles) {
+    os << "  const float v = fminf(fmaxf(x * (1.0f / fmaxf(a, 1e-38f)), "
+          "-1.0f), 1.0f);\n";
+  } else {
+    // The bin of v among 65,536 across [-1, 1], then the bin's centre.
+    os << "  if (a == 0.0f) return 0;\n"
+          "  const float u = fminf(fmaxf(x * (1.0f / a), -1.0f), 1.0f);\n"
+          "  const int bin = (int)fmaf((u + 1.0f) * 0.5f, 65535.0f, 0.5f);\n"
+          "  const float v = (float)(2 * bin) / 65535.0f - 1.0f;\n";
+  }
+  // The number of midpoints below v.
+  os << "  int lo = 0, hi = " << count << ";\n"
+     << "  while (lo < hi) {\n"
+     << "    const int mid = (lo + hi) >> 1;\n"
+     << "    if (" << mids << "[mid] < v) lo = mid + 1; else hi = mid;\n"
+     << "  }\n";
+  if (nibbles)
+    os << "  return memfit_qsorted_" << s << "[lo];\n}\n";
+  else
+    os << "  return (unsigned char)lo;\n}\n";
+}
+
+using Expr = FailureOr<std::string>;
+
+Expr emitDequantize(DequantizeOp op, KernelWriter &w) {
+  QuantScheme scheme = op.getScheme();
+  int64_t blockSize = op.getBlockSize();
+  Expr absmax = w.load(op.getAbsmax(),
+                       llvm::formatv("idx / {0}LL", blockSize).str(), op);
+  bool nibbles = quantCodeBits(scheme) == 4;
+  Expr code = w.load(op.getCodes(), nibbles ? "idx >> 1" : "idx", op);
+  if (failed(absmax) || failed(code))
+    return failure();
+  std::string value;
+  if (scheme == QuantScheme::Linear)
+    value = "((float)" + *code + " / 127.0f)";
+  else if (nibbles)
+    value = llvm::formatv("{0}[({1} >> ((~idx & 1) << 2)) & 15]",
+                          tableName(scheme), *code)
+                .str();
+  else
+    value = tableName(scheme) + "[" + *code + "]";
+  return "(" + value + " * " + *absmax + ")";
+}
+
+struct DequantizeModel
+    : ScalarEmitterModel<DequantizeModel, DequantizeOp> {
+  EmitStyle getEmitStyle(Operation *) const { return EmitStyle::IndexMapping; }
+  FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
+                                    ArrayRef<std::string>) const {
+    return emitDequantize(cast<DequantizeOp>(op), writer);
+  }
+};
+
+struct QuantizeModel : TemplateEmitterModel<QuantizeModel, QuantizeOp> {
+  EmitStyle getEmitStyle(Operation *) const { return EmitStyle::Blockwise; }
+  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
+    return writer.error(op) << "quantize ends a pointwise kernel and has no "
+                               "template of its own",
+           failure();
+  }
+};
+
+} // namespace
+
+std::string cuda::quantEncodeExpr(QuantScheme scheme, StringRef value,
+                                  StringRef absmax) {
+  return (encoderName(scheme) + "(" + value + ", " + absmax + ")").str();
+}
+
+void cuda::emitQuantTables(raw_ostream &os, ModuleOp module) {
+  llvm::SetVector<QuantScheme> schemes;
+  module.walk([&](Operation *op) {
+    if (auto q = dyn_cast<QuantizeOp>(op))
+      schemes.insert(q.getScheme());
+    else if (auto d = dyn_cast<DequantizeOp>(op))
+      schemes.insert(d.getScheme());
+  });
+  if (schemes.empty())
+    return;
+  os << "// The code tables and encoders of the quantization schemes used "
+        "below.\n";
+  for (QuantScheme scheme : schemes)
+    writeScheme(os, scheme);
+  os << "\n";
+}
+
+void cuda::attachQuantEmitters(MLIRContext *context) {
+  DequantizeOp::attachInterface<DequantizeModel>(*context);
+  QuantizeOp::attachInterface<QuantizeModel>(*context);
+}
