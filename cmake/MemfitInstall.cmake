@@ -23,6 +23,7 @@ set(MEMFIT_EXPORTED_LIBRARIES
   MemfitSummary:Summary
   MemfitTraining:Training
   MemfitPrecision:Precision
+  MemfitQuantization:Quantization
   MemfitPipelines:Pipelines
   MemfitTargetCuda:TargetCuda
   MemfitJIT:JIT

@@ -44,6 +44,10 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "temporaries";
   case BufferCategory::WorkingCopy:
     return "working_copies";
+  case BufferCategory::StateCodes:
+    return "state_codes";
+  case BufferCategory::StateScales:
+    return "state_scales";
   }
   return "?";
 }
@@ -52,6 +56,9 @@ BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
   StringRef role = parameterRole(param);
   if (role == kRoleFrozen)
     return BufferCategory::FrozenParameter;
+  if (auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr))
+    return quantized.getValue() == "codes" ? BufferCategory::StateCodes
+                                           : BufferCategory::StateScales;
   if (role == kRoleOptimizerState || role == kRoleCounter)
     return BufferCategory::OptimizerState;
   if (role == kRoleGradientAccumulator)
@@ -341,6 +348,10 @@ private:
     auto kernel = dyn_cast<KernelOp>(op);
     if (!kernel)
       return false;
+    // Quantize and dequantize of one block size keep to each quantization
+    // block: a thread block reads a block's codes and absmax before the
+    // barrier of its absmax reduction and writes them after it.
+    std::optional<uint64_t> blockSize;
     for (Operation &inner : kernel.getBodyOps()) {
       auto opClass = dyn_cast<OpClassInterface>(&inner);
       if (!opClass)
@@ -348,6 +359,15 @@ private:
       OpClass c = opClass.getOpClass();
       bool splatExpand = isa<ExpandOp>(inner) &&
                          inner.getOperand(0).getDefiningOp<ConstantOp>();
+      if (c == OpClass::Quantization) {
+        uint64_t size = isa<QuantizeOp>(inner)
+                            ? cast<QuantizeOp>(inner).getBlockSize()
+                            : cast<DequantizeOp>(inner).getBlockSize();
+        if (blockSize && *blockSize != size)
+          return false;
+        blockSize = size;
+        continue;
+      }
       if (c != OpClass::ElementWise && c != OpClass::Constant && !splatExpand)
         return false;
     }

@@ -221,6 +221,8 @@ static const char *categoryColor(BufferCategory category) {
       "#8cd17d", // recomputed
       "#ff9da7", // temporaries
       "#9c755f", // working_copies
+      "#499894", // state_codes
+      "#86bcb6", // state_scales
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

@@ -1,4 +1,4 @@
-//===- Quantization.cpp - codes, code maps and blocks of quantized tensors -===//
+//===- Quantization.cpp - codes, maps and blocks of quantized tensors ----===//
 
 #include "memfit/Dialect/Quantization.h"
 
@@ -47,10 +47,11 @@ ArrayRef<float> mlir::memfit::quantCodeValues(QuantScheme scheme) {
   return {};
 }
 
-LogicalResult mlir::memfit::verifyQuantized(
-    function_ref<InFlightDiagnostic()> emitError, QuantScheme scheme,
-    int64_t blockSize, RankedTensorType value, RankedTensorType codes,
-    RankedTensorType absmax) {
+LogicalResult
+mlir::memfit::verifyQuantized(function_ref<InFlightDiagnostic()> emitError,
+                              QuantScheme scheme, int64_t blockSize,
+                              RankedTensorType value, RankedTensorType codes,
+                              RankedTensorType absmax) {
   if (blockSize < 1)
     return emitError() << "block_size must be positive, got " << blockSize;
   if (quantCodeBits(scheme) == 4 && blockSize % 2)
@@ -88,9 +89,8 @@ Thresholds makeThresholds(ArrayRef<float> values) {
   Thresholds t;
   for (unsigned i = 0; i < values.size(); ++i)
     t.sorted.push_back(static_cast<uint8_t>(i));
-  std::stable_sort(t.sorted.begin(), t.sorted.end(), [&](uint8_t a, uint8_t b) {
-    return values[a] < values[b];
-  });
+  std::stable_sort(t.sorted.begin(), t.sorted.end(),
+                   [&](uint8_t a, uint8_t b) { return values[a] < values[b]; });
   for (unsigned k = 0; k + 1 < t.sorted.size(); ++k)
     t.midpoints.push_back(0.5f *
                           (values[t.sorted[k]] + values[t.sorted[k + 1]]));

@@ -69,8 +69,12 @@ ParameterOp mlir::memfit::addTrainingState(SymbolTable &symbols,
   std::string unique = name.str();
   for (int n = 1; symbols.lookup(unique); ++n)
     unique = name.str() + "_" + std::to_string(n);
-  auto value = DenseElementsAttr::get(
-      type, builder.getFloatAttr(type.getElementType(), init));
+  Type element = type.getElementType();
+  Attribute fill = isa<FloatType>(element)
+                       ? Attribute(builder.getFloatAttr(element, init))
+                       : Attribute(builder.getIntegerAttr(
+                             element, static_cast<int64_t>(init)));
+  auto value = DenseElementsAttr::get(type, fill);
   auto state = ParameterOp::create(builder, after->getLoc(),
                                    builder.getStringAttr(unique), value);
   state->setAttr(kRoleAttr, builder.getStringAttr(role));

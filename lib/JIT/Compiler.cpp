@@ -41,7 +41,7 @@ pipelineOptions(const TrainOptions &train) {
   } kinds[] = {
       {loss.has_value(), "loss", train.loss, "output, cross-entropy or mse"},
       {optimizer.has_value(), "optimizer", train.optimizer,
-       "adamw, sgd or none"},
+       "adamw, adamw8bit, sgd or none"},
       {remat.has_value(), "remat policy", train.remat,
        "none, checkpoint-layers, auto or optimal"},
       {precision.has_value(), "precision", train.precision,
@@ -59,6 +59,14 @@ pipelineOptions(const TrainOptions &train) {
   options->lossScaleBackoff = train.lossScaleBackoff;
   options->lossScaleInterval = train.lossScaleInterval;
   options->optimizer = *optimizer;
+  if (train.optimizerStates != "fp32" && train.optimizerStates != "8bit")
+    return rt::invalidArgument("unknown optimizer-state storage '" +
+                               train.optimizerStates +
+                               "'; expected fp32 or 8bit");
+  options->optimizerStates = train.optimizerStates == "8bit"
+                                 ? StateStorage::Bits8
+                                 : StateStorage::Fp32;
+  options->keepFp32States = train.keepFp32States;
   options->remat = *remat;
   options->ignoreIndex = train.ignoreIndex;
   options->trainable = train.trainable;

@@ -33,6 +33,7 @@ constexpr KindName<LossKind> kLossNames[] = {
     {LossKind::Mse, "mse"}};
 constexpr KindName<OptimizerKind> kOptimizerNames[] = {
     {OptimizerKind::AdamW, "adamw"},
+    {OptimizerKind::AdamW8bit, "adamw8bit"},
     {OptimizerKind::Sgd, "sgd"},
     {OptimizerKind::None, "none"}};
 constexpr KindName<RematPolicy> kRematNames[] = {
@@ -100,11 +101,21 @@ mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
              : "none";
 }
 
+bool mlir::memfit::states8bit(const TrainPipelineOptions &options) {
+  return options.optimizer == OptimizerKind::AdamW8bit ||
+         options.optimizerStates == StateStorage::Bits8;
+}
+
 std::string
 mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.accumulate < 1)
     return "accumulate must be at least 1, got " +
            std::to_string(options.accumulate);
+  if (options.optimizer == OptimizerKind::None &&
+      options.optimizerStates != StateStorage::Fp32)
+    return "optimizer-states=8bit needs an optimizer";
+  if (!states8bit(options) && !options.keepFp32States.empty())
+    return "keep-fp32-states needs optimizer-states=8bit (or adamw8bit)";
   if (options.optimizer == OptimizerKind::None && options.accumulate != 1)
     return "accumulate needs an optimizer (optimizer=none returns the "
            "gradients of one micro-batch)";
@@ -131,8 +142,8 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
                              std::isspace((unsigned char)value->back()))))
       return std::string(name) + " '" + *value +
              "' must not contain quotes or begin or end with a space";
-  for (const auto *patterns :
-       {&options.trainable, &options.frozen, &options.keepFp32})
+  for (const auto *patterns : {&options.trainable, &options.frozen,
+                               &options.keepFp32, &options.keepFp32States})
     for (const std::string &pattern : *patterns)
       if (pattern.empty() ||
           pattern.find_first_of(" ,{}'\"") != std::string::npos)
@@ -232,6 +243,9 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   number("clip-norm", options.clipNorm, defaults.clipNorm);
   if (options.accumulate != defaults.accumulate)
     add("accumulate", std::to_string(options.accumulate));
+  if (options.optimizerStates != defaults.optimizerStates)
+    add("optimizer-states", "8bit");
+  list("keep-fp32-states", options.keepFp32States);
   if (options.remat != defaults.remat)
     add("remat", stringifyRematPolicy(options.remat).str());
   if (options.budget.getValue().bytes != 0)
@@ -276,7 +290,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
 
   if (options.optimizer != OptimizerKind::None) {
     MemfitOptimizerPassOptions optimizer;
-    optimizer.optimizer = stringifyOptimizerKind(options.optimizer).str();
+    optimizer.optimizer =
+        options.optimizer == OptimizerKind::Sgd ? "sgd" : "adamw";
     optimizer.beta1 = options.beta1;
     optimizer.beta2 = options.beta2;
     optimizer.eps = options.eps;
@@ -289,6 +304,13 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     optimizer.lossScaleBackoff = options.lossScaleBackoff;
     optimizer.lossScaleInterval = options.lossScaleInterval;
     pm.addPass(createMemfitOptimizerPass(optimizer));
+    if (states8bit(options)) {
+      MemfitQuantizePassOptions quantize;
+      quantize.optimizerStates = "8bit";
+      quantize.keepFp32States.assign(options.keepFp32States.begin(),
+                                     options.keepFp32States.end());
+      pm.addPass(createMemfitQuantizePass(quantize));
+    }
   }
 
   pm.addPass(createCanonicalizerPass());
@@ -321,7 +343,7 @@ void mlir::memfit::registerMemfitPipelines() {
         "What the C++ API (and memfit-run --train) runs between import and "
         "CUDA emission for a training step: canonicalize, cse, "
         "memfit-tie-parameters, memfit-mixed-precision, memfit-autodiff, "
-        "memfit-optimizer, "
+        "memfit-optimizer, memfit-quantize, "
         "canonicalize, cse, memfit-form-kernels, memfit-remat",
         [](OpPassManager &pm, StringRef text,
            function_ref<LogicalResult(const Twine &)> errorHandler) {

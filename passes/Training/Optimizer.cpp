@@ -172,6 +172,12 @@ struct MemfitOptimizerPass
       if (accumulate > 1)
         s.accumulator = addTrainingState(symbols, after, (name + ".grad").str(),
                                          type, kRoleGradientAccumulator);
+      auto owner = FlatSymbolRefAttr::get(t.param.getSymNameAttr());
+      for (ParameterOp state : {s.first, s.second})
+        if (state)
+          state->setAttr(kStateOfAttr, owner);
+      if (s.second)
+        s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));
     }
 
     // Where the update goes: the end of the function (k = 1) or a new

@@ -32,7 +32,7 @@ const std::vector<Group> &groups() {
        {"parameters", "parameter", "frozen_parameters", "constants",
         "constant"}},
       {"gradients", {"gradient_accumulators", "gradients"}},
-      {"optimizer states", {"optimizer_states"}},
+      {"optimizer states", {"optimizer_states", "state_codes", "state_scales"}},
       {"working copies", {"working_copies"}},
       {"saved activations", {"saved_activations"}},
       {"recomputed activations", {"recomputed"}},
@@ -150,7 +150,12 @@ std::string formatMemoryReport(const Manifest &m) {
         (categoryBytes(m, "gradient_accumulators", &hasGradients) +
          categoryBytes(m, "gradients", &hasGradients)) /
         p;
-    double states = categoryBytes(m, "optimizer_states", &hasStates) / p;
+    bool quantized = false;
+    double codes = categoryBytes(m, "state_codes", &quantized) / p;
+    double states = (categoryBytes(m, "optimizer_states", &hasStates) +
+                     categoryBytes(m, "state_codes", &hasStates) +
+                     categoryBytes(m, "state_scales", &hasStates)) /
+                    p;
     bool mixed = false;
     double copies = categoryBytes(m, "working_copies", &mixed) / p;
     char line[256];
@@ -167,8 +172,20 @@ std::string formatMemoryReport(const Manifest &m) {
                     "%.2f = %.2f bytes per trainable parameter",
                     weights, gradients, states, weights + gradients + states);
     table.text(line);
+    if (quantized) {
+      std::snprintf(line, sizeof(line),
+                    "  optimizer states: %.2f 8-bit codes + %.2f absmax + "
+                    "%.2f fp32 (small tensors, counters)",
+                    codes, categoryBytes(m, "state_scales", nullptr) / p,
+                    categoryBytes(m, "optimizer_states", nullptr) / p);
+      table.text(line);
+    }
     const char *rule = nullptr;
-    if (mixed && std::fabs(states - 8) < 0.5)
+    if (quantized)
+      rule = "AdamW with 8-bit states: 4 weights + 4 gradients + 2 states "
+             "(8-bit m and v, one fp32 absmax per 256) = 10 B/param, plus "
+             "activations";
+    else if (mixed && std::fabs(states - 8) < 0.5)
       rule = "mixed-precision AdamW: 4 master weights + 2 working copy + 4 "
              "gradients + 8 states = 18 B/param, plus activations";
     else if (std::fabs(states - 8) < 0.5)

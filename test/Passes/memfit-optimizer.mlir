@@ -24,8 +24,8 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // AdamW: moments next to their parameter, a step counter, nothing for the
 // frozen parameter. The function becomes train_step(x, lr) -> loss.
 // ADAMW: memfit.parameter @w =
-// ADAMW-NEXT: memfit.parameter @w.exp_avg = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "optimizer_state"}
-// ADAMW-NEXT: memfit.parameter @w.exp_avg_sq = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "optimizer_state"}
+// ADAMW-NEXT: memfit.parameter @w.exp_avg = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "optimizer_state", memfit.state_of = @w}
+// ADAMW-NEXT: memfit.parameter @w.exp_avg_sq = dense<0.000000e+00> : tensor<4xf32> {memfit.nonnegative, memfit.role = "optimizer_state", memfit.state_of = @w}
 // ADAMW-NEXT: memfit.parameter @step = dense<0.000000e+00> : tensor<f32> {memfit.role = "counter"}
 // ADAMW-NEXT: memfit.parameter @frozen
 // ADAMW-NOT: frozen.exp_avg
@@ -53,7 +53,7 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // ADAMW-NEXT: return %{{.*}} : tensor<f32>
 
 // SGD with Nesterov momentum and L2 weight decay: one buffer, the counter.
-// SGD: memfit.parameter @w.momentum_buffer = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "optimizer_state"}
+// SGD: memfit.parameter @w.momentum_buffer = dense<0.000000e+00> : tensor<4xf32> {memfit.role = "optimizer_state", memfit.state_of = @w}
 // SGD-NEXT: memfit.parameter @step
 // SGD-NOT: exp_avg
 // SGD-LABEL: func.func @train_step(

@@ -70,6 +70,20 @@
 // And memfit-run prints the same options.
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fp16 --loss-scale-init=1024 --loss-scale-interval=3 --keep-fp32='/h.1/*' --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFP16
 // PRINTFP16: '--memfit-train-pipeline=loss=cross-entropy precision=fp16 keep-fp32=/h.1/* loss-scale-init=1024 loss-scale-interval=3'
+// 8-bit optimizer states: adamw8bit is AdamW followed by memfit-quantize,
+// and memfit-run prints what it asked for.
+// RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw8bit keep-fp32-states=w0' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=EIGHTBIT
+// EIGHTBIT: memfit-optimizer{{.*}} optimizer=adamw
+// EIGHTBIT-NEXT: memfit-quantize{keep-fp32-states={w0} min-8bit-size=4096 optimizer-states=8bit state-block-size=256}
+// RUN: memfit-opt %s --memfit-train-pipeline='optimizer=sgd momentum=0.9 optimizer-states=8bit' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=SGD8BIT
+// SGD8BIT: memfit-optimizer{{.*}} optimizer=sgd
+// SGD8BIT-NEXT: memfit-quantize{ min-8bit-size=4096 optimizer-states=8bit state-block-size=256}
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --optimizer=adamw8bit --keep-fp32-states='wte.*' --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINT8BIT
+// PRINT8BIT: '--memfit-train-pipeline=loss=cross-entropy optimizer=adamw8bit keep-fp32-states=wte.*'
+// RUN: not memfit-opt %s --memfit-train-pipeline='keep-fp32-states=w0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEEPSTATES
+// KEEPSTATES: error: memfit-train-pipeline: keep-fp32-states needs optimizer-states=8bit (or adamw8bit)
+// RUN: not memfit-opt %s --memfit-train-pipeline='optimizer=none optimizer-states=8bit' -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATESNOOPT
+// STATESNOOPT: error: memfit-train-pipeline: optimizer-states=8bit needs an optimizer
 // RUN: not memfit-opt %s --memfit-train-pipeline='keep-fp32=/l0/*' -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEEPFP32
 // KEEPFP32: error: memfit-train-pipeline: keep-fp32 needs precision=bf16 or precision=fp16
 // RUN: not memfit-opt %s --memfit-train-pipeline='precision=fp16 optimizer=none loss-scale=dynamic' -o /dev/null 2>&1 | FileCheck %s --check-prefix=SCALENOOPT

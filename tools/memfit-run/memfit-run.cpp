@@ -207,7 +207,18 @@ static Opt<std::string> resumePath(
 
 static Opt<std::string> optimizer("optimizer", cl::init("adamw"),
                                   cl::cat(optimizerCategory),
-                                  cl::desc("adamw or sgd"));
+                                  cl::desc("adamw, adamw8bit (8-bit block-wise "
+                                           "states, as bitsandbytes') or sgd"));
+static Opt<std::string> optimizerStates(
+    "optimizer-states", cl::init("fp32"), cl::Hidden,
+    cl::cat(optimizerCategory),
+    cl::desc("fp32 or 8bit: how optimizer states are stored (SGD momentum "
+             "too; adamw8bit implies 8bit)"));
+static cl::list<std::string> keepFp32States(
+    "keep-fp32-states", cl::CommaSeparated, cl::Hidden,
+    cl::cat(optimizerCategory),
+    cl::desc("With 8-bit states: glob patterns of parameters whose states "
+             "stay fp32 (an embedding, say)"));
 static Opt<double> beta1("beta1", cl::cat(optimizerCategory),
                          cl::desc("AdamW beta1 (default 0.9)"));
 static Opt<double> beta2("beta2", cl::cat(optimizerCategory),
@@ -364,8 +375,11 @@ std::optional<std::string> checkFlags() {
           return "--" + option->ArgStr.str() + " needs --train or --gradients";
   }
   if (train) {
-    if (optimizer != "adamw" && optimizer != "sgd")
-      return "--optimizer=" + optimizer + ": expected adamw or sgd";
+    if (optimizer != "adamw" && optimizer != "adamw8bit" && optimizer != "sgd")
+      return "--optimizer=" + optimizer + ": expected adamw, adamw8bit or sgd";
+    if (optimizerStates != "fp32" && optimizerStates != "8bit")
+      return "--optimizer-states=" + optimizerStates +
+             ": expected fp32 or 8bit";
     if (steps < 0)
       return std::string("--steps must not be negative");
     if (accumulate < 1)
@@ -427,6 +441,8 @@ rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
   if (lossScaleInterval.getNumOccurrences())
     t.lossScaleInterval = lossScaleInterval;
   t.optimizer = gradients ? "none" : optimizer.getValue();
+  t.optimizerStates = optimizerStates;
+  t.keepFp32States.assign(keepFp32States.begin(), keepFp32States.end());
   // Optional values: the compiler's defaults unless given.
   std::pair<Opt<double> *, double *> doubles[] = {
       {&beta1, &t.beta1},       {&beta2, &t.beta2},

@@ -55,8 +55,12 @@ enum class BufferCategory {
   /// Mixed precision: a 16-bit copy of an fp32 parameter (a cast with
   /// reason "working-copy"), saved, recomputed or temporary.
   WorkingCopy,
+  /// memfit-quantize: the 8-bit codes of an optimizer state, and the
+  /// absmax of its blocks.
+  StateCodes,
+  StateScales,
 };
-constexpr unsigned kNumBufferCategories = 13;
+constexpr unsigned kNumBufferCategories = 15;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

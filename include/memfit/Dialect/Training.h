@@ -38,6 +38,16 @@ constexpr char kSavedAttr[] = "memfit.saved";
 /// scaling only).
 constexpr char kLossScaleAttr[] = "memfit.loss_scale";
 
+/// On an optimizer state: the parameter it belongs to (a symbol
+/// reference), so that later passes can select states by parameter name.
+constexpr char kStateOfAttr[] = "memfit.state_of";
+/// On an optimizer state that never holds a negative value (AdamW's
+/// exp_avg_sq): memfit-quantize gives it the unsigned dynamic map.
+constexpr char kNonNegativeAttr[] = "memfit.nonnegative";
+/// On the tensors of a quantized optimizer state (memfit-quantize):
+/// "codes" or "absmax".
+constexpr char kQuantizedAttr[] = "memfit.quantized";
+
 /// A zero-initialized (or `init`-filled) training state of `type` next to
 /// `after`, named `name` or, when `symbols` has that name already,
 /// `name_1`, `name_2`...; it joins `symbols`.

@@ -64,8 +64,14 @@ struct TrainOptions {
   std::string lossScale;
   double lossScaleInit = 65536.0, lossScaleGrowth = 2.0, lossScaleBackoff = 0.5;
   int64_t lossScaleInterval = 2000;
-  /// "adamw", "sgd" or "none" (gradients only, see above).
+  /// "adamw", "adamw8bit" (AdamW with 8-bit block-wise states, as
+  /// bitsandbytes' AdamW8bit), "sgd" or "none" (gradients only, see above).
   std::string optimizer = "adamw";
+  /// "fp32" or "8bit": how optimizer states are stored (memfit-quantize;
+  /// "adamw8bit" implies 8bit). States of fewer than 4096 values, and those
+  /// of parameters matching keepFp32States, stay fp32.
+  std::string optimizerStates = "fp32";
+  std::vector<std::string> keepFp32States;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
   double momentum = 0.0; // SGD
   bool nesterov = false; // SGD

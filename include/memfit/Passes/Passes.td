@@ -301,6 +301,46 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
   ];
 }
 
+def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
+  let summary = "Stores optimizer states in 8 bits, block-wise";
+  let description = [{
+    With `optimizer-states=8bit` (after `memfit-optimizer`), every
+    optimizer state of at least `min-8bit-size` elements is stored as
+    8-bit codes of the dynamic map of Dettmers et al. (bitsandbytes'
+    `create_dynamic_map`; the unsigned map for states marked
+    `memfit.nonnegative`, AdamW's `exp_avg_sq`) with one f32 absmax per
+    block of `state-block-size` values, as bitsandbytes' 8-bit optimizers
+    store them. The state `<s>` becomes two states, `<s>.codes`
+    (`tensor<Nxui8>`) and `<s>.absmax` (`tensor<Bxf32>`), both
+    zero-initialized with the state's role and `memfit.quantized`.
+
+    The update stays one kernel per parameter: the kernel that read the
+    state now reads its codes and absmax and dequantizes them at each
+    element (`memfit.dequantize`), and the value it wrote is quantized at
+    the kernel's end (`memfit.quantize`, a new absmax per block), so the
+    emitter runs it one thread block per quantization block. Smaller
+    states (bitsandbytes' `min_8bit_size`) and the states of parameters
+    matching a `keep-fp32-states` glob (an embedding, say) stay fp32.
+
+    ```
+    memfit-opt gpt.onnx --input-shape=input_ids=2x16 \
+      --memfit-autodiff=loss=cross-entropy --memfit-optimizer \
+      --memfit-quantize='optimizer-states=8bit keep-fp32-states=wte.*'
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"optimizerStates", "optimizer-states", "std::string",
+           /*default=*/"\"fp32\"", "fp32 (unchanged) or 8bit">,
+    Option<"stateBlockSize", "state-block-size", "int64_t",
+           /*default=*/"256", "Values per absmax of an 8-bit state">,
+    Option<"min8bitSize", "min-8bit-size", "int64_t", /*default=*/"4096",
+           "States with fewer elements stay fp32">,
+    ListOption<"keepFp32States", "keep-fp32-states", "std::string",
+               "Glob patterns of parameter names whose states stay fp32">,
+  ];
+}
+
 //===----------------------------------------------------------------------===//
 // Rematerialization
 //===----------------------------------------------------------------------===//

@@ -37,9 +37,10 @@ class OpPassManager;
 namespace mlir::memfit {
 
 enum class LossKind { Output, CrossEntropy, Mse };
-enum class OptimizerKind { AdamW, Sgd, None };
+enum class OptimizerKind { AdamW, AdamW8bit, Sgd, None };
 enum class RematPolicy { None, CheckpointLayers, Auto, Optimal };
 enum class PrecisionKind { Fp32, Bf16, Fp16 };
+enum class StateStorage { Fp32, Bits8 };
 
 /// The names the options, the passes and the C++ API use ("cross-entropy",
 /// "adamw", "checkpoint-layers", ...), and back.
@@ -125,6 +126,9 @@ struct TrainPipelineOptions
       llvm::cl::init(OptimizerKind::AdamW),
       llvm::cl::values(
           clEnumValN(OptimizerKind::AdamW, "adamw", "AdamW (PyTorch's)"),
+          clEnumValN(OptimizerKind::AdamW8bit, "adamw8bit",
+                     "AdamW with 8-bit block-wise states (bitsandbytes' "
+                     "AdamW8bit): adamw with optimizer-states=8bit"),
           clEnumValN(OptimizerKind::Sgd, "sgd",
                      "SGD with optional (Nesterov) momentum"),
           clEnumValN(OptimizerKind::None, "none",
@@ -151,6 +155,21 @@ struct TrainPipelineOptions
   Option<int64_t> accumulate{
       *this, "accumulate", llvm::cl::desc("Micro-batches per optimizer step"),
       llvm::cl::init(1)};
+
+  // Quantization (memfit-quantize).
+  Option<StateStorage> optimizerStates{
+      *this, "optimizer-states",
+      llvm::cl::desc("How optimizer states are stored (adamw8bit: 8bit)"),
+      llvm::cl::init(StateStorage::Fp32),
+      llvm::cl::values(
+          clEnumValN(StateStorage::Fp32, "fp32", "fp32"),
+          clEnumValN(StateStorage::Bits8, "8bit",
+                     "8-bit block-wise dynamic codes, one absmax per 256 "
+                     "values, for states of at least 4096 elements"))};
+  ListOption<std::string> keepFp32States{
+      *this, "keep-fp32-states",
+      llvm::cl::desc("Glob patterns of parameters whose optimizer states stay "
+                     "fp32 under optimizer-states=8bit")};
 
   // Rematerialization (memfit-remat).
   Option<RematPolicy> remat{
@@ -191,6 +210,10 @@ struct TrainPipelineOptions
       llvm::cl::desc("Write the memory timeline's data as CSV"),
       llvm::cl::init("")};
 };
+
+/// Whether optimizer states are stored in 8 bits (optimizer=adamw8bit or
+/// optimizer-states=8bit).
+bool states8bit(const TrainPipelineOptions &options);
 
 /// The loss scaling the options ask for: "none", "dynamic" or a number
 /// (an empty loss-scale resolves to dynamic for fp16 with an optimizer).

@@ -435,7 +435,8 @@ void ExecutableBuilder::addMemoryReport() {
   for (BufferCategory category :
        {BufferCategory::Parameter, BufferCategory::FrozenParameter,
         BufferCategory::Constant, BufferCategory::GradientAccumulator,
-        BufferCategory::OptimizerState}) {
+        BufferCategory::OptimizerState, BufferCategory::StateCodes,
+        BufferCategory::StateScales}) {
     int64_t bytes = modulePlan.weightsByCategory[unsigned(category)];
     if (bytes || always(category))
       manifest.memory.push_back({stringifyBufferCategory(category).str(),

@@ -426,9 +426,8 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
 
   SmallVector<QuantizeOp> quantizes(kernel.getBody().getOps<QuantizeOp>());
   if (*anchor && !quantizes.empty())
-    return error(quantizes.front())
-               << "a quantize cannot share a kernel with '"
-               << (*anchor)->getName() << "'",
+    return error(quantizes.front()) << "a quantize cannot share a kernel with '"
+                                    << (*anchor)->getName() << "'",
            failure();
   LogicalResult result =
       *anchor ? cast<KernelEmitterOpInterface>(*anchor).emitTemplate(*this)
@@ -590,12 +589,14 @@ LogicalResult KernelWriter::emitPointwise() {
 // KernelWriter: pointwise kernels that end in quantize ops
 //===----------------------------------------------------------------------===//
 
-LogicalResult KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
+LogicalResult
+KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
   QuantizeOp first = quantizes.front();
   domainShape = shapeOf(first.getInput());
   int64_t blockSize = static_cast<int64_t>(first.getBlockSize());
   for (QuantizeOp q : quantizes)
-    if (shapeOf(q.getInput()) != domainShape || static_cast<int64_t>(q.getBlockSize()) != blockSize)
+    if (shapeOf(q.getInput()) != domainShape ||
+        static_cast<int64_t>(q.getBlockSize()) != blockSize)
       return error(q) << "the quantize ops of one kernel need one input shape "
                          "and one block size",
              failure();
@@ -616,10 +617,10 @@ LogicalResult KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes)
     outOf.try_emplace(value, i);
     if (!value.getDefiningOp<QuantizeOp>()) {
       if (shapeOf(value) != domainShape)
-        return error(kernel) << "a result of shape "
-                             << shapeToString(shapeOf(value))
-                             << " beside quantized values of shape "
-                             << shapeToString(domainShape),
+        return error(kernel)
+                   << "a result of shape " << shapeToString(shapeOf(value))
+                   << " beside quantized values of shape "
+                   << shapeToString(domainShape),
                failure();
       pointwise.push_back({value, i});
     }
@@ -671,9 +672,9 @@ LogicalResult KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes)
     unsigned codesOut = outOf.lookup(q.getCodes());
     unsigned absmaxOut = outOf.lookup(q.getAbsmax());
     os << "  a" << k << " = memfit_block_max(a" << k << ", scratch);\n";
-    std::string code = quantEncodeExpr(q.getScheme(),
-                                       "q" + std::to_string(k) + "[e]",
-                                       "a" + std::to_string(k));
+    std::string code =
+        quantEncodeExpr(q.getScheme(), "q" + std::to_string(k) + "[e]",
+                        "a" + std::to_string(k));
     if (quantCodeBits(q.getScheme()) == 8) {
       os << loop << "    out" << codesOut << "[idx] = " << code << ";\n  }\n";
     } else {

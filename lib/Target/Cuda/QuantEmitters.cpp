@@ -110,8 +110,8 @@ using Expr = FailureOr<std::string>;
 Expr emitDequantize(DequantizeOp op, KernelWriter &w) {
   QuantScheme scheme = op.getScheme();
   int64_t blockSize = op.getBlockSize();
-  Expr absmax = w.load(op.getAbsmax(),
-                       llvm::formatv("idx / {0}LL", blockSize).str(), op);
+  Expr absmax =
+      w.load(op.getAbsmax(), llvm::formatv("idx / {0}LL", blockSize).str(), op);
   bool nibbles = quantCodeBits(scheme) == 4;
   Expr code = w.load(op.getCodes(), nibbles ? "idx >> 1" : "idx", op);
   if (failed(absmax) || failed(code))
@@ -128,8 +128,7 @@ Expr emitDequantize(DequantizeOp op, KernelWriter &w) {
   return "(" + value + " * " + *absmax + ")";
 }
 
-struct DequantizeModel
-    : ScalarEmitterModel<DequantizeModel, DequantizeOp> {
+struct DequantizeModel : ScalarEmitterModel<DequantizeModel, DequantizeOp> {
   EmitStyle getEmitStyle(Operation *) const { return EmitStyle::IndexMapping; }
   FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
                                     ArrayRef<std::string>) const {

@@ -37,6 +37,14 @@
       memfit fp32 vs PyTorch fp32. Writes WORKDIR/<fixture>.<bf16|fp32>.csv
       (scripts/plot_loss_curves.py).
 
+  check_training.py adamw8bit-curve MEMFIT_RUN MODELS WORKDIR [STEPS] [FIXTURE...]
+      Trains the same fixtures with --optimizer=adamw8bit (8-bit block-wise
+      states for tensors of at least 4096 values) and compares the final
+      loss with PyTorch's fp32 AdamW: within 2%. Prints the final losses,
+      the largest per-step relative difference, and how many states (and
+      values) were stored in 8 bits (from the final checkpoint; at least
+      one per fixture) and how many values stayed in fp32 states.
+
 Each prints PASS/FAIL lines with the measured differences.
 """
 
@@ -90,7 +98,7 @@ def read_checkpoint(path):
     header = json.loads(data[start:start + int(size)])
     blob = data[start + int(size):]
     dtypes = {"f32": np.float32, "f64": np.float64, "i64": np.int64,
-              "i32": np.int32}
+              "i32": np.int32, "i8": np.int8, "u8": np.uint8}
     out = {}
     for v in header["variables"]:
         raw = blob[v["offset"]:v["offset"] + v["bytes"]]
@@ -254,35 +262,52 @@ BF16_TOLERANCE = 1e-2
 FP32_TOLERANCE = 1e-3
 
 
-def bf16_curve(memfit_run, models, workdir, steps=None, *names):
-    refs = os.path.join(models, "train_refs_bf16.json")
-    fixtures = json.load(open(refs))["fixtures"]
+def fixture_args(memfit_run, models, workdir, name, ref, steps):
+    """memfit-run's arguments for one fixture of train_refs_bf16.json: its
+    model, loss, shapes, data (the corpus, or the arrays of its .npz saved
+    as .npy under `workdir` for --data) and AdamW settings."""
+    opt = ref["optimizer"]
+    args = [memfit_run, os.path.join(models, ref["onnx_file"]), "--train",
+            "--device=host", "--quiet", f"--loss={ref['loss']}",
+            f"--input-shape={ref['input_shape']}", f"--steps={steps}",
+            f"--accumulate={ref['accum']}", f"--lr={opt['lr']}",
+            f"--beta1={opt['beta1']}", f"--beta2={opt['beta2']}",
+            f"--eps={opt['eps']}", f"--weight-decay={opt['weight_decay']}"]
+    args += [f"--frozen={f}" for f in ref["frozen"]]
+    if "corpus_file" in ref:
+        args.append(f"--corpus={os.path.join(models, ref['corpus_file'])}")
+    else:
+        data = np.load(os.path.join(models, ref["data_file"]))
+        for key in data.files:
+            path = os.path.join(workdir, f"{name}.{key}.npy")
+            np.save(path, data[key])
+            args.append(f"--data={key}={path}")
+    return args
+
+
+def fixture_refs(models, names, steps, check):
+    """(fixtures, names, steps) of train_refs_bf16.json, or None after
+    printing what is unknown."""
+    fixtures = json.load(open(os.path.join(models, "train_refs_bf16.json")))["fixtures"]
     unknown = [n for n in names if n not in fixtures]
     if unknown:
-        print(f"FAIL bf16-curve: no reference for {unknown}")
-        return 1
+        print(f"FAIL {check}: no reference for {unknown}")
+        return None
     names = names or list(fixtures)
     steps = int(steps or min(fixtures[n]["settings"]["steps"] for n in names))
+    return fixtures, names, steps
+
+
+def bf16_curve(memfit_run, models, workdir, steps=None, *names):
+    found = fixture_refs(models, names, steps, "bf16-curve")
+    if not found:
+        return 1
+    fixtures, names, steps = found
     jobs = []
     for name in names:
-        ref = fixtures[name]["settings"]
-        opt = ref["optimizer"]
-        args = [memfit_run, os.path.join(models, ref["onnx_file"]), "--train",
-                "--device=host", "--quiet", f"--loss={ref['loss']}",
-                f"--input-shape={ref['input_shape']}", f"--steps={steps}",
-                f"--accumulate={ref['accum']}", "--optimizer=adamw",
-                f"--lr={opt['lr']}", f"--beta1={opt['beta1']}",
-                f"--beta2={opt['beta2']}", f"--eps={opt['eps']}",
-                f"--weight-decay={opt['weight_decay']}"]
-        args += [f"--frozen={f}" for f in ref["frozen"]]
-        if "corpus_file" in ref:
-            args.append(f"--corpus={os.path.join(models, ref['corpus_file'])}")
-        else:
-            data = np.load(os.path.join(models, ref["data_file"]))
-            for key in data.files:
-                path = os.path.join(workdir, f"{name}.{key}.npy")
-                np.save(path, data[key])
-                args.append(f"--data={key}={path}")
+        args = fixture_args(memfit_run, models, workdir, name,
+                            fixtures[name]["settings"], steps)
+        args.append("--optimizer=adamw")
         for precision in ("bf16", "fp32"):
             losses = os.path.join(workdir, f"{name}.{precision}.csv")
             jobs.append(args + [f"--precision={precision}",
@@ -317,8 +342,51 @@ def bf16_curve(memfit_run, models, workdir, steps=None, *names):
     return report("bf16-curve", failures)
 
 
+ADAMW8BIT_TOLERANCE = 2e-2
+
+
+def adamw8bit_curve(memfit_run, models, workdir, steps=None, *names):
+    found = fixture_refs(models, names, steps, "adamw8bit-curve")
+    if not found:
+        return 1
+    fixtures, names, steps = found
+    jobs = []
+    for name in names:
+        args = fixture_args(memfit_run, models, workdir, name,
+                            fixtures[name]["settings"], steps)
+        jobs.append(args + ["--optimizer=adamw8bit",
+                            f"--losses={os.path.join(workdir, name + '.csv')}",
+                            f"--checkpoint={os.path.join(workdir, name + '.ckpt')}"])
+    run_pinned(jobs)
+
+    failures = []
+    for name in names:
+        got = read_losses(os.path.join(workdir, f"{name}.csv"))
+        torch32 = fixtures[name]["losses_fp32"][:steps]
+        state = read_checkpoint(os.path.join(workdir, f"{name}.ckpt"))
+        codes = [k for k in state if k.endswith(".codes")]
+        eight = sum(state[k].size for k in codes)
+        fp32 = sum(v.size for k, v in state.items()
+                   if k.endswith((".exp_avg", ".exp_avg_sq")))
+        final = abs(got[steps] - torch32[-1]) / abs(torch32[-1])
+        rel, rel_step = max_rel_diff(got, torch32)
+        print(f"{name}: final loss adamw8bit {got[steps]:.6f}, torch fp32 AdamW "
+              f"{torch32[-1]:.6f}, rel diff {final:.2e} (tolerance "
+              f"{ADAMW8BIT_TOLERANCE:.0e}); largest per-step rel diff {rel:.2e} "
+              f"(step {rel_step}); {len(codes)} 8-bit states ({eight} values), "
+              f"{fp32} values in fp32 states")
+        if final > ADAMW8BIT_TOLERANCE:
+            failures.append(f"{name}: final loss {final:.2e} from fp32 AdamW's")
+        if not codes:
+            failures.append(f"{name}: no state was stored in 8 bits")
+        if got[steps] >= got[1]:
+            failures.append(f"{name}: the loss did not fall")
+    return report("adamw8bit-curve", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
     sys.exit({"curve": curve, "accumulate": accumulate, "resume": resume,
-              "bf16-curve": bf16_curve}[mode](*rest))
+              "bf16-curve": bf16_curve,
+              "adamw8bit-curve": adamw8bit_curve}[mode](*rest))
