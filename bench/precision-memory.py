@@ -44,9 +44,9 @@ PRECISIONS = ["fp32", "bf16", "fp16"]
 ROW = re.compile(r"^  (\S.*?)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$")
 
 
-def report(model, shape, precision, remat):
+def report(model, shape, precision, remat, optimizer="adamw"):
     args = [RUN, os.path.join(ROOT, model), "--input-shape=" + shape,
-            "--train", "--loss=cross-entropy", "--optimizer=adamw",
+            "--train", "--loss=cross-entropy", "--optimizer=" + optimizer,
             "--compile-only", "--memory-report", "--quiet",
             "--precision=" + precision, "--remat=" + remat]
     start = time.time()

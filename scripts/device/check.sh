@@ -4,7 +4,9 @@
 #   1. the CUDA probe and one fixture on --device=cuda;
 #   2. a GPT-2-small-sized training step on the GPU, fp32 and bf16, with
 #      PyTorch's eager step on the same GPU for scale;
-#   3. the whole lit suite with every memfit-run call on the GPU (the tests
+#   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
+#      against bitsandbytes' references, and the step with 8-bit states;
+#   4. the whole lit suite with every memfit-run call on the GPU (the tests
 #      pin --device=host; a wrapper turns that into --device=cuda).
 # Logs go to $OUT (the device tool brings them back).
 set -uo pipefail
@@ -41,7 +43,7 @@ echo "fixture gpt on cuda: rc $?" | tee -a "$OUT/probe.txt"
 bench() {
   local name=$1; shift
   timeout 150 build/bin/memfit-run build/bench/gpt2-small.onnx --train \
-    --loss=cross-entropy --optimizer=adamw --device=cuda --memory-report "$@" \
+    --loss=cross-entropy --device=cuda --memory-report "$@" \
     > "$OUT/bench-$name.txt" 2>&1
   echo "bench $name: rc $?" >> "$OUT/probe.txt"
 }
@@ -52,6 +54,20 @@ bench fp32-4x512 --input-shape=input_ids=4x512 --steps=12
 bench bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
 timeout 120 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
 }
+
+# Quantization: codes and 8-bit AdamW against bitsandbytes on the GPU, and
+# the training step with 8-bit states beside fp32 AdamW's.
+if [ -n "${QUANT_CHECKS:-}" ]; then
+  timeout 120 "$py" -m memfit_test.quant_codes --memfit-run build/bin/memfit-run \
+    --refs test/models/quant_refs.npz --workdir /tmp/qc --device=cuda > "$OUT/quant-codes-cuda.txt" 2>&1
+  echo "quant codes on cuda: rc $?" | tee -a "$OUT/probe.txt"
+  timeout 120 "$py" -m memfit_test.check_adamw8bit --memfit-run build/bin/memfit-run \
+    --refs test/models/quant_refs.npz --workdir /tmp/a8 --device=cuda > "$OUT/adamw8bit-cuda.txt" 2>&1
+  echo "adamw8bit on cuda: rc $?" | tee -a "$OUT/probe.txt"
+  [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  bench adamw-4x512 --input-shape=input_ids=4x512 --steps=12
+  bench adamw8bit-4x512 --input-shape=input_ids=4x512 --steps=12 --optimizer=adamw8bit
+fi
 
 # The suite, every memfit-run on the GPU.
 mv build/bin/memfit-run build/bin/memfit-run.real

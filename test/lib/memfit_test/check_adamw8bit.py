@@ -27,11 +27,12 @@ after each of those steps. Compared:
              relative difference says nothing there).
 
 The two sides differ by float rounding only (memfit's kernels evaluate
-AdamW's formula in their own order; PyTorch's CPU sqrt is not correctly
-rounded), so codes may differ where a value sits at a bin edge. Bounds:
-codes >= 99% equal at every step, parameters within 1e-6 (bitsandbytes'
-own 8-bit vs fp32 gap is ~1e-3), absmax and fp32 states within 1e-5
-relative.
+AdamW's formula in their own order, NVRTC contracts multiply-adds into
+FMAs on the GPU, PyTorch's CPU sqrt is not correctly rounded), so codes may
+differ where a value sits at a bin edge. Bounds: codes >= 99% equal at
+every step, parameters within 1e-5 (measured: 6.6e-7 on the host backend,
+4.4e-6 on an H200 at step 100; bitsandbytes' own 8-bit vs fp32 gap is
+8.6e-4), absmax and fp32 states within 1e-5 relative.
 """
 import argparse
 import os
@@ -155,7 +156,7 @@ def main():
             gap = float(np.abs(r[pre + "big_p"] - r[f"adam_torch_s{step}_big_p"]).max())
             moved = float(np.abs(r[pre + "big_p"] - r["adam_p_big_init"]).max())
             line += f" (bitsandbytes 8-bit vs fp32: {gap:.1e}; moved {moved:.1e})"
-        ok = (min(codes) >= 0.99 and d_big <= 1e-6 and d_small <= 1e-6 and
+        ok = (min(codes) >= 0.99 and d_big <= 1e-5 and d_small <= 1e-5 and
               absmax <= 1e-5 and fp32 <= 1e-5)
         print(("PASS " if ok else "FAIL ") + line)
         failed |= not ok
