@@ -42,11 +42,16 @@ MODELS = {
 PRECISIONS = ["fp32", "bf16", "fp16"]
 # Report rows (indent 2: groups), in the report's order.
 ROW = re.compile(r"^  (\S.*?)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$")
+SUBROW = re.compile(r"^ {2,}(\S.*?)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$")
 
 
-def report(model, shape, precision, remat, optimizer="adamw"):
+def report(model, shape, precision, remat, optimizer="adamw", extra=(),
+           subrows=False):
+    """The report's rows {name: (bytes, B/param)}: the groups, and with
+    `subrows` the rows under them whose names no group has."""
     args = [RUN, os.path.join(ROOT, model), "--input-shape=" + shape,
             "--train", "--loss=cross-entropy", "--optimizer=" + optimizer,
+            *extra,
             "--compile-only", "--memory-report", "--quiet",
             "--precision=" + precision, "--remat=" + remat]
     start = time.time()
@@ -55,10 +60,10 @@ def report(model, shape, precision, remat, optimizer="adamw"):
         sys.exit(f"{' '.join(args)}\n{done.stdout}{done.stderr}")
     rows = {}
     for line in done.stdout.splitlines():
-        m = ROW.match(line)
+        m = (SUBROW if subrows else ROW).match(line)
         if m:
-            rows[m.group(1)] = (int(m.group(2).replace(",", "")),
-                                float(m.group(4)))
+            rows.setdefault(m.group(1), (int(m.group(2).replace(",", "")),
+                                         float(m.group(4))))
     params = re.search(r"([\d,]+) trainable parameters", done.stdout)
     return {"rows": rows, "params": int(params.group(1).replace(",", "")),
             "seconds": time.time() - start}

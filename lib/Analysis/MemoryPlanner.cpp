@@ -56,10 +56,13 @@ BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
   StringRef role = parameterRole(param);
   if (role == kRoleFrozen)
     return BufferCategory::FrozenParameter;
-  if (auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr))
-    return quantized.getValue() == "codes" ? BufferCategory::StateCodes
-                                           : BufferCategory::StateScales;
-  if (role == kRoleOptimizerState || role == kRoleCounter)
+  if (role == kRoleOptimizerState) {
+    if (auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr))
+      return quantized.getValue() == "codes" ? BufferCategory::StateCodes
+                                             : BufferCategory::StateScales;
+    return BufferCategory::OptimizerState;
+  }
+  if (role == kRoleCounter)
     return BufferCategory::OptimizerState;
   if (role == kRoleGradientAccumulator)
     return BufferCategory::GradientAccumulator;

@@ -67,6 +67,21 @@ pipelineOptions(const TrainOptions &train) {
                                  ? StateStorage::Bits8
                                  : StateStorage::Fp32;
   options->keepFp32States = train.keepFp32States;
+  const std::pair<const char *, WeightStorage> storages[] = {
+      {"none", WeightStorage::None},
+      {"nf4", WeightStorage::NF4},
+      {"fp4", WeightStorage::FP4},
+      {"int8", WeightStorage::Int8}};
+  auto storage = llvm::find_if(storages, [&](const auto &entry) {
+    return train.quantizeWeights == entry.first;
+  });
+  if (storage == std::end(storages))
+    return rt::invalidArgument("unknown weight quantization '" +
+                               train.quantizeWeights +
+                               "'; expected none, nf4, fp4 or int8");
+  options->quantizeWeights = storage->second;
+  options->weightBlockSize = train.weightBlockSize;
+  options->doubleQuant = train.doubleQuant;
   options->remat = *remat;
   options->ignoreIndex = train.ignoreIndex;
   options->trainable = train.trainable;

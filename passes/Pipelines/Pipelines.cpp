@@ -101,6 +101,20 @@ mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
              : "none";
 }
 
+StringRef mlir::memfit::stringifyWeightStorage(WeightStorage storage) {
+  switch (storage) {
+  case WeightStorage::None:
+    return "none";
+  case WeightStorage::NF4:
+    return "nf4";
+  case WeightStorage::FP4:
+    return "fp4";
+  case WeightStorage::Int8:
+    return "int8";
+  }
+  return "none";
+}
+
 bool mlir::memfit::states8bit(const TrainPipelineOptions &options) {
   return options.optimizer == OptimizerKind::AdamW8bit ||
          options.optimizerStates == StateStorage::Bits8;
@@ -114,6 +128,12 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.optimizer == OptimizerKind::None &&
       options.optimizerStates != StateStorage::Fp32)
     return "optimizer-states=8bit needs an optimizer";
+  if (options.weightBlockSize < 2 || options.weightBlockSize % 2)
+    return "weight-block-size must be even and at least 2, got " +
+           std::to_string(options.weightBlockSize);
+  if (options.doubleQuant && options.quantizeWeights != WeightStorage::NF4 &&
+      options.quantizeWeights != WeightStorage::FP4)
+    return "double-quant needs quantize-weights=nf4 or fp4";
   if (!states8bit(options) && !options.keepFp32States.empty())
     return "keep-fp32-states needs optimizer-states=8bit (or adamw8bit)";
   if (options.optimizer == OptimizerKind::None && options.accumulate != 1)
@@ -246,6 +266,13 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.optimizerStates != defaults.optimizerStates)
     add("optimizer-states", "8bit");
   list("keep-fp32-states", options.keepFp32States);
+  if (options.quantizeWeights != defaults.quantizeWeights)
+    add("quantize-weights",
+        stringifyWeightStorage(options.quantizeWeights).str());
+  if (options.weightBlockSize != defaults.weightBlockSize)
+    add("weight-block-size", std::to_string(options.weightBlockSize));
+  if (options.doubleQuant)
+    add("double-quant", "true");
   if (options.remat != defaults.remat)
     add("remat", stringifyRematPolicy(options.remat).str());
   if (options.budget.getValue().bytes != 0)
@@ -304,17 +331,23 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     optimizer.lossScaleBackoff = options.lossScaleBackoff;
     optimizer.lossScaleInterval = options.lossScaleInterval;
     pm.addPass(createMemfitOptimizerPass(optimizer));
-    if (states8bit(options)) {
-      MemfitQuantizePassOptions quantize;
-      quantize.optimizerStates = "8bit";
-      quantize.keepFp32States.assign(options.keepFp32States.begin(),
-                                     options.keepFp32States.end());
-      pm.addPass(createMemfitQuantizePass(quantize));
-    }
   }
 
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // After cse, which would merge the weights' dequantizations back into one
+  // read that lives from the first use to the last.
+  if (states8bit(options) || options.quantizeWeights != WeightStorage::None) {
+    MemfitQuantizePassOptions quantize;
+    if (states8bit(options))
+      quantize.optimizerStates = "8bit";
+    quantize.keepFp32States.assign(options.keepFp32States.begin(),
+                                   options.keepFp32States.end());
+    quantize.weights = stringifyWeightStorage(options.quantizeWeights).str();
+    quantize.weightBlockSize = options.weightBlockSize;
+    quantize.doubleQuant = options.doubleQuant;
+    pm.addPass(createMemfitQuantizePass(quantize));
+  }
   pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
 
   MemfitRematPassOptions remat;
@@ -343,8 +376,8 @@ void mlir::memfit::registerMemfitPipelines() {
         "What the C++ API (and memfit-run --train) runs between import and "
         "CUDA emission for a training step: canonicalize, cse, "
         "memfit-tie-parameters, memfit-mixed-precision, memfit-autodiff, "
-        "memfit-optimizer, memfit-quantize, "
-        "canonicalize, cse, memfit-form-kernels, memfit-remat",
+        "memfit-optimizer, canonicalize, cse, memfit-quantize, "
+        "memfit-form-kernels, memfit-remat",
         [](OpPassManager &pm, StringRef text,
            function_ref<LogicalResult(const Twine &)> errorHandler) {
           TrainPipelineOptions options;

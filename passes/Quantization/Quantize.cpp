@@ -1,9 +1,11 @@
-//===- Quantize.cpp - 8-bit block-wise optimizer states --------------------===//
+//===- Quantize.cpp - quantized weights and 8-bit optimizer states ---------===//
 //
-// memfit-quantize optimizer-states=8bit: each large enough optimizer state
-// becomes codes and per-block absmax states, and the update kernel that
-// reads and writes it dequantizes at its start and quantizes at its end
-// (see the pass description in Passes.td).
+// memfit-quantize weights=nf4|fp4|int8: frozen contraction weights are
+// quantized at compile time and dequantized just before each use.
+// optimizer-states=8bit: each large enough optimizer state becomes codes
+// and per-block absmax states, and the update kernel that reads and writes
+// it dequantizes at its start and quantizes at its end (see the pass
+// description in Passes.td).
 //
 //===----------------------------------------------------------------------===//
 
@@ -16,7 +18,11 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
+
+#include <cmath>
+#include <cstring>
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITQUANTIZEPASS
@@ -27,6 +33,79 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 namespace {
+
+/// The float values of an f32 parameter, or nothing for storage this pass
+/// does not read.
+std::optional<SmallVector<float>> floatValues(ParameterOp param) {
+  if (!param.getType().getElementType().isF32())
+    return std::nullopt;
+  Attribute value = param.getValue();
+  int64_t n = param.getType().getNumElements();
+  SmallVector<float> out(n);
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob || blob->getData().size() != size_t(n) * sizeof(float))
+      return std::nullopt;
+    std::memcpy(out.data(), blob->getData().data(), n * sizeof(float));
+    return out;
+  }
+  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
+    llvm::copy(dense.getValues<float>(), out.begin());
+    return out;
+  }
+  return std::nullopt;
+}
+
+/// Elements of `type` holding `bytes`: inline up to 64 elements, else a
+/// resource blob named `name`.
+ElementsAttr elements(RankedTensorType type, ArrayRef<char> bytes,
+                      StringRef name) {
+  if (type.getNumElements() <= 64)
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, bytes));
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t));
+  return DenseResourceElementsAttr::get(type, name, std::move(blob));
+}
+
+template <typename T> ArrayRef<char> asBytes(ArrayRef<T> values) {
+  return ArrayRef<char>(reinterpret_cast<const char *>(values.data()),
+                        values.size() * sizeof(T));
+}
+
+/// Whether every use of `value` is a contraction's operand, directly or
+/// through transposes and casts (a working copy, the tied head).
+bool feedsContractionsOnly(Value value) {
+  for (Operation *user : value.getUsers()) {
+    if (isa<MatMulOp, GemmOp>(user))
+      continue;
+    if (isa<TransposeOp, CastOp>(user) &&
+        feedsContractionsOnly(user->getResult(0)))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+/// Block-wise absmax and codes of `values` (codes packed two per byte,
+/// the first in the high nibble, for 4-bit schemes).
+void quantizeValues(ArrayRef<float> values, QuantScheme scheme,
+                    int64_t blockSize, SmallVector<float> &absmax,
+                    SmallVector<uint8_t> &codes) {
+  int64_t n = values.size();
+  absmax.assign(quantBlockCount(n, blockSize), 0.0f);
+  for (int64_t i = 0; i < n; ++i)
+    absmax[i / blockSize] =
+        std::max(absmax[i / blockSize], std::fabs(values[i]));
+  codes.assign(quantCodeBytes(scheme, n), 0);
+  bool nibbles = quantCodeBits(scheme) == 4;
+  for (int64_t i = 0; i < n; ++i) {
+    uint8_t code = quantEncode(scheme, values[i], absmax[i / blockSize]);
+    if (!nibbles)
+      codes[i] = code;
+    else
+      codes[i / 2] |= (i % 2 ? code : code << 4);
+  }
+}
 
 /// A state to quantize and what replaces it.
 struct QuantizedState {
@@ -50,13 +129,32 @@ struct MemfitQuantizePass
              << optimizerStates << "'";
     if (stateBlockSize < 1)
       return module.emitError("state-block-size must be positive, got ")
-             << stateBlockSize;
+             << static_cast<int64_t>(stateBlockSize);
     if (min8bitSize < 0)
       return module.emitError("min-8bit-size must not be negative");
     GlobList keep;
     std::string error;
     if (!keep.parse(keepFp32States, "keep-fp32-states", error))
       return module.emitError(error);
+    std::optional<QuantScheme> weightScheme;
+    if (weights == "nf4")
+      weightScheme = QuantScheme::NF4;
+    else if (weights == "fp4")
+      weightScheme = QuantScheme::FP4;
+    else if (weights == "int8")
+      weightScheme = QuantScheme::Linear;
+    else if (weights != "none")
+      return module.emitError("weights must be none, nf4, fp4 or int8, got '")
+             << weights << "'";
+    if (weightScheme && (weightBlockSize < 2 || weightBlockSize % 2))
+      return module.emitError("weight-block-size must be even and at least 2, "
+                              "got ")
+             << static_cast<int64_t>(weightBlockSize);
+    if (doubleQuant && weightScheme != QuantScheme::NF4 &&
+        weightScheme != QuantScheme::FP4)
+      return module.emitError("double-quant needs weights=nf4 or weights=fp4");
+    if (weightScheme && failed(quantizeWeights(module, *weightScheme)))
+      return failure();
     if (optimizerStates == "fp32")
       return success();
 
@@ -86,6 +184,134 @@ struct MemfitQuantizePass
     for (QuantizedState &q : chosen)
       if (failed(quantizeState(module, symbols, q)))
         return failure();
+    return success();
+  }
+
+  /// Quantizes every frozen weight that only contractions read and
+  /// dequantizes it before each of its uses.
+  LogicalResult quantizeWeights(ModuleOp module, QuantScheme scheme) {
+    MLIRContext *ctx = &getContext();
+    bool training = llvm::any_of(module.getOps<ParameterOp>(),
+                                 [](ParameterOp p) {
+                                   return !parameterRole(p).empty();
+                                 });
+    SymbolTable symbols(module);
+    for (auto param :
+         llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
+      StringRef role = parameterRole(param);
+      if ((training && role != kRoleFrozen) ||
+          param.getType().getNumElements() < minWeightSize)
+        continue;
+      SmallVector<LoadParameterOp> loads;
+      bool contractionsOnly = true;
+      std::optional<SymbolTable::UseRange> uses =
+          SymbolTable::getSymbolUses(param.getSymNameAttr(), module);
+      for (const SymbolTable::SymbolUse &use : *uses) {
+        auto load = dyn_cast<LoadParameterOp>(use.getUser());
+        if (!load || !feedsContractionsOnly(load.getResult()))
+          contractionsOnly = false;
+        else
+          loads.push_back(load);
+      }
+      if (!contractionsOnly || loads.empty())
+        continue;
+      std::optional<SmallVector<float>> values = floatValues(param);
+      if (!values)
+        continue;
+
+      // The codes and absmax, computed now.
+      SmallVector<float> absmax;
+      SmallVector<uint8_t> codes;
+      quantizeValues(*values, scheme, weightBlockSize, absmax, codes);
+      std::string name = param.getSymName().str();
+      Type f32 = Float32Type::get(ctx);
+      auto codesType = RankedTensorType::get(
+          {static_cast<int64_t>(codes.size())}, quantCodeType(ctx, scheme));
+      auto absmaxType =
+          RankedTensorType::get({static_cast<int64_t>(absmax.size())}, f32);
+      OpBuilder builder(param);
+      auto add = [&](StringRef suffix, RankedTensorType type,
+                     ArrayRef<char> bytes, StringRef what) {
+        std::string symbol = name + suffix.str();
+        auto created = ParameterOp::create(
+            builder, param.getLoc(), builder.getStringAttr(symbol),
+            elements(type, bytes, symbol));
+        if (!role.empty())
+          created->setAttr(kRoleAttr, builder.getStringAttr(role));
+        created->setAttr(kQuantizedAttr, builder.getStringAttr(what));
+        symbols.insert(created);
+        return created;
+      };
+      ParameterOp codesParam = add(".codes", codesType,
+                                   asBytes(ArrayRef<uint8_t>(codes)),
+                                   "weight_codes");
+      ParameterOp absmaxParam, nestedCodes, nestedAbsmax, offsetParam;
+      auto nestedBlock = IntegerAttr::get(IntegerType::get(ctx, 64), 256);
+      if (doubleQuant) {
+        // QLoRA's double quantization: the absmax minus their mean, in
+        // 8-bit codes of the signed dynamic map, blocks of 256.
+        double sum = 0;
+        for (float a : absmax)
+          sum += a;
+        float offset = static_cast<float>(sum / absmax.size());
+        SmallVector<float> shifted;
+        for (float a : absmax)
+          shifted.push_back(a - offset);
+        SmallVector<float> scales;
+        SmallVector<uint8_t> shiftedCodes;
+        quantizeValues(shifted, QuantScheme::Dynamic, 256, scales,
+                       shiftedCodes);
+        nestedCodes = add(".absmax.codes",
+                          RankedTensorType::get({int64_t(shiftedCodes.size())},
+                                                quantCodeType(ctx, QuantScheme::Dynamic)),
+                          asBytes(ArrayRef<uint8_t>(shiftedCodes)),
+                          "weight_absmax");
+        nestedAbsmax = add(".absmax.absmax",
+                           RankedTensorType::get({int64_t(scales.size())}, f32),
+                           asBytes(ArrayRef<float>(scales)), "weight_absmax");
+        offsetParam = add(".absmax.offset", RankedTensorType::get({1}, f32),
+                          asBytes(ArrayRef<float>(offset)), "weight_absmax");
+      } else {
+        absmaxParam = add(".absmax", absmaxType,
+                          asBytes(ArrayRef<float>(absmax)), "weight_absmax");
+      }
+
+      auto scheme8 = QuantSchemeAttr::get(ctx, scheme);
+      auto blockSize =
+          IntegerAttr::get(IntegerType::get(ctx, 64), weightBlockSize);
+      auto load = [&](OpBuilder &b, Location loc, ParameterOp p) -> Value {
+        return LoadParameterOp::create(
+            b, loc, p.getType(), FlatSymbolRefAttr::get(p.getSymNameAttr()));
+      };
+      for (LoadParameterOp old : loads) {
+        for (OpOperand &use : llvm::make_early_inc_range(old->getUses())) {
+          OpBuilder b(use.getOwner());
+          // Named so that plans and reports say what the buffer holds.
+          Location loc = NameLoc::get(
+              StringAttr::get(ctx, name + " (dequantized)"), old.getLoc());
+          Location at = old.getLoc();
+          // Loads in a fixed order: codes, then scales.
+          Value codes = load(b, at, codesParam);
+          Value scales;
+          if (doubleQuant) {
+            Value nested = load(b, at, nestedCodes);
+            Value nestedScales = load(b, at, nestedAbsmax);
+            Value back = DequantizeOp::create(
+                b, loc, absmaxType, nested, nestedScales,
+                QuantSchemeAttr::get(ctx, QuantScheme::Dynamic), nestedBlock);
+            Value offset = load(b, at, offsetParam);
+            scales = AddOp::create(b, loc, absmaxType, back, offset);
+          } else {
+            scales = load(b, at, absmaxParam);
+          }
+          Value weight = DequantizeOp::create(b, loc, param.getType(), codes,
+                                              scales, scheme8, blockSize);
+          use.set(weight);
+        }
+        old.erase();
+      }
+      symbols.erase(param);
+    }
     return success();
   }
 

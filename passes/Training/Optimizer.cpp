@@ -85,7 +85,7 @@ struct MemfitOptimizerPass
              << optimizer << "'; expected adamw or sgd";
     if (accumulate < 1)
       return module.emitError("accumulate must be at least 1, got ")
-             << accumulate;
+             << static_cast<int64_t>(accumulate);
     if (clipNorm < 0)
       return module.emitError("clip-norm must not be negative");
 

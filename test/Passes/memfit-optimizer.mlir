@@ -7,6 +7,7 @@
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer='loss-scale-interval=3' | FileCheck %s --check-prefix=SCALE
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer='optimizer=sgd clip-norm=1.0' | FileCheck %s --check-prefix=STATIC
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=lion' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not memfit-opt %s -split-input-file --memfit-optimizer='accumulate=0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-ACC
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=adamw nesterov=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-NESTEROV
 
 memfit.parameter @w = dense<[1.0, 2.0, 3.0, 4.0]> : tensor<4xf32> {memfit.role = "parameter"}
@@ -169,3 +170,4 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // STATIC: memfit.kernel({{.*}}, %[[G]])
 // STATIC-NOT: memfit.where {{.*}}tensor<i1>, tensor<4xf32>
 // STATIC: return
+// BAD-ACC: error: accumulate must be at least 1, got 0

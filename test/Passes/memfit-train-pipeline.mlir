@@ -74,12 +74,29 @@
 // and memfit-run prints what it asked for.
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw8bit keep-fp32-states=w0' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=EIGHTBIT
 // EIGHTBIT: memfit-optimizer{{.*}} optimizer=adamw
-// EIGHTBIT-NEXT: memfit-quantize{keep-fp32-states={w0} min-8bit-size=4096 optimizer-states=8bit state-block-size=256}
+// EIGHTBIT: memfit-quantize{double-quant=false keep-fp32-states={w0} min-8bit-size=4096 min-weight-size=4096 optimizer-states=8bit state-block-size=256 weight-block-size=64 weights=none}
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=sgd momentum=0.9 optimizer-states=8bit' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=SGD8BIT
 // SGD8BIT: memfit-optimizer{{.*}} optimizer=sgd
-// SGD8BIT-NEXT: memfit-quantize{ min-8bit-size=4096 optimizer-states=8bit state-block-size=256}
+// SGD8BIT: memfit-quantize{{.*}} optimizer-states=8bit
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --optimizer=adamw8bit --keep-fp32-states='wte.*' --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINT8BIT
 // PRINT8BIT: '--memfit-train-pipeline=loss=cross-entropy optimizer=adamw8bit keep-fp32-states=wte.*'
+// Quantized frozen weights: memfit-quantize runs after cse, which would
+// merge the per-use dequantizations.
+// RUN: memfit-opt %s --memfit-train-pipeline='frozen=w0 quantize-weights=nf4 double-quant=true weight-block-size=128' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=WEIGHTS
+// WEIGHTS: memfit-optimizer
+// WEIGHTS-NEXT: canonicalize
+// WEIGHTS-NEXT: cse
+// WEIGHTS-NEXT: memfit-quantize{double-quant=true min-8bit-size=4096 min-weight-size=4096 optimizer-states=fp32 state-block-size=256 weight-block-size=128 weights=nf4}
+// WEIGHTS-NEXT: func.func(
+// WEIGHTS-NEXT: memfit-form-kernels
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --frozen='onnx::MatMul*' --quantize-weights=nf4 --double-quant --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTWEIGHTS
+// PRINTWEIGHTS: '--memfit-train-pipeline=loss=cross-entropy frozen=onnx::MatMul* quantize-weights=nf4 double-quant=true'
+// RUN: not memfit-opt %s --memfit-train-pipeline='quantize-weights=int8 double-quant=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DQINT8
+// DQINT8: error: memfit-train-pipeline: double-quant needs quantize-weights=nf4 or fp4
+// RUN: not memfit-opt %s --memfit-train-pipeline='quantize-weights=nf4 weight-block-size=3' -o /dev/null 2>&1 | FileCheck %s --check-prefix=WBLOCK
+// WBLOCK: error: memfit-train-pipeline: weight-block-size must be even and at least 2, got 3
+// RUN: not memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --quantize-weights=int3 --compile-only 2>&1 | FileCheck %s --check-prefix=BADWEIGHTS
+// BADWEIGHTS: unknown weight quantization 'int3'; expected none, nf4, fp4 or int8
 // RUN: not memfit-opt %s --memfit-train-pipeline='keep-fp32-states=w0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=KEEPSTATES
 // KEEPSTATES: error: memfit-train-pipeline: keep-fp32-states needs optimizer-states=8bit (or adamw8bit)
 // RUN: not memfit-opt %s --memfit-train-pipeline='optimizer=none optimizer-states=8bit' -o /dev/null 2>&1 | FileCheck %s --check-prefix=STATESNOOPT

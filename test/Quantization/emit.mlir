@@ -31,6 +31,14 @@
 // CHECK: memfit_qenc_nf4(float x, float a) {
 // CHECK-NEXT: const float v = fminf(fmaxf(x * (1.0f / fmaxf(a, 1e-38f)), -1.0f), 1.0f);
 // CHECK: return memfit_qsorted_nf4[lo];
+// The other schemes (@schemes below): int8, fp4 (sorted by value through
+// memfit_qsorted_fp4) and the unsigned dynamic map.
+// CHECK: memfit_qenc_linear(float x, float a) {
+// CHECK-NEXT: if (a == 0.0f) return 0;
+// CHECK-NEXT: return (unsigned char)(signed char)rintf(fminf(fmaxf(x * (1.0f / a), -1.0f), 1.0f) * 127.0f);
+// CHECK: static __device__ const unsigned char memfit_qsorted_fp4[16] = {
+// CHECK-NEXT: 11, 10, 13, 12,
+// CHECK: memfit_qenc_dynamic_unsigned(float x, float a) {
 
 // An update that dequantizes, computes and quantizes again: one kernel.
 // CHECK-LABEL: extern "C" __global__ void k0_dequantize_add_quantize(const unsigned char* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, unsigned char* __restrict__ out0, float* __restrict__ out1)
@@ -87,4 +95,15 @@ func.func @weights(%c: tensor<2048xui8>, %a: tensor<64xf32>, %x: tensor<8x64xf32
   %w = memfit.dequantize nf4 %c, %a {block_size = 64 : i64} : (tensor<2048xui8>, tensor<64xf32>) -> tensor<64x64xf32>
   %y = memfit.matmul %x, %w : tensor<8x64xf32>, tensor<64x64xf32> -> tensor<8x64xf32>
   return %y : tensor<8x64xf32>
+}
+
+// The other schemes, so that every encoder compiles with g++ and NVRTC.
+// CHECK-LABEL: void k6_dequantize(
+// CHECK: ((float)in0[idx] / 127.0f) * in1[idx / 16LL]
+func.func @schemes(%x: tensor<64xf32>, %c: tensor<64xi8>, %a: tensor<4xf32>) -> (tensor<64xi8>, tensor<4xf32>, tensor<32xui8>, tensor<4xf32>, tensor<64xui8>, tensor<4xf32>, tensor<64xf32>) {
+  %l, %la = memfit.quantize linear %x {block_size = 16 : i64} : tensor<64xf32> -> tensor<64xi8>, tensor<4xf32>
+  %f, %fa = memfit.quantize fp4 %x {block_size = 16 : i64} : tensor<64xf32> -> tensor<32xui8>, tensor<4xf32>
+  %u, %ua = memfit.quantize dynamic_unsigned %x {block_size = 16 : i64} : tensor<64xf32> -> tensor<64xui8>, tensor<4xf32>
+  %y = memfit.dequantize linear %c, %a {block_size = 16 : i64} : (tensor<64xi8>, tensor<4xf32>) -> tensor<64xf32>
+  return %l, %la, %f, %fa, %u, %ua, %y : tensor<64xi8>, tensor<4xf32>, tensor<32xui8>, tensor<4xf32>, tensor<64xui8>, tensor<4xf32>, tensor<64xf32>
 }

@@ -214,6 +214,16 @@ static Opt<std::string> optimizerStates(
     cl::cat(optimizerCategory),
     cl::desc("fp32 or 8bit: how optimizer states are stored (SGD momentum "
              "too; adamw8bit implies 8bit)"));
+static Opt<std::string> quantizeWeights(
+    "quantize-weights", cl::init("none"), cl::cat(trainCategory),
+    cl::desc("none, nf4, fp4 or int8: store frozen weights that only "
+             "matmuls read quantized (see --frozen)"));
+static Opt<int64_t> weightBlockSize(
+    "weight-block-size", cl::init(64), cl::Hidden, cl::cat(trainCategory),
+    cl::desc("Values per absmax of a quantized weight (default 64)"));
+static Opt<bool> doubleQuant(
+    "double-quant", cl::Hidden, cl::cat(trainCategory),
+    cl::desc("nf4, fp4: quantize the weights' absmax too (QLoRA)"));
 static cl::list<std::string> keepFp32States(
     "keep-fp32-states", cl::CommaSeparated, cl::Hidden,
     cl::cat(optimizerCategory),
@@ -443,6 +453,9 @@ rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
   t.optimizer = gradients ? "none" : optimizer.getValue();
   t.optimizerStates = optimizerStates;
   t.keepFp32States.assign(keepFp32States.begin(), keepFp32States.end());
+  t.quantizeWeights = quantizeWeights;
+  t.weightBlockSize = weightBlockSize;
+  t.doubleQuant = doubleQuant;
   // Optional values: the compiler's defaults unless given.
   std::pair<Opt<double> *, double *> doubles[] = {
       {&beta1, &t.beta1},       {&beta2, &t.beta2},

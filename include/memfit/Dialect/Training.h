@@ -45,7 +45,8 @@ constexpr char kStateOfAttr[] = "memfit.state_of";
 /// exp_avg_sq): memfit-quantize gives it the unsigned dynamic map.
 constexpr char kNonNegativeAttr[] = "memfit.nonnegative";
 /// On the tensors of a quantized optimizer state (memfit-quantize):
-/// "codes" or "absmax".
+/// "codes" or "absmax"; on those of a quantized weight: "weight_codes" or
+/// "weight_absmax".
 constexpr char kQuantizedAttr[] = "memfit.quantized";
 
 /// A zero-initialized (or `init`-filled) training state of `type` next to

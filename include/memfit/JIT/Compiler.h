@@ -72,6 +72,13 @@ struct TrainOptions {
   /// of parameters matching keepFp32States, stay fp32.
   std::string optimizerStates = "fp32";
   std::vector<std::string> keepFp32States;
+  /// "none", "nf4", "fp4" or "int8": frozen weights that only contractions
+  /// read, quantized at compile time in blocks of weightBlockSize values
+  /// and dequantized just before each use (memfit-quantize); doubleQuant
+  /// (nf4, fp4) quantizes their absmax too, as QLoRA.
+  std::string quantizeWeights = "none";
+  int64_t weightBlockSize = 64;
+  bool doubleQuant = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
   double momentum = 0.0; // SGD
   bool nesterov = false; // SGD

@@ -302,8 +302,25 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
 }
 
 def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
-  let summary = "Stores optimizer states in 8 bits, block-wise";
+  let summary = "Stores frozen weights in 4 or 8 bits and optimizer states in 8 bits, block-wise";
   let description = [{
+    With `weights=nf4|fp4|int8`, every frozen parameter (role `frozen`, or
+    any parameter of a module without training roles) whose every read
+    feeds a contraction, directly or through transposes and casts, and
+    that has at least `min-weight-size` values, is quantized at compile
+    time in blocks of `weight-block-size` values: `<p>.codes` (two 4-bit
+    codes per byte for nf4 and fp4, i8 for int8) and `<p>.absmax` (f32 per
+    block), with the rules of bitsandbytes' `quantize_4bit` (see
+    include/memfit/Dialect/Quantization.h). With `double-quant` (nf4 and
+    fp4), the absmax minus their mean is itself quantized with the signed
+    dynamic map in blocks of 256: `<p>.absmax.codes`, `<p>.absmax.absmax`
+    and `<p>.absmax.offset`, as QLoRA does. Each read of the weight becomes
+    a `memfit.dequantize` (after the absmax's own dequantize) placed just
+    before the op that uses it, so the full-precision weight lives only
+    from there to that op: the memory plan holds one layer's dequantized
+    weights at a time, and the backward dequantizes again where it reads
+    the weight. Run it after `cse`, which would merge the reads.
+
     With `optimizer-states=8bit` (after `memfit-optimizer`), every
     optimizer state of at least `min-8bit-size` elements is stored as
     8-bit codes of the dynamic map of Dettmers et al. (bitsandbytes'
@@ -338,6 +355,15 @@ def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
            "States with fewer elements stay fp32">,
     ListOption<"keepFp32States", "keep-fp32-states", "std::string",
                "Glob patterns of parameter names whose states stay fp32">,
+    Option<"weights", "weights", "std::string", /*default=*/"\"none\"",
+           "none, nf4, fp4 or int8: how frozen contraction weights are "
+           "stored">,
+    Option<"weightBlockSize", "weight-block-size", "int64_t",
+           /*default=*/"64", "Values per absmax of a quantized weight">,
+    Option<"doubleQuant", "double-quant", "bool", /*default=*/"false",
+           "nf4, fp4: quantize the absmax too (8-bit, blocks of 256)">,
+    Option<"minWeightSize", "min-weight-size", "int64_t", /*default=*/"4096",
+           "Weights with fewer values stay as they are">,
   ];
 }
 

@@ -41,6 +41,7 @@ enum class OptimizerKind { AdamW, AdamW8bit, Sgd, None };
 enum class RematPolicy { None, CheckpointLayers, Auto, Optimal };
 enum class PrecisionKind { Fp32, Bf16, Fp16 };
 enum class StateStorage { Fp32, Bits8 };
+enum class WeightStorage { None, NF4, FP4, Int8 };
 
 /// The names the options, the passes and the C++ API use ("cross-entropy",
 /// "adamw", "checkpoint-layers", ...), and back.
@@ -166,6 +167,23 @@ struct TrainPipelineOptions
           clEnumValN(StateStorage::Bits8, "8bit",
                      "8-bit block-wise dynamic codes, one absmax per 256 "
                      "values, for states of at least 4096 elements"))};
+  Option<WeightStorage> quantizeWeights{
+      *this, "quantize-weights",
+      llvm::cl::desc("How frozen contraction weights are stored"),
+      llvm::cl::init(WeightStorage::None),
+      llvm::cl::values(
+          clEnumValN(WeightStorage::None, "none", "as imported"),
+          clEnumValN(WeightStorage::NF4, "nf4", "4-bit NormalFloat (QLoRA)"),
+          clEnumValN(WeightStorage::FP4, "fp4", "4-bit float (bitsandbytes)"),
+          clEnumValN(WeightStorage::Int8, "int8", "8-bit absmax (linear)"))};
+  Option<int64_t> weightBlockSize{
+      *this, "weight-block-size",
+      llvm::cl::desc("Values per absmax of a quantized weight"),
+      llvm::cl::init(64)};
+  Option<bool> doubleQuant{
+      *this, "double-quant",
+      llvm::cl::desc("nf4, fp4: quantize the weights' absmax too"),
+      llvm::cl::init(false)};
   ListOption<std::string> keepFp32States{
       *this, "keep-fp32-states",
       llvm::cl::desc("Glob patterns of parameters whose optimizer states stay "
@@ -210,6 +228,9 @@ struct TrainPipelineOptions
       llvm::cl::desc("Write the memory timeline's data as CSV"),
       llvm::cl::init("")};
 };
+
+/// The spelling of a weight storage (the quantize-weights values).
+llvm::StringRef stringifyWeightStorage(WeightStorage storage);
 
 /// Whether optimizer states are stored in 8 bits (optimizer=adamw8bit or
 /// optimizer-states=8bit).
