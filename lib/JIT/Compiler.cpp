@@ -33,6 +33,10 @@ pipelineOptions(const TrainOptions &train) {
   std::optional<RematPolicy> remat = symbolizeRematPolicy(train.remat);
   std::optional<PrecisionKind> precision =
       symbolizePrecisionKind(train.precision);
+  std::optional<StateStorage> states =
+      symbolizeStateStorage(train.optimizerStates);
+  std::optional<WeightStorage> weights =
+      symbolizeWeightStorage(train.quantizeWeights);
   const struct {
     bool known;
     const char *what;
@@ -45,7 +49,11 @@ pipelineOptions(const TrainOptions &train) {
       {remat.has_value(), "remat policy", train.remat,
        "none, checkpoint-layers, auto or optimal"},
       {precision.has_value(), "precision", train.precision,
-       "fp32, bf16 or fp16"}};
+       "fp32, bf16 or fp16"},
+      {states.has_value(), "optimizer-state storage", train.optimizerStates,
+       "fp32 or 8bit"},
+      {weights.has_value(), "weight quantization", train.quantizeWeights,
+       "none, nf4, fp4 or int8"}};
   for (const auto &kind : kinds)
     if (!kind.known)
       return rt::invalidArgument("unknown " + std::string(kind.what) + " '" +
@@ -59,27 +67,9 @@ pipelineOptions(const TrainOptions &train) {
   options->lossScaleBackoff = train.lossScaleBackoff;
   options->lossScaleInterval = train.lossScaleInterval;
   options->optimizer = *optimizer;
-  if (train.optimizerStates != "fp32" && train.optimizerStates != "8bit")
-    return rt::invalidArgument("unknown optimizer-state storage '" +
-                               train.optimizerStates +
-                               "'; expected fp32 or 8bit");
-  options->optimizerStates = train.optimizerStates == "8bit"
-                                 ? StateStorage::Bits8
-                                 : StateStorage::Fp32;
+  options->optimizerStates = *states;
   options->keepFp32States = train.keepFp32States;
-  const std::pair<const char *, WeightStorage> storages[] = {
-      {"none", WeightStorage::None},
-      {"nf4", WeightStorage::NF4},
-      {"fp4", WeightStorage::FP4},
-      {"int8", WeightStorage::Int8}};
-  auto storage = llvm::find_if(storages, [&](const auto &entry) {
-    return train.quantizeWeights == entry.first;
-  });
-  if (storage == std::end(storages))
-    return rt::invalidArgument("unknown weight quantization '" +
-                               train.quantizeWeights +
-                               "'; expected none, nf4, fp4 or int8");
-  options->quantizeWeights = storage->second;
+  options->quantizeWeights = *weights;
   options->weightBlockSize = train.weightBlockSize;
   options->doubleQuant = train.doubleQuant;
   options->remat = *remat;

@@ -45,6 +45,13 @@ constexpr KindName<PrecisionKind> kPrecisionNames[] = {
     {PrecisionKind::Fp32, "fp32"},
     {PrecisionKind::Bf16, "bf16"},
     {PrecisionKind::Fp16, "fp16"}};
+constexpr KindName<StateStorage> kStateNames[] = {
+    {StateStorage::Fp32, "fp32"}, {StateStorage::Bits8, "8bit"}};
+constexpr KindName<WeightStorage> kWeightNames[] = {
+    {WeightStorage::None, "none"},
+    {WeightStorage::NF4, "nf4"},
+    {WeightStorage::FP4, "fp4"},
+    {WeightStorage::Int8, "int8"}};
 
 template <typename Kind, size_t N>
 StringRef nameOf(const KindName<Kind> (&names)[N], Kind kind) {
@@ -90,6 +97,20 @@ mlir::memfit::symbolizeOptimizerKind(StringRef name) {
 std::optional<RematPolicy> mlir::memfit::symbolizeRematPolicy(StringRef name) {
   return kindOf(kRematNames, name);
 }
+StringRef mlir::memfit::stringifyStateStorage(StateStorage storage) {
+  return nameOf(kStateNames, storage);
+}
+std::optional<StateStorage>
+mlir::memfit::symbolizeStateStorage(StringRef name) {
+  return kindOf(kStateNames, name);
+}
+StringRef mlir::memfit::stringifyWeightStorage(WeightStorage storage) {
+  return nameOf(kWeightNames, storage);
+}
+std::optional<WeightStorage>
+mlir::memfit::symbolizeWeightStorage(StringRef name) {
+  return kindOf(kWeightNames, name);
+}
 
 std::string
 mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
@@ -99,20 +120,6 @@ mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
                  options.optimizer != OptimizerKind::None
              ? "dynamic"
              : "none";
-}
-
-StringRef mlir::memfit::stringifyWeightStorage(WeightStorage storage) {
-  switch (storage) {
-  case WeightStorage::None:
-    return "none";
-  case WeightStorage::NF4:
-    return "nf4";
-  case WeightStorage::FP4:
-    return "fp4";
-  case WeightStorage::Int8:
-    return "int8";
-  }
-  return "none";
 }
 
 bool mlir::memfit::states8bit(const TrainPipelineOptions &options) {
@@ -264,7 +271,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.accumulate != defaults.accumulate)
     add("accumulate", std::to_string(options.accumulate));
   if (options.optimizerStates != defaults.optimizerStates)
-    add("optimizer-states", "8bit");
+    add("optimizer-states",
+        stringifyStateStorage(options.optimizerStates).str());
   list("keep-fp32-states", options.keepFp32States);
   if (options.quantizeWeights != defaults.quantizeWeights)
     add("quantize-weights",
@@ -339,8 +347,10 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   // read that lives from the first use to the last.
   if (states8bit(options) || options.quantizeWeights != WeightStorage::None) {
     MemfitQuantizePassOptions quantize;
-    if (states8bit(options))
-      quantize.optimizerStates = "8bit";
+    quantize.optimizerStates =
+        stringifyStateStorage(states8bit(options) ? StateStorage::Bits8
+                                                  : StateStorage::Fp32)
+            .str();
     quantize.keepFp32States.assign(options.keepFp32States.begin(),
                                    options.keepFp32States.end());
     quantize.weights = stringifyWeightStorage(options.quantizeWeights).str();

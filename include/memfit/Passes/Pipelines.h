@@ -229,8 +229,11 @@ struct TrainPipelineOptions
       llvm::cl::init("")};
 };
 
-/// The spelling of a weight storage (the quantize-weights values).
+/// The spellings of the optimizer-states and quantize-weights values.
+llvm::StringRef stringifyStateStorage(StateStorage storage);
+std::optional<StateStorage> symbolizeStateStorage(llvm::StringRef name);
 llvm::StringRef stringifyWeightStorage(WeightStorage storage);
+std::optional<WeightStorage> symbolizeWeightStorage(llvm::StringRef name);
 
 /// Whether optimizer states are stored in 8 bits (optimizer=adamw8bit or
 /// optimizer-states=8bit).
