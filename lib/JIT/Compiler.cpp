@@ -23,10 +23,39 @@ namespace memfit {
 
 namespace {
 
+/// Sets `out` from `weights`, or says what is wrong with them.
+rt::Status setWeights(const WeightQuantization &weights,
+                      WeightQuantizationOptions &out) {
+  std::optional<WeightStorage> scheme = symbolizeWeightStorage(weights.scheme);
+  if (!scheme)
+    return rt::invalidArgument("unknown weight quantization '" +
+                               weights.scheme +
+                               "'; expected none, nf4, fp4 or int8");
+  out.quantizeWeights = *scheme;
+  out.weightBlockSize = weights.blockSize;
+  out.doubleQuant = weights.doubleQuant;
+  return rt::Status();
+}
+
+/// The pipeline options of a forward pass, checked.
+rt::StatusOr<std::unique_ptr<ForwardPipelineOptions>>
+forwardOptions(const CompileOptions &compile) {
+  auto options = std::make_unique<ForwardPipelineOptions>();
+  if (rt::Status status = setWeights(compile.weights, options->weights);
+      !status)
+    return status;
+  std::string problem = verifyForwardPipelineOptions(*options);
+  if (!problem.empty())
+    return rt::invalidArgument(problem);
+  return options;
+}
+
 /// The pipeline options of a training step, checked.
 rt::StatusOr<std::unique_ptr<TrainPipelineOptions>>
-pipelineOptions(const TrainOptions &train) {
+pipelineOptions(const TrainOptions &train, const WeightQuantization &weights) {
   auto options = std::make_unique<TrainPipelineOptions>();
+  if (rt::Status status = setWeights(weights, options->weights); !status)
+    return status;
   std::optional<LossKind> loss = symbolizeLossKind(train.loss);
   std::optional<OptimizerKind> optimizer =
       symbolizeOptimizerKind(train.optimizer);
@@ -35,8 +64,6 @@ pipelineOptions(const TrainOptions &train) {
       symbolizePrecisionKind(train.precision);
   std::optional<StateStorage> states =
       symbolizeStateStorage(train.optimizerStates);
-  std::optional<WeightStorage> weights =
-      symbolizeWeightStorage(train.quantizeWeights);
   const struct {
     bool known;
     const char *what;
@@ -51,9 +78,7 @@ pipelineOptions(const TrainOptions &train) {
       {precision.has_value(), "precision", train.precision,
        "fp32, bf16 or fp16"},
       {states.has_value(), "optimizer-state storage", train.optimizerStates,
-       "fp32 or 8bit"},
-      {weights.has_value(), "weight quantization", train.quantizeWeights,
-       "none, nf4, fp4 or int8"}};
+       "fp32 or 8bit"}};
   for (const auto &kind : kinds)
     if (!kind.known)
       return rt::invalidArgument("unknown " + std::string(kind.what) + " '" +
@@ -69,9 +94,6 @@ pipelineOptions(const TrainOptions &train) {
   options->optimizer = *optimizer;
   options->optimizerStates = *states;
   options->keepFp32States = train.keepFp32States;
-  options->quantizeWeights = *weights;
-  options->weightBlockSize = train.weightBlockSize;
-  options->doubleQuant = train.doubleQuant;
   options->remat = *remat;
   options->ignoreIndex = train.ignoreIndex;
   options->trainable = train.trainable;
@@ -98,11 +120,18 @@ pipelineOptions(const TrainOptions &train) {
 
 } // namespace
 
-rt::StatusOr<std::string> trainPipelineOptions(const TrainOptions &train) {
-  auto options = pipelineOptions(train);
+rt::StatusOr<std::string> pipelineArgument(const CompileOptions &compile) {
+  if (compile.train) {
+    auto options = pipelineOptions(*compile.train, compile.weights);
+    if (!options)
+      return options.status();
+    return "--memfit-train-pipeline=" + printTrainPipelineOptions(**options);
+  }
+  auto options = forwardOptions(compile);
   if (!options)
     return options.status();
-  return printTrainPipelineOptions(**options);
+  std::string text = printForwardPipelineOptions(**options);
+  return "--memfit-forward-pipeline" + (text.empty() ? "" : "=" + text);
 }
 
 namespace {
@@ -185,12 +214,15 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
 
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.train) {
-    auto trainOptions = pipelineOptions(*options.train);
+    auto trainOptions = pipelineOptions(*options.train, options.weights);
     if (!trainOptions)
       return trainOptions.status();
     buildTrainPipeline(pm, **trainOptions);
   } else {
-    buildForwardPipeline(pm);
+    auto forward = forwardOptions(options);
+    if (!forward)
+      return forward.status();
+    buildForwardPipeline(pm, **forward);
   }
   if (failed(pm.run(*module)))
     return rt::invalidArgument(diagnostics.text());

@@ -122,6 +122,22 @@ mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
              : "none";
 }
 
+/// The checks of the weight-quantization options both pipelines share.
+static std::string verifyWeights(const WeightQuantizationOptions &weights) {
+  if (weights.weightBlockSize < 2 || weights.weightBlockSize % 2)
+    return "weight-block-size must be even and at least 2, got " +
+           std::to_string(weights.weightBlockSize);
+  if (weights.doubleQuant && weights.quantizeWeights != WeightStorage::NF4 &&
+      weights.quantizeWeights != WeightStorage::FP4)
+    return "double-quant needs quantize-weights=nf4 or fp4";
+  return "";
+}
+
+std::string mlir::memfit::verifyForwardPipelineOptions(
+    const ForwardPipelineOptions &options) {
+  return verifyWeights(options.weights);
+}
+
 bool mlir::memfit::states8bit(const TrainPipelineOptions &options) {
   return options.optimizer == OptimizerKind::AdamW8bit ||
          options.optimizerStates == StateStorage::Bits8;
@@ -135,12 +151,8 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.optimizer == OptimizerKind::None &&
       options.optimizerStates != StateStorage::Fp32)
     return "optimizer-states=8bit needs an optimizer";
-  if (options.weightBlockSize < 2 || options.weightBlockSize % 2)
-    return "weight-block-size must be even and at least 2, got " +
-           std::to_string(options.weightBlockSize);
-  if (options.doubleQuant && options.quantizeWeights != WeightStorage::NF4 &&
-      options.quantizeWeights != WeightStorage::FP4)
-    return "double-quant needs quantize-weights=nf4 or fp4";
+  if (std::string problem = verifyWeights(options.weights); !problem.empty())
+    return problem;
   if (!states8bit(options) && !options.keepFp32States.empty())
     return "keep-fp32-states needs optimizer-states=8bit (or adamw8bit)";
   if (options.optimizer == OptimizerKind::None && options.accumulate != 1)
@@ -221,6 +233,29 @@ std::string quoted(const std::string &value) {
 
 } // namespace
 
+/// Adds the weight-quantization options that differ from the defaults.
+static void addWeights(function_ref<void(StringRef, const std::string &)> add,
+                       const WeightQuantizationOptions &weights) {
+  if (weights.quantizeWeights != WeightStorage::None)
+    add("quantize-weights",
+        stringifyWeightStorage(weights.quantizeWeights).str());
+  if (weights.weightBlockSize != 64)
+    add("weight-block-size", std::to_string(weights.weightBlockSize));
+  if (weights.doubleQuant)
+    add("double-quant", "true");
+}
+
+std::string mlir::memfit::printForwardPipelineOptions(
+    const ForwardPipelineOptions &options) {
+  std::string text;
+  addWeights(
+      [&](StringRef name, const std::string &value) {
+        text += (text.empty() ? "" : " ") + name.str() + "=" + value;
+      },
+      options.weights);
+  return text;
+}
+
 std::string
 mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   TrainPipelineOptions defaults;
@@ -274,13 +309,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("optimizer-states",
         stringifyStateStorage(options.optimizerStates).str());
   list("keep-fp32-states", options.keepFp32States);
-  if (options.quantizeWeights != defaults.quantizeWeights)
-    add("quantize-weights",
-        stringifyWeightStorage(options.quantizeWeights).str());
-  if (options.weightBlockSize != defaults.weightBlockSize)
-    add("weight-block-size", std::to_string(options.weightBlockSize));
-  if (options.doubleQuant)
-    add("double-quant", "true");
+  addWeights(add, options.weights);
   if (options.remat != defaults.remat)
     add("remat", stringifyRematPolicy(options.remat).str());
   if (options.budget.getValue().bytes != 0)
@@ -294,9 +323,23 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   return text;
 }
 
-void mlir::memfit::buildForwardPipeline(OpPassManager &pm) {
+/// memfit-quantize's options for the weights.
+static void setWeights(MemfitQuantizePassOptions &quantize,
+                       const WeightQuantizationOptions &weights) {
+  quantize.weights = stringifyWeightStorage(weights.quantizeWeights).str();
+  quantize.weightBlockSize = weights.weightBlockSize;
+  quantize.doubleQuant = weights.doubleQuant;
+}
+
+void mlir::memfit::buildForwardPipeline(OpPassManager &pm,
+                                        const ForwardPipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.weights.quantizeWeights != WeightStorage::None) {
+    MemfitQuantizePassOptions quantize;
+    setWeights(quantize, options.weights);
+    pm.addPass(createMemfitQuantizePass(quantize));
+  }
   pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
 }
 
@@ -345,7 +388,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   // After cse, which would merge the weights' dequantizations back into one
   // read that lives from the first use to the last.
-  if (states8bit(options) || options.quantizeWeights != WeightStorage::None) {
+  if (states8bit(options) ||
+      options.weights.quantizeWeights != WeightStorage::None) {
     MemfitQuantizePassOptions quantize;
     quantize.optimizerStates =
         stringifyStateStorage(states8bit(options) ? StateStorage::Bits8
@@ -353,9 +397,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
             .str();
     quantize.keepFp32States.assign(options.keepFp32States.begin(),
                                    options.keepFp32States.end());
-    quantize.weights = stringifyWeightStorage(options.quantizeWeights).str();
-    quantize.weightBlockSize = options.weightBlockSize;
-    quantize.doubleQuant = options.doubleQuant;
+    setWeights(quantize, options.weights);
     pm.addPass(createMemfitQuantizePass(quantize));
   }
   pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
@@ -376,11 +418,25 @@ void mlir::memfit::registerMemfitPipelines() {
     registerCanonicalizerPass();
     registerCSEPass();
     registerMemfitPasses();
-    PassPipelineRegistration<>(
+    registerPassPipeline(
         "memfit-forward-pipeline",
         "What the C++ API runs between import and CUDA emission for a "
-        "forward pass: canonicalize, cse, memfit-form-kernels",
-        buildForwardPipeline);
+        "forward pass: canonicalize, cse, memfit-quantize (with "
+        "quantize-weights), memfit-form-kernels",
+        [](OpPassManager &pm, StringRef text,
+           function_ref<LogicalResult(const Twine &)> errorHandler) {
+          ForwardPipelineOptions options;
+          if (failed(options.parseFromString(text)))
+            return failure();
+          std::string problem = verifyForwardPipelineOptions(options);
+          if (!problem.empty())
+            return errorHandler("memfit-forward-pipeline: " + problem);
+          buildForwardPipeline(pm, options);
+          return success();
+        },
+        [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+          optionHandler(ForwardPipelineOptions());
+        });
     registerPassPipeline(
         "memfit-train-pipeline",
         "What the C++ API (and memfit-run --train) runs between import and "

@@ -215,15 +215,15 @@ static Opt<std::string> optimizerStates(
     cl::desc("fp32 or 8bit: how optimizer states are stored (SGD momentum "
              "too; adamw8bit implies 8bit)"));
 static Opt<std::string> quantizeWeights(
-    "quantize-weights", cl::init("none"), cl::cat(trainCategory),
-    cl::desc("none, nf4, fp4 or int8: store frozen weights that only "
-             "matmuls read quantized (see --frozen)"));
+    "quantize-weights", cl::init("none"), cl::cat(deviceCategory),
+    cl::desc("none, nf4, fp4 or int8: store the weights that only matmuls "
+             "read quantized (with --train, the --frozen ones)"));
 static Opt<int64_t> weightBlockSize(
-    "weight-block-size", cl::init(64), cl::Hidden, cl::cat(trainCategory),
+    "weight-block-size", cl::init(64), cl::Hidden, cl::cat(deviceCategory),
     cl::desc("Values per absmax of a quantized weight (default 64)"));
-static Opt<bool> doubleQuant(
-    "double-quant", cl::Hidden, cl::cat(trainCategory),
-    cl::desc("nf4, fp4: quantize the weights' absmax too (QLoRA)"));
+static Opt<bool>
+    doubleQuant("double-quant", cl::Hidden, cl::cat(deviceCategory),
+                cl::desc("nf4, fp4: quantize the weights' absmax too (QLoRA)"));
 static cl::list<std::string> keepFp32States(
     "keep-fp32-states", cl::CommaSeparated, cl::Hidden,
     cl::cat(optimizerCategory),
@@ -453,9 +453,6 @@ rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
   t.optimizer = gradients ? "none" : optimizer.getValue();
   t.optimizerStates = optimizerStates;
   t.keepFp32States.assign(keepFp32States.begin(), keepFp32States.end());
-  t.quantizeWeights = quantizeWeights;
-  t.weightBlockSize = weightBlockSize;
-  t.doubleQuant = doubleQuant;
   // Optional values: the compiler's defaults unless given.
   std::pair<Opt<double> *, double *> doubles[] = {
       {&beta1, &t.beta1},       {&beta2, &t.beta2},
@@ -513,20 +510,18 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
       return flags.status();
     options.train = std::move(*flags);
   }
+  options.weights.scheme = quantizeWeights;
+  options.weights.blockSize = weightBlockSize;
+  options.weights.doubleQuant = doubleQuant;
   if (printPipeline) {
-    std::string pipeline = "--memfit-forward-pipeline";
-    if (options.train) {
-      auto text = memfit::trainPipelineOptions(*options.train);
-      if (!text)
-        return text.status();
-      pipeline = "--memfit-train-pipeline=" + *text;
-    }
+    auto pipeline = memfit::pipelineArgument(options);
+    if (!pipeline)
+      return pipeline.status();
     std::cout << "pipeline: memfit-opt " << shellWord(modelPath.getValue())
-              << (inputShapes.empty()
-                      ? std::string()
-                      : " " + shellWord("--input-shape=" +
-                                        inputShapes.getValue()))
-              << " " << shellWord(pipeline) << std::endl;
+              << (inputShapes.empty() ? std::string()
+                                      : " " + shellWord("--input-shape=" +
+                                                        inputShapes.getValue()))
+              << " " << shellWord(*pipeline) << std::endl;
   }
   // The compiler's passes write their reports (--remat-report=-) through
   // LLVM's stdout stream: keep them in order with this tool's lines.

@@ -72,13 +72,6 @@ struct TrainOptions {
   /// of parameters matching keepFp32States, stay fp32.
   std::string optimizerStates = "fp32";
   std::vector<std::string> keepFp32States;
-  /// "none", "nf4", "fp4" or "int8": frozen weights that only contractions
-  /// read, quantized at compile time in blocks of weightBlockSize values
-  /// and dequantized just before each use (memfit-quantize); doubleQuant
-  /// (nf4, fp4) quantizes their absmax too, as QLoRA.
-  std::string quantizeWeights = "none";
-  int64_t weightBlockSize = 64;
-  bool doubleQuant = false;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
   double momentum = 0.0; // SGD
   bool nesterov = false; // SGD
@@ -101,6 +94,18 @@ struct TrainOptions {
   double rematTimeLimit = 60;
 };
 
+/// Weights stored quantized (memfit-quantize weights=...): in a training
+/// step the frozen ones, in a forward pass all, when only contractions read
+/// them and they have at least 4096 values.
+struct WeightQuantization {
+  /// "none", "nf4", "fp4" or "int8": quantized at compile time in blocks of
+  /// blockSize values and dequantized just before each use; doubleQuant
+  /// (nf4, fp4) quantizes their absmax too, as QLoRA.
+  std::string scheme = "none";
+  int64_t blockSize = 64;
+  bool doubleQuant = false;
+};
+
 struct CompileOptions {
   /// Shapes of the ONNX graph's inputs ("input_ids=2x16") or sizes of its
   /// symbolic dimensions ("batch=2,seq=16"); see memfit-opt --input-shape.
@@ -109,18 +114,21 @@ struct CompileOptions {
   std::string entry;
   /// When set, compile the training step instead of the forward pass.
   std::optional<TrainOptions> train;
+  WeightQuantization weights;
   /// When set, the module that CUDA is emitted from (after the pipeline) is
   /// also written to this file as MLIR text ("-": standard output), as
   /// memfit-opt prints it.
   std::string mlirOutput;
 };
 
-/// The options of `memfit-train-pipeline` that compile the training step
-/// of `options` ("loss=cross-entropy budget=1258291"):
-///   memfit-opt MODEL --input-shape=... --memfit-train-pipeline='<this>'
+/// The pipeline argument of memfit-opt that compiles as `options` do:
+/// `--memfit-train-pipeline=loss=cross-entropy budget=1258291` for a
+/// training step, `--memfit-forward-pipeline` (with `=<options>` when any
+/// differ from the defaults) for a forward pass:
+///   memfit-opt MODEL --input-shape=... '<this>'
 /// prints the module that compileModelFile emits CUDA from. Fails on
 /// options that the pipeline rejects.
-rt::StatusOr<std::string> trainPipelineOptions(const TrainOptions &options);
+rt::StatusOr<std::string> pipelineArgument(const CompileOptions &options);
 
 /// Compiles an ONNX model (.onnx) or memfit IR (.mlir, .mlirbc) into an
 /// executable for the runtime. Errors carry the compiler's diagnostics,

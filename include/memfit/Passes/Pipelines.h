@@ -54,6 +54,45 @@ std::optional<OptimizerKind> symbolizeOptimizerKind(llvm::StringRef name);
 std::optional<RematPolicy> symbolizeRematPolicy(llvm::StringRef name);
 std::optional<PrecisionKind> symbolizePrecisionKind(llvm::StringRef name);
 
+/// The options of quantized weights (memfit-quantize weights=...), in both
+/// pipelines: frozen weights in a training step, every weight that only
+/// contractions read in a forward pass.
+struct WeightQuantizationOptions {
+  template <typename T> using Option = mlir::detail::PassOptions::Option<T>;
+  explicit WeightQuantizationOptions(mlir::detail::PassOptions &parent)
+      : quantizeWeights(
+            parent, "quantize-weights",
+            llvm::cl::desc("How contraction weights that are not trained are "
+                           "stored"),
+            llvm::cl::init(WeightStorage::None),
+            llvm::cl::values(
+                clEnumValN(WeightStorage::None, "none", "as imported"),
+                clEnumValN(WeightStorage::NF4, "nf4",
+                           "4-bit NormalFloat (QLoRA)"),
+                clEnumValN(WeightStorage::FP4, "fp4",
+                           "4-bit float (bitsandbytes)"),
+                clEnumValN(WeightStorage::Int8, "int8",
+                           "8-bit absmax (linear)"))),
+        weightBlockSize(parent, "weight-block-size",
+                        llvm::cl::desc("Values per absmax of a quantized "
+                                       "weight"),
+                        llvm::cl::init(64)),
+        doubleQuant(parent, "double-quant",
+                    llvm::cl::desc("nf4, fp4: quantize the weights' absmax "
+                                   "too"),
+                    llvm::cl::init(false)) {}
+
+  Option<WeightStorage> quantizeWeights;
+  Option<int64_t> weightBlockSize;
+  Option<bool> doubleQuant;
+};
+
+/// The options of memfit-forward-pipeline.
+struct ForwardPipelineOptions
+    : public mlir::PassPipelineOptions<ForwardPipelineOptions> {
+  WeightQuantizationOptions weights{*this};
+};
+
 struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
   // The loss (memfit-autodiff).
@@ -167,23 +206,7 @@ struct TrainPipelineOptions
           clEnumValN(StateStorage::Bits8, "8bit",
                      "8-bit block-wise dynamic codes, one absmax per 256 "
                      "values, for states of at least 4096 elements"))};
-  Option<WeightStorage> quantizeWeights{
-      *this, "quantize-weights",
-      llvm::cl::desc("How frozen contraction weights are stored"),
-      llvm::cl::init(WeightStorage::None),
-      llvm::cl::values(
-          clEnumValN(WeightStorage::None, "none", "as imported"),
-          clEnumValN(WeightStorage::NF4, "nf4", "4-bit NormalFloat (QLoRA)"),
-          clEnumValN(WeightStorage::FP4, "fp4", "4-bit float (bitsandbytes)"),
-          clEnumValN(WeightStorage::Int8, "int8", "8-bit absmax (linear)"))};
-  Option<int64_t> weightBlockSize{
-      *this, "weight-block-size",
-      llvm::cl::desc("Values per absmax of a quantized weight"),
-      llvm::cl::init(64)};
-  Option<bool> doubleQuant{
-      *this, "double-quant",
-      llvm::cl::desc("nf4, fp4: quantize the weights' absmax too"),
-      llvm::cl::init(false)};
+  WeightQuantizationOptions weights{*this};
   ListOption<std::string> keepFp32States{
       *this, "keep-fp32-states",
       llvm::cl::desc("Glob patterns of parameters whose optimizer states stay "
@@ -252,7 +275,15 @@ std::string verifyTrainPipelineOptions(const TrainPipelineOptions &options);
 /// order ("loss=cross-entropy budget=1258291").
 std::string printTrainPipelineOptions(const TrainPipelineOptions &options);
 
-void buildForwardPipeline(OpPassManager &pm);
+/// Checks what the forward pipeline's option parser cannot; an empty string
+/// when the options are valid, else the problem.
+std::string verifyForwardPipelineOptions(const ForwardPipelineOptions &options);
+/// The options that differ from the defaults, in the form
+/// `--memfit-forward-pipeline='...'` parses (empty when none do).
+std::string printForwardPipelineOptions(const ForwardPipelineOptions &options);
+
+void buildForwardPipeline(OpPassManager &pm,
+                          const ForwardPipelineOptions &options = {});
 void buildTrainPipeline(OpPassManager &pm,
                         const TrainPipelineOptions &options);
 

@@ -17,6 +17,11 @@ runs it with onnxruntime and computes the same loss. The two losses must
 agree within 2e-5 relative; the loss of the unquantized model is printed
 beside them to show what quantization changed.
 
+The forward pass (memfit-run without --train, where every weight that
+only matmuls read is quantized) is compared the same way, logits against
+onnxruntime's on the dequantized weights: within 1e-5 of their largest
+magnitude.
+
 Then, with --memfit-opt, the memory plan of each fixture's training step
 (memfit-train-pipeline, the same frozen weights, nf4, remat none,
 memfit-memory-plan buffers=true): every dequantized weight (a buffer named
@@ -161,9 +166,7 @@ def main():
                       + (proc.stderr.strip() or proc.stdout.strip())[:2000])
                 failed = True
                 continue
-            quantized = re.findall(r'memfit\.parameter @"?([^" ]+)\.codes"? =',
-                                   open(out + ".mlir").read())
-            quantized = [q for q in quantized if q in init]
+            quantized = quantized_names(out + ".mlir", init)
             graph = onnx.load(path)
             for t in graph.graph.initializer:
                 if t.name in quantized:
@@ -180,9 +183,51 @@ def main():
                   f"{got:.6f}, onnxruntime on the dequantized weights {want:.6f} "
                   f"(rel {rel:.1e}); unquantized {plain:.6f}")
             failed |= not ok
+        for scheme in ("nf4", "int8"):
+            failed |= not check_forward(tool, path, fixture, scheme, init,
+                                        ids, dmap, wd, env, args.device)
         if args.memfit_opt:
             failed |= not check_plan(args.memfit_opt, path, fixture, frozen)
     return 1 if failed else 0
+
+
+def quantized_names(mlir_path, init):
+    """The initializers memfit quantized, from its emitted module."""
+    found = re.findall(r'memfit\.parameter @"?([^" ]+)\.codes"? =',
+                       open(mlir_path).read())
+    return [q for q in found if q in init]
+
+
+def check_forward(tool, path, fixture, scheme, init, ids, dmap, wd, env,
+                  device):
+    name = f"{fixture}-forward-{scheme}"
+    out = os.path.join(wd, name)
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [tool, path, "--input-shape=input_ids=2x16", f"--device={device}",
+           "--quiet", f"--input=input_ids={os.path.join(wd, 'ids.npy')}",
+           f"--quantize-weights={scheme}", f"--output-dir={out}",
+           f"--emit-mlir={out}.mlir"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                          timeout=600)
+    if proc.returncode != 0:
+        print(f"FAIL {name}: memfit-run exit status {proc.returncode}: "
+              + (proc.stderr.strip() or proc.stdout.strip())[:2000])
+        return False
+    quantized = quantized_names(out + ".mlir", init)
+    graph = onnx.load(path)
+    for t in graph.graph.initializer:
+        if t.name in quantized:
+            t.CopyFrom(numpy_helper.from_array(
+                dequantized(init[t.name], scheme, False, dmap), t.name))
+    sess = ort.InferenceSession(graph.SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"input_ids": ids})[0]
+    got = np.load(os.path.join(out, "logits.npy"))
+    err = float(np.abs(got - want).max() / np.abs(want).max())
+    ok = err <= 1e-5 and len(quantized) > 0
+    print(f"{'PASS' if ok else 'FAIL'} {name}: {len(quantized)} weights "
+          f"quantized; logits max |diff| {err:.1e} of max |logit|")
+    return ok
 
 
 BUFFER = re.compile(r"buffer \d+: arena \S+ offset \d+ bytes (\d+) steps "
