@@ -34,7 +34,7 @@ rt::Status setWeights(const WeightQuantization &weights,
   out.quantizeWeights = *scheme;
   out.weightBlockSize = weights.blockSize;
   out.doubleQuant = weights.doubleQuant;
-  return rt::Status();
+  return rt::Status::ok();
 }
 
 /// The pipeline options of a forward pass, checked.
