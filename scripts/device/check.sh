@@ -6,8 +6,10 @@
 #      PyTorch's eager step on the same GPU for scale;
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
-#   4. the whole lit suite with every memfit-run call on the GPU (the tests
-#      pin --device=host; a wrapper turns that into --device=cuda).
+#   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
+#   5. the whole lit suite (LIT_TIMEOUT=0 skips it) with every memfit-run
+#      call on the GPU (the tests pin --device=host; a wrapper turns that
+#      into --device=cuda).
 # Logs go to $OUT (the device tool brings them back).
 set -uo pipefail
 OUT=${OUT:-/tmp/memfit-device-out}
@@ -69,6 +71,14 @@ if [ -n "${QUANT_CHECKS:-}" ]; then
   bench adamw8bit-4x512 --input-shape=input_ids=4x512 --steps=12 --optimizer=adamw8bit
 fi
 
+# Frozen matmul weights stored in nf4 against fp32, GPT-2 small: what the
+# dequantization before each contraction costs per step.
+if [ -n "${WEIGHT_BENCH:-}" ]; then
+  [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  bench frozen-fp32 --input-shape=input_ids=4x512 --steps=12 '--frozen=h*.w'
+  bench frozen-nf4 --input-shape=input_ids=4x512 --steps=12 '--frozen=h*.w' --quantize-weights=nf4
+fi
+
 # The suite, every memfit-run on the GPU.
 mv build/bin/memfit-run build/bin/memfit-run.real
 cat > build/bin/memfit-run <<'WRAP'
@@ -87,7 +97,7 @@ export LD_LIBRARY_PATH=/work/main/build/cuda-mock/lib:$LD_LIBRARY_PATH
 exec -a "$0" "$(dirname "$0")/memfit-cuda-mock-test.real" "$@"
 WRAP
 chmod +x build/bin/memfit-cuda-mock-test
-timeout "${LIT_TIMEOUT:-330}" "$py" -c "import sys; sys.path.insert(0, '$pkg/lit'); from lit.main import main; main()" -sv -j16 --timeout 240 build/test \
+[ "${LIT_TIMEOUT:-330}" = 0 ] || timeout "${LIT_TIMEOUT:-330}" "$py" -c "import sys; sys.path.insert(0, '$pkg/lit'); from lit.main import main; main()" -sv -j16 --timeout 240 build/test \
   > "$OUT/lit.txt" 2>&1
 echo "lit: rc $?" | tee -a "$OUT/probe.txt"
 grep -E "^(PASS|FAIL|XFAIL|UNSUPPORTED|TIMEOUT)|Passed|Failed" "$OUT/lit.txt" | tail -30
