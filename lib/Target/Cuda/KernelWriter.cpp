@@ -11,7 +11,9 @@
 // result, where element-wise ops compose as scalar expressions (the
 // fusion-ready path: any chain of element-wise ops of one shape becomes one
 // kernel) and inputs are loaded with their broadcast or data-movement index
-// mapping (PointwiseEmitters.cpp).
+// mapping (PointwiseEmitters.cpp). A pointwise kernel that ends in
+// memfit.quantize (EmitStyle::Blockwise) runs one thread block per
+// quantization block instead (emitBlockwise, QuantEmitters.cpp).
 //
 //===----------------------------------------------------------------------===//
 

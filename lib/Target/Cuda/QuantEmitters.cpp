@@ -2,7 +2,7 @@
 //
 // The code tables of the schemes a module uses are written once, after the
 // prelude, as `memfit_qmap_<scheme>` arrays, with an encoder
-// `memfit_qenc_<scheme>(x, absmax)` each (include/memfit/Dialect/Quantization.h
+// `memfit_qenc_<scheme>(x, absmax)` each (Quantization.h in the dialect
 // defines the codes; the encoders reproduce quantEncode). Dequantize is an
 // index mapping: the code of the kernel's element looked up in its table
 // and scaled by its block's absmax, so it fuses into whatever reads the
