@@ -1,4 +1,4 @@
-//===- Quantize.cpp - quantized weights and 8-bit optimizer states ---------===//
+//===- Quantize.cpp - quantized weights and 8-bit optimizer states --------===//
 //
 // memfit-quantize weights=nf4|fp4|int8: frozen contraction weights are
 // quantized at compile time and dequantized just before each use.
@@ -161,7 +161,8 @@ struct MemfitQuantizePass
     SymbolTable symbols(module);
     SmallVector<QuantizedState> chosen;
     bool anyState = false;
-    for (auto param : llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
+    for (auto param :
+         llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
       if (parameterRole(param) != kRoleOptimizerState)
         continue;
       anyState = true;
@@ -191,10 +192,9 @@ struct MemfitQuantizePass
   /// dequantizes it before each of its uses.
   LogicalResult quantizeWeights(ModuleOp module, QuantScheme scheme) {
     MLIRContext *ctx = &getContext();
-    bool training = llvm::any_of(module.getOps<ParameterOp>(),
-                                 [](ParameterOp p) {
-                                   return !parameterRole(p).empty();
-                                 });
+    bool training =
+        llvm::any_of(module.getOps<ParameterOp>(),
+                     [](ParameterOp p) { return !parameterRole(p).empty(); });
     SymbolTable symbols(module);
     for (auto param :
          llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
@@ -233,18 +233,18 @@ struct MemfitQuantizePass
       auto add = [&](StringRef suffix, RankedTensorType type,
                      ArrayRef<char> bytes, StringRef what) {
         std::string symbol = name + suffix.str();
-        auto created = ParameterOp::create(
-            builder, param.getLoc(), builder.getStringAttr(symbol),
-            elements(type, bytes, symbol));
+        auto created = ParameterOp::create(builder, param.getLoc(),
+                                           builder.getStringAttr(symbol),
+                                           elements(type, bytes, symbol));
         if (!role.empty())
           created->setAttr(kRoleAttr, builder.getStringAttr(role));
         created->setAttr(kQuantizedAttr, builder.getStringAttr(what));
         symbols.insert(created);
         return created;
       };
-      ParameterOp codesParam = add(".codes", codesType,
-                                   asBytes(ArrayRef<uint8_t>(codes)),
-                                   "weight_codes");
+      ParameterOp codesParam =
+          add(".codes", codesType, asBytes(ArrayRef<uint8_t>(codes)),
+              "weight_codes");
       ParameterOp absmaxParam, nestedCodes, nestedAbsmax, offsetParam;
       auto nestedBlock = IntegerAttr::get(IntegerType::get(ctx, 64), 256);
       if (doubleQuant) {
@@ -261,11 +261,11 @@ struct MemfitQuantizePass
         SmallVector<uint8_t> shiftedCodes;
         quantizeValues(shifted, QuantScheme::Dynamic, 256, scales,
                        shiftedCodes);
-        nestedCodes = add(".absmax.codes",
-                          RankedTensorType::get({int64_t(shiftedCodes.size())},
-                                                quantCodeType(ctx, QuantScheme::Dynamic)),
-                          asBytes(ArrayRef<uint8_t>(shiftedCodes)),
-                          "weight_absmax");
+        nestedCodes =
+            add(".absmax.codes",
+                RankedTensorType::get({int64_t(shiftedCodes.size())},
+                                      quantCodeType(ctx, QuantScheme::Dynamic)),
+                asBytes(ArrayRef<uint8_t>(shiftedCodes)), "weight_absmax");
         nestedAbsmax = add(".absmax.absmax",
                            RankedTensorType::get({int64_t(scales.size())}, f32),
                            asBytes(ArrayRef<float>(scales)), "weight_absmax");
@@ -323,10 +323,9 @@ struct MemfitQuantizePass
     RankedTensorType type = q.state.getType();
     int64_t n = type.getNumElements();
     int64_t blocks = quantBlockCount(n, stateBlockSize);
-    auto codesType = RankedTensorType::get(
-        {quantCodeBytes(q.scheme, n)}, quantCodeType(ctx, q.scheme));
-    auto absmaxType =
-        RankedTensorType::get({blocks}, Float32Type::get(ctx));
+    auto codesType = RankedTensorType::get({quantCodeBytes(q.scheme, n)},
+                                           quantCodeType(ctx, q.scheme));
+    auto absmaxType = RankedTensorType::get({blocks}, Float32Type::get(ctx));
     StringRef name = q.state.getSymName();
 
     // Every use must be a load feeding kernels or an assign of a kernel
@@ -365,7 +364,8 @@ struct MemfitQuantizePass
         param->setAttr(kStateOfAttr, owner);
     }
     auto scheme = QuantSchemeAttr::get(ctx, q.scheme);
-    auto blockSize = IntegerAttr::get(IntegerType::get(ctx, 64), stateBlockSize);
+    auto blockSize =
+        IntegerAttr::get(IntegerType::get(ctx, 64), stateBlockSize);
 
     // Reads: the kernel takes the codes and absmax and dequantizes them.
     for (LoadParameterOp load : loads) {
@@ -413,9 +413,9 @@ struct MemfitQuantizePass
       yield->setOperands(values);
 
       OpBuilder builder(kernel);
-      auto rebuilt = KernelOp::create(builder, kernel.getLoc(),
-                                      ValueRange(values).getTypes(),
-                                      kernel.getOperands());
+      auto rebuilt =
+          KernelOp::create(builder, kernel.getLoc(),
+                           ValueRange(values).getTypes(), kernel.getOperands());
       rebuilt->setAttrs(kernel->getAttrs());
       rebuilt.getBody().takeBody(kernel.getBody());
       unsigned results = kernel.getNumResults();
