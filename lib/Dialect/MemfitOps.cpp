@@ -8,6 +8,7 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/OpImplementation.h"
 #include "mlir/IR/PatternMatch.h"
@@ -106,6 +107,29 @@ LogicalResult GatherGradOp::verify() {
            << " does not match gather of the result along axis " << axis
            << " by indices " << indices;
   return success();
+}
+
+ElementsAttr mlir::memfit::elementsFromBytes(RankedTensorType type,
+                                             ArrayRef<char> bytes,
+                                             StringRef name,
+                                             int64_t maxInline) {
+  if (type.getNumElements() <= maxInline)
+    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, bytes));
+  AsmResourceBlob blob =
+      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t));
+  return DenseResourceElementsAttr::get(type, name, std::move(blob));
+}
+
+ArrayRef<char> mlir::memfit::storedBytes(ElementsAttr elements) {
+  if (auto resource = dyn_cast<DenseResourceElementsAttr>(elements)) {
+    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
+      return blob->getData();
+    return {};
+  }
+  if (auto dense = dyn_cast<DenseElementsAttr>(elements))
+    if (!dense.isSplat())
+      return dense.getRawData();
+  return {};
 }
 
 LogicalResult QuantizeOp::verify() {

@@ -6,6 +6,7 @@
 #include "mlir/IR/Diagnostics.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 
 using namespace mlir;
@@ -97,24 +98,15 @@ Thresholds makeThresholds(ArrayRef<float> values) {
   return t;
 }
 
+/// The thresholds of every scheme, made once from its code values.
 const Thresholds &thresholds(QuantScheme scheme) {
-  static const Thresholds none, signedMap = makeThresholds(kDynamicSigned),
-                                unsignedMap = makeThresholds(kDynamicUnsigned),
-                                nf4 = makeThresholds(kNF4),
-                                fp4 = makeThresholds(kFP4);
-  switch (scheme) {
-  case QuantScheme::Linear:
-    return none;
-  case QuantScheme::Dynamic:
-    return signedMap;
-  case QuantScheme::DynamicUnsigned:
-    return unsignedMap;
-  case QuantScheme::NF4:
-    return nf4;
-  case QuantScheme::FP4:
-    return fp4;
-  }
-  return none;
+  static const auto all = [] {
+    std::array<Thresholds, getMaxEnumValForQuantScheme() + 1> t;
+    for (uint32_t s = 0; s < t.size(); ++s)
+      t[s] = makeThresholds(quantCodeValues(static_cast<QuantScheme>(s)));
+    return t;
+  }();
+  return all[static_cast<uint32_t>(scheme)];
 }
 
 /// How many of `midpoints` are strictly below `x`.

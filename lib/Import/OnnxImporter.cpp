@@ -184,21 +184,16 @@ FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
   FailureOr<std::vector<char>> bytes = readBytes(t, type, eltSize, loc);
   if (failed(bytes))
     return failure();
-  if (type.getNumElements() <= maxInline || elt.isInteger(1)) {
-    if (elt.isInteger(1) && type.getNumElements() <= maxInline) {
-      SmallVector<bool> bits;
-      for (char c : *bytes)
-        bits.push_back(c != 0);
-      return cast<ElementsAttr>(DenseElementsAttr::get(type, bits));
-    }
-    if (!elt.isInteger(1))
-      return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
-          type, ArrayRef<char>(bytes->data(), bytes->size())));
+  if (elt.isInteger(1) && type.getNumElements() <= maxInline) {
+    SmallVector<bool> bits;
+    for (char c : *bytes)
+      bits.push_back(c != 0);
+    return cast<ElementsAttr>(DenseElementsAttr::get(type, bits));
   }
-  AsmResourceBlob blob = HeapAsmResourceBlob::allocateAndCopyWithAlign(
-      ArrayRef<char>(bytes->data(), bytes->size()), alignof(uint64_t));
-  return cast<ElementsAttr>(
-      DenseResourceElementsAttr::get(type, resourceName, std::move(blob)));
+  // A dense attribute reads i1 raw data as packed bits: larger i1 tensors
+  // keep their bytes in a blob.
+  return elementsFromBytes(type, ArrayRef<char>(bytes->data(), bytes->size()),
+                           resourceName, elt.isInteger(1) ? 0 : maxInline);
 }
 
 //===----------------------------------------------------------------------===//

@@ -239,7 +239,7 @@ static void addWeights(function_ref<void(StringRef, const std::string &)> add,
   if (weights.quantizeWeights != WeightStorage::None)
     add("quantize-weights",
         stringifyWeightStorage(weights.quantizeWeights).str());
-  if (weights.weightBlockSize != 64)
+  if (weights.weightBlockSize != WeightQuantizationOptions::kDefaultBlockSize)
     add("weight-block-size", std::to_string(weights.weightBlockSize));
   if (weights.doubleQuant)
     add("double-quant", "true");
@@ -413,51 +413,50 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createMemfitRematPass(remat));
 }
 
+/// Registers a pipeline whose typed options are parsed, then checked by
+/// `verify` (a problem, or empty), before `build` runs.
+template <typename Options>
+static void registerChecked(StringRef name, StringRef description,
+                            std::string (*verify)(const Options &),
+                            void (*build)(OpPassManager &, const Options &)) {
+  std::string prefix = name.str() + ": ";
+  registerPassPipeline(
+      name, description,
+      [=](OpPassManager &pm, StringRef text,
+          function_ref<LogicalResult(const Twine &)> errorHandler) {
+        Options options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        std::string problem = verify(options);
+        if (!problem.empty())
+          return errorHandler(prefix + problem);
+        build(pm, options);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optionHandler) {
+        optionHandler(Options());
+      });
+}
+
 void mlir::memfit::registerMemfitPipelines() {
   static bool registered = [] {
     registerCanonicalizerPass();
     registerCSEPass();
     registerMemfitPasses();
-    registerPassPipeline(
+    registerChecked<ForwardPipelineOptions>(
         "memfit-forward-pipeline",
         "What the C++ API runs between import and CUDA emission for a "
         "forward pass: canonicalize, cse, memfit-quantize (with "
         "quantize-weights), memfit-form-kernels",
-        [](OpPassManager &pm, StringRef text,
-           function_ref<LogicalResult(const Twine &)> errorHandler) {
-          ForwardPipelineOptions options;
-          if (failed(options.parseFromString(text)))
-            return failure();
-          std::string problem = verifyForwardPipelineOptions(options);
-          if (!problem.empty())
-            return errorHandler("memfit-forward-pipeline: " + problem);
-          buildForwardPipeline(pm, options);
-          return success();
-        },
-        [](function_ref<void(const detail::PassOptions &)> optionHandler) {
-          optionHandler(ForwardPipelineOptions());
-        });
-    registerPassPipeline(
+        verifyForwardPipelineOptions, buildForwardPipeline);
+    registerChecked<TrainPipelineOptions>(
         "memfit-train-pipeline",
         "What the C++ API (and memfit-run --train) runs between import and "
         "CUDA emission for a training step: canonicalize, cse, "
         "memfit-tie-parameters, memfit-mixed-precision, memfit-autodiff, "
         "memfit-optimizer, canonicalize, cse, memfit-quantize, "
         "memfit-form-kernels, memfit-remat",
-        [](OpPassManager &pm, StringRef text,
-           function_ref<LogicalResult(const Twine &)> errorHandler) {
-          TrainPipelineOptions options;
-          if (failed(options.parseFromString(text)))
-            return failure();
-          std::string problem = verifyTrainPipelineOptions(options);
-          if (!problem.empty())
-            return errorHandler("memfit-train-pipeline: " + problem);
-          buildTrainPipeline(pm, options);
-          return success();
-        },
-        [](function_ref<void(const detail::PassOptions &)> optionHandler) {
-          optionHandler(TrainPipelineOptions());
-        });
+        verifyTrainPipelineOptions, buildTrainPipeline);
     return true;
   }();
   (void)registered;

@@ -18,7 +18,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 #include "mlir/IR/SymbolTable.h"
 
 #include <cmath>
@@ -39,32 +38,18 @@ namespace {
 std::optional<SmallVector<float>> floatValues(ParameterOp param) {
   if (!param.getType().getElementType().isF32())
     return std::nullopt;
-  Attribute value = param.getValue();
   int64_t n = param.getType().getNumElements();
   SmallVector<float> out(n);
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob || blob->getData().size() != size_t(n) * sizeof(float))
-      return std::nullopt;
-    std::memcpy(out.data(), blob->getData().data(), n * sizeof(float));
+  ArrayRef<char> bytes = storedBytes(param.getValue());
+  if (bytes.size() == size_t(n) * sizeof(float)) {
+    std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;
   }
-  if (auto dense = dyn_cast<DenseElementsAttr>(value)) {
-    llvm::copy(dense.getValues<float>(), out.begin());
-    return out;
-  }
-  return std::nullopt;
-}
-
-/// Elements of `type` holding `bytes`: inline up to 64 elements, else a
-/// resource blob named `name`.
-ElementsAttr elements(RankedTensorType type, ArrayRef<char> bytes,
-                      StringRef name) {
-  if (type.getNumElements() <= 64)
-    return cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(type, bytes));
-  AsmResourceBlob blob =
-      HeapAsmResourceBlob::allocateAndCopyWithAlign(bytes, alignof(uint64_t));
-  return DenseResourceElementsAttr::get(type, name, std::move(blob));
+  auto dense = dyn_cast<DenseElementsAttr>(param.getValue());
+  if (!dense || !dense.isSplat())
+    return std::nullopt;
+  out.assign(n, dense.getSplatValue<float>());
+  return out;
 }
 
 template <typename T> ArrayRef<char> asBytes(ArrayRef<T> values) {
@@ -153,12 +138,12 @@ struct MemfitQuantizePass
     if (doubleQuant && weightScheme != QuantScheme::NF4 &&
         weightScheme != QuantScheme::FP4)
       return module.emitError("double-quant needs weights=nf4 or weights=fp4");
-    if (weightScheme && failed(quantizeWeights(module, *weightScheme)))
+    SymbolTable symbols(module);
+    if (weightScheme && failed(quantizeWeights(module, symbols, *weightScheme)))
       return failure();
     if (optimizerStates == "fp32")
       return success();
 
-    SymbolTable symbols(module);
     SmallVector<QuantizedState> chosen;
     bool anyState = false;
     for (auto param :
@@ -190,12 +175,12 @@ struct MemfitQuantizePass
 
   /// Quantizes every frozen weight that only contractions read and
   /// dequantizes it before each of its uses.
-  LogicalResult quantizeWeights(ModuleOp module, QuantScheme scheme) {
+  LogicalResult quantizeWeights(ModuleOp module, SymbolTable &symbols,
+                                QuantScheme scheme) {
     MLIRContext *ctx = &getContext();
     bool training =
         llvm::any_of(module.getOps<ParameterOp>(),
                      [](ParameterOp p) { return !parameterRole(p).empty(); });
-    SymbolTable symbols(module);
     for (auto param :
          llvm::make_early_inc_range(module.getOps<ParameterOp>())) {
       StringRef role = parameterRole(param);
@@ -233,9 +218,9 @@ struct MemfitQuantizePass
       auto add = [&](StringRef suffix, RankedTensorType type,
                      ArrayRef<char> bytes, StringRef what) {
         std::string symbol = name + suffix.str();
-        auto created = ParameterOp::create(builder, param.getLoc(),
-                                           builder.getStringAttr(symbol),
-                                           elements(type, bytes, symbol));
+        auto created = ParameterOp::create(
+            builder, param.getLoc(), builder.getStringAttr(symbol),
+            elementsFromBytes(type, bytes, symbol));
         if (!role.empty())
           created->setAttr(kRoleAttr, builder.getStringAttr(role));
         created->setAttr(kQuantizedAttr, builder.getStringAttr(what));

@@ -10,7 +10,6 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
-#include "mlir/IR/DialectResourceBlobManager.h"
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITTIEPARAMETERSPASS
@@ -21,22 +20,6 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 namespace {
-
-/// The raw little-endian bytes of a parameter's elements, or an empty
-/// array for storage this pass does not look into (splats, non-resource
-/// attributes of packed types).
-ArrayRef<char> rawBytes(ParameterOp param) {
-  Attribute value = param.getValue();
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(value)) {
-    if (AsmResourceBlob *blob = resource.getRawHandle().getBlob())
-      return blob->getData();
-    return {};
-  }
-  if (auto dense = dyn_cast<DenseElementsAttr>(value))
-    if (!dense.isSplat())
-      return dense.getRawData();
-  return {};
-}
 
 /// Whether every element has the same bytes (a tie found on such data
 /// would be a coincidence, e.g. two layer-norm scales of ones).
@@ -80,7 +63,7 @@ struct MemfitTieParametersPass
       ParameterOp b = candidates[bi];
       RankedTensorType bType = b.getType();
       size_t eltBytes = bType.getElementTypeBitWidth() / 8;
-      ArrayRef<char> bBytes = rawBytes(b);
+      ArrayRef<char> bBytes = storedBytes(b.getValue());
       if (bBytes.empty() || isUniform(bBytes, eltBytes))
         continue;
       for (size_t ai = 0; ai < bi; ++ai) {
@@ -90,8 +73,8 @@ struct MemfitTieParametersPass
             aType.getDimSize(0) != bType.getDimSize(1) ||
             aType.getDimSize(1) != bType.getDimSize(0))
           continue;
-        if (isTransposeOf(rawBytes(a), bBytes, aType.getDimSize(0),
-                          aType.getDimSize(1), eltBytes)) {
+        if (isTransposeOf(storedBytes(a.getValue()), bBytes,
+                          aType.getDimSize(0), aType.getDimSize(1), eltBytes)) {
           ties.push_back({b, a});
           tied.insert(b);
           break;

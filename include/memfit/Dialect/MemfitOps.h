@@ -35,6 +35,22 @@ namespace mlir::memfit {
 /// ops but those with KernelReadsBuffers (split). Row, reduction and loss
 /// kernels read their operands as buffers.
 bool kernelTakesLiterals(Operation *op);
+
+/// Tensors of more elements than this are stored as dense resource blobs,
+/// so that the IR never prints weights as literals.
+constexpr int64_t kMaxInlineElements = 64;
+
+/// Elements of `type` (any element type but i1) holding `bytes`: an inline
+/// dense attribute up to `maxInline` elements, else a dense resource blob
+/// named `name`.
+ElementsAttr elementsFromBytes(RankedTensorType type, ArrayRef<char> bytes,
+                               StringRef name,
+                               int64_t maxInline = kMaxInlineElements);
+
+/// The bytes of `elements` as stored: a resource's blob or a dense
+/// attribute's raw data; empty for splats and for a resource without its
+/// blob.
+ArrayRef<char> storedBytes(ElementsAttr elements);
 } // namespace mlir::memfit
 
 #endif // MEMFIT_DIALECT_MEMFITOPS_H

@@ -59,6 +59,7 @@ std::optional<PrecisionKind> symbolizePrecisionKind(llvm::StringRef name);
 /// contractions read in a forward pass.
 struct WeightQuantizationOptions {
   template <typename T> using Option = mlir::detail::PassOptions::Option<T>;
+  static constexpr int64_t kDefaultBlockSize = 64;
   explicit WeightQuantizationOptions(mlir::detail::PassOptions &parent)
       : quantizeWeights(
             parent, "quantize-weights",
@@ -76,7 +77,7 @@ struct WeightQuantizationOptions {
         weightBlockSize(parent, "weight-block-size",
                         llvm::cl::desc("Values per absmax of a quantized "
                                        "weight"),
-                        llvm::cl::init(64)),
+                        llvm::cl::init(kDefaultBlockSize)),
         doubleQuant(parent, "double-quant",
                     llvm::cl::desc("nf4, fp4: quantize the weights' absmax "
                                    "too"),

@@ -426,11 +426,8 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
     label += llvm::formatv("_{0}ops", count).str();
   info.name = llvm::formatv("k{0}{1}", index, label).str();
 
+  // findAnchor refuses any other op beside an anchor, quantize included.
   SmallVector<QuantizeOp> quantizes(kernel.getBody().getOps<QuantizeOp>());
-  if (*anchor && !quantizes.empty())
-    return error(quantizes.front()) << "a quantize cannot share a kernel with '"
-                                    << (*anchor)->getName() << "'",
-           failure();
   LogicalResult result =
       *anchor ? cast<KernelEmitterOpInterface>(*anchor).emitTemplate(*this)
       : quantizes.empty() ? emitPointwise()

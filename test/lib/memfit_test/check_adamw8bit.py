@@ -37,7 +37,6 @@ every step, parameters within 1e-5 (measured: 6.6e-7 on the host backend,
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
@@ -45,6 +44,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from memfit_test.check_training import read_checkpoint
+from memfit_test.runner import run_tool
 
 BIG, SMALL = (64, 80), (32, 32)
 SNAPSHOTS = (1, 2, 10, 100)
@@ -125,12 +125,9 @@ def main():
                f"--data=G_big={os.path.join(wd, 'G_big.npy')}",
                f"--data=G_small={os.path.join(wd, 'G_small.npy')}",
                f"--checkpoint={ckpt}"]
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=600)
-        if proc.returncode != 0:
-            print(f"FAIL step {step}: memfit-run exit status {proc.returncode}: "
-                  + (proc.stderr.strip() or proc.stdout.strip())[:2000])
-            print("    reproduce: " + " ".join(cmd))
+        why = run_tool(cmd, env)
+        if why:
+            print(f"FAIL step {step}: {why}")
             return 1
         got = read_checkpoint(ckpt)
         pre = f"adam_s{step}_"

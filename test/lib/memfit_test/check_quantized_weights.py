@@ -32,7 +32,6 @@ largest count and bytes live at one step and the fp32 bytes all of them
 would take.
 """
 import argparse
-import fnmatch
 import os
 import re
 import shutil
@@ -43,6 +42,8 @@ import numpy as np
 import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
+
+from memfit_test.runner import run_tool
 
 F = np.float32
 NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
@@ -159,21 +160,14 @@ def main():
                    f"--emit-mlir={out}.mlir"]
             if double:
                 cmd.append("--double-quant")
-            proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                  timeout=600)
-            if proc.returncode != 0:
-                print(f"FAIL {name}: memfit-run exit status {proc.returncode}: "
-                      + (proc.stderr.strip() or proc.stdout.strip())[:2000])
+            why = run_tool(cmd, env)
+            if why:
+                print(f"FAIL {name}: {why}")
                 failed = True
                 continue
             quantized = quantized_names(out + ".mlir", init)
-            graph = onnx.load(path)
-            for t in graph.graph.initializer:
-                if t.name in quantized:
-                    t.CopyFrom(numpy_helper.from_array(
-                        dequantized(init[t.name], scheme, double, dmap), t.name))
-            qsess = ort.InferenceSession(graph.SerializeToString(),
-                                         providers=["CPUExecutionProvider"])
+            qsess = dequantized_session(path, init, quantized, scheme, double,
+                                        dmap)
             want = cross_entropy(qsess.run(None, {"input_ids": ids})[0], labels)
             got = float(np.load(os.path.join(out, "loss.npy")))
             rel = abs(got - want) / abs(want)
@@ -198,6 +192,18 @@ def quantized_names(mlir_path, init):
     return [q for q in found if q in init]
 
 
+def dequantized_session(path, init, quantized, scheme, double, dmap):
+    """onnxruntime on the model at `path` with its `quantized` initializers
+    replaced by their NumPy-dequantized values."""
+    graph = onnx.load(path)
+    for t in graph.graph.initializer:
+        if t.name in quantized:
+            t.CopyFrom(numpy_helper.from_array(
+                dequantized(init[t.name], scheme, double, dmap), t.name))
+    return ort.InferenceSession(graph.SerializeToString(),
+                                providers=["CPUExecutionProvider"])
+
+
 def check_forward(tool, path, fixture, scheme, init, ids, dmap, wd, env,
                   device):
     name = f"{fixture}-forward-{scheme}"
@@ -207,20 +213,12 @@ def check_forward(tool, path, fixture, scheme, init, ids, dmap, wd, env,
            "--quiet", f"--input=input_ids={os.path.join(wd, 'ids.npy')}",
            f"--quantize-weights={scheme}", f"--output-dir={out}",
            f"--emit-mlir={out}.mlir"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                          timeout=600)
-    if proc.returncode != 0:
-        print(f"FAIL {name}: memfit-run exit status {proc.returncode}: "
-              + (proc.stderr.strip() or proc.stdout.strip())[:2000])
+    why = run_tool(cmd, env)
+    if why:
+        print(f"FAIL {name}: {why}")
         return False
     quantized = quantized_names(out + ".mlir", init)
-    graph = onnx.load(path)
-    for t in graph.graph.initializer:
-        if t.name in quantized:
-            t.CopyFrom(numpy_helper.from_array(
-                dequantized(init[t.name], scheme, False, dmap), t.name))
-    sess = ort.InferenceSession(graph.SerializeToString(),
-                                providers=["CPUExecutionProvider"])
+    sess = dequantized_session(path, init, quantized, scheme, False, dmap)
     want = sess.run(None, {"input_ids": ids})[0]
     got = np.load(os.path.join(out, "logits.npy"))
     err = float(np.abs(got - want).max() / np.abs(want).max())

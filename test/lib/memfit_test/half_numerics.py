@@ -42,13 +42,14 @@ import argparse
 import math
 import os
 import shutil
-import subprocess
 import sys
 import time
 import zlib
 
 import ml_dtypes
 import numpy as np
+
+from memfit_test.runner import run_function
 
 F32 = np.float32
 TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -582,28 +583,13 @@ def compare(got, ref, dt, tol):
 
 
 def run_model(m, args, env, lines):
-    d = os.path.join(args.workdir, f"{m.family}-{m.dt}")
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    path = os.path.join(d, "model.mlir")
-    with open(path, "w") as f:
-        f.write(m.text())
-    cmd = [args.memfit_run, path, "--device=host", "--quiet",
-           f"--output-dir={os.path.join(d, 'out')}"]
-    for i, value in enumerate(m.feeds):
-        p = os.path.join(d, f"arg{i}.npy")
-        np.save(p, value)
-        cmd.append(f"--input=arg{i}={p}")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                          timeout=300)
-    if proc.returncode != 0:
-        lines.append(f"FAIL {m.family} {m.dt}: memfit-run exit status "
-                     f"{proc.returncode}: "
-                     + (proc.stderr.strip() or proc.stdout.strip())[:2000])
-        lines.append("    reproduce: " + " ".join(cmd))
-        return None
-    return [np.load(os.path.join(d, "out", f"output{i}.npy"))
-            for i in range(len(m.results))]
+    outputs, why = run_function(args.memfit_run,
+                                os.path.join(args.workdir, f"{m.family}-{m.dt}"),
+                                m.text(), m.feeds, len(m.results), env=env,
+                                timeout=300)
+    if why:
+        lines.append(f"FAIL {m.family} {m.dt}: {why}")
+    return outputs
 
 
 def main():

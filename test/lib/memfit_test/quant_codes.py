@@ -30,10 +30,11 @@ per case and a summary; exits 1 on any difference.
 import argparse
 import os
 import shutil
-import subprocess
 import sys
 
 import numpy as np
+
+from memfit_test.runner import run_function
 
 BLOCK_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 
@@ -122,29 +123,6 @@ def double_quant_case(name, x, scheme, offset):
                  ("%y", tensor(shape, "f32"))])
 
 
-def run(case, args, env):
-    d = os.path.join(args.workdir, case.name.replace(" ", "-"))
-    shutil.rmtree(d, ignore_errors=True)
-    os.makedirs(d)
-    path = os.path.join(d, "model.mlir")
-    with open(path, "w") as f:
-        f.write(case.text())
-    cmd = [args.memfit_run, path, f"--device={args.device}", "--quiet",
-           f"--output-dir={os.path.join(d, 'out')}"]
-    for i, value in enumerate(case.feeds):
-        p = os.path.join(d, f"arg{i}.npy")
-        np.save(p, value)
-        cmd.append(f"--input=arg{i}={p}")
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                          timeout=600)
-    if proc.returncode != 0:
-        raise RuntimeError(f"memfit-run exit status {proc.returncode}: "
-                           + (proc.stderr.strip() or proc.stdout.strip())[:2000]
-                           + "\n    reproduce: " + " ".join(cmd))
-    return [np.load(os.path.join(d, "out", f"output{i}.npy"))
-            for i in range(len(case.results))]
-
-
 def same_bits(got, want):
     got = np.asarray(got).reshape(-1)
     want = np.asarray(want).reshape(-1)
@@ -208,10 +186,12 @@ def main():
 
     failed = 0
     for case, comparisons in checks:
-        try:
-            outputs = run(case, args, env)
-        except RuntimeError as e:
-            print(f"FAIL {case.name}: {e}")
+        outputs, why = run_function(
+            args.memfit_run,
+            os.path.join(args.workdir, case.name.replace(" ", "-")),
+            case.text(), case.feeds, len(case.results), args.device, env)
+        if why:
+            print(f"FAIL {case.name}: {why}")
             failed += 1
             continue
         parts, ok = [], True

@@ -1,0 +1,44 @@
+"""Running memfit's tools from the checks: one way to report a failed run,
+and one way to run a function written as MLIR text on .npy inputs."""
+import os
+import shutil
+import subprocess
+
+import numpy as np
+
+
+def run_tool(cmd, env=None, timeout=600):
+    """Runs `cmd`; returns None, or why it failed: its exit status, what it
+    printed (2,000 characters at most) and the command that reproduces it."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                          timeout=timeout)
+    if proc.returncode == 0:
+        return None
+    return (f"memfit-run exit status {proc.returncode}: "
+            + (proc.stderr.strip() or proc.stdout.strip())[:2000]
+            + "\n    reproduce: " + " ".join(cmd))
+
+
+def run_function(memfit_run, directory, text, feeds, results, device="host",
+                 env=None, timeout=600):
+    """Writes `text` (one func.func whose arguments are %arg0, %arg1...) to
+    DIRECTORY/model.mlir and `feeds` to DIRECTORY/arg<i>.npy, runs memfit-run
+    on them and returns (the `results` outputs, None) or (None, why it
+    failed)."""
+    shutil.rmtree(directory, ignore_errors=True)
+    os.makedirs(directory)
+    path = os.path.join(directory, "model.mlir")
+    with open(path, "w") as f:
+        f.write(text)
+    out = os.path.join(directory, "out")
+    cmd = [memfit_run, path, f"--device={device}", "--quiet",
+           f"--output-dir={out}"]
+    for i, value in enumerate(feeds):
+        p = os.path.join(directory, f"arg{i}.npy")
+        np.save(p, value)
+        cmd.append(f"--input=arg{i}={p}")
+    why = run_tool(cmd, env, timeout)
+    if why:
+        return None, why
+    return [np.load(os.path.join(out, f"output{i}.npy"))
+            for i in range(results)], None
