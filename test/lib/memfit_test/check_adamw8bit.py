@@ -36,7 +36,6 @@ every step, parameters within 1e-5 (measured: 6.6e-7 on the host backend,
 """
 import argparse
 import os
-import shutil
 import sys
 
 import numpy as np
@@ -44,7 +43,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from memfit_test.check_training import read_checkpoint
-from memfit_test.runner import run_tool
+from memfit_test.runner import prepare, run_tool
 
 BIG, SMALL = (64, 80), (32, 32)
 SNAPSHOTS = (1, 2, 10, 100)
@@ -90,14 +89,11 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--device", default="host")
     args = p.parse_args()
-    tool = shutil.which(args.memfit_run)
-    if not tool:
-        print(f"adamw8bit: memfit-run not found: {args.memfit_run}")
+    env = prepare("adamw8bit", args)
+    if env is None:
         return 2
+    tool, wd = args.memfit_run, args.workdir
     r = np.load(args.refs)
-    wd = os.path.abspath(args.workdir)
-    os.makedirs(wd, exist_ok=True)
-    env = dict(os.environ, MEMFIT_CACHE_DIR=os.path.join(wd, "kernel-cache"))
 
     g_big, g_small = gradients(int(r["adam_grad_seed"]), max(SNAPSHOTS))
     checksum = float(g_big.astype(np.float64).sum() +

@@ -43,7 +43,7 @@ import onnx
 import onnxruntime as ort
 from onnx import numpy_helper
 
-from memfit_test.runner import run_tool
+from memfit_test.runner import prepare, run_tool
 
 F = np.float32
 NF4 = [-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
@@ -125,10 +125,10 @@ def main():
     p.add_argument("--device", default="host")
     p.add_argument("--memfit-opt", default="")
     args = p.parse_args()
-    tool = shutil.which(args.memfit_run)
-    wd = os.path.abspath(args.workdir)
-    os.makedirs(wd, exist_ok=True)
-    env = dict(os.environ, MEMFIT_CACHE_DIR=os.path.join(wd, "kernel-cache"))
+    env = prepare("quantized-weights", args)
+    if env is None:
+        return 2
+    tool, wd = args.memfit_run, args.workdir
     dmap = np.load(args.refs)["dynamic_map_signed"]
     rng = np.random.default_rng(5)
     ids = rng.integers(0, 96, (2, 16)).astype(np.int64)

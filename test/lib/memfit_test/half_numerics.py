@@ -49,7 +49,7 @@ import zlib
 import ml_dtypes
 import numpy as np
 
-from memfit_test.runner import run_function
+from memfit_test.runner import prepare, run_function
 
 F32 = np.float32
 TYPES = {"bf16": ml_dtypes.bfloat16, "f16": np.float16}
@@ -604,17 +604,11 @@ def main():
     for o in only:
         if o not in FAMILIES:
             p.error(f"--only {o}: no such family")
-    tool = shutil.which(args.memfit_run)
-    if not tool:
-        print(f"half-numerics: memfit-run not found: {args.memfit_run}")
+    env = prepare("half-numerics", args)
+    if env is None:
         return 2
-    args.memfit_run = os.path.abspath(tool)
-    args.workdir = os.path.abspath(args.workdir)
-    os.makedirs(args.workdir, exist_ok=True)
     # A fresh kernel cache: every kernel goes through g++ and the host
     # emulation of __half and __nv_bfloat16.
-    env = dict(os.environ)
-    env["MEMFIT_CACHE_DIR"] = os.path.join(args.workdir, "kernel-cache")
     shutil.rmtree(env["MEMFIT_CACHE_DIR"], ignore_errors=True)
 
     passed = failed = 0

@@ -29,12 +29,11 @@ per case and a summary; exits 1 on any difference.
 """
 import argparse
 import os
-import shutil
 import sys
 
 import numpy as np
 
-from memfit_test.runner import run_function
+from memfit_test.runner import prepare, run_function
 
 BLOCK_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 
@@ -138,15 +137,9 @@ def main():
     p.add_argument("--workdir", required=True)
     p.add_argument("--device", default="host")
     args = p.parse_args()
-    tool = shutil.which(args.memfit_run)
-    if not tool:
-        print(f"quant-codes: memfit-run not found: {args.memfit_run}")
+    env = prepare("quant-codes", args)
+    if env is None:
         return 2
-    args.memfit_run = os.path.abspath(tool)
-    args.workdir = os.path.abspath(args.workdir)
-    os.makedirs(args.workdir, exist_ok=True)
-    env = dict(os.environ)
-    env["MEMFIT_CACHE_DIR"] = os.path.join(args.workdir, "kernel-cache")
     r = np.load(args.refs)
     print(f"references: bitsandbytes {r['meta_bnb_version']}")
 

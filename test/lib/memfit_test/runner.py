@@ -42,3 +42,19 @@ def run_function(memfit_run, directory, text, feeds, results, device="host",
         return None, why
     return [np.load(os.path.join(out, f"output{i}.npy"))
             for i in range(results)], None
+
+
+def prepare(check, args):
+    """For a check's parsed `args` with memfit_run and workdir: makes
+    memfit_run the tool's absolute path and workdir absolute and present,
+    and returns the environment to run in (kernels cached under workdir);
+    None, after saying so, when memfit-run is not found."""
+    tool = shutil.which(args.memfit_run)
+    if not tool:
+        print(f"{check}: memfit-run not found: {args.memfit_run}")
+        return None
+    args.memfit_run = os.path.abspath(tool)
+    args.workdir = os.path.abspath(args.workdir)
+    os.makedirs(args.workdir, exist_ok=True)
+    return dict(os.environ,
+                MEMFIT_CACHE_DIR=os.path.join(args.workdir, "kernel-cache"))
