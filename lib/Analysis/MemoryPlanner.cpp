@@ -48,6 +48,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "state_codes";
   case BufferCategory::StateScales:
     return "state_scales";
+  case BufferCategory::CompressedActivation:
+    return "compressed_activations";
   }
   return "?";
 }
@@ -447,6 +449,10 @@ private:
       Operation *def = value.getDefiningOp();
       return def && def->hasAttr(kRecomputedFromAttr);
     };
+    auto isCompressed = [](Value value) {
+      Operation *def = value.getDefiningOp();
+      return def && def->hasAttr(kCompressedAttr);
+    };
     // A kernel's result that is a parameter's low-precision working copy.
     auto isWorkingCopy = [&](Value value) {
       auto cast = dyn_cast_or_null<CastOp>(innerOp(value));
@@ -462,6 +468,8 @@ private:
         buffer.category = BufferCategory::Gradient;
       else if (isRecomputed(buffer.value))
         buffer.category = BufferCategory::Recomputed;
+      else if (isCompressed(buffer.value))
+        buffer.category = BufferCategory::CompressedActivation;
       else if (firstBackward && buffer.firstStep < firstBackward &&
                buffer.lastStep >= firstBackward)
         buffer.category = BufferCategory::SavedActivation;
@@ -648,6 +656,7 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
                       plan.categoryBytes(BufferCategory::Activation), unshared);
   int64_t training = plan.categoryBytes(BufferCategory::Gradient) +
                      plan.categoryBytes(BufferCategory::SavedActivation) +
+                     plan.categoryBytes(BufferCategory::CompressedActivation) +
                      plan.categoryBytes(BufferCategory::Temporary) +
                      plan.categoryBytes(BufferCategory::WorkingCopy);
   if (training) {

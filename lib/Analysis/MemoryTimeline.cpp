@@ -223,6 +223,7 @@ static const char *categoryColor(BufferCategory category) {
       "#9c755f", // working_copies
       "#499894", // state_codes
       "#86bcb6", // state_scales
+      "#b6992d", // compressed_activations
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

@@ -11,6 +11,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <functional>
 
@@ -40,7 +41,7 @@ bool RematModel::fits(const RematEvaluation &ev) const {
          (p->activationCap < 0 || ev.peakActivation <= p->activationCap);
 }
 
-RematEvaluation RematModel::evaluate(ArrayRef<char> recomputed) const {
+RematEvaluation RematModel::evaluate(ArrayRef<char> choice) const {
   const auto &candidates = p->candidates;
   int nC = candidates.size();
   int nF = p->numForwardSteps, nB = p->numBackwardSteps;
@@ -49,13 +50,18 @@ RematEvaluation RematModel::evaluate(ArrayRef<char> recomputed) const {
   ev.firstNeed.assign(nC, -1);
   ev.lastNeed.assign(nC, -1);
   ev.recomputeAt.assign(nB, {});
+  ev.decompressAt.assign(nB, {});
+  ev.compressed.assign(nC, 0);
   // Marks `c` as needed at backward step b, recomputing it (and what it
-  // reads) first when it is dropped.
+  // reads) first when it is dropped; a compressed one is dequantized once
+  // per step that needs it.
   std::function<void(int, int)> need = [&](int c, int b) {
+    if (choice[c] == kCompress && ev.lastNeed[c] != b)
+      ev.decompressAt[b].push_back(c);
     if (ev.firstNeed[c] < 0)
       ev.firstNeed[c] = b;
     ev.lastNeed[c] = std::max(ev.lastNeed[c], b);
-    if (!recomputed[c] || ev.recomputedAt[c] >= 0)
+    if (choice[c] != kRecompute || ev.recomputedAt[c] >= 0)
       return;
     for (int input : candidates[c].inputs)
       need(input, b);
@@ -112,6 +118,23 @@ RematEvaluation RematModel::evaluate(ArrayRef<char> recomputed) const {
       ev.cost += cand.cost;
       continue;
     }
+    if (choice[c] == kCompress) {
+      assert(cand.compressedBytes >= 0 && "compressing what cannot be");
+      // Compressed from its last forward use to its last need; whole again
+      // at each step that needs it.
+      ev.compressed[c] = 1;
+      int64_t small = cand.compressedBytes;
+      fwd[cand.lastForwardUse] += small;
+      fwd[nF] -= small;
+      fwdAct[cand.forwardStep] += small;
+      fwdAct[nF] -= small;
+      bwd[0] += small;
+      bwd[ev.lastNeed[c] + 1] -= small;
+      bwdAct[0] += small;
+      bwdAct[ev.lastNeed[c] + 1] -= small;
+      ev.cost += cand.compressCost;
+      continue;
+    }
     if (ev.recomputedAt[c] >= 0) {
       bwd[ev.recomputedAt[c]] += cand.bytes;
       bwd[ev.lastNeed[c] + 1] -= cand.bytes;
@@ -132,6 +155,14 @@ RematEvaluation RematModel::evaluate(ArrayRef<char> recomputed) const {
     bwdAct[0] += cand.bytes;
     bwdAct[ev.lastNeed[c] + 1] -= cand.bytes;
   }
+  for (int b = 0; b < nB; ++b)
+    for (int c : ev.decompressAt[b]) {
+      bwd[b] += candidates[c].bytes;
+      bwd[b + 1] -= candidates[c].bytes;
+      bwdAct[b] += candidates[c].bytes;
+      bwdAct[b + 1] -= candidates[c].bytes;
+      ev.cost += candidates[c].decompressCost;
+    }
   ev.forwardBytes.resize(nF);
   ev.forwardActivation.resize(nF);
   ev.backwardBytes.resize(nB);
@@ -196,6 +227,14 @@ std::string mlir::memfit::validateRematProblem(const RematProblem &problem) {
       return "the candidates' bytes add up beyond 2^52";
     if (!(c.cost > 0) || !std::isfinite(c.cost))
       return formatv("candidate {0}: cost {1} is not positive", index, c.cost);
+    if (c.compressedBytes > kMaxBytes ||
+        (c.compressedBytes >= 0 &&
+         (!(c.compressCost >= 0) || !std::isfinite(c.compressCost) ||
+          !(c.decompressCost >= 0) || !std::isfinite(c.decompressCost))))
+      return formatv("candidate {0}: compressed bytes {1} or costs {2}, {3} "
+                     "out of range",
+                     index, c.compressedBytes, c.compressCost,
+                     c.decompressCost);
     if (c.forwardStep < 0 || c.lastForwardUse < c.forwardStep ||
         c.lastForwardUse >= numForward)
       return formatv("candidate {0}: forward steps {1}..{2} outside 0..{3}",

@@ -40,7 +40,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 RematDecision mlir::memfit::keepEverything(const RematProblem &problem) {
   RematDecision d;
   d.policy = "none";
-  d.recomputed.assign(problem.candidates.size(), 0);
+  d.choice.assign(problem.candidates.size(), kKeep);
   return d;
 }
 
@@ -49,7 +49,7 @@ RematDecision mlir::memfit::checkpointLayers(const RematProblem &problem) {
   int nC = candidates.size();
   RematDecision d;
   d.policy = "checkpoint-layers";
-  d.recomputed.assign(nC, 0);
+  d.choice.assign(nC, kKeep);
   d.keptWhy.assign(nC, "");
   bool hasLayers = llvm::any_of(candidates, [](const RematCandidate &c) {
     return c.layer != kOutsideLayers;
@@ -68,7 +68,7 @@ RematDecision mlir::memfit::checkpointLayers(const RematProblem &problem) {
                            .str();
         continue;
       }
-      d.recomputed[i] = c.recomputable;
+      d.choice[i] = c.recomputable ? kRecompute : kKeep;
     }
     return d;
   }
@@ -98,7 +98,7 @@ RematDecision mlir::memfit::checkpointLayers(const RematProblem &problem) {
                                    stride, cuts.size())
                          .str();
     else
-      d.recomputed[i] = candidates[i].recomputable;
+      d.choice[i] = candidates[i].recomputable ? kRecompute : kKeep;
   }
   return d;
 }
@@ -108,7 +108,7 @@ RematDecision mlir::memfit::checkpointLayers(const RematProblem &problem) {
 //===----------------------------------------------------------------------===//
 
 /// Cost of the candidates that evicting `c` newly makes recomputed.
-static double evictionPrice(const RematModel &model, ArrayRef<char> evicted,
+static double evictionPrice(const RematModel &model, ArrayRef<char> choice,
                             const RematEvaluation &ev, int c) {
   const auto &candidates = model.problem().candidates;
   double price = 0;
@@ -122,20 +122,45 @@ static double evictionPrice(const RematModel &model, ArrayRef<char> evicted,
       continue; // already recomputed, with its inputs
     price += candidates[x].cost;
     for (int input : candidates[x].inputs)
-      if (evicted[input])
+      if (choice[input] == kRecompute)
         stack.push_back(input);
   }
   return price;
 }
 
-/// The candidates to evict next under the model's caps, each with its
-/// score: those still kept whose eviction lowers the step that most
-/// exceeds the caps (the arena peak, else the activation peak), scored by
-/// the bytes they free per unit of recomputation cost. Skips `exclude` and
-/// candidates whose eviction would bring the plan's cost to `maxPrice` or
-/// more.
-static SmallVector<std::pair<int, double>>
-evictionChoices(const RematModel &model, ArrayRef<char> evicted,
+/// A change to one candidate's RematChoice.
+struct Eviction {
+  int candidate;
+  char choice; // kRecompute or kCompress
+};
+
+/// What compressing `c` costs: a quantization, and a dequantization per
+/// backward step that reads it (recomputations that read it may add more).
+static double compressionPrice(const RematCandidate &c) {
+  return c.compressCost + c.decompressCost * double(c.backwardReads.size());
+}
+
+/// What a local move may turn evicted candidate `c` into instead of
+/// `current`: kept, or the other of recomputed and compressed where the
+/// candidate allows it.
+static SmallVector<char, 2> alternatives(const RematCandidate &c,
+                                         char current) {
+  SmallVector<char, 2> choices{kKeep};
+  if (current == kRecompute && c.compressedBytes >= 0)
+    choices.push_back(kCompress);
+  if (current == kCompress && c.recomputable)
+    choices.push_back(kRecompute);
+  return choices;
+}
+
+/// The evictions to make next under the model's caps, each with its
+/// score: recomputing or compressing a candidate still kept, or
+/// recomputing a compressed one, where that lowers the step that most exceeds
+/// the caps (the arena peak, else the activation peak), scored by the bytes it
+/// frees per unit of cost. Skips `exclude` and evictions that would bring the
+/// plan's cost to `maxPrice` or more.
+static SmallVector<std::pair<Eviction, double>>
+evictionChoices(const RematModel &model, ArrayRef<char> choice,
                 const RematEvaluation &ev, int exclude, double maxPrice,
                 bool directFirst) {
   const RematProblem &problem = model.problem();
@@ -152,24 +177,38 @@ evictionChoices(const RematModel &model, ArrayRef<char> evicted,
       if (ev.backwardActivation[b] > best)
         best = ev.backwardActivation[b], worst = nF + b;
   }
-  // First the candidates whose eviction lowers that step; when there are
-  // none, or without `directFirst`, any candidate live there (its eviction
+  // First the evictions that lower that step; when there are none, or
+  // without `directFirst`, any of a candidate live there (its eviction
   // moves memory around, which can open new savings).
-  SmallVector<std::pair<int, double>> choices;
+  SmallVector<std::pair<Eviction, double>> choices;
   for (bool direct : {true, false}) {
     if (direct && !directFirst)
       continue;
     for (int c = 0; c < nC; ++c) {
       const RematCandidate &cand = problem.candidates[c];
-      if (c == exclude || evicted[c] || !cand.recomputable ||
-          ev.lastNeed[c] < 0)
+      if (c == exclude || ev.lastNeed[c] < 0)
         continue;
-      // Evicting helps at a forward step past the candidate's forward
+      int b = worst - nF;
+      if (choice[c] == kCompress) {
+        // Recomputing instead frees its codes past its forward uses and in
+        // the backward up to its first need.
+        bool held = worst < nF ? (arena ? cand.lastForwardUse <= worst
+                                        : cand.forwardStep <= worst)
+                               : b <= ev.firstNeed[c] ||
+                                     (!direct && b <= ev.lastNeed[c]);
+        double price = evictionPrice(model, choice, ev, c);
+        if (held && cand.recomputable && ev.cost + price < maxPrice)
+          choices.push_back(
+              {{c, kRecompute}, double(cand.compressedBytes) / (price + 1)});
+        continue;
+      }
+      if (choice[c] != kKeep)
+        continue;
+      // Recomputing helps at a forward step past the candidate's forward
       // uses; at a backward step before its first need (it is recomputed
       // at its first need and live from there on); and at its last need
       // when only recomputations read it there (it is then freed within
       // the slot).
-      int b = worst - nF;
       bool held =
           worst < nF
               ? (arena ? cand.lastForwardUse < worst && cand.forwardStep <= worst
@@ -177,12 +216,24 @@ evictionChoices(const RematModel &model, ArrayRef<char> evicted,
               : b < ev.firstNeed[c] ||
                     (b == ev.lastNeed[c] && !model.readsAt(b, c)) ||
                     (!direct && b <= ev.lastNeed[c]);
-      if (!held)
+      if (held && cand.recomputable) {
+        double price = evictionPrice(model, choice, ev, c);
+        if (ev.cost + price < maxPrice)
+          choices.push_back(
+              {{c, kRecompute}, double(cand.bytes) / (price + 1)});
+      }
+      // Compressing helps past its forward uses and at the backward steps
+      // that do not read it (where it is not dequantized).
+      int64_t freed = cand.bytes - cand.compressedBytes;
+      if (cand.compressedBytes < 0 || freed <= 0)
         continue;
-      double price = evictionPrice(model, evicted, ev, c);
-      if (ev.cost + price >= maxPrice)
-        continue;
-      choices.push_back({c, double(cand.bytes) / (price + 1)});
+      bool smaller =
+          worst < nF ? (arena ? cand.lastForwardUse < worst
+                              : cand.forwardStep <= worst)
+                     : b <= ev.lastNeed[c] && (!direct || !model.readsAt(b, c));
+      double price = compressionPrice(cand);
+      if (smaller && ev.cost + price < maxPrice)
+        choices.push_back({{c, kCompress}, double(freed) / (price + 1)});
     }
     if (!choices.empty())
       break;
@@ -190,59 +241,67 @@ evictionChoices(const RematModel &model, ArrayRef<char> evicted,
   return choices;
 }
 
-/// The best-scored of evictionChoices, or -1.
-static int pickEviction(const RematModel &model, ArrayRef<char> evicted,
-                        const RematEvaluation &ev, int exclude,
-                        double maxPrice, bool directFirst = true) {
-  int choice = -1;
+/// The best-scored of evictionChoices, or a candidate of -1.
+static Eviction pickEviction(const RematModel &model, ArrayRef<char> choice,
+                             const RematEvaluation &ev, int exclude,
+                             double maxPrice, bool directFirst = true) {
+  Eviction pick{-1, kKeep};
   double bestScore = -1;
-  for (auto [c, score] :
-       evictionChoices(model, evicted, ev, exclude, maxPrice, directFirst))
+  for (auto [eviction, score] :
+       evictionChoices(model, choice, ev, exclude, maxPrice, directFirst))
     if (score > bestScore)
-      bestScore = score, choice = c;
-  return choice;
+      bestScore = score, pick = eviction;
+  return pick;
 }
 
-/// Greedy: while the caps are exceeded, evict what pickEviction chooses;
-/// then keep again, most expensive first, every candidate the caps allow.
-/// Records the lowest peak seen in `lowest` (for "the smallest peak").
+/// Greedy: while the caps are exceeded, make the eviction pickEviction
+/// chooses; then, most expensive first, keep again every evicted candidate
+/// that the caps allow, else switch it between recomputed and compressed
+/// where that fits and costs less. Records the lowest peak seen in `lowest`
+/// (for "the smallest peak").
 static RematDecision greedy(const RematModel &model, RematDecision start,
                             RematEvaluation *lowest, bool directFirst = true) {
   const auto &candidates = model.problem().candidates;
   int nC = model.numCandidates();
   RematDecision d = std::move(start);
-  RematEvaluation ev = model.evaluate(d.recomputed);
+  RematEvaluation ev = model.evaluate(d.choice);
   auto track = [&](const RematEvaluation &e) {
     if (lowest && e.peakArena < lowest->peakArena)
       *lowest = e;
   };
   track(ev);
-  for (int iteration = 0; !model.fits(ev) && iteration <= nC; ++iteration) {
-    int choice =
-        pickEviction(model, d.recomputed, ev, -1, kInfinity, directFirst);
-    if (choice < 0)
+  // A candidate changes at most twice: kept, compressed, recomputed.
+  for (int iteration = 0; !model.fits(ev) && iteration <= 2 * nC; ++iteration) {
+    Eviction pick =
+        pickEviction(model, d.choice, ev, -1, kInfinity, directFirst);
+    if (pick.candidate < 0)
       break;
-    d.recomputed[choice] = 1;
-    ev = model.evaluate(d.recomputed);
+    d.choice[pick.candidate] = pick.choice;
+    ev = model.evaluate(d.choice);
     track(ev);
   }
   if (!model.fits(ev))
     return d;
-  // Keep again what the caps allow, the most expensive first.
   SmallVector<int> evictedList;
   for (int c = 0; c < nC; ++c)
-    if (d.recomputed[c])
+    if (d.choice[c] != kKeep)
       evictedList.push_back(c);
   llvm::stable_sort(evictedList, [&](int a, int b) {
     return candidates[a].cost > candidates[b].cost;
   });
   for (int c : evictedList) {
-    d.recomputed[c] = 0;
-    RematEvaluation trial = model.evaluate(d.recomputed);
-    if (model.fits(trial) && trial.cost <= ev.cost)
-      ev = std::move(trial);
-    else
-      d.recomputed[c] = 1;
+    char was = d.choice[c];
+    for (char instead : alternatives(candidates[c], was)) {
+      d.choice[c] = instead;
+      RematEvaluation trial = model.evaluate(d.choice);
+      if (model.fits(trial) &&
+          (instead == kKeep ? trial.cost <= ev.cost : trial.cost < ev.cost)) {
+        ev = std::move(trial);
+        was = instead;
+        break;
+      }
+      d.choice[c] = was;
+    }
   }
   return d;
 }
@@ -251,79 +310,87 @@ static RematDecision greedy(const RematModel &model, RematDecision start,
 // auto: local search and perturbation
 //===----------------------------------------------------------------------===//
 
-/// Local search from a plan that fits: keep one recomputed candidate again
-/// and, when that breaks the caps, repair the plan with the cheapest
-/// single eviction that fits, else by evicting others the way greedy does,
-/// as long as the repaired plan stays cheaper than the one it replaces.
-/// Accepts every improvement and sweeps the recomputed candidates, most
-/// expensive first, until a sweep finds none or the evaluation budget
-/// `evaluations` is spent (it counts down).
+/// The candidates a plan evicts (recomputed or compressed, and needed).
+static SmallVector<int> evictedCandidates(const RematDecision &d,
+                                          const RematEvaluation &ev) {
+  SmallVector<int> evicted;
+  for (int c = 0, e = d.choice.size(); c < e; ++c)
+    if (d.choice[c] != kKeep && (ev.isRecomputed(c) || ev.isCompressed(c)))
+      evicted.push_back(c);
+  return evicted;
+}
+
+/// Local search from a plan that fits: keep one evicted candidate again
+/// (or switch it between recomputed and compressed) and, when that breaks the
+/// caps, repair the plan with the cheapest single eviction that fits, else by
+/// evicting others the way greedy does, as long as the repaired plan stays
+/// cheaper than the one it replaces. Accepts every improvement and sweeps
+/// the evicted candidates, most expensive first, until a sweep finds none
+/// or the evaluation budget `evaluations` is spent (it counts down).
 static void improve(const RematModel &model, RematDecision &d,
                     int64_t &evaluations) {
   const auto &candidates = model.problem().candidates;
-  int nC = model.numCandidates();
-  RematEvaluation ev = model.evaluate(d.recomputed);
+  RematEvaluation ev = model.evaluate(d.choice);
   if (!model.fits(ev))
     return;
   bool improved = true;
   while (improved && evaluations > 0) {
     improved = false;
-    SmallVector<int> recomputed;
-    for (int c = 0; c < nC; ++c)
-      if (d.recomputed[c] && ev.recomputedAt[c] >= 0)
-        recomputed.push_back(c);
-    llvm::stable_sort(recomputed, [&](int a, int b) {
+    SmallVector<int> evicted = evictedCandidates(d, ev);
+    llvm::stable_sort(evicted, [&](int a, int b) {
       return candidates[a].cost > candidates[b].cost;
     });
-    for (int keep : recomputed) {
-      if (evaluations <= 0)
-        break;
-      if (!d.recomputed[keep])
-        continue;
-      SmallVector<char> trial = d.recomputed;
-      trial[keep] = 0;
-      RematEvaluation tev = model.evaluate(trial);
-      --evaluations;
-      // The cheapest single eviction that repairs it, else greedy ones.
-      if (!model.fits(tev) && tev.cost < ev.cost) {
-        int bestRepair = -1;
-        double bestPrice = ev.cost;
-        for (auto [c, score] :
-             evictionChoices(model, trial, tev, keep, ev.cost, true)) {
-          if (evaluations <= 0)
-            break;
-          trial[c] = 1;
-          RematEvaluation repaired = model.evaluate(trial);
-          --evaluations;
-          trial[c] = 0;
-          if (model.fits(repaired) && repaired.cost < bestPrice)
-            bestPrice = repaired.cost, bestRepair = c;
+    for (int changed : evicted) {
+      for (char instead :
+           alternatives(candidates[changed], d.choice[changed])) {
+        if (evaluations <= 0 || d.choice[changed] == kKeep)
+          break;
+        SmallVector<char> trial = d.choice;
+        trial[changed] = instead;
+        RematEvaluation tev = model.evaluate(trial);
+        --evaluations;
+        // The cheapest single eviction that repairs it, else greedy ones.
+        if (!model.fits(tev) && tev.cost < ev.cost) {
+          Eviction bestRepair{-1, kKeep};
+          double bestPrice = ev.cost;
+          for (auto [eviction, score] :
+               evictionChoices(model, trial, tev, changed, ev.cost, true)) {
+            if (evaluations <= 0)
+              break;
+            char was = trial[eviction.candidate];
+            trial[eviction.candidate] = eviction.choice;
+            RematEvaluation repaired = model.evaluate(trial);
+            --evaluations;
+            trial[eviction.candidate] = was;
+            if (model.fits(repaired) && repaired.cost < bestPrice)
+              bestPrice = repaired.cost, bestRepair = eviction;
+          }
+          if (bestRepair.candidate >= 0) {
+            trial[bestRepair.candidate] = bestRepair.choice;
+            tev = model.evaluate(trial);
+            --evaluations;
+          }
         }
-        if (bestRepair >= 0) {
-          trial[bestRepair] = 1;
+        while (!model.fits(tev) && tev.cost < ev.cost && evaluations > 0) {
+          Eviction evict = pickEviction(model, trial, tev, changed, ev.cost);
+          if (evict.candidate < 0)
+            break;
+          trial[evict.candidate] = evict.choice;
           tev = model.evaluate(trial);
           --evaluations;
         }
-      }
-      while (!model.fits(tev) && tev.cost < ev.cost && evaluations > 0) {
-        int evict = pickEviction(model, trial, tev, keep, ev.cost);
-        if (evict < 0)
-          break;
-        trial[evict] = 1;
-        tev = model.evaluate(trial);
-        --evaluations;
-      }
-      if (model.fits(tev) && tev.cost < ev.cost) {
-        d.recomputed = std::move(trial);
-        ev = std::move(tev);
-        improved = true;
+        if (model.fits(tev) && tev.cost < ev.cost) {
+          d.choice = std::move(trial);
+          ev = std::move(tev);
+          improved = true;
+        }
       }
     }
   }
 }
 
 /// Iterated local search from a plan that fits: improve it, then
-/// repeatedly keep a few random recomputed candidates of the best plan
+/// repeatedly keep a few random evicted candidates of the best plan
 /// again, repair with greedy evictions, improve, and keep the result when
 /// it is cheaper. Deterministic (fixed seed); bounded by kLocalSearchWork.
 static void search(const RematModel &model, RematDecision &d) {
@@ -332,37 +399,34 @@ static void search(const RematModel &model, RematDecision &d) {
       kLocalSearchWork /
       (nC + model.numForwardSteps() + model.numBackwardSteps());
   improve(model, d, evaluations);
-  RematEvaluation best = model.evaluate(d.recomputed);
+  RematEvaluation best = model.evaluate(d.choice);
   if (!model.fits(best))
     return;
   std::mt19937 random(0x6d656d66);
   for (int round = 0; evaluations > 0 && round < kLocalSearchRounds; ++round) {
-    SmallVector<int> recomputed;
-    for (int c = 0; c < nC; ++c)
-      if (d.recomputed[c] && best.recomputedAt[c] >= 0)
-        recomputed.push_back(c);
-    if (recomputed.empty())
+    SmallVector<int> evicted = evictedCandidates(d, best);
+    if (evicted.empty())
       return;
     RematDecision trial = d;
-    int kicks = 1 + round % std::min<int>(4, recomputed.size());
+    int kicks = 1 + round % std::min<int>(4, evicted.size());
     for (int k = 0; k < kicks; ++k)
-      trial.recomputed[recomputed[random() % recomputed.size()]] = 0;
-    RematEvaluation ev = model.evaluate(trial.recomputed);
+      trial.choice[evicted[random() % evicted.size()]] = kKeep;
+    RematEvaluation ev = model.evaluate(trial.choice);
     --evaluations;
-    for (int i = 0; !model.fits(ev) && i <= nC && evaluations > 0; ++i) {
-      int evict = pickEviction(model, trial.recomputed, ev, -1, kInfinity);
-      if (evict < 0)
+    for (int i = 0; !model.fits(ev) && i <= 2 * nC && evaluations > 0; ++i) {
+      Eviction evict = pickEviction(model, trial.choice, ev, -1, kInfinity);
+      if (evict.candidate < 0)
         break;
-      trial.recomputed[evict] = 1;
-      ev = model.evaluate(trial.recomputed);
+      trial.choice[evict.candidate] = evict.choice;
+      ev = model.evaluate(trial.choice);
       --evaluations;
     }
     if (!model.fits(ev))
       continue;
     improve(model, trial, evaluations);
-    ev = model.evaluate(trial.recomputed);
+    ev = model.evaluate(trial.choice);
     if (model.fits(ev) && ev.cost < best.cost) {
-      d.recomputed = std::move(trial.recomputed);
+      d.choice = std::move(trial.choice);
       best = std::move(ev);
     }
   }
@@ -381,8 +445,22 @@ mlir::memfit::decideAuto(const RematModel &model) {
     plans.push_back(std::move(fromNone));
   }
   RematDecision layers = checkpointLayers(problem);
-  if (model.fits(model.evaluate(layers.recomputed))) {
+  if (model.fits(model.evaluate(layers.choice))) {
     RematDecision refined = greedy(model, layers, nullptr);
+    refined.policy = "auto";
+    plans.push_back(std::move(refined));
+  }
+  // With compression: from compressing everything that can be, where that
+  // fits.
+  RematDecision compressAll = none;
+  bool compressible = false;
+  for (auto [c, cand] : llvm::enumerate(problem.candidates))
+    if (cand.compressedBytes >= 0) {
+      compressAll.choice[c] = kCompress;
+      compressible = true;
+    }
+  if (compressible && model.fits(model.evaluate(compressAll.choice))) {
+    RematDecision refined = greedy(model, compressAll, nullptr);
     refined.policy = "auto";
     plans.push_back(std::move(refined));
   }
@@ -391,7 +469,7 @@ mlir::memfit::decideAuto(const RematModel &model) {
   std::optional<RematDecision> best;
   double bestPrice = 0;
   for (RematDecision &plan : plans) {
-    RematEvaluation ev = model.evaluate(plan.recomputed);
+    RematEvaluation ev = model.evaluate(plan.choice);
     if (!model.fits(ev))
       continue;
     if (!best || ev.cost < bestPrice) {
@@ -407,8 +485,7 @@ mlir::memfit::decideAuto(const RematModel &model) {
 RematEvaluation mlir::memfit::lowestPeak(const RematProblem &problem) {
   // The greedy run down to nothing, and the layer checkpoints.
   RematModel model(problem);
-  RematEvaluation lowest =
-      model.evaluate(keepEverything(problem).recomputed);
+  RematEvaluation lowest = model.evaluate(keepEverything(problem).choice);
   RematProblem impossible = problem;
   impossible.arenaCap = 0;
   impossible.activationCap = -1;
@@ -417,8 +494,7 @@ RematEvaluation mlir::memfit::lowestPeak(const RematProblem &problem) {
   start.policy = "auto";
   (void)greedy(downToNothing, start, &lowest, /*directFirst=*/true);
   (void)greedy(downToNothing, start, &lowest, /*directFirst=*/false);
-  RematEvaluation layers =
-      model.evaluate(checkpointLayers(problem).recomputed);
+  RematEvaluation layers = model.evaluate(checkpointLayers(problem).choice);
   if (layers.peakArena < lowest.peakArena)
     lowest = layers;
   return lowest;
@@ -449,11 +525,11 @@ mlir::memfit::decideOptimal(const RematProblem &problem,
   int nC = problem.candidates.size();
   RematDecision d;
   d.policy = "optimal";
-  d.recomputed.assign(nC, 0);
+  d.choice.assign(nC, kKeep);
   d.keptWhy.assign(nC, "");
   for (int c = 0; c < nC; ++c) {
-    d.recomputed[c] = solution.recomputed[c] ? 1 : 0;
-    if (d.recomputed[c] && !problem.candidates[c].recomputable) {
+    d.choice[c] = solution.recomputed[c] ? kRecompute : kKeep;
+    if (d.choice[c] == kRecompute && !problem.candidates[c].recomputable) {
       unrecomputable = c;
       note.clear();
       return std::nullopt;

@@ -108,6 +108,8 @@ pipelineOptions(const TrainOptions &train, const WeightQuantization &weights) {
   options->accumulate = train.accumulate;
   options->budget = ByteSize{train.budget};
   options->activationFraction = train.activationFraction;
+  options->compressActivations = train.compressActivations;
+  options->activationBlockSize = train.activationBlockSize;
   options->rematTimeLimit = train.rematTimeLimit;
   options->rematReport = train.rematReport;
   options->timeline = train.timeline;

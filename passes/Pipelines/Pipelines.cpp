@@ -155,6 +155,18 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
     return problem;
   if (!states8bit(options) && !options.keepFp32States.empty())
     return "keep-fp32-states needs optimizer-states=8bit (or adamw8bit)";
+  if (options.activationBlockSize < 1)
+    return "activation-block-size must be positive, got " +
+           std::to_string(options.activationBlockSize);
+  if (!options.compressActivations && options.activationBlockSize != 256)
+    return "activation-block-size needs compress-activations";
+  if (options.compressActivations && options.remat != RematPolicy::Auto)
+    return "compress-activations needs remat=auto: the other policies never "
+           "save a value compressed";
+  if (options.compressActivations && options.budget.getValue().bytes == 0 &&
+      options.activationFraction == 0)
+    return "compress-activations needs a budget or an activation-fraction: "
+           "without one, remat keeps every value whole";
   if (options.optimizer == OptimizerKind::None && options.accumulate != 1)
     return "accumulate needs an optimizer (optimizer=none returns the "
            "gradients of one micro-batch)";
@@ -309,6 +321,10 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("optimizer-states",
         stringifyStateStorage(options.optimizerStates).str());
   list("keep-fp32-states", options.keepFp32States);
+  if (options.compressActivations)
+    add("compress-activations", "true");
+  if (options.activationBlockSize != defaults.activationBlockSize)
+    add("activation-block-size", std::to_string(options.activationBlockSize));
   addWeights(add, options.weights);
   if (options.remat != defaults.remat)
     add("remat", stringifyRematPolicy(options.remat).str());
@@ -388,7 +404,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCSEPass());
   // After cse, which would merge the weights' dequantizations back into one
   // read that lives from the first use to the last.
-  if (states8bit(options) ||
+  if (states8bit(options) || options.compressActivations ||
       options.weights.quantizeWeights != WeightStorage::None) {
     MemfitQuantizePassOptions quantize;
     quantize.optimizerStates =
@@ -398,6 +414,9 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     quantize.keepFp32States.assign(options.keepFp32States.begin(),
                                    options.keepFp32States.end());
     setWeights(quantize, options.weights);
+    if (options.compressActivations)
+      quantize.savedActivations = "int8";
+    quantize.activationBlockSize = options.activationBlockSize;
     pm.addPass(createMemfitQuantizePass(quantize));
   }
   pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());

@@ -4,8 +4,10 @@
 // quantized at compile time and dequantized just before each use.
 // optimizer-states=8bit: each large enough optimizer state becomes codes
 // and per-block absmax states, and the update kernel that reads and writes
-// it dequantizes at its start and quantizes at its end (see the pass
-// description in Passes.td).
+// it dequantizes at its start and quantizes at its end.
+// saved-activations=int8: recorded on the module for memfit-remat, which
+// may then save a forward value compressed. See the pass description in
+// Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
@@ -138,6 +140,22 @@ struct MemfitQuantizePass
     if (doubleQuant && weightScheme != QuantScheme::NF4 &&
         weightScheme != QuantScheme::FP4)
       return module.emitError("double-quant needs weights=nf4 or weights=fp4");
+    if (savedActivations != "fp32" && savedActivations != "int8")
+      return module.emitError("saved-activations must be fp32 or int8, got '")
+             << savedActivations << "'";
+    if (activationBlockSize < 1)
+      return module.emitError("activation-block-size must be positive, got ")
+             << static_cast<int64_t>(activationBlockSize);
+    if (savedActivations == "int8") {
+      MLIRContext *ctx = module.getContext();
+      NamedAttribute entries[] = {
+          NamedAttribute(
+              StringAttr::get(ctx, "block_size"),
+              IntegerAttr::get(IntegerType::get(ctx, 64), activationBlockSize)),
+          NamedAttribute(StringAttr::get(ctx, "scheme"),
+                         StringAttr::get(ctx, "int8"))};
+      module->setAttr(kSavedActivationsAttr, DictionaryAttr::get(ctx, entries));
+    }
     SymbolTable symbols(module);
     if (weightScheme && failed(quantizeWeights(module, symbols, *weightScheme)))
       return failure();

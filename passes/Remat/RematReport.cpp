@@ -16,6 +16,7 @@
 #include "memfit/Passes/PassOutput.h"
 #include "memfit/runtime/Bytes.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -69,8 +70,9 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
   os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
                       "value", "op", "onnx node", "shape", "bytes",
                       "decision", "reason");
-  int64_t savedBytes = 0, recomputedBytes = 0;
-  int saved = 0, recomputed = 0;
+  int64_t savedBytes = 0, recomputedBytes = 0, compressedWhole = 0,
+          compressedBytes = 0;
+  int saved = 0, recomputed = 0, compressed = 0;
   SmallVector<int> order;
   for (int c = 0, e = problem.candidates.size(); c < e; ++c)
     order.push_back(c);
@@ -89,7 +91,28 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
       shape += (shape.empty() ? "" : ",") +
                shapeToString(cast<RankedTensorType>(r.getType()).getShape());
     std::string reason;
-    if (isRecomputed) {
+    StringRef decision = isRecomputed ? "recompute" : "save";
+    if (ev.isCompressed(c)) {
+      ++compressed;
+      compressedWhole += cand.bytes;
+      compressedBytes += cand.compressedBytes;
+      decision = "compress";
+      SmallVector<int> steps;
+      for (int b = 0, e = ev.decompressAt.size(); b < e; ++b)
+        if (llvm::is_contained(ev.decompressAt[b], c))
+          steps.push_back(b);
+      reason =
+          llvm::formatv(
+              "int8, block {0}: kept in {1} bytes; quantize "
+              "{2}, dequantize before backward step{3} {4}",
+              graph.compression->blockSize, cand.compressedBytes,
+              formatFlops(candOp.compressCost.flops),
+              steps.size() > 1 ? "s" : "",
+              llvm::join(llvm::map_range(
+                             steps, [](int b) { return std::to_string(b); }),
+                         ", "))
+              .str();
+    } else if (isRecomputed) {
       ++recomputed;
       recomputedBytes += cand.bytes;
       llvm::SetVector<int> from = recomputationSources(problem, ev, c);
@@ -116,20 +139,35 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
     os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
                         llvm::formatv("f{0}", cand.forwardStep).str(),
                         stepOpNames(candOp.op), node.empty() ? "-" : node,
-                        shape, cand.bytes,
-                        isRecomputed ? "recompute" : "save", reason);
+                        shape, cand.bytes, decision, reason);
   }
-  // What the recomputations add, in FLOPs and bytes moved.
+  // What the recomputations, quantizations and dequantizations add, in
+  // FLOPs and bytes moved.
   double extra = 0;
   int64_t bytesMoved = 0;
-  for (int c = 0, e = problem.candidates.size(); c < e; ++c)
-    if (ev.isNeeded(c) && ev.isRecomputed(c)) {
-      extra += graph.ops[c].cost.flops;
-      bytesMoved += graph.ops[c].cost.bytes;
+  for (int b = 0, e = ev.decompressAt.size(); b < e; ++b)
+    for (int c : ev.decompressAt[b]) {
+      extra += graph.ops[c].decompressCost.flops;
+      bytesMoved += graph.ops[c].decompressCost.bytes;
     }
+  for (int c = 0, e = problem.candidates.size(); c < e; ++c) {
+    const CandidateOp &candOp = graph.ops[c];
+    if (ev.isNeeded(c) && ev.isRecomputed(c)) {
+      extra += candOp.cost.flops;
+      bytesMoved += candOp.cost.bytes;
+    }
+    if (ev.isNeeded(c) && ev.isCompressed(c)) {
+      extra += candOp.compressCost.flops;
+      bytesMoved += candOp.compressCost.bytes;
+    }
+  }
   os << llvm::formatv("totals: {0} saved ({1} bytes), {2} recomputed ({3} "
-                      "bytes)\n",
+                      "bytes)",
                       saved, savedBytes, recomputed, recomputedBytes);
+  if (graph.compression)
+    os << llvm::formatv(", {0} compressed ({1} -> {2} bytes)", compressed,
+                        compressedWhole, compressedBytes);
+  os << "\n";
   os << llvm::formatv("  extra FLOPs: {0} ({1:F2}% of the step's {2}); "
                       "extra bytes moved: {3}\n",
                       formatFlops(extra),

@@ -55,6 +55,61 @@ static int64_t arenaBytes(Value value) {
   return alignToPlan(tensorBytes(cast<RankedTensorType>(value.getType())));
 }
 
+/// The codes and absmax types of `value` saved compressed.
+static std::pair<RankedTensorType, RankedTensorType>
+compressedTypes(Value value, int64_t blockSize) {
+  auto type = cast<RankedTensorType>(value.getType());
+  int64_t n = type.getNumElements();
+  MLIRContext *context = value.getContext();
+  return {RankedTensorType::get({n}, IntegerType::get(context, 8)),
+          RankedTensorType::get({(n + blockSize - 1) / blockSize},
+                                Float32Type::get(context))};
+}
+
+/// Whether a result can be saved compressed: a float tensor of at least
+/// one block.
+static bool isCompressible(Value value, int64_t blockSize) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return isa<FloatType>(type.getElementType()) && type.hasStaticShape() &&
+         type.getNumElements() >= blockSize;
+}
+
+/// Sets what saving candidate `c` compressed takes and costs: the results
+/// that the backward reads and that can be compressed are, the others
+/// stay whole.
+static void priceCompression(StepGraph &graph, int c,
+                             ArrayRef<unsigned> backwardResults) {
+  CandidateOp &info = graph.ops[c];
+  RematCandidate &cand = graph.problem.candidates[c];
+  int64_t blockSize = graph.compression->blockSize;
+  int64_t bytes = 0;
+  for (OpResult result : info.op->getResults()) {
+    if (!llvm::is_contained(backwardResults, result.getResultNumber()) ||
+        !isCompressible(result, blockSize)) {
+      bytes += arenaBytes(result);
+      continue;
+    }
+    info.compressedResults.push_back(result.getResultNumber());
+    auto [codes, absmax] = compressedTypes(result, blockSize);
+    int64_t stored =
+        alignToPlan(tensorBytes(codes)) + alignToPlan(tensorBytes(absmax));
+    bytes += stored;
+    int64_t n = codes.getNumElements();
+    int64_t whole = tensorBytes(cast<RankedTensorType>(result.getType()));
+    int64_t moved = whole + tensorBytes(codes) + tensorBytes(absmax);
+    // The flops of memfit.quantize and memfit.dequantize per element.
+    info.compressCost += OpCost{10 * n, moved};
+    info.decompressCost += OpCost{n, moved};
+  }
+  if (info.compressedResults.empty())
+    return;
+  cand.compressedBytes = bytes;
+  cand.compressCost =
+      double(info.compressCost.flops) + double(info.compressCost.bytes);
+  cand.decompressCost =
+      double(info.decompressCost.flops) + double(info.decompressCost.bytes);
+}
+
 //===----------------------------------------------------------------------===//
 // Early parameter updates
 //===----------------------------------------------------------------------===//
@@ -239,9 +294,11 @@ static void assignLayers(StepGraph &graph,
   }
 }
 
-static StepGraph buildStepGraph(func::FuncOp func) {
+static StepGraph buildStepGraph(func::FuncOp func,
+                                std::optional<Compression> compression) {
   StepGraph graph;
   graph.func = func;
+  graph.compression = compression;
   RematProblem &problem = graph.problem;
   Block &body = func.getBody().front();
   for (Operation &op : body)
@@ -298,7 +355,8 @@ static StepGraph buildStepGraph(func::FuncOp func) {
     int lastUse = step, lastForwardUse = step;
     bool returned = false, assigned = false;
     SmallVector<int> backwardReads;
-    for (Value result : op->getResults()) {
+    SmallVector<unsigned> backwardResults; // the results the backward reads
+    for (OpResult result : op->getResults()) {
       SmallVector<int> readerSteps;
       bool resultAssigned = false;
       readersOf(result, lastUse, returned, resultAssigned, readerSteps);
@@ -306,10 +364,13 @@ static StepGraph buildStepGraph(func::FuncOp func) {
       if (!resultAssigned)
         bytes += arenaBytes(result);
       for (int reader : readerSteps) {
-        if (reader < numForward)
+        if (reader < numForward) {
           lastForwardUse = std::max(lastForwardUse, reader);
-        else
+        } else {
           backwardReads.push_back(reader - numForward);
+          if (!llvm::is_contained(backwardResults, result.getResultNumber()))
+            backwardResults.push_back(result.getResultNumber());
+        }
       }
     }
     if (returned)
@@ -326,6 +387,8 @@ static StepGraph buildStepGraph(func::FuncOp func) {
     backwardReads.erase(llvm::unique(backwardReads), backwardReads.end());
     problem.candidates[c].backwardReads.assign(backwardReads.begin(),
                                                backwardReads.end());
+    if (compression && !returned && !assigned)
+      priceCompression(graph, c, backwardResults);
     // The candidate's own forward live range is fixed.
     addFixed(step, lastForwardUse, bytes);
   }
@@ -387,8 +450,36 @@ static StepGraph buildStepGraph(func::FuncOp func) {
 // Rewriting
 //===----------------------------------------------------------------------===//
 
+/// A memfit.kernel of the single op that `build` makes from the kernel's
+/// arguments (`inputs`), at the builder's point.
+static KernelOp
+singleOpKernel(OpBuilder &builder, Location loc, TypeRange resultTypes,
+               ValueRange inputs,
+               function_ref<Operation *(OpBuilder &, ValueRange)> build) {
+  auto kernel = KernelOp::create(builder, loc, resultTypes, inputs);
+  OpBuilder::InsertionGuard guard(builder);
+  Block *body = builder.createBlock(&kernel.getBody());
+  for (Value input : inputs)
+    body->addArgument(input.getType(), loc);
+  Operation *op = build(builder, body->getArguments());
+  YieldOp::create(builder, loc, op->getResults());
+  return kernel;
+}
+
+/// Every view on `value` (transitively), which a clone of the backward may
+/// have cloned onto an earlier copy of it.
+static void collectViews(Value value, SmallVectorImpl<Value> &views) {
+  for (Operation *user : value.getUsers())
+    if (isBufferView(user)) {
+      views.push_back(user->getResult(0));
+      collectViews(user->getResult(0), views);
+    }
+}
+
 /// Clones the recomputed candidates into the backward and points the
-/// backward at the clones. Marks saved candidates with why.
+/// backward at the clones; quantizes the compressed candidates after their
+/// last forward use and dequantizes them before each backward step that
+/// needs them. Marks saved candidates with why.
 static void rewrite(StepGraph &graph, const RematDecision &d,
                     const RematEvaluation &ev) {
   MLIRContext *context = graph.func.getContext();
@@ -397,12 +488,45 @@ static void rewrite(StepGraph &graph, const RematDecision &d,
   int nF = graph.numForward();
   IRMapping mapping;
   llvm::DenseSet<Value> evictedValues;
-  for (int c = 0; c < nC; ++c)
+  for (int c = 0; c < nC; ++c) {
+    Operation *op = graph.ops[c].op;
     if (ev.recomputedAt[c] >= 0)
-      for (Value result : graph.ops[c].op->getResults())
+      for (Value result : op->getResults())
         evictedValues.insert(result);
+    if (ev.isCompressed(c))
+      for (unsigned index : graph.ops[c].compressedResults)
+        evictedValues.insert(op->getResult(index));
+  }
 
   OpBuilder builder(context);
+  // The codes and absmax of each compressed result, made after the
+  // candidate's last forward use.
+  llvm::DenseMap<Value, std::pair<Value, Value>> compressedOf;
+  auto scheme = QuantSchemeAttr::get(context, QuantScheme::Linear);
+  int64_t blockSize = graph.compression ? graph.compression->blockSize : 0;
+  auto blockAttr = builder.getI64IntegerAttr(blockSize);
+  for (int c = 0; c < nC; ++c) {
+    if (!ev.isCompressed(c))
+      continue;
+    const CandidateOp &info = graph.ops[c];
+    builder.setInsertionPointAfter(
+        graph.steps[problem.candidates[c].lastForwardUse]);
+    for (unsigned index : info.compressedResults) {
+      Value result = info.op->getResult(index);
+      auto [codesType, absmaxType] = compressedTypes(result, blockSize);
+      Location loc =
+          NameLoc::get(StringAttr::get(context, info.name + " (compressed)"),
+                       info.op->getLoc());
+      KernelOp kernel = singleOpKernel(
+          builder, loc, {codesType, absmaxType}, result,
+          [&](OpBuilder &b, ValueRange args) -> Operation * {
+            return QuantizeOp::create(b, loc, TypeRange{codesType, absmaxType},
+                                      args[0], scheme, blockAttr);
+          });
+      kernel->setAttr(kCompressedAttr, StringAttr::get(context, info.name));
+      compressedOf[result] = {kernel.getResult(0), kernel.getResult(1)};
+    }
+  }
   // The value to read in place of `value` at the builder's point: the clone
   // of a recomputed value, through clones of the views on it.
   std::function<Value(Value)> resolve = [&](Value value) -> Value {
@@ -423,6 +547,30 @@ static void rewrite(StepGraph &graph, const RematDecision &d,
   for (int b = 0; b < graph.numBackward(); ++b) {
     Operation *reader = graph.steps[nF + b];
     builder.setInsertionPoint(reader);
+    // Dequantize what the step and its recomputations need, first.
+    for (int c : ev.decompressAt[b]) {
+      const CandidateOp &info = graph.ops[c];
+      for (unsigned index : info.compressedResults) {
+        Value result = info.op->getResult(index);
+        auto [codes, absmax] = compressedOf.lookup(result);
+        Location loc = NameLoc::get(
+            StringAttr::get(context, info.name + " (decompressed)"),
+            info.op->getLoc());
+        KernelOp kernel = singleOpKernel(
+            builder, loc, result.getType(), ValueRange{codes, absmax},
+            [&](OpBuilder &b, ValueRange args) -> Operation * {
+              return DequantizeOp::create(b, loc, result.getType(), args[0],
+                                          args[1], scheme, blockAttr);
+            });
+        kernel->setAttr(kDecompressedAttr, StringAttr::get(context, info.name));
+        mapping.map(result, kernel.getResult(0));
+        // Views cloned onto the previous copy are cloned again.
+        SmallVector<Value> views;
+        collectViews(result, views);
+        for (Value view : views)
+          mapping.erase(view);
+      }
+    }
     for (int c : ev.recomputeAt[b]) {
       Operation *op = graph.ops[c].op;
       builder.setInsertionPoint(reader);
@@ -477,6 +625,17 @@ static void rewrite(StepGraph &graph, const RematDecision &d,
     const CandidateOp &info = graph.ops[c];
     if (ev.lastNeed[c] < 0 || ev.recomputedAt[c] >= 0)
       continue;
+    if (ev.isCompressed(c)) {
+      info.op->setAttr(
+          kSavedAttr,
+          StringAttr::get(
+              context,
+              llvm::formatv("compressed to int8 codes: "
+                            "quantizing costs {0} to free {1}",
+                            formatFlops(info.compressCost.flops),
+                            formatBytes(cand.bytes - cand.compressedBytes))));
+      continue;
+    }
     std::string why = d.keptWhy.empty() ? "" : d.keptWhy[c];
     if (!cand.recomputable)
       why = "not recomputable: " + info.why;
@@ -568,6 +727,29 @@ void MemfitRematPass::runOnOperation() {
         << activationFraction;
     return signalPassFailure();
   }
+  // memfit-quantize saved-activations=int8 asks for a third choice.
+  std::optional<Compression> compression;
+  if (auto request =
+          module->getAttrOfType<DictionaryAttr>(kSavedActivationsAttr)) {
+    auto scheme = request.getAs<StringAttr>("scheme");
+    auto blockSize = request.getAs<IntegerAttr>("block_size");
+    if (!scheme || scheme.getValue() != "int8" || !blockSize ||
+        blockSize.getInt() < 1) {
+      mlir::emitError(module.getLoc())
+          << "memfit-remat: " << kSavedActivationsAttr
+          << " must be {scheme = \"int8\", block_size = N} with N >= 1, got "
+          << request;
+      return signalPassFailure();
+    }
+    if (policy == "optimal") {
+      mlir::emitError(module.getLoc())
+          << "memfit-remat: saving activations compressed (memfit-quantize "
+          << "saved-activations=int8) needs policy auto: the ILP of policy "
+          << "optimal only keeps or recomputes";
+      return signalPassFailure();
+    }
+    compression = Compression{blockSize.getInt()};
+  }
   for (func::FuncOp func : definedFunctions(module))
     scheduleUpdatesEarly(func);
 
@@ -593,7 +775,7 @@ void MemfitRematPass::runOnOperation() {
     SmallVector<func::FuncOp> funcs = definedFunctions(*work);
     std::vector<FunctionResult> results;
     for (func::FuncOp func : funcs) {
-      StepGraph graph = buildStepGraph(func);
+      StepGraph graph = buildStepGraph(func, compression);
       if (graph.numBackward() == 0 || graph.ops.empty())
         continue;
       FunctionResult result;
@@ -604,7 +786,7 @@ void MemfitRematPass::runOnOperation() {
     for (FunctionResult &result : results) {
       RematProblem &problem = result.graph.problem;
       RematModel model(problem);
-      result.before = model.evaluate(keepEverything(problem).recomputed);
+      result.before = model.evaluate(keepEverything(problem).choice);
       // With a budget the cap is never negative (which would mean "no
       // cap"): a slack beyond the budget leaves nothing, and the policy
       // says what the smallest reachable peak is.
@@ -624,7 +806,7 @@ void MemfitRematPass::runOnOperation() {
         return signalPassFailure();
       }
       result.decision = std::move(*decision);
-      result.after = model.evaluate(result.decision.recomputed);
+      result.after = model.evaluate(result.decision.choice);
       result.solverNote = note;
     }
     for (FunctionResult &result : results)

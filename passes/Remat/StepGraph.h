@@ -17,6 +17,7 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SetVector.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::memfit {
@@ -34,6 +35,18 @@ struct CandidateOp {
   OpCost cost;
   std::string why; // why it cannot be recomputed
   std::string name; // its ONNX node, or "<ops>@<step>"
+  /// When it can be saved compressed: the results that are (the others
+  /// stay whole), what quantizing them costs once and dequantizing them
+  /// costs per backward step that needs them.
+  SmallVector<unsigned> compressedResults;
+  OpCost compressCost, decompressCost;
+};
+
+/// How memfit-remat may compress saved values (memfit-quantize's
+/// `saved-activations=int8`): linear i8 codes, one absmax per `blockSize`
+/// values, for float results of at least one block.
+struct Compression {
+  int64_t blockSize = 0;
 };
 
 /// The schedule of one function and its candidates.
@@ -43,6 +56,8 @@ struct StepGraph {
   /// The candidates, fixed bytes and caps; candidate i is ops[i].
   RematProblem problem;
   SmallVector<CandidateOp> ops;
+  /// Whether candidates may be saved compressed, and how.
+  std::optional<Compression> compression;
   DenseMap<Operation *, int> candidateOf;
   double stepFlops = 0; // FLOPs of the whole step before remat
 

@@ -35,6 +35,7 @@ const std::vector<Group> &groups() {
       {"optimizer states", {"optimizer_states", "state_codes", "state_scales"}},
       {"working copies", {"working_copies"}},
       {"saved activations", {"saved_activations"}},
+      {"compressed activations", {"compressed_activations"}},
       {"recomputed activations", {"recomputed"}},
       {"temporaries",
        {"temporaries", "activations", "activation", "inputs", "input",

@@ -74,7 +74,7 @@
 // and memfit-run prints what it asked for.
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw8bit keep-fp32-states=w0' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=EIGHTBIT
 // EIGHTBIT: memfit-optimizer{{.*}} optimizer=adamw
-// EIGHTBIT: memfit-quantize{double-quant=false keep-fp32-states={w0} min-8bit-size=4096 min-weight-size=4096 optimizer-states=8bit state-block-size=256 weight-block-size=64 weights=none}
+// EIGHTBIT: memfit-quantize{activation-block-size=256 double-quant=false keep-fp32-states={w0} min-8bit-size=4096 min-weight-size=4096 optimizer-states=8bit saved-activations=fp32 state-block-size=256 weight-block-size=64 weights=none}
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=sgd momentum=0.9 optimizer-states=8bit' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=SGD8BIT
 // SGD8BIT: memfit-optimizer{{.*}} optimizer=sgd
 // SGD8BIT: memfit-quantize{{.*}} optimizer-states=8bit
@@ -86,11 +86,24 @@
 // WEIGHTS: memfit-optimizer
 // WEIGHTS-NEXT: canonicalize
 // WEIGHTS-NEXT: cse
-// WEIGHTS-NEXT: memfit-quantize{double-quant=true min-8bit-size=4096 min-weight-size=4096 optimizer-states=fp32 state-block-size=256 weight-block-size=128 weights=nf4}
+// WEIGHTS-NEXT: memfit-quantize{activation-block-size=256 double-quant=true min-8bit-size=4096 min-weight-size=4096 optimizer-states=fp32 saved-activations=fp32 state-block-size=256 weight-block-size=128 weights=nf4}
 // WEIGHTS-NEXT: func.func(
 // WEIGHTS-NEXT: memfit-form-kernels
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --frozen='onnx::MatMul*' --quantize-weights=nf4 --double-quant --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTWEIGHTS
 // PRINTWEIGHTS: '--memfit-train-pipeline=loss=cross-entropy frozen=onnx::MatMul* quantize-weights=nf4 double-quant=true'
+// Compressed activations: memfit-quantize records the request, memfit-remat
+// (policy auto, with a limit) takes it.
+// RUN: memfit-opt %s --memfit-train-pipeline='activation-fraction=0.5 compress-activations=true activation-block-size=128' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMPRESS
+// COMPRESS: memfit-quantize{activation-block-size=128 {{.*}} saved-activations=int8
+// COMPRESS: memfit-remat{activation-fraction=5.000000e-01 {{.*}} policy=auto
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --activation-fraction=0.5 --compress-activations --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTCOMPRESS
+// PRINTCOMPRESS: '--memfit-train-pipeline=loss=cross-entropy compress-activations=true activation-fraction=0.5'
+// RUN: not memfit-opt %s --memfit-train-pipeline='compress-activations=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMPRESSNOLIMIT
+// COMPRESSNOLIMIT: error: memfit-train-pipeline: compress-activations needs a budget or an activation-fraction: without one, remat keeps every value whole
+// RUN: not memfit-opt %s --memfit-train-pipeline='compress-activations=true remat=optimal budget=1MiB' -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMPRESSPOLICY
+// COMPRESSPOLICY: error: memfit-train-pipeline: compress-activations needs remat=auto: the other policies never save a value compressed
+// RUN: not memfit-opt %s --memfit-train-pipeline='activation-block-size=64' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ABLOCK
+// ABLOCK: error: memfit-train-pipeline: activation-block-size needs compress-activations
 // RUN: not memfit-opt %s --memfit-train-pipeline='quantize-weights=int8 double-quant=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DQINT8
 // DQINT8: error: memfit-train-pipeline: double-quant needs quantize-weights=nf4 or fp4
 // RUN: not memfit-opt %s --memfit-train-pipeline='quantize-weights=nf4 weight-block-size=3' -o /dev/null 2>&1 | FileCheck %s --check-prefix=WBLOCK

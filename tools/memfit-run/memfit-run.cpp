@@ -259,10 +259,18 @@ static Opt<double> activationFractionFlag(
     "activation-fraction", cl::cat(rematCategory),
     cl::desc("Keep at most this fraction of the activation memory that "
              "saving every forward value takes"));
+static Opt<bool> compressActivations(
+    "compress-activations", cl::cat(rematCategory),
+    cl::desc("--remat=auto may also save a forward value compressed to int8 "
+             "(block-wise absmax), where that beats saving it whole and "
+             "recomputing it"));
+static Opt<int64_t> activationBlockSize(
+    "activation-block-size", cl::init(256), cl::Hidden, cl::cat(rematCategory),
+    cl::desc("--compress-activations: values per absmax (default 256)"));
 static Opt<std::string> rematReport(
     "remat-report", cl::ValueOptional, cl::cat(rematCategory),
-    cl::desc("Print memfit-remat's decisions (each forward value saved or "
-             "recomputed, and why), or write them to =FILE"));
+    cl::desc("Print memfit-remat's decisions (each forward value saved, "
+             "recomputed or compressed, and why), or write them to =FILE"));
 static Opt<std::string> timelinePath(
     "memory-timeline", cl::cat(rematCategory),
     cl::desc("Write the memory timeline of the training step (bytes live "
@@ -470,6 +478,8 @@ rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
     t.budget = budgetFlag.getValue().bytes;
   }
   t.activationFraction = activationFractionFlag;
+  t.compressActivations = compressActivations;
+  t.activationBlockSize = activationBlockSize;
   if (rematReport.getNumOccurrences())
     t.rematReport = rematReport.empty() ? "-" : rematReport.getValue();
   t.timeline = timelinePath;

@@ -59,8 +59,11 @@ enum class BufferCategory {
   /// absmax of its blocks.
   StateCodes,
   StateScales,
+  /// memfit-remat: the codes and absmax of a saved activation kept
+  /// compressed (memfit-quantize saved-activations=int8).
+  CompressedActivation,
 };
-constexpr unsigned kNumBufferCategories = 15;
+constexpr unsigned kNumBufferCategories = 16;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

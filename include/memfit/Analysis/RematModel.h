@@ -1,10 +1,12 @@
-//===- RematModel.h - the memory model of a remat plan -----------*- C++ -*-===//
+//===- RematModel.h - the memory model of a remat plan -----------*- C++
+//-*-===//
 //
 // The one implementation of the memory model that RematProblem.h
-// documents: given the candidates a plan drops for recomputation, where
-// each is recomputed, the arena and activation bytes at every step, the
-// peaks and the price. memfit-remat's policies, the ILP's check of its
-// plans and the unit tests all evaluate plans with it.
+// documents: given what a plan does with each candidate (keep, recompute,
+// compress), where each is recomputed or dequantized, the arena and
+// activation bytes at every step, the peaks and the price. memfit-remat's
+// policies, the ILP's check of its plans and the unit tests all evaluate plans
+// with it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -23,8 +25,12 @@ struct RematEvaluation {
   /// Per candidate: the backward step it is recomputed before, or -1 (kept,
   /// or not needed); the first and last backward step that needs it, or -1.
   llvm::SmallVector<int> recomputedAt, firstNeed, lastNeed;
-  /// Per backward step: the candidates recomputed before it, in order.
-  llvm::SmallVector<llvm::SmallVector<int>> recomputeAt;
+  /// Per backward step: the candidates recomputed before it, in order;
+  /// the compressed candidates dequantized before it (before the
+  /// recomputations), ascending.
+  llvm::SmallVector<llvm::SmallVector<int>> recomputeAt, decompressAt;
+  /// Per candidate: kept compressed (and needed).
+  llvm::SmallVector<char> compressed;
   /// Arena bytes and activation bytes per forward and per backward step
   /// (backwardActivation includes the slot's extra; see RematProblem.h).
   llvm::SmallVector<int64_t> forwardBytes, backwardBytes;
@@ -35,10 +41,12 @@ struct RematEvaluation {
   /// The first step with peakArena bytes, over forward then backward steps
   /// (numForwardSteps + b for backward step b).
   int peakStep = 0;
-  /// The sum of the costs of the recomputed candidates.
+  /// The sum of the costs of the recomputed candidates and of the
+  /// compressed ones (a quantization each, a dequantization per need).
   double cost = 0;
 
   bool isRecomputed(int c) const { return recomputedAt[c] >= 0; }
+  bool isCompressed(int c) const { return compressed[c]; }
   bool isNeeded(int c) const { return lastNeed[c] >= 0; }
 };
 
@@ -60,9 +68,10 @@ public:
   llvm::ArrayRef<int> readsAt(int b) const { return reads[b]; }
   bool readsAt(int b, int c) const;
 
-  /// The plan that drops (and recomputes where needed) every candidate c
-  /// with recomputed[c] != 0 and keeps the others.
-  RematEvaluation evaluate(llvm::ArrayRef<char> recomputed) const;
+  /// The plan that gives candidate c the RematChoice choice[c]: drops (and
+  /// recomputes where needed) those with kRecompute, compresses those with
+  /// kCompress, keeps the others.
+  RematEvaluation evaluate(llvm::ArrayRef<char> choice) const;
 
   /// Whether the plan stays within the problem's caps.
   bool fits(const RematEvaluation &evaluation) const;

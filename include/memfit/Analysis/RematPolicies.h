@@ -1,9 +1,11 @@
-//===- RematPolicies.h - memfit-remat's policies on a RematProblem -*- C++ -*-===//
+//===- RematPolicies.h - memfit-remat's policies on a RematProblem -*- C++
+//-*-===//
 //
-// The policies that pick the candidates to recompute, on the IR-free
-// problem of RematProblem.h, evaluated with RematModel: none,
-// checkpoint-layers, auto (greedy evictions, local search, perturbation)
-// and optimal (the ILP of RematILP.cpp). docs/remat.md describes them.
+// The policies that pick the candidates to recompute (or, where the
+// problem allows it, to keep compressed), on the IR-free problem of
+// RematProblem.h, evaluated with RematModel: none, checkpoint-layers, auto
+// (greedy evictions, local search, perturbation) and optimal (the ILP of
+// RematILP.cpp). docs/remat.md describes them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,9 +20,10 @@
 namespace mlir::memfit {
 
 struct RematDecision {
-  /// Per candidate: dropped after its forward uses and recomputed where
-  /// the backward needs it (the input of RematModel::evaluate).
-  llvm::SmallVector<char> recomputed;
+  /// Per candidate, its RematChoice: kept, dropped after its forward uses
+  /// and recomputed where the backward needs it, or kept compressed (the
+  /// input of RematModel::evaluate).
+  llvm::SmallVector<char> choice;
   /// The policy that made it.
   std::string policy;
   /// Per candidate, when the policy says why it keeps it (else empty).
@@ -39,17 +42,22 @@ RematDecision checkpointLayers(const RematProblem &problem);
 
 /// auto: greedy evictions from keeping everything (two variants) and from
 /// checkpoint-layers' plan where it fits, each improved by local search
-/// and perturbation; the cheapest plan within the caps, or nothing.
-/// Deterministic. Call it only with a cap.
+/// and perturbation; the cheapest plan within the caps, or nothing. An
+/// eviction recomputes a candidate or, where it can be, compresses it,
+/// whichever frees the step more bytes per unit of cost; the local search
+/// tries compressing what is recomputed. Deterministic. Call it only with
+/// a cap.
 std::optional<RematDecision> decideAuto(const RematModel &model);
 
 /// The evaluation with the lowest arena peak that the greedy evictions
-/// (run down to nothing) and checkpoint-layers reach, starting from
-/// keeping everything: "the smallest peak reachable" of the pass's error.
+/// (run down to nothing, compressing where candidates can be) and
+/// checkpoint-layers reach, starting from keeping everything: "the
+/// smallest peak reachable" of the pass's error.
 RematEvaluation lowestPeak(const RematProblem &problem);
 
 /// optimal: solveRematILP, with the candidates that cannot be recomputed
-/// priced above all others together. Returns nothing when the ILP finds no
+/// priced above all others together. It keeps or recomputes; it never
+/// compresses. Returns nothing when the ILP finds no
 /// plan (`note` says why) or when its plan recomputes a candidate that
 /// cannot be (`unrecomputable` is then its index, else -1, and `note` is
 /// empty: the caller names the candidate). On success `note` says whether

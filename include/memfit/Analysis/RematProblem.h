@@ -1,4 +1,5 @@
-//===- RematProblem.h - the rematerialization problem, solver-neutral -*- C++ -*-===//
+//===- RematProblem.h - the rematerialization problem, solver-neutral -*- C++
+//-*-===//
 //
 // The decision that memfit-remat makes, stripped of IR so that policies and
 // solvers can be written and tested on their own. A training step is a
@@ -11,8 +12,9 @@
 //
 // Memory model (arena bytes; the weights region is outside it). One
 // implementation, RematModel (RematModel.h), serves the pass's policies,
-// the ILP's check of its plans and the unit tests. A plan is the set of
-// candidates dropped for recomputation; everything else is kept.
+// the ILP's check of its plans and the unit tests. A plan gives each
+// candidate a RematChoice: kept, dropped for recomputation, or kept
+// compressed (when the candidate can be: compressedBytes >= 0).
 //
 //  - Needs. Backward step b needs candidate c when it reads c, or when a
 //    dropped candidate that reads c is recomputed before b. A dropped
@@ -42,17 +44,25 @@
 //        recomputations (the slot's non-transient recomputations made so
 //        far, plus its live transients) rise above the bytes of all of the
 //        slot's non-transient recomputations, or 0.
+//  - A compressed candidate is quantized after its last forward use and
+//    dequantized before each backward step that needs it. Its compressed
+//    bytes are resident from forward step lastForwardUse (the quantization
+//    runs while the full value is still live) to its last need; at each
+//    backward step that needs it, its full bytes are resident too (the
+//    dequantized copy, freed after the step). What it reads is not needed
+//    for it.
 //  - Activation memory: at forward step t, the bytes of every kept, needed
-//    candidate with forwardStep <= t; at backward step b, the bytes of
-//    every resident candidate (transients and the slot's extra are not
-//    counted). The per-step series that RematEvaluation reports for the
-//    backward (backwardActivation) adds the slot's extra, and the
-//    policies aim their evictions at its highest step; the limit
-//    (activationCap) and peakActivation count without it.
+//    candidate with forwardStep <= t (a compressed one: its compressed
+//    bytes); at backward step b, the bytes of every resident candidate
+//    (transients and the slot's extra are not counted). The per-step series
+//    that RematEvaluation reports for the backward (backwardActivation) adds
+//    the slot's extra, and the policies aim their evictions at its highest
+//    step; the limit (activationCap) and peakActivation count without it.
 //
 // The ILP (solveRematILP) formulates a variant that holds every recomputed
 // candidate from its recomputation to its last need (no transients, no
-// slot extra: RematModel::Slots::HoldToLastNeed). At every step its bytes
+// slot extra: RematModel::Slots::HoldToLastNeed), and it has no compressed
+// choice. At every step its bytes
 // are at least the model's, so its plans fit the model; auto, which uses
 // the model, can find cheaper plans than the ILP's optimum.
 //
@@ -74,6 +84,16 @@ namespace mlir::memfit {
 /// RematCandidate::layer of a candidate outside the transformer layers.
 constexpr int kOutsideLayers = -1;
 
+/// What a plan does with a candidate (the values of a plan's per-candidate
+/// `char`s; RematModel::evaluate).
+enum RematChoice : char {
+  kKeep = 0,
+  kRecompute = 1,
+  /// Kept compressed: quantized after its forward uses, dequantized where
+  /// the backward needs it.
+  kCompress = 2,
+};
+
 struct RematCandidate {
   /// Arena bytes of the step's results.
   int64_t bytes = 0;
@@ -90,6 +110,13 @@ struct RematCandidate {
   std::vector<int> inputs;
   /// Backward steps that read the results, ascending.
   std::vector<int> backwardReads;
+  /// Arena bytes of the results kept compressed, or < 0 when the candidate
+  /// cannot be compressed. What compressing costs (the same units as
+  /// `cost`): once to quantize, and once per backward step that needs it
+  /// to dequantize.
+  int64_t compressedBytes = -1;
+  double compressCost = 0;
+  double decompressCost = 0;
 
   // What the policies (RematPolicies.h) read; the ILP ignores them.
   /// False when the step's results leave the step (returned, assigned to a

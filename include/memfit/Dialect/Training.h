@@ -48,6 +48,15 @@ constexpr char kNonNegativeAttr[] = "memfit.nonnegative";
 /// "codes" or "absmax"; on those of a quantized weight: "weight_codes" or
 /// "weight_absmax".
 constexpr char kQuantizedAttr[] = "memfit.quantized";
+/// On the module, from memfit-quantize `saved-activations=int8`: memfit-remat
+/// may save a forward value compressed. A dictionary: `scheme` ("int8") and
+/// `block_size` (values per absmax).
+constexpr char kSavedActivationsAttr[] = "memfit.saved_activations";
+/// On the kernels memfit-remat adds to save a value compressed: the name of
+/// the value ("compressed" on the quantization, "decompressed" on each
+/// dequantization, as the key).
+constexpr char kCompressedAttr[] = "memfit.compressed";
+constexpr char kDecompressedAttr[] = "memfit.decompressed";
 
 /// A zero-initialized (or `init`-filled) training state of `type` next to
 /// `after`, named `name` or, when `symbols` has that name already,

@@ -87,6 +87,12 @@ struct TrainOptions {
   std::string remat = "auto";
   int64_t budget = 0;
   double activationFraction = 0.0;
+  /// remat "auto" may also save a forward value compressed: int8 codes with
+  /// one absmax per activationBlockSize values (memfit-quantize
+  /// saved-activations=int8), where that beats saving and recomputing. Needs
+  /// a budget or fraction.
+  bool compressActivations = false;
+  int64_t activationBlockSize = 256;
   /// Where memfit-remat writes its report ("-": standard output) and the
   /// memory timeline (SVG, CSV); empty: not written.
   std::string rematReport, timeline, timelineData;

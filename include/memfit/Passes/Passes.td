@@ -339,6 +339,16 @@ def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
     states (bitsandbytes' `min_8bit_size`) and the states of parameters
     matching a `keep-fp32-states` glob (an embedding, say) stay fp32.
 
+    With `saved-activations=int8`, memfit-remat (which runs later, on
+    kernels) gets a third choice beside saving and recomputing a forward
+    value that the backward reads: saving it compressed, as i8 codes of
+    `linear` block-wise quantization with one f32 absmax per
+    `activation-block-size` values, quantized after its last forward use
+    and dequantized before each backward step that reads it. This pass
+    only records the request on the module (`memfit.saved_activations`);
+    memfit-remat's policy `auto` prices the choice and takes it where it
+    beats both others (docs/remat.md).
+
     ```
     memfit-opt gpt.onnx --input-shape=input_ids=2x16 \
       --memfit-autodiff=loss=cross-entropy --memfit-optimizer \
@@ -364,6 +374,11 @@ def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
            "nf4, fp4: quantize the absmax too (8-bit, blocks of 256)">,
     Option<"minWeightSize", "min-weight-size", "int64_t", /*default=*/"4096",
            "Weights with fewer values stay as they are">,
+    Option<"savedActivations", "saved-activations", "std::string",
+           /*default=*/"\"fp32\"", "fp32 (unchanged) or int8: memfit-remat "
+           "may keep a saved activation compressed">,
+    Option<"activationBlockSize", "activation-block-size", "int64_t",
+           /*default=*/"256", "Values per absmax of a compressed activation">,
   ];
 }
 
@@ -379,7 +394,11 @@ def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
     contraction whose results the backward reads is either saved (kept live
     from the forward pass to its last backward use) or recomputed: cloned
     into the backward, just before the first backward step that needs it,
-    from saved values, parameters and inputs. See docs/remat.md.
+    from saved values, parameters and inputs. When the module asks for it
+    (memfit-quantize `saved-activations=int8`), policy auto may also save a
+    value compressed: a kernel quantizes it after its last forward use and
+    one dequantizes it before each backward step that needs it. See
+    docs/remat.md.
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let options = [

@@ -212,6 +212,17 @@ struct TrainPipelineOptions
       *this, "keep-fp32-states",
       llvm::cl::desc("Glob patterns of parameters whose optimizer states stay "
                      "fp32 under optimizer-states=8bit")};
+  Option<bool> compressActivations{
+      *this, "compress-activations",
+      llvm::cl::desc("remat=auto may also save a forward value compressed to "
+                     "int8 codes with a block absmax (memfit-quantize "
+                     "saved-activations=int8), where that beats saving and "
+                     "recomputing"),
+      llvm::cl::init(false)};
+  Option<int64_t> activationBlockSize{
+      *this, "activation-block-size",
+      llvm::cl::desc("compress-activations: values per absmax"),
+      llvm::cl::init(256)};
 
   // Rematerialization (memfit-remat).
   Option<RematPolicy> remat{

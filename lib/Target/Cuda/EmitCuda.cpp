@@ -452,8 +452,9 @@ void ExecutableBuilder::addMemoryReport() {
   for (BufferCategory category :
        {BufferCategory::Input, BufferCategory::Output,
         BufferCategory::Activation, BufferCategory::Gradient,
-        BufferCategory::SavedActivation, BufferCategory::Recomputed,
-        BufferCategory::Temporary, BufferCategory::WorkingCopy}) {
+        BufferCategory::SavedActivation, BufferCategory::CompressedActivation,
+        BufferCategory::Recomputed, BufferCategory::Temporary,
+        BufferCategory::WorkingCopy}) {
     int64_t bytes = peak.peakBytes[unsigned(category)];
     if (bytes || always(category) ||
         (category == BufferCategory::WorkingCopy && workingCopies))
