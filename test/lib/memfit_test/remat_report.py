@@ -9,6 +9,8 @@ report file of `report=PATH`, or the text that `report=-` and memfit-run's
       "extra_flops_pct": extra FLOPs in % of the step's,
       "extra_flops": extra FLOPs, absolute (k/M/G/T units applied),
       "saved", "recomputed": the counts of the `totals:` line,
+      "compressed": its count of values saved compressed (0 when the line
+                    has none), "compressed_bytes": their bytes compressed,
       "extra_bytes": extra bytes moved, in bytes (B/KiB/MiB/GiB applied),
       "pass_seconds": the remat pass time,
       "solver": the solver note (optimal only),
@@ -47,6 +49,7 @@ def parse(text):
         m = re.search(pattern, text, flags)
         return cast(m.group(group)) if m else None
     totals = r"totals: (\d+) saved \(\d+ bytes\), (\d+) recomputed \("
+    compressed = r"totals: .*, (\d+) compressed \(\d+ -> (\d+) bytes\)"
     activation = r"activation memory: (\d+) -> (\d+) bytes"
     return {
         "planned": num(r"planned: weights \d+ \+ arena \d+ = (\d+) bytes"),
@@ -57,6 +60,9 @@ def parse(text):
         "extra_flops": extra_flops(text),
         "saved": num(totals, 1),
         "recomputed": num(totals, 2),
+        "compressed": num(compressed, 1) or (0 if "totals:" in text
+                                            else None),
+        "compressed_bytes": num(compressed, 2),
         "extra_bytes": moved(text),
         "pass_seconds": num(r"remat pass time: ([0-9.]+) s", 1, float),
         "solver": num(r"solver: (.*)", 1, str),
