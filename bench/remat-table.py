@@ -51,7 +51,7 @@ remat_report = load_remat_report()
 # The report's figures that a row of the JSON file keeps.
 FIELDS = ("planned", "weights", "activation", "activation_none",
           "extra_flops_pct", "recomputed", "extra_bytes", "pass_seconds",
-          "solver")
+          "solver", "compressed", "compressed_bytes")
 
 MODELS = {
     "gpt12": ("build/bench/gpt12-d256.onnx", "input_ids=4x128",
@@ -69,12 +69,15 @@ MODELS = {
 }
 
 
-def compile_step(model, remat):
+def compile_step(model, remat, compress=False):
+    """memfit-opt's AdamW training step with memfit-remat{remat}; with
+    `compress`, memfit-quantize asks for activations saved compressed."""
     path, shapes, loss = MODELS[model]
+    quantize = "memfit-quantize{saved-activations=int8}," if compress else ""
     pipeline = ("builtin.module(canonicalize,cse,memfit-tie-parameters,"
                 f"memfit-autodiff{{loss={loss}}},memfit-optimizer,canonicalize,"
-                f"cse,func.func(memfit-form-kernels),memfit-remat{{{remat} "
-                "report=-})")
+                f"cse,{quantize}func.func(memfit-form-kernels),"
+                f"memfit-remat{{{remat} report=-}})")
     start = time.time()
     run = subprocess.run([OPT, os.path.join(ROOT, path),
                           f"--input-shape={shapes}",
@@ -83,13 +86,13 @@ def compile_step(model, remat):
     return run, time.time() - start
 
 
-def smallest_peak(model, weights):
+def smallest_peak(model, weights, compress=False):
     """The smallest budget auto meets: the smallest peak in live bytes that
     an impossible budget's error states, raised by what the planner's
     placement needs beyond the live bytes when the error says so."""
     budget = weights + 256
     for _ in range(6):
-        run, _ = compile_step(model, f"policy=auto budget={budget}")
+        run, _ = compile_step(model, f"policy=auto budget={budget}", compress)
         if run.returncode == 0:
             return budget
         ask = re.search(r"ask for about [^(]*\((\d+) bytes", run.stderr)
@@ -101,7 +104,7 @@ def smallest_peak(model, weights):
     sys.exit(f"{model}: auto meets none of the budgets tried")
 
 
-def row(model, policy, budget, time_limit, extra=""):
+def row(model, policy, budget, time_limit, extra="", compress=False):
     remat = f"policy={policy}"
     if budget:
         remat += f" budget={budget}"
@@ -109,7 +112,7 @@ def row(model, policy, budget, time_limit, extra=""):
         remat += f" {extra}"
     if policy == "optimal":
         remat += f" time-limit={time_limit}"
-    run, seconds = compile_step(model, remat)
+    run, seconds = compile_step(model, remat, compress)
     if run.returncode != 0:
         err = [line for line in run.stderr.strip().splitlines()
                if "error:" in line] or run.stderr.strip().splitlines()

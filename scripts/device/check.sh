@@ -7,6 +7,8 @@
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
+#      with COMPRESS_BENCH set, the step keeping 30% of the activation
+#      memory, with and without activations saved compressed;
 #   5. the whole lit suite (LIT_TIMEOUT=0 skips it) with every memfit-run
 #      call on the GPU (the tests pin --device=host; a wrapper turns that
 #      into --device=cuda).
@@ -77,6 +79,16 @@ if [ -n "${WEIGHT_BENCH:-}" ]; then
   [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
   bench frozen-fp32 --input-shape=input_ids=4x512 --steps=12 '--frozen=h*.w'
   bench frozen-nf4 --input-shape=input_ids=4x512 --steps=12 '--frozen=h*.w' --quantize-weights=nf4
+fi
+
+# Remat auto at 30% of the activation memory, saving or recomputing against
+# also compressing, GPT-2 small: the step's time and the plan.
+if [ -n "${COMPRESS_BENCH:-}" ]; then
+  [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  bench remat30 --input-shape=input_ids=4x512 --steps=12 --activation-fraction=0.3 \
+    --remat-report="$OUT/remat30.report"
+  bench remat30-compress --input-shape=input_ids=4x512 --steps=12 --activation-fraction=0.3 \
+    --compress-activations --remat-report="$OUT/remat30-compress.report"
 fi
 
 # The suite, every memfit-run on the GPU.
