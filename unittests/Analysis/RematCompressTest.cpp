@@ -14,15 +14,17 @@
 
 #include "memfit/Analysis/RematPolicies.h"
 
+#include "TestRandom.h"
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 using namespace mlir::memfit;
+using memfit_test::Random;
 
 namespace {
 
@@ -144,19 +146,6 @@ void checkKnown(const char *name, const RematProblem &p, char want) {
 //===----------------------------------------------------------------------===//
 // Random problems against brute force
 //===----------------------------------------------------------------------===//
-
-/// Deterministic across standard libraries.
-class Random {
-public:
-  explicit Random(uint64_t seed) : engine(seed) {}
-  int64_t range(int64_t lo, int64_t hi) { // inclusive
-    return lo + int64_t(engine() % uint64_t(hi - lo + 1));
-  }
-  bool chance(double p) { return double(engine() >> 11) * 0x1p-53 < p; }
-
-private:
-  std::mt19937_64 engine;
-};
 
 RematProblem randomProblem(Random &rng) {
   RematProblem p;

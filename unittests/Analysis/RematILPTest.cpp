@@ -19,17 +19,19 @@
 
 #include "memfit/Analysis/RematModel.h"
 
+#include "TestRandom.h"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 using namespace mlir::memfit;
+using memfit_test::Random;
 
 namespace {
 
@@ -112,19 +114,6 @@ bool bruteForce(const RematProblem &p, RematModel::Slots slots,
 //===----------------------------------------------------------------------===//
 // Problems
 //===----------------------------------------------------------------------===//
-
-/// Deterministic across standard libraries (unlike std::*_distribution).
-class Random {
-public:
-  explicit Random(uint64_t seed) : engine(seed) {}
-  int64_t range(int64_t lo, int64_t hi) { // inclusive
-    return lo + int64_t(engine() % uint64_t(hi - lo + 1));
-  }
-  bool chance(double p) { return double(engine() >> 11) * 0x1p-53 < p; }
-
-private:
-  std::mt19937_64 engine;
-};
 
 RematProblem randomProblem(Random &rng) {
   RematProblem p;
