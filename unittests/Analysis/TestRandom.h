@@ -1,4 +1,4 @@
-//===- TestRandom.h - reproducible random numbers for tests ----*- C++ -*-===//
+//===- TestRandom.h - reproducible random numbers for tests -----*- C++ -*-===//
 //
 // The random problems of the remat unit tests, the same on every standard
 // library (std::*_distribution differ between them).
