@@ -4,6 +4,9 @@
 #include "memfit/Dialect/Gradients.h"
 #include "memfit/Dialect/MemfitOps.h"
 
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/Regex.h"
+
 using namespace mlir;
 using namespace mlir::memfit;
 
@@ -55,6 +58,40 @@ StringRef mlir::memfit::onnxNodeName(Location loc) {
       return name.getName().getValue();
     return {};
   });
+}
+
+std::string mlir::memfit::onnxModulePath(Location loc) {
+  // "/a/b/c/op": the modules a, b, c. A component that extends the one
+  // before it ("h.0.attn" after "h.0", "mlp.0" after "mlp": a child named
+  // with its parent's path) replaces it.
+  auto path = [](StringRef text) {
+    SmallVector<StringRef> parts, modules;
+    text.split(parts, '/', -1, /*KeepEmpty=*/false);
+    if (!parts.empty())
+      parts.pop_back();
+    for (StringRef part : parts) {
+      if (!modules.empty() && part.starts_with(modules.back()) &&
+          part.drop_front(modules.back().size()).starts_with("."))
+        modules.back() = part;
+      else
+        modules.push_back(part);
+    }
+    return llvm::join(modules, ".");
+  };
+  StringRef scope = onnxNodeScope(loc);
+  return path(scope.empty() ? onnxNodeName(loc) : scope);
+}
+
+int mlir::memfit::layerIndex(StringRef name) {
+  static llvm::Regex pattern(
+      "(^|[./_:])(h|layer|layers|block|blocks|blk)[._]?([0-9]+)([./_:]|$)");
+  SmallVector<StringRef> groups;
+  if (!pattern.match(name, &groups))
+    return -1;
+  int index;
+  if (groups[3].getAsInteger(10, index))
+    return -1;
+  return index;
 }
 
 StringRef mlir::memfit::onnxNodeScope(Location loc) {

@@ -85,6 +85,13 @@ pipelineOptions(const TrainOptions &train, const WeightQuantization &weights) {
                                  kind.name + "'; expected " + kind.expected);
   options->loss = *loss;
   options->precision = *precision;
+  options->loraRank = train.loraRank;
+  options->loraAlpha = train.loraAlpha;
+  options->loraTargets = train.loraTargets;
+  options->loraExclude = train.loraExclude;
+  options->loraRslora = train.loraRslora;
+  options->loraDropout = train.loraDropout;
+  options->loraSeed = train.loraSeed;
   options->keepFp32 = train.keepFp32;
   options->lossScale = train.lossScale;
   options->lossScaleInit = train.lossScaleInit;

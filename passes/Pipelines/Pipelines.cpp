@@ -155,6 +155,16 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
     return problem;
   if (!states8bit(options) && !options.keepFp32States.empty())
     return "keep-fp32-states needs optimizer-states=8bit (or adamw8bit)";
+  if (options.loraRank < 0)
+    return "lora-rank must not be negative, got " +
+           std::to_string(options.loraRank);
+  TrainPipelineOptions defaults;
+  if (options.loraRank == 0 &&
+      (!options.loraTargets.empty() || !options.loraExclude.empty() ||
+       options.loraRslora || options.loraAlpha != defaults.loraAlpha ||
+       options.loraDropout != 0 || options.loraSeed != 0))
+    return "lora-alpha, lora-targets, lora-exclude, lora-rslora, "
+           "lora-dropout and lora-seed need lora-rank";
   if (options.activationBlockSize < 1)
     return "activation-block-size must be positive, got " +
            std::to_string(options.activationBlockSize);
@@ -193,8 +203,9 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
                              std::isspace((unsigned char)value->back()))))
       return std::string(name) + " '" + *value +
              "' must not contain quotes or begin or end with a space";
-  for (const auto *patterns : {&options.trainable, &options.frozen,
-                               &options.keepFp32, &options.keepFp32States})
+  for (const auto *patterns :
+       {&options.trainable, &options.frozen, &options.keepFp32,
+        &options.keepFp32States, &options.loraTargets, &options.loraExclude})
     for (const std::string &pattern : *patterns)
       if (pattern.empty() ||
           pattern.find_first_of(" ,{}'\"") != std::string::npos)
@@ -294,6 +305,16 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   list("trainable", options.trainable);
   list("frozen", options.frozen);
   string("entry", options.entry);
+  if (options.loraRank != defaults.loraRank)
+    add("lora-rank", std::to_string(options.loraRank));
+  number("lora-alpha", options.loraAlpha, defaults.loraAlpha);
+  list("lora-targets", options.loraTargets);
+  list("lora-exclude", options.loraExclude);
+  if (options.loraRslora)
+    add("lora-rslora", "true");
+  number("lora-dropout", options.loraDropout, defaults.loraDropout);
+  if (options.loraSeed != defaults.loraSeed)
+    add("lora-seed", std::to_string(options.loraSeed));
   if (options.precision != defaults.precision)
     add("precision", stringifyPrecisionKind(options.precision).str());
   list("keep-fp32", options.keepFp32);
@@ -364,6 +385,18 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   pm.addPass(createMemfitTieParametersPass());
+
+  if (options.loraRank > 0) {
+    MemfitLoraPassOptions lora;
+    lora.rank = options.loraRank;
+    lora.alpha = options.loraAlpha;
+    lora.targets.assign(options.loraTargets.begin(), options.loraTargets.end());
+    lora.exclude.assign(options.loraExclude.begin(), options.loraExclude.end());
+    lora.rslora = options.loraRslora;
+    lora.dropout = options.loraDropout;
+    lora.seed = options.loraSeed;
+    pm.addPass(createMemfitLoraPass(lora));
+  }
 
   if (options.precision != PrecisionKind::Fp32) {
     MemfitMixedPrecisionPassOptions precision;

@@ -30,7 +30,6 @@
 #include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
-#include "llvm/Support/Regex.h"
 
 #include <chrono>
 #include <functional>
@@ -195,20 +194,6 @@ static void scheduleUpdatesEarly(func::FuncOp func) {
 //===----------------------------------------------------------------------===//
 // The graph of a training step
 //===----------------------------------------------------------------------===//
-
-/// The index of a transformer layer in a name such as "h.3.attn.weight",
-/// "/layers.1/mlp/MatMul" or "encoder.layer.0.attention", or -1.
-static int layerIndex(StringRef name) {
-  static llvm::Regex pattern(
-      "(^|[./_:])(h|layer|layers|block|blocks|blk)[._]?([0-9]+)([./_:]|$)");
-  SmallVector<StringRef> groups;
-  if (!pattern.match(name, &groups))
-    return -1;
-  int index;
-  if (groups[3].getAsInteger(10, index))
-    return -1;
-  return index;
-}
 
 /// Adds the candidate for the forward step `op` at index `step`, with its
 /// cost and name; `returned`/`assigned` say whether the step's results

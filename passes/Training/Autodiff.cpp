@@ -54,7 +54,8 @@ struct MemfitAutodiffPass
       return module.emitError(error);
     Builder builder(module.getContext());
     for (auto param : module.getOps<ParameterOp>()) {
-      if (!isTrainableCandidate(param))
+      // An earlier pass's freeze (memfit-lora's base weights) stands.
+      if (!isTrainableCandidate(param) || parameterRole(param) == kRoleFrozen)
         continue;
       StringRef name = param.getSymName();
       bool train =

@@ -61,6 +61,7 @@ std::string manifestToJson(const Manifest &m) {
   root.set("weightsBytes", m.weightsBytes);
   root.set("arenaBytes", m.arenaBytes);
   root.set("trainableParameters", m.trainableParameters);
+  root.set("frozenParameters", m.frozenParameters);
 
   JsonValue buffers = JsonValue::array();
   for (const Buffer &b : m.buffers) {
@@ -466,8 +467,8 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
                             : " (use the memfit that wrote it)"));
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"schema", "version", "model", "weightsBytes", "arenaBytes",
-       "trainableParameters", "buffers", "kernels", "contractions",
-       "entries", "variables", "memory"}));
+       "trainableParameters", "frozenParameters", "buffers", "kernels",
+       "contractions", "entries", "variables", "memory"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -478,6 +479,7 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("arenaBytes", m.arenaBytes));
   MEMFIT_RT_RETURN_IF_ERROR(
       r.integer("trainableParameters", m.trainableParameters));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("frozenParameters", m.frozenParameters));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "buffers", m.buffers, readBuffer));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "kernels", m.kernels, readKernel));
   MEMFIT_RT_RETURN_IF_ERROR(

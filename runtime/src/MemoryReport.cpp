@@ -104,6 +104,14 @@ std::string formatMemoryReport(const Manifest &m) {
     title += " (" + m.model + ")";
   if (params)
     title += ": " + groupDigits(params) + " trainable parameters";
+  if (params && m.frozenParameters) {
+    // As PEFT's print_trainable_parameters.
+    uint64_t all = params + m.frozenParameters;
+    char share[96];
+    std::snprintf(share, sizeof(share), " of %s (%.2f%%)",
+                  groupDigits(all).c_str(), 100.0 * params / all);
+    title += share;
+  }
   table.text(title);
   char head[160];
   std::snprintf(head, sizeof(head), "%-34s %17s %11s%s", "", "bytes", "MiB",

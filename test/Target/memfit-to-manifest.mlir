@@ -13,11 +13,12 @@
 // x (256, 0..1) overlaps both -> @1024 (992 aligned up). Peak 1024 + 256.
 // Buffers are numbered in the order the steps name them: A, B, result.
 // CHECK-LABEL: "schema": "memfit-executable"
-// CHECK-NEXT: "version": 2,
+// CHECK-NEXT: "version": 3,
 // CHECK-NEXT: "model": "",
 // CHECK-NEXT: "weightsBytes": 0,
 // CHECK-NEXT: "arenaBytes": 1280,
 // CHECK-NEXT: "trainableParameters": 0,
+// CHECK-NEXT: "frozenParameters": 0,
 // CHECK-NEXT: "buffers": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "x",
@@ -137,6 +138,7 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK: "weightsBytes": 512,
 // CHECK-NEXT: "arenaBytes": 512,
 // CHECK-NEXT: "trainableParameters": 0,
+// CHECK-NEXT: "frozenParameters": 0,
 // CHECK-NEXT: "buffers": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "bias",

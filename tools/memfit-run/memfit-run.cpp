@@ -136,6 +136,30 @@ static Opt<std::string> precision(
     cl::desc("fp32, bf16 (--bf16) or fp16 (--fp16): 16-bit compute, fp32 "
              "master weights"));
 // Hugging Face's spellings, listed in --precision's line.
+static Opt<int64_t> loraRank(
+    "lora-rank", cl::init(0), cl::cat(trainCategory),
+    cl::desc("LoRA: train adapters of this rank on --lora-targets, every "
+             "other parameter frozen"));
+static Opt<double> loraAlpha("lora-alpha", cl::init(8.0),
+                             cl::cat(trainCategory),
+                             cl::desc("LoRA alpha (scale alpha / rank; "
+                                      "default 8)"));
+static List loraTargets(
+    "lora-targets", cl::CommaSeparated, cl::cat(trainCategory),
+    cl::desc("LoRA targets: attention (default), mlp, all-linear, or globs "
+             "over module paths (h.*.attn.c_attn)"));
+static List loraExclude("lora-exclude", cl::CommaSeparated, cl::Hidden,
+                        cl::cat(trainCategory),
+                        cl::desc("LoRA: globs over module paths not to adapt"));
+static Opt<bool> loraRslora("lora-rslora", cl::Hidden, cl::cat(trainCategory),
+                            cl::desc("LoRA: scale by alpha / sqrt(rank)"));
+static Opt<double> loraDropout("lora-dropout", cl::init(0.0), cl::Hidden,
+                               cl::cat(trainCategory),
+                               cl::desc("LoRA dropout (only 0 is supported)"));
+static Opt<int64_t> loraSeed("lora-seed", cl::init(0), cl::Hidden,
+                             cl::cat(trainCategory),
+                             cl::desc("LoRA: seed of the adapters' initial "
+                                      "values"));
 static Opt<bool> bf16("bf16", cl::Hidden, cl::cat(trainCategory),
                       cl::desc("--precision=bf16"));
 static Opt<bool> fp16("fp16", cl::Hidden, cl::cat(trainCategory),
@@ -447,6 +471,13 @@ rt::StatusOr<memfit::TrainOptions> trainOptionsFromFlags() {
     t.ignoreIndex = ignoreIndex;
   t.trainable.assign(trainablePatterns.begin(), trainablePatterns.end());
   t.frozen.assign(frozenPatterns.begin(), frozenPatterns.end());
+  t.loraRank = loraRank;
+  t.loraAlpha = loraAlpha;
+  t.loraTargets.assign(loraTargets.begin(), loraTargets.end());
+  t.loraExclude.assign(loraExclude.begin(), loraExclude.end());
+  t.loraRslora = loraRslora;
+  t.loraDropout = loraDropout;
+  t.loraSeed = loraSeed;
   t.precision = bf16 ? "bf16" : fp16 ? "fp16" : precision.getValue();
   t.keepFp32.assign(keepFp32.begin(), keepFp32.end());
   t.lossScale = lossScaleFlag;

@@ -54,6 +54,7 @@ Manifest sampleManifest() {
   c.onnxNodes = {"/MatMul"};
   m.contractions = {c};
   m.trainableParameters = 3;
+  m.frozenParameters = 5;
   m.entries = {{"main",
                 {{StepKind::Kernel, 0, {1, 2, 3}},
                  {StepKind::Contraction, 0, {1, 2, 6}}},
@@ -101,6 +102,7 @@ void checkSameManifest(const Manifest &a, const Manifest &b) {
   CHECK(a.model == b.model);
   CHECK(a.weightsBytes == b.weightsBytes && a.arenaBytes == b.arenaBytes);
   CHECK(a.trainableParameters == b.trainableParameters);
+  CHECK(a.frozenParameters == b.frozenParameters);
   CHECK(sameList(a.buffers, b.buffers, sameBuffer));
   CHECK(sameList(a.kernels, b.kernels, sameKernel));
   CHECK(sameList(a.contractions, b.contractions, sameContraction));
@@ -174,11 +176,11 @@ void testJsonErrors() {
                  "manifest: kernels[0].block: expected 3 integers");
   checkJsonError("\"schema\": \"memfit-executable\"", "\"schema\": \"other\"",
                  "manifest: schema: expected \"memfit-executable\"");
-  checkJsonError("\"version\": 2", "\"version\": 1",
-                 "manifest: version: this runtime reads version 2, the "
-                 "executable is version 1 (recompile it with this memfit)");
-  checkJsonError("\"version\": 2", "\"version\": 3",
-                 "the executable is version 3 (use the memfit that wrote it)");
+  checkJsonError("\"version\": 3", "\"version\": 2",
+                 "manifest: version: this runtime reads version 3, the "
+                 "executable is version 2 (recompile it with this memfit)");
+  checkJsonError("\"version\": 3", "\"version\": 4",
+                 "the executable is version 4 (use the memfit that wrote it)");
   checkJsonError("\"dtype\": \"bf16\"", "\"dtype\": \"f128\"",
                  "manifest: buffers[4].dtype: unknown dtype 'f128'");
   checkJsonError(

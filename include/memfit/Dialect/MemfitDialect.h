@@ -25,6 +25,19 @@ constexpr StringLiteral kOnnxScopeKey = "onnx.scope";
 /// PyTorch dynamo exporter writes). Empty when the model carries none.
 StringRef onnxNodeScope(Location loc);
 
+/// The PyTorch module path of the ONNX node an op comes from, such as
+/// "h.0.attn.c_attn": from its module scope when there is one
+/// ("/h.0/h.0.attn/h.0.attn.c_attn/linear", the dynamo exporter's), else
+/// from its node name ("/h.0/attn/c_attn/MatMul", TorchScript's;
+/// "/h.0/mlp/mlp.0/MatMul" is "h.0.mlp.0"): the components but the last,
+/// where one that extends the one before it with "." replaces it. Empty
+/// when neither has one.
+std::string onnxModulePath(Location loc);
+
+/// The index of a transformer layer in a name such as "h.3.attn.weight",
+/// "/layers.1/mlp/MatMul" or "encoder.layer.0.attention", or -1.
+int layerIndex(StringRef name);
+
 } // namespace mlir::memfit
 
 #endif // MEMFIT_DIALECT_MEMFITDIALECT_H

@@ -56,7 +56,21 @@ constexpr char kSavedActivationsAttr[] = "memfit.saved_activations";
 /// the value ("compressed" on the quantization, "decompressed" on each
 /// dequantization, as the key).
 constexpr char kCompressedAttr[] = "memfit.compressed";
+/// memfit-lora: on an adapter parameter, the base weight it adapts (a
+/// symbol reference) and which of the two it is ("A" or "B"); on the ops
+/// of an adapter, the module path of its target.
+constexpr char kLoraOfAttr[] = "memfit.lora_of";
+constexpr char kLoraAttr[] = "memfit.lora";
+constexpr char kLoraTargetAttr[] = "memfit.lora_target";
 constexpr char kDecompressedAttr[] = "memfit.decompressed";
+
+/// memfit-lora's reproducible generator of the adapters' initial values:
+/// the state of the adapter `name` under `seed` (FNV-1a of the name, xor
+/// the seed times 0x9e3779b97f4a7c15), and the `index`-th uniform number
+/// in [0, 1) from it (splitmix64 at position index + 1, its top 53 bits).
+/// A's value `index` is (2u - 1) / sqrt(in), in f32.
+uint64_t loraSeed(int64_t seed, StringRef name);
+double loraUniform(uint64_t state, uint64_t index);
 
 /// A zero-initialized (or `init`-filled) training state of `type` next to
 /// `after`, named `name` or, when `symbols` has that name already,

@@ -55,6 +55,17 @@ struct TrainOptions {
   /// in the 16-bit type with fp32 master weights (memfit-mixed-precision);
   /// ops whose ONNX node name matches a `keepFp32` glob stay in fp32.
   std::string precision = "fp32";
+  /// LoRA (memfit-lora): with loraRank > 0, adapters of that rank on the
+  /// targeted contractions ("attention", "mlp", "all-linear" or globs over
+  /// module paths; default attention), scaled by loraAlpha / loraRank
+  /// (loraAlpha / sqrt(loraRank) with loraRslora), and every other
+  /// parameter frozen. Only loraDropout = 0 is supported.
+  int64_t loraRank = 0;
+  double loraAlpha = 8.0;
+  std::vector<std::string> loraTargets, loraExclude;
+  bool loraRslora = false;
+  double loraDropout = 0.0;
+  int64_t loraSeed = 0;
   std::vector<std::string> keepFp32;
   /// Loss scaling: "dynamic", "none", a fixed factor ("1024"), or empty:
   /// dynamic for fp16 with an optimizer, else none. Dynamic scaling starts

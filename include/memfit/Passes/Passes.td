@@ -167,6 +167,53 @@ def MemfitMixedPrecisionPass
   ];
 }
 
+def MemfitLoraPass : Pass<"memfit-lora", "::mlir::ModuleOp"> {
+  let summary = "Adds LoRA adapters to the targeted contractions and freezes every other parameter";
+  let description = [{
+    Runs on the forward model, before memfit-autodiff. Every targeted
+    contraction `y = x @ W` (a matmul or gemm whose weight is a 2-D
+    parameter, directly or through transposes and casts) becomes
+    `y + scale * (x @ A^T) @ B^T`, as PEFT's LoRA layer computes it, with
+    two new trainable parameters named after the module of the contraction
+    (`<module>.lora_A.weight`, `rank` x in, and `<module>.lora_B.weight`,
+    out x `rank`, PEFT's names and layouts) and `scale = alpha / rank`
+    (`alpha / sqrt(rank)` with `rslora`). A starts Kaiming-uniform, as
+    PEFT's default: uniform in [-1/sqrt(in), 1/sqrt(in)), drawn from
+    memfit's reproducible generator (docs/training.md) with `seed`; B
+    starts at zero, so the model's output is unchanged. Every other
+    parameter is frozen (role `frozen`). The new ops carry
+    `memfit.lora_target = "<module>"`; the adapters carry
+    `memfit.lora_of = @W` and `memfit.lora = "A"` or `"B"`.
+
+    `targets` are roles or globs: `attention` (the contractions of modules
+    whose path has `attn` or `attention`, in a transformer layer: q, k, v
+    and o projections, or a fused QKV), `mlp` (the other contractions in a
+    transformer layer), `all-linear` (both), or glob patterns over the
+    module path (`h.*.attn.c_attn`), the ONNX node name and its module
+    scope. Contractions outside the transformer layers (the LM head) are
+    targeted only by a glob that names them; `exclude` globs remove
+    targets.
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"rank", "rank", "int64_t", /*default=*/"8",
+           "Rank r of the adapters">,
+    Option<"alpha", "alpha", "double", /*default=*/"8",
+           "LoRA alpha: the update is scaled by alpha / r">,
+    ListOption<"targets", "targets", "std::string",
+               "attention, mlp, all-linear, or globs over module paths and "
+               "ONNX node names (default: attention)">,
+    ListOption<"exclude", "exclude", "std::string",
+               "Globs over module paths and node names not to adapt">,
+    Option<"dropout", "dropout", "double", /*default=*/"0",
+           "PEFT's lora_dropout (only 0 is supported)">,
+    Option<"rslora", "rslora", "bool", /*default=*/"false",
+           "Scale by alpha / sqrt(r) (rank-stabilized LoRA)">,
+    Option<"seed", "seed", "int64_t", /*default=*/"0",
+           "Seed of the adapters' initial values">,
+  ];
+}
+
 def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
   let summary = "Builds the gradients of a loss with respect to the trainable parameters";
   let description = [{

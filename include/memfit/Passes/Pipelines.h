@@ -123,6 +123,35 @@ struct TrainPipelineOptions
                      "or main)"),
       llvm::cl::init("")};
 
+  // LoRA (memfit-lora, before memfit-autodiff).
+  Option<int64_t> loraRank{
+      *this, "lora-rank",
+      llvm::cl::desc("LoRA: adapters of this rank on the targeted "
+                     "contractions, every other parameter frozen (0: off)"),
+      llvm::cl::init(0)};
+  Option<double> loraAlpha{
+      *this, "lora-alpha",
+      llvm::cl::desc("LoRA alpha: the update is scaled by alpha / rank"),
+      llvm::cl::init(8.0)};
+  ListOption<std::string> loraTargets{
+      *this, "lora-targets",
+      llvm::cl::desc("LoRA targets: attention, mlp, all-linear or globs over "
+                     "module paths (default: attention)")};
+  ListOption<std::string> loraExclude{
+      *this, "lora-exclude",
+      llvm::cl::desc("LoRA: globs over module paths not to adapt")};
+  Option<bool> loraRslora{*this, "lora-rslora",
+                          llvm::cl::desc("LoRA: scale by alpha / sqrt(rank)"),
+                          llvm::cl::init(false)};
+  Option<double> loraDropout{
+      *this, "lora-dropout",
+      llvm::cl::desc("LoRA: PEFT's lora_dropout (only 0 is supported)"),
+      llvm::cl::init(0.0)};
+  Option<int64_t> loraSeed{
+      *this, "lora-seed",
+      llvm::cl::desc("LoRA: seed of the adapters' initial values"),
+      llvm::cl::init(0)};
+
   // Mixed precision (memfit-mixed-precision, before memfit-autodiff).
   Option<PrecisionKind> precision{
       *this, "precision",

@@ -418,6 +418,17 @@ LogicalResult ExecutableBuilder::addVariables() {
          static_cast<uint32_t>(manifest.buffers.size() - 1), kind});
     if (kind == rt::VariableKind::Parameter)
       manifest.trainableParameters += type.getNumElements();
+    if (kind == rt::VariableKind::FrozenParameter) {
+      // A quantized weight counts its values: two per byte of 4-bit codes
+      // (ui8), one per int8 code; its scales none.
+      auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr);
+      if (!quantized)
+        manifest.frozenParameters += type.getNumElements();
+      else if (quantized.getValue() == "weight_codes")
+        manifest.frozenParameters +=
+            type.getNumElements() *
+            (type.getElementType().isUnsignedInteger(8) ? 2 : 1);
+    }
   }
   return success();
 }

@@ -149,7 +149,7 @@ struct MemoryCategory {
 };
 
 struct Manifest {
-  static constexpr int kVersion = 2;
+  static constexpr int kVersion = 3;
   std::string model;       // the model file it was compiled from
   std::string source;      // CUDA C++ of every kernel
   uint64_t weightsBytes = 0;
@@ -157,6 +157,9 @@ struct Manifest {
   /// Elements of the trainable parameters (0 for a forward pass), for the
   /// memory report's bytes per parameter.
   uint64_t trainableParameters = 0;
+  /// Values of the frozen ones (a quantized weight's values, not its
+  /// codes' bytes), for the memory report's share of trainable parameters.
+  uint64_t frozenParameters = 0;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Contraction> contractions;
