@@ -50,16 +50,25 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "state_scales";
   case BufferCategory::CompressedActivation:
     return "compressed_activations";
+  case BufferCategory::WeightCodes:
+    return "weight_codes";
+  case BufferCategory::WeightScales:
+    return "weight_scales";
   }
   return "?";
 }
 
 BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
   StringRef role = parameterRole(param);
+  auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr);
+  if (quantized && quantized.getValue() == "weight_codes")
+    return BufferCategory::WeightCodes;
+  if (quantized && quantized.getValue() == "weight_absmax")
+    return BufferCategory::WeightScales;
   if (role == kRoleFrozen)
     return BufferCategory::FrozenParameter;
   if (role == kRoleOptimizerState) {
-    if (auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr))
+    if (quantized)
       return quantized.getValue() == "codes" ? BufferCategory::StateCodes
                                              : BufferCategory::StateScales;
     return BufferCategory::OptimizerState;

@@ -224,6 +224,8 @@ static const char *categoryColor(BufferCategory category) {
       "#499894", // state_codes
       "#86bcb6", // state_scales
       "#b6992d", // compressed_activations
+      "#d4a6c8", // weight_codes
+      "#fabfd2", // weight_scales
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

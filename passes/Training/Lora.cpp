@@ -217,8 +217,7 @@ struct MemfitLoraPass
                                      builder.getStringAttr(name),
                                      elementsFromBytes(type, bytes, name));
     param->setAttr(kRoleAttr, builder.getStringAttr(kRoleParameter));
-    param->setAttr(kLoraOfAttr,
-                   FlatSymbolRefAttr::get(c.weight.getSymNameAttr()));
+    param->setAttr(kLoraOfAttr, c.weight.getSymNameAttr());
     param->setAttr(kLoraAttr, builder.getStringAttr(which));
     symbols.insert(param);
     return param;

@@ -62,6 +62,7 @@ std::string manifestToJson(const Manifest &m) {
   root.set("arenaBytes", m.arenaBytes);
   root.set("trainableParameters", m.trainableParameters);
   root.set("frozenParameters", m.frozenParameters);
+  root.set("quantizedParameters", m.quantizedParameters);
 
   JsonValue buffers = JsonValue::array();
   for (const Buffer &b : m.buffers) {
@@ -465,10 +466,11 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
                        (version->asInt() < Manifest::kVersion
                             ? " (recompile it with this memfit)"
                             : " (use the memfit that wrote it)"));
-  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
-      {"schema", "version", "model", "weightsBytes", "arenaBytes",
-       "trainableParameters", "frozenParameters", "buffers", "kernels",
-       "contractions", "entries", "variables", "memory"}));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"schema", "version", "model", "weightsBytes", "arenaBytes",
+                     "trainableParameters", "frozenParameters",
+                     "quantizedParameters", "buffers", "kernels",
+                     "contractions", "entries", "variables", "memory"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -480,6 +482,8 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
   MEMFIT_RT_RETURN_IF_ERROR(
       r.integer("trainableParameters", m.trainableParameters));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("frozenParameters", m.frozenParameters));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.integer("quantizedParameters", m.quantizedParameters));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "buffers", m.buffers, readBuffer));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "kernels", m.kernels, readKernel));
   MEMFIT_RT_RETURN_IF_ERROR(

@@ -29,8 +29,8 @@ struct Group {
 const std::vector<Group> &groups() {
   static const std::vector<Group> g = {
       {"weights",
-       {"parameters", "parameter", "frozen_parameters", "constants",
-        "constant"}},
+       {"parameters", "parameter", "frozen_parameters", "weight_codes",
+        "weight_scales", "constants", "constant"}},
       {"gradients", {"gradient_accumulators", "gradients"}},
       {"optimizer states", {"optimizer_states", "state_codes", "state_scales"}},
       {"working copies", {"working_copies"}},
@@ -181,6 +181,15 @@ std::string formatMemoryReport(const Manifest &m) {
                     "%.2f = %.2f bytes per trainable parameter",
                     weights, gradients, states, weights + gradients + states);
     table.text(line);
+    if (uint64_t q = m.quantizedParameters) {
+      std::snprintf(line, sizeof(line),
+                    "quantized frozen weights: %s values in %.2f B/value of "
+                    "codes + %.2f of scales",
+                    groupDigits(q).c_str(),
+                    categoryBytes(m, "weight_codes", nullptr) / double(q),
+                    categoryBytes(m, "weight_scales", nullptr) / double(q));
+      table.text(line);
+    }
     if (quantized) {
       std::snprintf(line, sizeof(line),
                     "  optimizer states: %.2f 8-bit codes + %.2f absmax + "

@@ -47,11 +47,11 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 // Default targets: attention. The base weights are frozen; A is uniform in
 // [-1/sqrt(16), 1/sqrt(16)) = [-0.25, 0.25), B is zero.
 // CHECK: memfit.parameter @"onnx::MatMul_7" = {{.*}} {memfit.role = "frozen"}
-// CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_A.weight = dense<{{.*}}> : tensor<2x16xf32> {memfit.lora = "A", memfit.lora_of = @"onnx::MatMul_7", memfit.role = "parameter"}
-// CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_B.weight = dense<0.000000e+00> : tensor<16x2xf32> {memfit.lora = "B", memfit.lora_of = @"onnx::MatMul_7", memfit.role = "parameter"}
+// CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_A.weight = dense<{{.*}}> : tensor<2x16xf32> {memfit.lora = "A", memfit.lora_of = "onnx::MatMul_7", memfit.role = "parameter"}
+// CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_B.weight = dense<0.000000e+00> : tensor<16x2xf32> {memfit.lora = "B", memfit.lora_of = "onnx::MatMul_7", memfit.role = "parameter"}
 // CHECK-NEXT: memfit.parameter @h.0.mlp.fc.weight = {{.*}} {memfit.role = "frozen"}
 // CHECK: memfit.parameter @h.1.attn.q_proj.lora_A.weight
-// CHECK-NOT: memfit.lora_of = @h.{{[01]}}.mlp
+// CHECK-NOT: memfit.lora_of = "h.{{[01]}}.mlp
 // CHECK: memfit.parameter @head.weight = {{.*}} {memfit.role = "frozen"}
 // CHECK-LABEL: func.func @main
 // CHECK: %[[Y:.*]] = memfit.matmul %arg0, %{{.*}} : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>

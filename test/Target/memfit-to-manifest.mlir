@@ -19,6 +19,7 @@
 // CHECK-NEXT: "arenaBytes": 1280,
 // CHECK-NEXT: "trainableParameters": 0,
 // CHECK-NEXT: "frozenParameters": 0,
+// CHECK-NEXT: "quantizedParameters": 0,
 // CHECK-NEXT: "buffers": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "x",
@@ -139,6 +140,7 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: "arenaBytes": 512,
 // CHECK-NEXT: "trainableParameters": 0,
 // CHECK-NEXT: "frozenParameters": 0,
+// CHECK-NEXT: "quantizedParameters": 0,
 // CHECK-NEXT: "buffers": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "bias",

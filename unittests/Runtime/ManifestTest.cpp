@@ -55,6 +55,7 @@ Manifest sampleManifest() {
   m.contractions = {c};
   m.trainableParameters = 3;
   m.frozenParameters = 5;
+  m.quantizedParameters = 4;
   m.entries = {{"main",
                 {{StepKind::Kernel, 0, {1, 2, 3}},
                  {StepKind::Contraction, 0, {1, 2, 6}}},
@@ -103,6 +104,7 @@ void checkSameManifest(const Manifest &a, const Manifest &b) {
   CHECK(a.weightsBytes == b.weightsBytes && a.arenaBytes == b.arenaBytes);
   CHECK(a.trainableParameters == b.trainableParameters);
   CHECK(a.frozenParameters == b.frozenParameters);
+  CHECK(a.quantizedParameters == b.quantizedParameters);
   CHECK(sameList(a.buffers, b.buffers, sameBuffer));
   CHECK(sameList(a.kernels, b.kernels, sameKernel));
   CHECK(sameList(a.contractions, b.contractions, sameContraction));

@@ -62,8 +62,13 @@ enum class BufferCategory {
   /// memfit-remat: the codes and absmax of a saved activation kept
   /// compressed (memfit-quantize saved-activations=int8).
   CompressedActivation,
+  /// memfit-quantize weights=...: the codes of a frozen weight, and its
+  /// scales (absmax, or with double quantization their codes, scales and
+  /// offset).
+  WeightCodes,
+  WeightScales,
 };
-constexpr unsigned kNumBufferCategories = 16;
+constexpr unsigned kNumBufferCategories = 18;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

@@ -56,9 +56,10 @@ constexpr char kSavedActivationsAttr[] = "memfit.saved_activations";
 /// the value ("compressed" on the quantization, "decompressed" on each
 /// dequantization, as the key).
 constexpr char kCompressedAttr[] = "memfit.compressed";
-/// memfit-lora: on an adapter parameter, the base weight it adapts (a
-/// symbol reference) and which of the two it is ("A" or "B"); on the ops
-/// of an adapter, the module path of its target.
+/// memfit-lora: on an adapter parameter, the name of the base weight it
+/// adapts (a string, not a symbol use: memfit-quantize may replace that
+/// weight by its codes) and which of the two it is ("A" or "B"); on the
+/// ops of an adapter, the module path of its target.
 constexpr char kLoraOfAttr[] = "memfit.lora_of";
 constexpr char kLoraAttr[] = "memfit.lora";
 constexpr char kLoraTargetAttr[] = "memfit.lora_target";

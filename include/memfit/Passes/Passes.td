@@ -183,7 +183,8 @@ def MemfitLoraPass : Pass<"memfit-lora", "::mlir::ModuleOp"> {
     starts at zero, so the model's output is unchanged. Every other
     parameter is frozen (role `frozen`). The new ops carry
     `memfit.lora_target = "<module>"`; the adapters carry
-    `memfit.lora_of = @W` and `memfit.lora = "A"` or `"B"`.
+    `memfit.lora_of = "<W>"` (the base weight's name) and `memfit.lora =
+    "A"` or `"B"`.
 
     `targets` are roles or globs: `attention` (the contractions of modules
     whose path has `attn` or `attention`, in a transformer layer: q, k, v

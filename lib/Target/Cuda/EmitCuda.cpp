@@ -424,10 +424,12 @@ LogicalResult ExecutableBuilder::addVariables() {
       auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr);
       if (!quantized)
         manifest.frozenParameters += type.getNumElements();
-      else if (quantized.getValue() == "weight_codes")
-        manifest.frozenParameters +=
-            type.getNumElements() *
-            (type.getElementType().isUnsignedInteger(8) ? 2 : 1);
+      else if (quantized.getValue() == "weight_codes") {
+        uint64_t values = type.getNumElements() *
+                          (type.getElementType().isUnsignedInteger(8) ? 2 : 1);
+        manifest.frozenParameters += values;
+        manifest.quantizedParameters += values;
+      }
     }
   }
   return success();
@@ -445,6 +447,7 @@ void ExecutableBuilder::addMemoryReport() {
   };
   for (BufferCategory category :
        {BufferCategory::Parameter, BufferCategory::FrozenParameter,
+        BufferCategory::WeightCodes, BufferCategory::WeightScales,
         BufferCategory::Constant, BufferCategory::GradientAccumulator,
         BufferCategory::OptimizerState, BufferCategory::StateCodes,
         BufferCategory::StateScales}) {

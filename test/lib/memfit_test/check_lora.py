@@ -16,6 +16,12 @@
       (plus, in the total, float buffers that the exporter wrote as
       initializers, which memfit counts as frozen parameters).
 
+  check_lora.py qlora MEMFIT_RUN MODELS WORKDIR [STEPS] [FIXTURE...]
+      The same run as QLoRA: the frozen base in NF4 with double
+      quantization (--quantize-weights=nf4 --double-quant), compute in bf16:
+      the final loss within 2% of PEFT's fp32 LoRA, and the memory report
+      shows the quantized base at 0.50 B/value of codes (plus scales).
+
 Prints one line per fixture with the measured differences, then PASS or FAIL.
 """
 
@@ -31,6 +37,9 @@ from memfit_test.check_training import (fixture_args, max_rel_diff,
                                         read_losses, report, run_pinned)
 
 LORA = ["--lora-rank=4", "--lora-alpha=8", "--lora-targets=all-linear"]
+# QLoRA: the frozen base in NF4 with double quantization, compute in bf16.
+QLORA = ["--quantize-weights=nf4", "--double-quant", "--precision=bf16"]
+QLORA_TOLERANCE = 2e-2
 LOSS_TOLERANCE = 1e-5
 GRAD_TOLERANCE = 1e-4
 ZERO_TOLERANCE = 1e-7
@@ -103,6 +112,14 @@ def grads(memfit_run, models, workdir, *names):
 
 
 def curve(memfit_run, models, workdir, steps=None, *names):
+    return train(memfit_run, models, workdir, steps, names, qlora=False)
+
+
+def qlora(memfit_run, models, workdir, steps=None, *names):
+    return train(memfit_run, models, workdir, steps, names, qlora=True)
+
+
+def train(memfit_run, models, workdir, steps, names, qlora):
     settings = json.load(open(os.path.join(models, "train_refs_bf16.json")))
     lora = json.load(open(os.path.join(models, "train_refs_lora.json")))
     names = names or list(lora["fixtures"])
@@ -116,8 +133,8 @@ def curve(memfit_run, models, workdir, steps=None, *names):
         proto = onnx.load(os.path.join(models, fixture["onnx_file"]))
         buffers[name] = sum(int(np.prod(t.dims)) for t in proto.graph.initializer
                             if t.name in fixture["frozen"])
-        jobs.append(args + LORA + ["--memory-report",
-                                   f"--losses={os.path.join(workdir, name)}.csv"])
+        jobs.append(args + LORA + (QLORA if qlora else []) + [
+            "--memory-report", f"--losses={os.path.join(workdir, name)}.csv"])
     outputs = run_pinned(jobs)  # exits with FAIL when memfit-run fails
     failures = []
     for name, stdout in zip(names, outputs):
@@ -127,6 +144,23 @@ def curve(memfit_run, models, workdir, steps=None, *names):
         share = re.search(r"([\d,]+) trainable parameters of ([\d,]+)", stdout)
         counts = tuple(int(share.group(i).replace(",", "")) for i in (1, 2)) \
             if share else None
+        base = re.search(r"quantized frozen weights: ([\d,]+) values in "
+                         r"([\d.]+) B/value of codes \+ ([\d.]+) of scales",
+                         stdout)
+        if qlora:
+            final = abs(got[steps] - ref["losses"][steps - 1]) / \
+                ref["losses"][steps - 1]
+            print(f"{name}: final loss QLoRA {got[steps]:.6f}, PEFT LoRA fp32 "
+                  f"{ref['losses'][steps - 1]:.6f}, rel diff {final:.2e} "
+                  f"(tolerance {QLORA_TOLERANCE:.0e}); largest per-step rel "
+                  f"diff {rel:.2e} (step {step}); base "
+                  + (f"{base.group(1)} values in {base.group(2)} B/value of "
+                     f"codes + {base.group(3)} of scales" if base else "-"))
+            if final > QLORA_TOLERANCE:
+                failures.append(f"{name}: final loss {final:.2e} from LoRA's")
+            if not base or float(base.group(2)) != 0.5:
+                failures.append(f"{name}: the base is not in 4-bit codes")
+            continue
         print(f"{name}: max rel diff vs PEFT {rel:.2e} (step {step}, tolerance "
               f"{CURVE_TOLERANCE:.0e}); final loss {got[steps]:.6f}, PEFT "
               f"{ref['losses'][steps - 1]:.6f}; trainable {counts}, PEFT "
@@ -137,10 +171,10 @@ def curve(memfit_run, models, workdir, steps=None, *names):
         if counts != (ref["trainable_parameters"],
                       ref["all_parameters"] + buffers[name]):
             failures.append(f"{name}: trainable parameters {counts}")
-    return report("lora-curve", failures)
+    return report("qlora-curve" if qlora else "lora-curve", failures)
 
 
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
-    sys.exit({"grads": grads, "curve": curve}[mode](*rest))
+    sys.exit({"grads": grads, "curve": curve, "qlora": qlora}[mode](*rest))

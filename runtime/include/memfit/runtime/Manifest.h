@@ -160,6 +160,8 @@ struct Manifest {
   /// Values of the frozen ones (a quantized weight's values, not its
   /// codes' bytes), for the memory report's share of trainable parameters.
   uint64_t frozenParameters = 0;
+  /// Values of the frozen weights stored quantized (part of the above).
+  uint64_t quantizedParameters = 0;
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Contraction> contractions;
