@@ -22,6 +22,15 @@ the same adapters. Writes
         <fixture>/grad.<param>      float32: d loss / d adapter, PEFT's
                                     layout, memfit's names
                                     (<module>.lora_A.weight, ...)
+        <fixture>/loaded/loss, <fixture>/loaded/grad.<param>
+                                    the same with lora_B set to 0.1 * N(0, 1)
+                                    (torch seed 99), the adapters that
+                                    PEFT's save_pretrained writes to
+    lora_<family>_adapters.safetensors
+                                    (PEFT's names, base_model.model.<module>.
+                                    lora_A.weight; the ts and dynamo models
+                                    share them), for memfit-run
+                                    --load-adapters
     train_refs_lora.json
         per fixture: the loss of each of 200 AdamW steps (train_refs_bf16.json's
         data and settings) on the adapters only, in float32.
@@ -29,7 +38,9 @@ the same adapters. Writes
 
 import json
 import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 import torch
@@ -134,6 +145,25 @@ def main():
             npz[f"{fixture}/loss"] = np.float32(loss.item())
             for k, g in adapter_grads(model, targets).items():
                 npz[f"{fixture}/grad.{k}"] = g
+            # Again with lora_B nonzero (so that lora_A has a gradient), the
+            # adapters saved by PEFT's save_pretrained for --load-adapters.
+            peft_model, model, targets = lora_model(name, path)
+            g = torch.Generator().manual_seed(99)
+            with torch.no_grad():
+                for n, m in model.named_modules():
+                    if n in targets:
+                        b = m.lora_B["default"].weight
+                        b.copy_(0.1 * torch.randn(b.shape, generator=g))
+            if exp == tr.EXPORTERS[0]:
+                with tempfile.TemporaryDirectory() as tmp:
+                    peft_model.save_pretrained(tmp)
+                    shutil.copy(os.path.join(tmp, "adapter_model.safetensors"),
+                                os.path.join(HERE, f"lora_{name}_adapters.safetensors"))
+            loss = tr.loss_fn(peft_model(*[feeds[k] for k in in_names]), extra)
+            loss.backward()
+            npz[f"{fixture}/loaded/loss"] = np.float32(loss.item())
+            for k, g in adapter_grads(model, targets).items():
+                npz[f"{fixture}/loaded/grad.{k}"] = g
             # 200 AdamW steps on the adapters.
             peft_model, model, targets = lora_model(name, path)
             peft_model.train()

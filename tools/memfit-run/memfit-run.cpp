@@ -15,6 +15,7 @@
 #include "memfit/Support/ByteSize.h"
 #include "memfit/runtime/Bytes.h"
 #include "memfit/runtime/Nvrtc.h"
+#include "memfit/runtime/Safetensors.h"
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Summary.h"
 #include "memfit/runtime/TrainingLoop.h"
@@ -160,6 +161,10 @@ static Opt<int64_t> loraSeed("lora-seed", cl::init(0), cl::Hidden,
                              cl::cat(trainCategory),
                              cl::desc("LoRA: seed of the adapters' initial "
                                       "values"));
+static Opt<std::string> loadAdapters(
+    "load-adapters", cl::cat(trainCategory),
+    cl::desc("Set trainable parameters (LoRA adapters: PEFT's or memfit's "
+             "names) from a safetensors file before running"));
 static Opt<bool> bf16("bf16", cl::Hidden, cl::cat(trainCategory),
                       cl::desc("--precision=bf16"));
 static Opt<bool> fp16("fp16", cl::Hidden, cl::cat(trainCategory),
@@ -224,6 +229,14 @@ static Opt<int64_t> saveEvery(
     "save-every", cl::init(0), cl::cat(loopCategory),
     cl::desc("Save --checkpoint after every step whose global number is a "
              "multiple of this"));
+static Opt<std::string> exportAdapters(
+    "export-adapters", cl::cat(loopCategory),
+    cl::desc("After training, write the LoRA adapters to this safetensors "
+             "file, with PEFT's names"));
+static Opt<std::string> exportSafetensors(
+    "export-safetensors", cl::cat(loopCategory),
+    cl::desc("After training, write every trained parameter to this "
+             "safetensors file, with its ONNX initializer's name"));
 static Opt<std::string> resumePath(
     "resume", cl::cat(loopCategory),
     cl::desc("Load this checkpoint before training; the step counter "
@@ -694,6 +707,69 @@ openSession(const rt::Executable &executable) {
   return session;
 }
 
+/// PEFT's prefix of an adapter's name in its adapter_model.safetensors.
+constexpr llvm::StringLiteral kPeftPrefix = "base_model.model.";
+
+/// Whether a variable is a LoRA adapter (memfit-lora's names).
+bool isAdapter(const rt::Variable &v) {
+  return v.kind == rt::VariableKind::Parameter &&
+         (llvm::StringRef(v.name).ends_with(".lora_A.weight") ||
+          llvm::StringRef(v.name).ends_with(".lora_B.weight"));
+}
+
+/// Writes the trainable parameters (the LoRA adapters only, with PEFT's
+/// names) to a safetensors file.
+rt::Status exportParameters(const rt::Session &session, const std::string &path,
+                            bool adaptersOnly) {
+  rt::NamedTensors tensors;
+  for (const rt::Variable &v : session.variables()) {
+    if (v.kind != rt::VariableKind::Parameter ||
+        (adaptersOnly && !isAdapter(v)))
+      continue;
+    auto value = session.readVariable(v.name);
+    if (!value)
+      return value.status();
+    tensors.emplace_back(adaptersOnly ? kPeftPrefix.str() + v.name : v.name,
+                         std::move(*value));
+  }
+  if (tensors.empty())
+    return rt::invalidArgument(path + ": the model has no " +
+                               (adaptersOnly
+                                    ? "LoRA adapters (train with --lora-rank)"
+                                    : "trainable parameters"));
+  return rt::writeSafetensors(path, tensors, {{"format", "pt"}});
+}
+
+/// --load-adapters: sets trainable parameters from a safetensors file,
+/// after checking every tensor (so on error nothing changed).
+rt::Status loadParameters(rt::Session &session, const std::string &path) {
+  auto tensors = rt::readSafetensors(path);
+  if (!tensors)
+    return tensors.status();
+  std::vector<std::pair<std::string, rt::Tensor *>> writes;
+  for (auto &[name, tensor] : *tensors) {
+    llvm::StringRef key(name);
+    key.consume_front(kPeftPrefix);
+    const rt::Variable *var = nullptr;
+    for (const rt::Variable &v : session.variables())
+      if (v.name == key && v.kind == rt::VariableKind::Parameter)
+        var = &v;
+    if (!var)
+      return rt::invalidArgument(path + ": tensor '" + name +
+                                 "' names no trainable parameter of the model");
+    const rt::Buffer &buffer = session.manifest().buffers[var->buffer];
+    if (buffer.dtype != tensor.dtype || buffer.shape != tensor.shape)
+      return rt::invalidArgument(path + ": tensor '" + name + "' is " +
+                                 rt::describe(tensor.dtype, tensor.shape) +
+                                 ", the parameter " +
+                                 rt::describe(buffer.dtype, buffer.shape));
+    writes.emplace_back(var->name, &tensor);
+  }
+  for (auto &[name, tensor] : writes)
+    MEMFIT_RT_RETURN_IF_ERROR(session.writeVariable(name, *tensor));
+  return rt::Status::ok();
+}
+
 /// --train: the runtime's training loop with the flags' data and schedule.
 int trainModel(rt::Session &session,
                const std::map<std::string, std::string> &inputPaths,
@@ -733,6 +809,17 @@ int trainModel(rt::Session &session,
   auto summary = rt::runTraining(session, *trainer, *source, loop);
   if (!summary)
     return fail(summary.status().message());
+  for (auto [path, adaptersOnly] :
+       {std::pair(exportAdapters.getValue(), true),
+        std::pair(exportSafetensors.getValue(), false)}) {
+    if (path.empty())
+      continue;
+    if (rt::Status written = exportParameters(session, path, adaptersOnly);
+        !written)
+      return fail(written.message());
+    out() << "exported " << (adaptersOnly ? "LoRA adapters" : "parameters")
+          << " to " << path << "\n";
+  }
   return 0;
 }
 
@@ -835,6 +922,11 @@ int main(int argc, char **argv) {
   auto session = openSession(*executable);
   if (!session)
     return fail(session.status().message());
+  if (!loadAdapters.empty()) {
+    if (rt::Status loaded = loadParameters(**session, loadAdapters); !loaded)
+      return fail(loaded.message());
+    out() << "loaded parameters from " << loadAdapters << "\n";
+  }
   if (train)
     return trainModel(**session, inputPaths, dataPaths);
   return runOnce(**session, inputPaths);

@@ -4,10 +4,13 @@
   check_lora.py grads MEMFIT_RUN MODELS WORKDIR [FIXTURE...]
       memfit-run --gradients with --lora-rank=4 --lora-alpha=8
       --lora-targets=all-linear on each fixture's gradient inputs (those of
-      <fixture>_grads.npz): the loss equals PEFT's within 1e-5 relative, the
-      gradients produced are exactly the adapters PEFT trains (by name), and
-      each equals PEFT's within 1e-4 of its largest element; lora_A's are
-      zero at the start (lora_B is zero), within 1e-7 absolutely.
+      <fixture>_grads.npz), twice: with memfit's initial adapters (lora_A's
+      gradients are then zero, within 1e-7, since lora_B is zero), and with
+      the adapters PEFT saved (--load-adapters=lora_<family>_adapters.
+      safetensors, lora_B nonzero). Each time the loss equals PEFT's within
+      1e-5 relative, the gradients produced are exactly the adapters PEFT
+      trains (by name), and each equals PEFT's within 1e-4 of its largest
+      element.
 
   check_lora.py curve MEMFIT_RUN MODELS WORKDIR [STEPS] [FIXTURE...]
       200 AdamW steps of the same LoRA on train_refs_bf16.json's data and
@@ -22,6 +25,12 @@
       the final loss within 2% of PEFT's fp32 LoRA, and the memory report
       shows the quantized base at 0.50 B/value of codes (plus scales).
 
+  check_lora.py export MEMFIT_RUN MODELS WORKDIR [FIXTURE...]
+      5 LoRA steps with --export-adapters and --export-safetensors: the
+      files (read by the safetensors format's definition, numpy only) hold
+      PEFT's adapter names and the trained parameters, bit for bit the
+      checkpoint's values.
+
 Prints one line per fixture with the measured differences, then PASS or FAIL.
 """
 
@@ -34,7 +43,8 @@ import numpy as np
 import onnx
 
 from memfit_test.check_training import (fixture_args, max_rel_diff,
-                                        read_losses, report, run_pinned)
+                                        read_checkpoint, read_losses, report,
+                                        run_pinned)
 
 LORA = ["--lora-rank=4", "--lora-alpha=8", "--lora-targets=all-linear"]
 # QLoRA: the frozen base in NF4 with double quantization, compute in bf16.
@@ -57,57 +67,75 @@ def fixture_inputs(models, name):
     return inputs, loss
 
 
+def gradient_run(memfit_run, models, out, name, extra):
+    """memfit-run --gradients with LoRA on the fixture's gradient inputs;
+    the loss and the gradient files it wrote."""
+    os.makedirs(out, exist_ok=True)
+    inputs, loss = fixture_inputs(models, name)
+    args = [memfit_run, os.path.join(models, f"{name}.onnx"), "--gradients",
+            f"--loss={loss}", f"--output-dir={out}", "--quiet",
+            "--device=host"] + LORA + extra
+    shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}"
+                      for k, v in inputs.items() if k not in ("labels", "target"))
+    args.append(f"--input-shape={shapes}")
+    for key, value in inputs.items():
+        path = os.path.join(out, f"in.{key}.npy")
+        np.save(path, value)
+        args.append(f"--input={key}={path}")
+    run_pinned([args])  # exits with FAIL when memfit-run fails
+    got = {f[5:-4]: np.load(os.path.join(out, f)).astype(np.float64)
+           for f in os.listdir(out) if f.startswith("grad.") and f.endswith(".npy")}
+    return float(np.load(os.path.join(out, "loss.npy"))), got
+
+
+def compare(name, label, loss, got, ref_loss, want, failures, zero_a):
+    """Prints and checks one run against PEFT's loss and gradients."""
+    if set(got) != set(want):
+        failures.append(f"{name} ({label}): gradients {sorted(set(got) ^ set(want))} "
+                        "are in one of memfit's and PEFT's sets only")
+        return
+    loss_rel = abs(loss - ref_loss) / abs(ref_loss)
+    worst = {"A": 0.0, "B": 0.0}
+    for key, ref in want.items():
+        which = "A" if key.endswith("lora_A.weight") else "B"
+        if zero_a and which == "A":
+            worst["A"] = max(worst["A"], float(np.abs(got[key]).max()))
+            if np.abs(ref).max() != 0:
+                failures.append(f"{name}: PEFT's {key} gradient is not 0")
+            continue
+        rel = float(np.abs(got[key] - ref).max() / np.abs(ref).max())
+        worst[which] = max(worst[which], rel)
+    a = (f"lora_A max_abs {worst['A']:.2e} (zero)" if zero_a
+         else f"lora_A worst max_rel {worst['A']:.2e}")
+    print(f"{name} ({label}): {len(want)} adapter gradients; loss rel diff "
+          f"{loss_rel:.2e}; lora_B worst max_rel {worst['B']:.2e}; {a}")
+    if loss_rel > LOSS_TOLERANCE:
+        failures.append(f"{name} ({label}): loss differs by {loss_rel:.2e}")
+    if worst["B"] > GRAD_TOLERANCE:
+        failures.append(f"{name} ({label}): lora_B gradient differs by "
+                        f"{worst['B']:.2e}")
+    if worst["A"] > (ZERO_TOLERANCE if zero_a else GRAD_TOLERANCE):
+        failures.append(f"{name} ({label}): lora_A gradient differs by "
+                        f"{worst['A']:.2e}")
+
+
 def grads(memfit_run, models, workdir, *names):
     refs = np.load(os.path.join(models, "lora_refs.npz"))
     fixtures = sorted({k.split("/")[0] for k in refs.files})
     names = names or fixtures
     failures = []
     for name in names:
-        out = os.path.join(workdir, name)
-        os.makedirs(out, exist_ok=True)
-        inputs, loss = fixture_inputs(models, name)
-        args = [memfit_run, os.path.join(models, f"{name}.onnx"), "--gradients",
-                f"--loss={loss}", f"--output-dir={out}", "--quiet",
-                "--device=host"] + LORA
-        shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}"
-                          for k, v in inputs.items()
-                          if k not in ("labels", "target"))
-        args.append(f"--input-shape={shapes}")
-        for key, value in inputs.items():
-            path = os.path.join(out, f"in.{key}.npy")
-            np.save(path, value)
-            args.append(f"--input={key}={path}")
-        run_pinned([args])  # exits with FAIL when memfit-run fails
-        want = {k[len(name) + 6:]: refs[k] for k in refs.files
-                if k.startswith(f"{name}/grad.")}
-        got = {f[5:-4] for f in os.listdir(out)
-               if f.startswith("grad.") and f.endswith(".npy")}
-        if got != set(want):
-            failures.append(f"{name}: gradients {sorted(got ^ set(want))} are "
-                            "in one of memfit's and PEFT's sets only")
-            continue
-        ref_loss = float(refs[f"{name}/loss"])
-        loss_rel = abs(float(np.load(os.path.join(out, "loss.npy"))) -
-                       ref_loss) / abs(ref_loss)
-        worst_b, worst_a = 0.0, 0.0
-        for key, ref in want.items():
-            g = np.load(os.path.join(out, f"grad.{key}.npy")).astype(np.float64)
-            if key.endswith("lora_A.weight"):
-                worst_a = max(worst_a, float(np.abs(g - ref).max()))
-                if np.abs(ref).max() != 0:
-                    failures.append(f"{name}: PEFT's {key} gradient is not 0")
-            else:
-                rel = float(np.abs(g - ref).max() / np.abs(ref).max())
-                worst_b = max(worst_b, rel)
-        print(f"{name}: {len(want)} adapter gradients; loss rel diff "
-              f"{loss_rel:.2e}; lora_B worst max_rel {worst_b:.2e}; lora_A "
-              f"worst max_abs {worst_a:.2e} (zero at the start)")
-        if loss_rel > LOSS_TOLERANCE:
-            failures.append(f"{name}: loss differs by {loss_rel:.2e}")
-        if worst_b > GRAD_TOLERANCE:
-            failures.append(f"{name}: lora_B gradient differs by {worst_b:.2e}")
-        if worst_a > ZERO_TOLERANCE:
-            failures.append(f"{name}: lora_A gradient {worst_a:.2e}, not 0")
+        family = name.split("_")[0]
+        for label, prefix, extra in (
+                ("initial", f"{name}/", []),
+                ("loaded", f"{name}/loaded/",
+                 [f"--load-adapters={os.path.join(models, f'lora_{family}_adapters.safetensors')}"])):
+            loss, got = gradient_run(memfit_run, models,
+                                     os.path.join(workdir, name, label), name, extra)
+            want = {k[len(prefix) + 5:]: refs[k] for k in refs.files
+                    if k.startswith(prefix + "grad.")}
+            compare(name, label, loss, got, float(refs[prefix + "loss"]), want,
+                    failures, zero_a=label == "initial")
     return report("lora-grads", failures)
 
 
@@ -174,7 +202,78 @@ def train(memfit_run, models, workdir, steps, names, qlora):
     return report("qlora-curve" if qlora else "lora-curve", failures)
 
 
+def read_safetensors(path):
+    """{name: array} and the metadata of a safetensors file, read by the
+    format's definition (an 8-byte little-endian header size, the JSON
+    header, the data without gaps), with numpy only; asserts the layout."""
+    data = open(path, "rb").read()
+    size = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + size])
+    assert size % 8 == 0, "header not padded to 8 bytes"
+    blob = data[8 + size:]
+    dtypes = {"F32": np.float32, "F64": np.float64, "F16": np.float16,
+              "I64": np.int64, "I32": np.int32, "I8": np.int8, "U8": np.uint8}
+    meta = header.pop("__metadata__", {})
+    out, end = {}, 0
+    for name, v in sorted(header.items(), key=lambda kv: kv[1]["data_offsets"]):
+        begin, stop = v["data_offsets"]
+        assert begin == end, f"{name}: gap or overlap"
+        end = stop
+        out[name] = np.frombuffer(blob[begin:stop], dtypes[v["dtype"]]).reshape(
+            v["shape"])
+    assert end == len(blob), "bytes after the last tensor"
+    return out, meta
+
+
+PEFT_PREFIX = "base_model.model."
+
+
+def export(memfit_run, models, workdir, *names):
+    """Trains each fixture 5 LoRA steps with --export-adapters,
+    --export-safetensors and --checkpoint: the adapters file holds exactly
+    PEFT's adapter names (those of lora_refs.npz, base_model.model.<module>.
+    lora_A.weight) and the parameters file exactly the trained parameters,
+    each bit for bit the checkpoint's value."""
+    settings = json.load(open(os.path.join(models, "train_refs_bf16.json")))
+    refs = np.load(os.path.join(models, "lora_refs.npz"))
+    names = names or ["gpt_ts", "llama_dynamo"]
+    failures = []
+    for name in names:
+        fixture = settings["fixtures"][name]["settings"]
+        out = os.path.join(workdir, name)
+        os.makedirs(out, exist_ok=True)
+        adapters = os.path.join(out, "adapters.safetensors")
+        params = os.path.join(out, "params.safetensors")
+        checkpoint = os.path.join(out, "ckpt")
+        run_pinned([fixture_args(memfit_run, models, workdir, name, fixture, 5)
+                    + LORA + [f"--export-adapters={adapters}",
+                              f"--export-safetensors={params}",
+                              f"--checkpoint={checkpoint}"]])
+        state = read_checkpoint(checkpoint)
+        got, meta = read_safetensors(adapters)
+        everything, _ = read_safetensors(params)
+        want = {PEFT_PREFIX + k[len(name) + 6:] for k in refs.files
+                if k.startswith(f"{name}/grad.")}
+        trained = {k for k in state if k.endswith(".weight") and ".lora_" in k}
+        if set(got) != want:
+            failures.append(f"{name}: adapter names {sorted(set(got) ^ want)} "
+                            "differ from PEFT's")
+        if set(everything) != trained:
+            failures.append(f"{name}: parameters {sorted(set(everything) ^ trained)}"
+                            " differ from the trained ones")
+        same = all(np.array_equal(v, state[k[len(PEFT_PREFIX):]])
+                   for k, v in got.items()) and all(
+            np.array_equal(v, state[k]) for k, v in everything.items())
+        if not same:
+            failures.append(f"{name}: exported values differ from the checkpoint")
+        print(f"{name}: {len(got)} adapters exported with PEFT's names, "
+              f"{len(everything)} trained parameters, metadata {meta}, values "
+              f"{'equal' if same else 'DIFFER from'} the checkpoint's")
+    return report("lora-export", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
-    sys.exit({"grads": grads, "curve": curve, "qlora": qlora}[mode](*rest))
+    sys.exit({"grads": grads, "curve": curve, "qlora": qlora,
+              "export": export}[mode](*rest))
