@@ -54,16 +54,20 @@ struct Contraction {
   Operation *op;
   Value input;        // x, [..., in]
   ParameterOp weight; // W
+  bool transposed;    // W is stored [out, in]: y = x @ W^T
   int64_t in, out;
   std::string module; // the PyTorch module path, or the weight's name
   std::string node, scope;
 };
 
 /// The parameter that `value` reads through transposes and casts, if it
-/// is a 2-D float parameter.
-ParameterOp weightParameter(Value value, SymbolTable &symbols) {
+/// is a 2-D float parameter; `transposes` counts the transposes.
+ParameterOp weightParameter(Value value, SymbolTable &symbols,
+                            int *transposes = nullptr) {
   while (Operation *def = value.getDefiningOp()) {
     if (isa<TransposeOp, CastOp>(def)) {
+      if (transposes && isa<TransposeOp>(def))
+        ++*transposes;
       value = def->getOperand(0);
       continue;
     }
@@ -81,6 +85,7 @@ ParameterOp weightParameter(Value value, SymbolTable &symbols) {
 
 std::optional<Contraction> asContraction(Operation *op, SymbolTable &symbols) {
   Value x, w;
+  bool transB = false;
   if (auto matmul = dyn_cast<MatMulOp>(op)) {
     x = matmul.getLhs();
     w = matmul.getRhs();
@@ -91,14 +96,17 @@ std::optional<Contraction> asContraction(Operation *op, SymbolTable &symbols) {
       return std::nullopt;
     x = gemm.getA();
     w = gemm.getB();
+    transB = gemm.getTransB();
   } else {
     return std::nullopt;
   }
-  ParameterOp param = weightParameter(w, symbols);
+  int transposes = 0;
+  ParameterOp param = weightParameter(w, symbols, &transposes);
   if (!param || weightParameter(x, symbols))
     return std::nullopt;
   Contraction c;
   c.op = op;
+  c.transposed = transB != (transposes % 2 == 1);
   c.input = x;
   c.weight = param;
   c.in = cast<RankedTensorType>(x.getType()).getShape().back();
@@ -243,6 +251,8 @@ struct MemfitLoraPass
       v = static_cast<float>(bound * (2 * loraUniform(state, k) - 1));
     SmallVector<float> initB(c.out * rank, 0.0f);
     ParameterOp a = addParameter(symbols, c, nullptr, base, "A", typeA, initA);
+    a->setAttr(kLoraScaleAttr, FloatAttr::get(Float64Type::get(ctx), scale));
+    a->setAttr(kLoraTransposedAttr, BoolAttr::get(ctx, c.transposed));
     ParameterOp bp = addParameter(symbols, c, a, base, "B", typeB, initB);
 
     // After the contraction: y + scale * (x @ A^T) @ B^T, in x's type.

@@ -139,6 +139,18 @@ std::string manifestToJson(const Manifest &m) {
   }
   root.set("variables", std::move(variables));
 
+  JsonValue adapters = JsonValue::array();
+  for (const LoraAdapter &a : m.loraAdapters) {
+    JsonValue o = JsonValue::object();
+    o.set("a", a.a);
+    o.set("b", a.b);
+    o.set("base", a.base);
+    o.set("scale", JsonValue(a.scale));
+    o.set("transposed", JsonValue(a.transposed));
+    adapters.push(std::move(o));
+  }
+  root.set("loraAdapters", std::move(adapters));
+
   JsonValue memory = JsonValue::array();
   for (const MemoryCategory &c : m.memory) {
     JsonValue o = JsonValue::object();
@@ -204,6 +216,14 @@ public:
     if (!v.isBool())
       return typeError(field, "a boolean", v);
     out = v.asBool();
+    return Status::ok();
+  }
+
+  Status real(const char *field, double &out) const {
+    const JsonValue &v = get(field);
+    if (!v.isNumber())
+      return typeError(field, "a number", v);
+    out = v.asDouble();
     return Status::ok();
   }
 
@@ -408,6 +428,16 @@ Status readVariable(const ObjectReader &r, Variable &v) {
   return Status::ok();
 }
 
+Status readLoraAdapter(const ObjectReader &r, LoraAdapter &a) {
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"a", "b", "base", "scale", "transposed"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("a", a.a));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("b", a.b));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("base", a.base));
+  MEMFIT_RT_RETURN_IF_ERROR(r.real("scale", a.scale));
+  return r.boolean("transposed", a.transposed);
+}
+
 Status readMemoryCategory(const ObjectReader &r, MemoryCategory &c) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "bytes"}));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
@@ -466,11 +496,11 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
                        (version->asInt() < Manifest::kVersion
                             ? " (recompile it with this memfit)"
                             : " (use the memfit that wrote it)"));
-  MEMFIT_RT_RETURN_IF_ERROR(
-      r.checkFields({"schema", "version", "model", "weightsBytes", "arenaBytes",
-                     "trainableParameters", "frozenParameters",
-                     "quantizedParameters", "buffers", "kernels",
-                     "contractions", "entries", "variables", "memory"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+      {"schema", "version", "model", "weightsBytes", "arenaBytes",
+       "trainableParameters", "frozenParameters", "quantizedParameters",
+       "buffers", "kernels", "contractions", "entries", "variables", "memory",
+       "loraAdapters"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -493,6 +523,8 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
       readArray(r, "variables", m.variables, readVariable));
   MEMFIT_RT_RETURN_IF_ERROR(
       readArray(r, "memory", m.memory, readMemoryCategory));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      readArray(r, "loraAdapters", m.loraAdapters, readLoraAdapter));
   return m;
 }
 

@@ -96,6 +96,7 @@
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
 // CHECK-NEXT: "variables": [],
+// CHECK-NEXT: "loraAdapters": [],
 // CHECK-NEXT: "memory": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "parameters",
@@ -214,6 +215,7 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
 // CHECK-NEXT: "variables": [],
+// CHECK-NEXT: "loraAdapters": [],
 // CHECK-NEXT: "memory": [
 // CHECK-NEXT: {
 // CHECK-NEXT: "name": "parameters",

@@ -11,6 +11,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "memfit/Import/OnnxExport.h"
 #include "memfit/JIT/Compiler.h"
 #include "memfit/Support/ByteSize.h"
 #include "memfit/runtime/Bytes.h"
@@ -237,6 +238,14 @@ static Opt<std::string> exportSafetensors(
     "export-safetensors", cl::cat(loopCategory),
     cl::desc("After training, write every trained parameter to this "
              "safetensors file, with its ONNX initializer's name"));
+static Opt<std::string> exportOnnx(
+    "export", cl::cat(loopCategory),
+    cl::desc("After training, write the trained model as ONNX to this file: "
+             "the original graph with the trained weights, LoRA merged"));
+static Opt<bool> exportExternalData(
+    "export-external-data", cl::Hidden, cl::cat(loopCategory),
+    cl::desc("--export: the weights in a side file (<file>.data) even for a "
+             "small model"));
 static Opt<std::string> resumePath(
     "resume", cl::cat(loopCategory),
     cl::desc("Load this checkpoint before training; the step counter "
@@ -740,6 +749,63 @@ rt::Status exportParameters(const rt::Session &session, const std::string &path,
   return rt::writeSafetensors(path, tensors, {{"format", "pt"}});
 }
 
+/// An f32 variable's values.
+rt::StatusOr<std::vector<float>> floatValues(const rt::Session &session,
+                                             const std::string &name) {
+  auto tensor = session.readVariable(name);
+  if (!tensor)
+    return tensor.status();
+  if (tensor->dtype != rt::DType::f32)
+    return rt::invalidArgument("--export: parameter '" + name + "' is " +
+                               rt::describe(tensor->dtype, tensor->shape) +
+                               ", not f32");
+  std::vector<float> values(tensor->numElements());
+  std::memcpy(values.data(), tensor->data.data(), tensor->data.size());
+  return values;
+}
+
+/// --export: the source ONNX model with the trained parameters, LoRA
+/// adapters merged into their base weights.
+rt::Status exportModel(const rt::Session &session, const std::string &path) {
+  std::vector<mlir::memfit::TrainedTensor> trained;
+  for (const rt::Variable &v : session.variables()) {
+    if (v.kind != rt::VariableKind::Parameter || isAdapter(v))
+      continue;
+    auto values = floatValues(session, v.name);
+    if (!values)
+      return values.status();
+    trained.push_back({v.name, std::move(*values)});
+  }
+  std::vector<mlir::memfit::LoraMerge> merges;
+  for (const rt::LoraAdapter &adapter : session.manifest().loraAdapters) {
+    mlir::memfit::LoraMerge merge;
+    auto a = floatValues(session, adapter.a);
+    auto b = floatValues(session, adapter.b);
+    if (!a || !b)
+      return !a ? a.status() : b.status();
+    const auto &shapeA =
+        session.manifest()
+            .buffers[session.manifest().findVariable(adapter.a)->buffer]
+            .shape;
+    merge.base = adapter.base;
+    merge.rank = shapeA[0];
+    merge.in = shapeA[1];
+    merge.out = static_cast<int64_t>(b->size()) / merge.rank;
+    merge.a = std::move(*a);
+    merge.b = std::move(*b);
+    merge.scale = adapter.scale;
+    merge.transposed = adapter.transposed;
+    merges.push_back(std::move(merge));
+  }
+  mlir::memfit::OnnxExportOptions options;
+  options.externalData = exportExternalData;
+  std::string error = mlir::memfit::exportTrainedOnnx(modelPath, path, trained,
+                                                      merges, options);
+  if (!error.empty())
+    return rt::invalidArgument(error);
+  return rt::Status::ok();
+}
+
 /// --load-adapters: sets trainable parameters from a safetensors file,
 /// after checking every tensor (so on error nothing changed).
 rt::Status loadParameters(rt::Session &session, const std::string &path) {
@@ -819,6 +885,11 @@ int trainModel(rt::Session &session,
       return fail(written.message());
     out() << "exported " << (adaptersOnly ? "LoRA adapters" : "parameters")
           << " to " << path << "\n";
+  }
+  if (!exportOnnx.empty()) {
+    if (rt::Status written = exportModel(session, exportOnnx); !written)
+      return fail(written.message());
+    out() << "exported the trained model to " << exportOnnx << "\n";
   }
   return 0;
 }

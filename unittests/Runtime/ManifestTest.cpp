@@ -56,6 +56,8 @@ Manifest sampleManifest() {
   m.trainableParameters = 3;
   m.frozenParameters = 5;
   m.quantizedParameters = 4;
+  m.loraAdapters.push_back(
+      {"h.0.q.lora_A.weight", "h.0.q.lora_B.weight", "q", 2.5, true});
   m.entries = {{"main",
                 {{StepKind::Kernel, 0, {1, 2, 3}},
                  {StepKind::Contraction, 0, {1, 2, 6}}},
@@ -105,6 +107,14 @@ void checkSameManifest(const Manifest &a, const Manifest &b) {
   CHECK(a.trainableParameters == b.trainableParameters);
   CHECK(a.frozenParameters == b.frozenParameters);
   CHECK(a.quantizedParameters == b.quantizedParameters);
+  CHECK(a.loraAdapters.size() == b.loraAdapters.size());
+  for (size_t i = 0; i < a.loraAdapters.size() && i < b.loraAdapters.size();
+       ++i)
+    CHECK(a.loraAdapters[i].a == b.loraAdapters[i].a &&
+          a.loraAdapters[i].b == b.loraAdapters[i].b &&
+          a.loraAdapters[i].base == b.loraAdapters[i].base &&
+          a.loraAdapters[i].scale == b.loraAdapters[i].scale &&
+          a.loraAdapters[i].transposed == b.loraAdapters[i].transposed);
   CHECK(sameList(a.buffers, b.buffers, sameBuffer));
   CHECK(sameList(a.kernels, b.kernels, sameKernel));
   CHECK(sameList(a.contractions, b.contractions, sameContraction));

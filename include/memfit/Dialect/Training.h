@@ -63,6 +63,11 @@ constexpr char kCompressedAttr[] = "memfit.compressed";
 constexpr char kLoraOfAttr[] = "memfit.lora_of";
 constexpr char kLoraAttr[] = "memfit.lora";
 constexpr char kLoraTargetAttr[] = "memfit.lora_target";
+/// On an adapter's A: the scale of its update (alpha / r), and whether the
+/// base weight is stored [out, in] (read through a transpose or gemm's
+/// trans_b), which says how a merge adds the update to it.
+constexpr char kLoraScaleAttr[] = "memfit.lora_scale";
+constexpr char kLoraTransposedAttr[] = "memfit.lora_transposed";
 constexpr char kDecompressedAttr[] = "memfit.decompressed";
 
 /// memfit-lora's reproducible generator of the adapters' initial values:

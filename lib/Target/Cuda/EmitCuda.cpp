@@ -418,6 +418,19 @@ LogicalResult ExecutableBuilder::addVariables() {
          static_cast<uint32_t>(manifest.buffers.size() - 1), kind});
     if (kind == rt::VariableKind::Parameter)
       manifest.trainableParameters += type.getNumElements();
+    if (auto of = param->getAttrOfType<StringAttr>(kLoraOfAttr);
+        of && param->getAttrOfType<StringAttr>(kLoraAttr).getValue() == "A") {
+      StringRef a = param.getSymName();
+      rt::LoraAdapter adapter;
+      adapter.a = a.str();
+      adapter.b = (a.drop_back(strlen("A.weight")) + "B.weight").str();
+      adapter.base = of.getValue().str();
+      if (auto scale = param->getAttrOfType<FloatAttr>(kLoraScaleAttr))
+        adapter.scale = scale.getValueAsDouble();
+      if (auto t = param->getAttrOfType<BoolAttr>(kLoraTransposedAttr))
+        adapter.transposed = t.getValue();
+      manifest.loraAdapters.push_back(std::move(adapter));
+    }
     if (kind == rt::VariableKind::FrozenParameter) {
       // A quantized weight counts its values: two per byte of 4-bit codes
       // (ui8), one per int8 code; its scales none.

@@ -67,14 +67,14 @@ def fixture_inputs(models, name):
     return inputs, loss
 
 
-def gradient_run(memfit_run, models, out, name, extra):
-    """memfit-run --gradients with LoRA on the fixture's gradient inputs;
-    the loss and the gradient files it wrote."""
+def gradient_run(memfit_run, models, out, name, extra, lora=True):
+    """memfit-run --gradients (with LoRA, else of the whole model) on the
+    fixture's gradient inputs; the loss and the gradient files it wrote."""
     os.makedirs(out, exist_ok=True)
     inputs, loss = fixture_inputs(models, name)
     args = [memfit_run, os.path.join(models, f"{name}.onnx"), "--gradients",
             f"--loss={loss}", f"--output-dir={out}", "--quiet",
-            "--device=host"] + LORA + extra
+            "--device=host"] + (LORA if lora else []) + extra
     shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}"
                       for k, v in inputs.items() if k not in ("labels", "target"))
     args.append(f"--input-shape={shapes}")
@@ -272,8 +272,73 @@ def export(memfit_run, models, workdir, *names):
     return report("lora-export", failures)
 
 
+def numpy_loss(logits, inputs, loss):
+    """The fixtures' loss on outputs, as make_train_refs.loss_fn."""
+    out = logits.astype(np.float64)
+    if loss == "mse":
+        return float(np.mean((out - inputs["target"]) ** 2))
+    flat = out.reshape(-1, out.shape[-1])
+    labels = inputs["labels"].reshape(-1)
+    keep = labels != -100
+    shifted = flat - flat.max(axis=1, keepdims=True)
+    logp = shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    return float(-logp[keep, labels[keep]].mean())
+
+
+def export_onnx(memfit_run, models, workdir, *names):
+    """Trains 5 steps and exports the model (--export): onnxruntime on the
+    exported file gives the loss that memfit computes at the trained
+    parameters (--gradients --load-adapters of the exported parameters),
+    within 1e-5 relative: LoRA merged (gpt_ts), LoRA merged with the
+    weights in an external data file (llama_dynamo), full fine-tuning with
+    the tied transposed embedding copy following its weight (gpt_ts)."""
+    import onnxruntime as ort
+    settings = json.load(open(os.path.join(models, "train_refs_bf16.json")))
+    cases = [("gpt_ts", "lora", LORA), ("llama_dynamo", "lora-external",
+                                        LORA + ["--export-external-data"]),
+             ("gpt_ts", "full", [])]
+    failures = []
+    for name, label, flags in cases:
+        if names and name not in names:
+            continue
+        fixture = settings["fixtures"][name]["settings"]
+        out = os.path.join(workdir, f"{name}-{label}")
+        os.makedirs(out, exist_ok=True)
+        exported = os.path.join(out, "trained.onnx")
+        params = os.path.join(out, "params.safetensors")
+        run_pinned([fixture_args(memfit_run, models, workdir, name, fixture, 5)
+                    + flags + [f"--export={exported}",
+                               f"--export-safetensors={params}"]])
+        inputs, loss = fixture_inputs(models, name)
+        memfit_loss, _ = gradient_run(
+            memfit_run, models, os.path.join(out, "grads"), name,
+            [f"--load-adapters={params}"], lora=label != "full")
+        session = ort.InferenceSession(exported,
+                                       providers=["CPUExecutionProvider"])
+        feeds = {i.name: inputs[i.name] for i in session.get_inputs()}
+        logits = session.run(None, feeds)[0]
+        original = ort.InferenceSession(os.path.join(models, f"{name}.onnx"),
+                                        providers=["CPUExecutionProvider"])
+        before = original.run(None, feeds)[0]
+        got = numpy_loss(logits, inputs, loss)
+        rel = abs(got - memfit_loss) / abs(memfit_loss)
+        changed = float(np.abs(logits - before).max())
+        external = os.path.exists(exported + ".data")
+        print(f"{name} ({label}): onnxruntime loss on the export {got:.6f}, "
+              f"memfit {memfit_loss:.6f}, rel diff {rel:.2e}; outputs moved "
+              f"by up to {changed:.2e} from the original model; external "
+              f"data file: {'yes' if external else 'no'}")
+        if rel > LOSS_TOLERANCE:
+            failures.append(f"{name} ({label}): loss differs by {rel:.2e}")
+        if changed == 0:
+            failures.append(f"{name} ({label}): the export equals the original")
+        if external != (label == "lora-external"):
+            failures.append(f"{name} ({label}): external data file {external}")
+    return report("onnx-export", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
     sys.exit({"grads": grads, "curve": curve, "qlora": qlora,
-              "export": export}[mode](*rest))
+              "export": export, "onnx": export_onnx}[mode](*rest))

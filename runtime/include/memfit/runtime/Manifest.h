@@ -148,6 +148,16 @@ struct MemoryCategory {
   uint64_t bytes = 0;
 };
 
+/// A LoRA adapter of memfit-lora: its two variables, the ONNX initializer of
+/// the weight it adapts and how to merge it: base += scale * B A when the
+/// base is stored [out, in] (`transposed`, nn.Linear's layout, read through
+/// a transpose or gemm's trans_b), else base += scale * (B A)^T.
+struct LoraAdapter {
+  std::string a, b, base;
+  double scale = 1.0;
+  bool transposed = false;
+};
+
 struct Manifest {
   static constexpr int kVersion = 3;
   std::string model;       // the model file it was compiled from
@@ -168,6 +178,7 @@ struct Manifest {
   std::vector<Entry> entries;
   std::vector<Variable> variables;
   std::vector<MemoryCategory> memory;
+  std::vector<LoraAdapter> loraAdapters;
 
   const Entry *findEntry(const std::string &name) const;
   const Variable *findVariable(const std::string &name) const;
