@@ -47,7 +47,7 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 // Default targets: attention. The base weights are frozen; A is uniform in
 // [-1/sqrt(16), 1/sqrt(16)) = [-0.25, 0.25), B is zero.
 // CHECK: memfit.parameter @"onnx::MatMul_7" = {{.*}} {memfit.role = "frozen"}
-// CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_A.weight = dense<{{.*}}> : tensor<2x16xf32> {memfit.lora = "A", memfit.lora_of = "onnx::MatMul_7", memfit.role = "parameter"}
+// CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_A.weight = dense<{{.*}}> : tensor<2x16xf32> {memfit.lora = "A", memfit.lora_of = "onnx::MatMul_7", memfit.lora_scale = 2.000000e+00 : f64, memfit.lora_transposed = false, memfit.role = "parameter"}
 // CHECK-NEXT: memfit.parameter @h.0.attn.q_proj.lora_B.weight = dense<0.000000e+00> : tensor<16x2xf32> {memfit.lora = "B", memfit.lora_of = "onnx::MatMul_7", memfit.role = "parameter"}
 // CHECK-NEXT: memfit.parameter @h.0.mlp.fc.weight = {{.*}} {memfit.role = "frozen"}
 // CHECK: memfit.parameter @h.1.attn.q_proj.lora_A.weight
@@ -68,7 +68,7 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 // CHECK-NEXT: memfit.gemm %[[SUM]]
 
 // all-linear: the gemms too (module from the scope), not the head.
-// ALL: memfit.parameter @h.0.mlp.fc.lora_A.weight = {{.*}} : tensor<2x16xf32>
+// ALL: memfit.parameter @h.0.mlp.fc.lora_A.weight = {{.*}} : tensor<2x16xf32> {{{.*}}memfit.lora_transposed = true
 // ALL-NEXT: memfit.parameter @h.0.mlp.fc.lora_B.weight = {{.*}} : tensor<32x2xf32>
 // ALL-NOT: @head.lora_A
 // ALL: %[[G:.*]] = memfit.gemm %{{.*}}, %{{.*}} {trans_b = true} : (tensor<8x16xf32>, tensor<32x16xf32>) -> tensor<8x32xf32>
