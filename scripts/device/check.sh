@@ -8,7 +8,8 @@
 #      against bitsandbytes' references, and the step with 8-bit states;
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
 #      with COMPRESS_BENCH set, the step keeping 30% of the activation
-#      memory, with and without activations saved compressed;
+#      memory, with and without activations saved compressed; with
+#      LORA_BENCH set, full fine-tuning, LoRA and QLoRA steps;
 #   5. the whole lit suite (LIT_TIMEOUT=0 skips it) with every memfit-run
 #      call on the GPU (the tests pin --device=host; a wrapper turns that
 #      into --device=cuda).
@@ -89,6 +90,18 @@ if [ -n "${COMPRESS_BENCH:-}" ]; then
     --remat-report="$OUT/remat30.report"
   bench remat30-compress --input-shape=input_ids=4x512 --steps=12 --activation-fraction=0.3 \
     --compress-activations --remat-report="$OUT/remat30-compress.report"
+fi
+
+# Full fine-tuning, LoRA and QLoRA of GPT-2 small on the GPU (all-linear,
+# rank 16, alpha 32; QLoRA: NF4 base with double quantization, bf16).
+if [ -n "${LORA_BENCH:-}" ]; then
+  [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  bench full-4x512 --input-shape=input_ids=4x512 --steps=12
+  bench lora16-4x512 --input-shape=input_ids=4x512 --steps=12 --lora-rank=16 \
+    --lora-alpha=32 --lora-targets=all-linear
+  bench qlora16-4x512 --input-shape=input_ids=4x512 --steps=12 --lora-rank=16 \
+    --lora-alpha=32 --lora-targets=all-linear --quantize-weights=nf4 \
+    --double-quant --precision=bf16
 fi
 
 # The suite, every memfit-run on the GPU.
