@@ -14,6 +14,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/StringMap.h"
+#include "llvm/Support/Error.h"
 
 #include <onnx/onnx_pb.h>
 
@@ -23,6 +24,12 @@ namespace mlir::memfit::onnx_import {
 Type convertElementType(int32_t onnxType, MLIRContext *ctx);
 /// Name of an ONNX data type, for diagnostics.
 std::string onnxTypeName(int32_t onnxType);
+
+/// The bytes of a tensor stored as ONNX external data (`location`, `offset`
+/// and `length`; the location relative to `modelDir`), or a message that
+/// names the file and why it cannot be read.
+llvm::Expected<std::string> readExternalData(const onnx::TensorProto &t,
+                                             llvm::StringRef modelDir);
 
 /// Runs `fn`, capturing the first diagnostic it emits into `message` instead
 /// of printing it, so the caller can report it with the ONNX node's context.

@@ -6,6 +6,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "memfit/Import/OnnxExport.h"
+#include "ImporterImpl.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
@@ -56,29 +57,13 @@ struct Exporter {
         return t.raw_data();
       return std::nullopt;
     }
-    std::string location;
-    uint64_t offset = 0;
-    std::optional<uint64_t> length;
-    for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::strtoull(kv.value().c_str(), nullptr, 10);
-      else if (kv.key() == "length")
-        length = std::strtoull(kv.value().c_str(), nullptr, 10);
+    llvm::Expected<std::string> bytes =
+        onnx_import::readExternalData(t, sourceDir);
+    if (!bytes) {
+      llvm::consumeError(bytes.takeError());
+      return std::nullopt;
     }
-    llvm::SmallString<256> path(sourceDir);
-    llvm::sys::path::append(path, location);
-    auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                              /*RequiresNullTerminator=*/false);
-    if (!buffer)
-      return std::nullopt;
-    llvm::StringRef bytes = (*buffer)->getBuffer();
-    uint64_t size = length.value_or(bytes.size() -
-                                    std::min<uint64_t>(offset, bytes.size()));
-    if (offset + size > bytes.size())
-      return std::nullopt;
-    return bytes.substr(offset, size).str();
+    return std::move(*bytes);
   }
 
   /// An f32 initializer's values (raw, external or float_data).

@@ -82,6 +82,36 @@ private:
 
 } // namespace
 
+llvm::Expected<std::string>
+mlir::memfit::onnx_import::readExternalData(const onnx::TensorProto &t,
+                                            StringRef modelDir) {
+  std::string location;
+  uint64_t offset = 0;
+  std::optional<uint64_t> length;
+  for (const auto &kv : t.external_data()) {
+    if (kv.key() == "location")
+      location = kv.value();
+    else if (kv.key() == "offset")
+      offset = std::strtoull(kv.value().c_str(), nullptr, 10);
+    else if (kv.key() == "length")
+      length = std::strtoull(kv.value().c_str(), nullptr, 10);
+  }
+  SmallString<256> path(modelDir);
+  llvm::sys::path::append(path, location);
+  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
+                                            /*RequiresNullTerminator=*/false);
+  if (!buffer)
+    return llvm::createStringError("'" + path.str().str() +
+                                   "': " + buffer.getError().message());
+  StringRef bytes = (*buffer)->getBuffer();
+  if (offset > bytes.size() || (length && *length > bytes.size() - offset))
+    return llvm::createStringError(
+        "'" + path.str().str() + "' has " + std::to_string(bytes.size()) +
+        " bytes, the tensor's data is at offset " + std::to_string(offset) +
+        (length ? ", length " + std::to_string(*length) : std::string()));
+  return bytes.substr(offset, length.value_or(bytes.size() - offset)).str();
+}
+
 static size_t byteWidth(Type elt) {
   if (elt.isInteger(1))
     return 1;
@@ -100,31 +130,15 @@ TensorLoader::readBytes(const onnx::TensorProto &t, RankedTensorType type,
                           << want << " bytes of data but has " << got;
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
-    std::string location;
-    uint64_t offset = 0;
-    std::optional<uint64_t> length;
-    for (const auto &kv : t.external_data()) {
-      if (kv.key() == "location")
-        location = kv.value();
-      else if (kv.key() == "offset")
-        offset = std::strtoull(kv.value().c_str(), nullptr, 10);
-      else if (kv.key() == "length")
-        length = std::strtoull(kv.value().c_str(), nullptr, 10);
-    }
-    SmallString<256> path(llvm::sys::path::parent_path(fileName));
-    llvm::sys::path::append(path, location);
-    auto buf = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                           /*RequiresNullTerminator=*/false);
-    if (!buf)
-      return emitError(loc) << "cannot read external data of tensor '"
-                            << t.name() << "' from '" << path
-                            << "': " << buf.getError().message();
-    StringRef bytes = (*buf)->getBuffer();
-    uint64_t len = length.value_or(bytes.size() - std::min<uint64_t>(offset, bytes.size()));
-    if (offset + len > bytes.size() || len != want)
-      return sizeError(offset > bytes.size() ? 0 : std::min<uint64_t>(len, bytes.size() - offset)),
-             failure();
-    out.assign(bytes.data() + offset, bytes.data() + offset + len);
+    llvm::Expected<std::string> bytes = onnx_import::readExternalData(
+        t, llvm::sys::path::parent_path(fileName));
+    if (!bytes)
+      return emitError(loc)
+             << "cannot read external data of tensor '" << t.name()
+             << "': " << llvm::toString(bytes.takeError());
+    if (bytes->size() != want)
+      return sizeError(bytes->size()), failure();
+    out.assign(bytes->begin(), bytes->end());
     return out;
   }
   if (t.has_raw_data()) {

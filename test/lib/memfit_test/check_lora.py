@@ -320,12 +320,32 @@ def export_onnx(memfit_run, models, workdir, *names):
         original = ort.InferenceSession(os.path.join(models, f"{name}.onnx"),
                                         providers=["CPUExecutionProvider"])
         before = original.run(None, feeds)[0]
+        # memfit's own import of the export (external data included).
+        forward = os.path.join(out, "forward")
+        os.makedirs(forward, exist_ok=True)
+        args = [memfit_run, exported, "--device=host", "--quiet",
+                f"--output-dir={forward}"]
+        args.append("--input-shape=" + ",".join(
+            f"{k}={'x'.join(map(str, v.shape))}" for k, v in feeds.items()))
+        for key, value in feeds.items():
+            np.save(os.path.join(forward, f"in.{key}.npy"), value)
+            args.append(f"--input={key}={os.path.join(forward, f'in.{key}.npy')}")
+        run_pinned([args])
+        output = session.get_outputs()[0].name
+        mine = np.load(os.path.join(forward, f"{output}.npy"))
+        forward_rel = float(np.abs(mine - logits).max() / np.abs(logits).max())
+        if forward_rel > GRAD_TOLERANCE:
+            failures.append(f"{name} ({label}): memfit's forward pass on the "
+                            f"export differs from onnxruntime's by "
+                            f"{forward_rel:.2e}")
         got = numpy_loss(logits, inputs, loss)
         rel = abs(got - memfit_loss) / abs(memfit_loss)
         changed = float(np.abs(logits - before).max())
         external = os.path.exists(exported + ".data")
         print(f"{name} ({label}): onnxruntime loss on the export {got:.6f}, "
-              f"memfit {memfit_loss:.6f}, rel diff {rel:.2e}; outputs moved "
+              f"memfit {memfit_loss:.6f}, rel diff {rel:.2e}; memfit's "
+              f"forward pass on the export vs onnxruntime's {forward_rel:.2e}; "
+              f"outputs moved "
               f"by up to {changed:.2e} from the original model; external "
               f"data file: {'yes' if external else 'no'}")
         if rel > LOSS_TOLERANCE:
