@@ -24,6 +24,8 @@
 #include <vector>
 
 using namespace mlir::memfit;
+using memfit_test::ascendingSteps;
+using memfit_test::placeCandidate;
 using memfit_test::Random;
 
 namespace {
@@ -152,26 +154,14 @@ RematProblem randomProblem(Random &rng) {
   int n = int(rng.range(2, 7));
   p.numForwardSteps = n + int(rng.range(0, 2));
   p.numBackwardSteps = int(rng.range(2, 10));
-  std::vector<int> steps(p.numForwardSteps);
-  for (int t = 0; t < p.numForwardSteps; ++t)
-    steps[t] = t;
-  while ((int)steps.size() > n)
-    steps.erase(steps.begin() + rng.range(0, steps.size() - 1));
+  std::vector<int> steps = ascendingSteps(rng, n, p.numForwardSteps);
   for (int c = 0; c < n; ++c) {
     RematCandidate cand;
     cand.bytes = 64 * rng.range(1, 16);
     // Contractions (expensive to recompute) and element-wise ops (cheap).
     cand.cost = double(cand.bytes) *
                 (rng.chance(0.4) ? rng.range(20, 60) : rng.range(1, 4));
-    cand.forwardStep = steps[c];
-    cand.lastForwardUse =
-        int(rng.range(cand.forwardStep, p.numForwardSteps - 1));
-    for (int u = 0; u < c; ++u)
-      if (rng.chance(0.3))
-        cand.inputs.push_back(u);
-    for (int b = 0; b < p.numBackwardSteps; ++b)
-      if (rng.chance(0.2))
-        cand.backwardReads.push_back(b);
+    placeCandidate(rng, cand, c, steps[c], p, 0.2);
     if (rng.chance(0.8)) {
       cand.compressedBytes = cand.bytes / 4 + 16;
       cand.compressCost = double(cand.bytes) * 3;

@@ -31,6 +31,8 @@
 #include <vector>
 
 using namespace mlir::memfit;
+using memfit_test::ascendingSteps;
+using memfit_test::placeCandidate;
 using memfit_test::Random;
 
 namespace {
@@ -120,12 +122,7 @@ RematProblem randomProblem(Random &rng) {
   int n = int(rng.chance(0.1) ? rng.range(1, 3) : rng.range(4, 9));
   p.numForwardSteps = n + int(rng.range(0, 3));
   p.numBackwardSteps = int(rng.range(1, 12));
-  // Distinct forward steps in order.
-  std::vector<int> steps(p.numForwardSteps);
-  for (int t = 0; t < p.numForwardSteps; ++t)
-    steps[t] = t;
-  while ((int)steps.size() > n)
-    steps.erase(steps.begin() + rng.range(0, steps.size() - 1));
+  std::vector<int> steps = ascendingSteps(rng, n, p.numForwardSteps);
   // Sizes: small integers, multiples of a large block, or large and
   // coprime (units of one byte in rows of 1e10: GLPK's tolerances).
   bool coprime = rng.chance(0.15);
@@ -142,15 +139,7 @@ RematProblem randomProblem(Random &rng) {
                                   : block * rng.range(1, 20);
     cand.cost = integerCosts ? double(rng.range(1, 20))
                              : double(rng.range(1, 1000000)) * 1e6;
-    cand.forwardStep = steps[c];
-    cand.lastForwardUse =
-        int(rng.range(cand.forwardStep, p.numForwardSteps - 1));
-    for (int u = 0; u < c; ++u)
-      if (rng.chance(0.3))
-        cand.inputs.push_back(u);
-    for (int b = 0; b < p.numBackwardSteps; ++b)
-      if (rng.chance(readChance))
-        cand.backwardReads.push_back(b);
+    placeCandidate(rng, cand, c, steps[c], p, readChance);
     totalBytes += cand.bytes;
     p.candidates.push_back(cand);
   }
