@@ -37,6 +37,31 @@ def file_name(tensor):
     return "".join(c if c.isalnum() or c in "_-." else "_" for c in tensor)
 
 
+def gradient_inputs(models, name, exporter):
+    """The fixture's graph inputs (<name>_inputs.npz) and loss inputs
+    (`labels` or `target` of <name>_<exporter>_grads.npz), and the loss."""
+    refs = np.load(os.path.join(models, f"{name}_{exporter}_grads.npz"))
+    inputs = dict(np.load(os.path.join(models, f"{name}_inputs.npz")))
+    if "labels" in refs:
+        loss, inputs["labels"] = "cross-entropy", refs["labels"]
+    else:
+        loss, inputs["target"] = "mse", refs["target"]
+    return inputs, loss
+
+
+def input_args(inputs, workdir):
+    """memfit-run's --input-shape (of the graph inputs) and one --input per
+    array, each saved as WORKDIR/in.<name>.npy."""
+    shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}"
+                      for k, v in inputs.items() if k not in ("labels", "target"))
+    args = [f"--input-shape={shapes}"]
+    for key, value in inputs.items():
+        path = os.path.join(workdir, f"in.{key}.npy")
+        np.save(path, value)
+        args.append(f"--input={key}={path}")
+    return args
+
+
 def main():
     argv = sys.argv[1:]
     extra = []
@@ -57,20 +82,10 @@ def main():
     os.makedirs(workdir, exist_ok=True)
     stem = f"{name}_{exporter}"
     refs = np.load(os.path.join(models, f"{stem}_grads.npz"))
-    inputs = dict(np.load(os.path.join(models, f"{name}_inputs.npz")))
-    if "labels" in refs:
-        loss, inputs["labels"] = "cross-entropy", refs["labels"]
-    else:
-        loss, inputs["target"] = "mse", refs["target"]
+    inputs, loss = gradient_inputs(models, name, exporter)
     args = [memfit_run, os.path.join(models, stem + ".onnx"), "--gradients",
             f"--loss={loss}", f"--output-dir={workdir}", "--quiet"]
-    shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}"
-                      for k, v in inputs.items() if k not in ("labels", "target"))
-    args.append(f"--input-shape={shapes}")
-    for key, value in inputs.items():
-        path = os.path.join(workdir, f"in.{key}.npy")
-        np.save(path, value)
-        args.append(f"--input={key}={path}")
+    args += input_args(inputs, workdir)
     for frozen in refs["frozen"]:
         args.append(f"--frozen={frozen}")
     args += extra

@@ -42,6 +42,7 @@ import sys
 import numpy as np
 import onnx
 
+from memfit_test.check_grads import gradient_inputs, input_args
 from memfit_test.check_training import (fixture_args, max_rel_diff,
                                         read_checkpoint, read_losses, report,
                                         run_pinned)
@@ -58,13 +59,7 @@ CURVE_TOLERANCE = 1e-3
 
 def fixture_inputs(models, name):
     """The fixture's graph inputs and loss inputs, as the grads test uses."""
-    family = name.split("_")[0]
-    inputs = dict(np.load(os.path.join(models, f"{family}_inputs.npz")))
-    refs = np.load(os.path.join(models, f"{name}_grads.npz"))
-    loss = "cross-entropy" if "labels" in refs.files else "mse"
-    inputs["labels" if loss == "cross-entropy" else "target"] = \
-        refs["labels" if loss == "cross-entropy" else "target"]
-    return inputs, loss
+    return gradient_inputs(models, *name.split("_"))
 
 
 def gradient_run(memfit_run, models, out, name, extra, lora=True):
@@ -75,13 +70,7 @@ def gradient_run(memfit_run, models, out, name, extra, lora=True):
     args = [memfit_run, os.path.join(models, f"{name}.onnx"), "--gradients",
             f"--loss={loss}", f"--output-dir={out}", "--quiet",
             "--device=host"] + (LORA if lora else []) + extra
-    shapes = ",".join(f"{k}={'x'.join(map(str, v.shape))}"
-                      for k, v in inputs.items() if k not in ("labels", "target"))
-    args.append(f"--input-shape={shapes}")
-    for key, value in inputs.items():
-        path = os.path.join(out, f"in.{key}.npy")
-        np.save(path, value)
-        args.append(f"--input={key}={path}")
+    args += input_args(inputs, out)
     run_pinned([args])  # exits with FAIL when memfit-run fails
     got = {f[5:-4]: np.load(os.path.join(out, f)).astype(np.float64)
            for f in os.listdir(out) if f.startswith("grad.") and f.endswith(".npy")}
@@ -323,14 +312,8 @@ def export_onnx(memfit_run, models, workdir, *names):
         # memfit's own import of the export (external data included).
         forward = os.path.join(out, "forward")
         os.makedirs(forward, exist_ok=True)
-        args = [memfit_run, exported, "--device=host", "--quiet",
-                f"--output-dir={forward}"]
-        args.append("--input-shape=" + ",".join(
-            f"{k}={'x'.join(map(str, v.shape))}" for k, v in feeds.items()))
-        for key, value in feeds.items():
-            np.save(os.path.join(forward, f"in.{key}.npy"), value)
-            args.append(f"--input={key}={os.path.join(forward, f'in.{key}.npy')}")
-        run_pinned([args])
+        run_pinned([[memfit_run, exported, "--device=host", "--quiet",
+                     f"--output-dir={forward}"] + input_args(feeds, forward)])
         output = session.get_outputs()[0].name
         mine = np.load(os.path.join(forward, f"{output}.npy"))
         forward_rel = float(np.abs(mine - logits).max() / np.abs(logits).max())
