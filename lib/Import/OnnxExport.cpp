@@ -153,6 +153,8 @@ struct Exporter {
     // Transposed copies of an updated weight (re-tied by
     // memfit-tie-parameters) follow it.
     std::map<std::string, std::vector<float>> copies;
+    // Each updated weight's source values, read once.
+    std::map<std::string, std::optional<std::vector<float>>> originals;
     for (auto &[name, tensor] : initializers) {
       if (updated.count(name) || tensor->dims_size() != 2)
         continue;
@@ -164,7 +166,10 @@ struct Exporter {
           continue;
         if (!values && !(values = floats(*tensor)))
           break;
-        std::optional<std::vector<float>> original = floats(s);
+        auto [it, fresh] = originals.try_emplace(from);
+        if (fresh)
+          it->second = floats(s);
+        const std::optional<std::vector<float>> &original = it->second;
         int64_t rows = s.dims(0), cols = s.dims(1);
         bool tied = original.has_value();
         for (int64_t r = 0; tied && r < rows; ++r)

@@ -719,11 +719,11 @@ openSession(const rt::Executable &executable) {
 /// PEFT's prefix of an adapter's name in its adapter_model.safetensors.
 constexpr llvm::StringLiteral kPeftPrefix = "base_model.model.";
 
-/// Whether a variable is a LoRA adapter (memfit-lora's names).
-bool isAdapter(const rt::Variable &v) {
-  return v.kind == rt::VariableKind::Parameter &&
-         (llvm::StringRef(v.name).ends_with(".lora_A.weight") ||
-          llvm::StringRef(v.name).ends_with(".lora_B.weight"));
+/// Whether a variable is one of the manifest's LoRA adapters.
+bool isAdapter(const rt::Manifest &manifest, const rt::Variable &v) {
+  return llvm::any_of(manifest.loraAdapters, [&](const rt::LoraAdapter &a) {
+    return v.name == a.a || v.name == a.b;
+  });
 }
 
 /// Writes the trainable parameters (the LoRA adapters only, with PEFT's
@@ -733,7 +733,7 @@ rt::Status exportParameters(const rt::Session &session, const std::string &path,
   rt::NamedTensors tensors;
   for (const rt::Variable &v : session.variables()) {
     if (v.kind != rt::VariableKind::Parameter ||
-        (adaptersOnly && !isAdapter(v)))
+        (adaptersOnly && !isAdapter(session.manifest(), v)))
       continue;
     auto value = session.readVariable(v.name);
     if (!value)
@@ -769,7 +769,8 @@ rt::StatusOr<std::vector<float>> floatValues(const rt::Session &session,
 rt::Status exportModel(const rt::Session &session, const std::string &path) {
   std::vector<mlir::memfit::TrainedTensor> trained;
   for (const rt::Variable &v : session.variables()) {
-    if (v.kind != rt::VariableKind::Parameter || isAdapter(v))
+    if (v.kind != rt::VariableKind::Parameter ||
+        isAdapter(session.manifest(), v))
       continue;
     auto values = floatValues(session, v.name);
     if (!values)
