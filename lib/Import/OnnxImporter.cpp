@@ -63,8 +63,10 @@ namespace {
 /// Loads initializer and Constant tensors into attributes.
 class TensorLoader {
 public:
-  TensorLoader(MLIRContext *ctx, StringRef fileName, int64_t maxInline)
-      : ctx(ctx), fileName(fileName), maxInline(maxInline) {}
+  TensorLoader(MLIRContext *ctx, StringRef fileName, int64_t maxInline,
+               bool withoutWeights)
+      : ctx(ctx), fileName(fileName), maxInline(maxInline),
+        withoutWeights(withoutWeights) {}
 
   /// Converts `t`; `loc` is where errors go. Large tensors become dense
   /// resources named `resourceName`.
@@ -78,6 +80,7 @@ private:
   MLIRContext *ctx;
   std::string fileName;
   int64_t maxInline;
+  bool withoutWeights;
 };
 
 } // namespace
@@ -132,10 +135,15 @@ TensorLoader::readBytes(const onnx::TensorProto &t, RankedTensorType type,
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     llvm::Expected<std::string> bytes = onnx_import::readExternalData(
         t, llvm::sys::path::parent_path(fileName));
-    if (!bytes)
-      return emitError(loc)
-             << "cannot read external data of tensor '" << t.name()
-             << "': " << llvm::toString(bytes.takeError());
+    if (!bytes) {
+      InFlightDiagnostic diag =
+          emitError(loc) << "cannot read external data of tensor '" << t.name()
+                         << "': " << llvm::toString(bytes.takeError());
+      if (isa<FloatType>(type.getElementType()))
+        diag << " (to plan from shapes without the weight files: "
+                "memfit-run --plan-only, memfit-opt --without-weights)";
+      return diag;
+    }
     if (bytes->size() != want)
       return sizeError(bytes->size()), failure();
     out.assign(bytes->begin(), bytes->end());
@@ -194,6 +202,13 @@ FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
     return emitError(loc) << "tensor '" << t.name()
                           << "' has a negative dimension";
   auto type = RankedTensorType::get(shape, elt);
+  // Planning without the weights: float data in external files is not read
+  // (the files may be absent); the tensor is zeros of its shape, one splat
+  // value in memory however large it is.
+  if (withoutWeights && isa<FloatType>(elt) &&
+      t.data_location() == onnx::TensorProto::EXTERNAL)
+    return cast<ElementsAttr>(
+        DenseElementsAttr::get(type, FloatAttr::get(elt, 0.0)));
   size_t eltSize = byteWidth(elt);
   FailureOr<std::vector<char>> bytes = readBytes(t, type, eltSize, loc);
   if (failed(bytes))
@@ -387,7 +402,8 @@ public:
   GraphImporter(MLIRContext *ctx, StringRef fileName,
                 const OnnxImportOptions &options)
       : ctx(ctx), fileName(fileName), options(options), builder(ctx),
-        tensors(ctx, fileName, options.maxInlineElements) {}
+        tensors(ctx, fileName, options.maxInlineElements,
+                options.withoutWeights) {}
 
   OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);
 

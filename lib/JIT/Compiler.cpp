@@ -119,6 +119,7 @@ pipelineOptions(const TrainOptions &train, const WeightQuantization &weights) {
   options->activationBlockSize = train.activationBlockSize;
   options->rematTimeLimit = train.rematTimeLimit;
   options->rematReport = train.rematReport;
+  options->rematReportRows = train.rematReportRows;
   options->timeline = train.timeline;
   options->timelineData = train.timelineData;
   std::string problem = verifyTrainPipelineOptions(*options);
@@ -209,6 +210,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
     std::string shapeError = parseInputShapes(options.inputShapes, importOptions);
     if (!shapeError.empty())
       return rt::invalidArgument("input shapes: " + shapeError);
+    importOptions.withoutWeights = options.planOnly;
     module = importOnnxModel(file->getBuffer(), path, &context, importOptions);
   } else {
     if (!options.inputShapes.empty())
@@ -263,6 +265,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   CudaEmitOptions emitOptions;
   emitOptions.modelName = llvm::sys::path::filename(path).str();
   emitOptions.entry = options.entry;
+  emitOptions.planOnly = options.planOnly;
   rt::Executable executable;
   if (failed(emitExecutable(*module, emitOptions, executable)))
     return rt::invalidArgument(diagnostics.text());

@@ -355,6 +355,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
          defaults.activationFraction);
   number("remat-time-limit", options.rematTimeLimit, defaults.rematTimeLimit);
   string("remat-report", options.rematReport);
+  if (!options.rematReportRows)
+    add("remat-report-rows", "false");
   string("timeline", options.timeline);
   string("timeline-data", options.timelineData);
   return text;
@@ -460,6 +462,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   remat.activationFraction = options.activationFraction;
   remat.timeLimit = options.rematTimeLimit;
   remat.report = options.rematReport;
+  remat.reportRows = options.rematReportRows;
   remat.timeline = options.timeline;
   remat.timelineData = options.timelineData;
   pm.addPass(createMemfitRematPass(remat));

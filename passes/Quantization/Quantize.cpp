@@ -36,22 +36,26 @@ using namespace mlir::memfit;
 namespace {
 
 /// The float values of an f32 parameter, or nothing for storage this pass
-/// does not read.
-std::optional<SmallVector<float>> floatValues(ParameterOp param) {
+/// does not read. A splat (zeros when planning without the weights) gives
+/// only its first `splatCount` values: its codes and scales are splats too.
+std::optional<SmallVector<float>> floatValues(ParameterOp param,
+                                              int64_t splatCount, bool &splat) {
+  splat = false;
   if (!param.getType().getElementType().isF32())
     return std::nullopt;
   int64_t n = param.getType().getNumElements();
-  SmallVector<float> out(n);
   ArrayRef<char> bytes = storedBytes(param.getValue());
   if (bytes.size() == size_t(n) * sizeof(float)) {
+    SmallVector<float> out(n);
     std::memcpy(out.data(), bytes.data(), bytes.size());
     return out;
   }
   auto dense = dyn_cast<DenseElementsAttr>(param.getValue());
   if (!dense || !dense.isSplat())
     return std::nullopt;
-  out.assign(n, dense.getSplatValue<float>());
-  return out;
+  splat = true;
+  return SmallVector<float>(std::min(n, splatCount),
+                            dense.getSplatValue<float>());
 }
 
 template <typename T> ArrayRef<char> asBytes(ArrayRef<T> values) {
@@ -218,7 +222,10 @@ struct MemfitQuantizePass
       }
       if (!contractionsOnly || loads.empty())
         continue;
-      std::optional<SmallVector<float>> values = floatValues(param);
+      // Two blocks of a splat: whole bytes of 4-bit codes.
+      bool splat = false;
+      std::optional<SmallVector<float>> values =
+          floatValues(param, 2 * weightBlockSize, splat);
       if (!values)
         continue;
 
@@ -228,17 +235,23 @@ struct MemfitQuantizePass
       quantizeValues(*values, scheme, weightBlockSize, absmax, codes);
       std::string name = param.getSymName().str();
       Type f32 = Float32Type::get(ctx);
-      auto codesType = RankedTensorType::get(
-          {static_cast<int64_t>(codes.size())}, quantCodeType(ctx, scheme));
-      auto absmaxType =
-          RankedTensorType::get({static_cast<int64_t>(absmax.size())}, f32);
+      int64_t n = param.getType().getNumElements();
+      int64_t blocks = quantBlockCount(n, weightBlockSize);
+      auto codesType = RankedTensorType::get({quantCodeBytes(scheme, n)},
+                                             quantCodeType(ctx, scheme));
+      auto absmaxType = RankedTensorType::get({blocks}, f32);
       OpBuilder builder(param);
       auto add = [&](StringRef suffix, RankedTensorType type,
                      ArrayRef<char> bytes, StringRef what) {
         std::string symbol = name + suffix.str();
+        // A splat's first element stands for all of them.
+        int64_t elementBytes = (type.getElementTypeBitWidth() + 7) / 8;
+        ElementsAttr value =
+            splat ? cast<ElementsAttr>(DenseElementsAttr::getFromRawBuffer(
+                        type, bytes.take_front(elementBytes)))
+                  : elementsFromBytes(type, bytes, symbol);
         auto created = ParameterOp::create(
-            builder, param.getLoc(), builder.getStringAttr(symbol),
-            elementsFromBytes(type, bytes, symbol));
+            builder, param.getLoc(), builder.getStringAttr(symbol), value);
         if (!role.empty())
           created->setAttr(kRoleAttr, builder.getStringAttr(role));
         created->setAttr(kQuantizedAttr, builder.getStringAttr(what));
@@ -266,12 +279,13 @@ struct MemfitQuantizePass
                        shiftedCodes);
         nestedCodes =
             add(".absmax.codes",
-                RankedTensorType::get({int64_t(shiftedCodes.size())},
+                RankedTensorType::get({blocks},
                                       quantCodeType(ctx, QuantScheme::Dynamic)),
                 asBytes(ArrayRef<uint8_t>(shiftedCodes)), "weight_absmax");
-        nestedAbsmax = add(".absmax.absmax",
-                           RankedTensorType::get({int64_t(scales.size())}, f32),
-                           asBytes(ArrayRef<float>(scales)), "weight_absmax");
+        nestedAbsmax =
+            add(".absmax.absmax",
+                RankedTensorType::get({quantBlockCount(blocks, 256)}, f32),
+                asBytes(ArrayRef<float>(scales)), "weight_absmax");
         offsetParam = add(".absmax.offset", RankedTensorType::get({1}, f32),
                           asBytes(ArrayRef<float>(offset)), "weight_absmax");
       } else {

@@ -67,9 +67,10 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
   if (options.activationFraction > 0)
     os << ", activation-fraction " << options.activationFraction;
   os << "\n";
-  os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
-                      "value", "op", "onnx node", "shape", "bytes",
-                      "decision", "reason");
+  if (options.reportRows)
+    os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
+                        "value", "op", "onnx node", "shape", "bytes",
+                        "decision", "reason");
   int64_t savedBytes = 0, recomputedBytes = 0, compressedWhole = 0,
           compressedBytes = 0;
   int saved = 0, recomputed = 0, compressed = 0;
@@ -136,10 +137,11 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
       reason = why ? why.str() : "";
     }
     StringRef node = stepNodeName(candOp.op);
-    os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
-                        llvm::formatv("f{0}", cand.forwardStep).str(),
-                        stepOpNames(candOp.op), node.empty() ? "-" : node,
-                        shape, cand.bytes, decision, reason);
+    if (options.reportRows)
+      os << llvm::formatv("{0,-8} {1,-26} {2,-40} {3,-18} {4,12} {5,-10} {6}\n",
+                          llvm::formatv("f{0}", cand.forwardStep).str(),
+                          stepOpNames(candOp.op), node.empty() ? "-" : node,
+                          shape, cand.bytes, decision, reason);
   }
   // What the recomputations, quantizations and dequantizations add, in
   // FLOPs and bytes moved.

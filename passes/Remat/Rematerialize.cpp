@@ -832,6 +832,7 @@ void MemfitRematPass::runOnOperation() {
     outputs.budget = budgetBytes.value_or(0);
     outputs.activationFraction = activationFraction;
     outputs.report = report;
+    outputs.reportRows = reportRows;
     outputs.timeline = timeline;
     outputs.timelineData = timelineData;
     if (failed(writeRematOutputs(module, results, weightsBytes, *plan, seconds,

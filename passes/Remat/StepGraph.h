@@ -89,6 +89,8 @@ struct RematOutputOptions {
   int64_t budget = 0; // bytes; 0: none
   double activationFraction = 0;
   std::string report, timeline, timelineData;
+  /// Whether the report lists a row per value (else only the totals).
+  bool reportRows = true;
 };
 
 /// Writes the remat report (--remat-report) and the memory timeline of the

@@ -402,6 +402,9 @@ Status saveExecutable(const Executable &executable,
   const Manifest &m = executable.manifest;
   std::string where = "saveExecutable: " + directory;
   MEMFIT_RT_RETURN_IF_ERROR(m.validate().withContext(where));
+  if (executable.planOnly)
+    return invalidArgument(where + ": the executable was compiled to plan "
+                                   "only, without its weights");
   if (executable.weights.size() > m.weightsBytes)
     return invalidArgument(where + ": weights has " +
                            std::to_string(executable.weights.size()) +

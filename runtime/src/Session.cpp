@@ -122,6 +122,10 @@ Session::create(const Executable &executable, DeviceKind device,
                 const SessionOptions &options) {
   const Manifest &manifest = executable.manifest;
   MEMFIT_RT_RETURN_IF_ERROR(manifest.validate());
+  if (executable.planOnly)
+    return invalidArgument("executable of " + manifest.model +
+                           " was compiled to plan only, without its weights; "
+                           "compile it without planOnly to run it");
   if (executable.weights.size() > manifest.weightsBytes)
     return invalidArgument("executable: weights has " +
                            std::to_string(executable.weights.size()) +

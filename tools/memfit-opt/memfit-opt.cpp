@@ -45,6 +45,11 @@ static cl::opt<std::string> inputShapes(
     "input-shape", cl::init(""), cl::cat(inputCategory),
     cl::desc("Shapes of ONNX graph inputs (name=2x16,...) or sizes of "
              "symbolic dimensions (batch=2,...)"));
+static cl::opt<bool> withoutWeights(
+    "without-weights", cl::cat(inputCategory),
+    cl::desc("Plan from shapes: do not read the ONNX model's external "
+             "weight files (they may be absent); float tensors stored there "
+             "import as zeros"));
 
 static cl::extrahelp examples(R"(
 EXAMPLES:
@@ -58,6 +63,9 @@ EXAMPLES:
                                             the training step memfit-run compiles
   memfit-opt in.mlir --pass-pipeline='builtin.module(memfit-autodiff{loss=mse},\
       canonicalize,cse,func.func(memfit-form-kernels),memfit-remat{report=-})'
+  memfit-opt llama.onnx --without-weights --input-shape=batch=4,seq=2048 \
+      --memfit-train-pipeline='loss=cross-entropy lora-rank=16' \
+      --memfit-memory-plan -o /dev/null    plan, the weight files absent
   memfit-opt in.mlir --split-input-file --verify-diagnostics
 )");
 
@@ -100,6 +108,7 @@ importOnnx(const llvm::MemoryBuffer &file, StringRef fileName,
     llvm::errs() << "memfit-opt: --input-shape: " << error << "\n";
     return nullptr;
   }
+  options.withoutWeights = withoutWeights;
   MLIRContext context(registry);
   llvm::SourceMgr sourceMgr;
   SourceMgrDiagnosticHandler handler(sourceMgr, &context);

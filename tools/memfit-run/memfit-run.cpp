@@ -82,6 +82,11 @@ static List
     archs("arch", cl::cat(deviceCategory),
           cl::desc("With --compile-only: compile the kernels with "
                    "NVRTC to CUBIN for this architecture (sm_80, ...)"));
+static Opt<bool>
+    planOnly("plan-only", cl::cat(deviceCategory),
+             cl::desc("Plan and report memory without the weights and without "
+                      "running: an ONNX model's external weight files may be "
+                      "absent; prints the memory report and the remat totals"));
 static Opt<unsigned> repeat("repeat", cl::init(1), cl::cat(deviceCategory),
                             cl::desc("Run the forward pass this many times "
                                      "and report the best time"));
@@ -425,6 +430,28 @@ std::optional<std::string> checkFlags() {
     return "--device=" + device + ": expected host, cuda or auto";
   if (!archs.empty() && !compileOnly)
     return std::string("--arch needs --compile-only");
+  if (planOnly) {
+    // What needs the weights or a run.
+    const cl::Option *needRun[] = {
+        &compileOnly,
+        &saveDir,
+        &outputDir,
+        static_cast<cl::Option *>(std::addressof(inputFiles)),
+        static_cast<cl::Option *>(std::addressof(dataFiles)),
+        &corpus,
+        &lossesPath,
+        &checkpointPath,
+        &resumePath,
+        &exportAdapters,
+        &exportSafetensors,
+        &exportOnnx,
+        &loadAdapters,
+        &repeat};
+    for (const cl::Option *option : needRun)
+      if (option->getNumOccurrences())
+        return "--" + option->ArgStr.str() +
+               " needs the weights or a run; --plan-only has neither";
+  }
   if (train && gradients)
     return std::string("--train and --gradients: choose one");
   if (!train) {
@@ -567,11 +594,18 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   memfit::CompileOptions options;
   options.inputShapes = inputShapes;
   options.mlirOutput = emitMlir;
+  options.planOnly = planOnly;
   if (train || gradients) {
     auto flags = trainOptionsFromFlags();
     if (!flags)
       return flags.status();
     options.train = std::move(*flags);
+    // A plan shows what remat decided: its totals, unless a report is
+    // asked for.
+    if (planOnly && options.train->rematReport.empty()) {
+      options.train->rematReport = "-";
+      options.train->rematReportRows = false;
+    }
   }
   options.weights.scheme = quantizeWeights;
   options.weights.blockSize = weightBlockSize;
@@ -581,6 +615,7 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
     if (!pipeline)
       return pipeline.status();
     std::cout << "pipeline: memfit-opt " << shellWord(modelPath.getValue())
+              << (planOnly ? " --without-weights" : "")
               << (inputShapes.empty() ? std::string()
                                       : " " + shellWord("--input-shape=" +
                                                         inputShapes.getValue()))
@@ -618,7 +653,7 @@ void printExecutable(const rt::Manifest &manifest, double seconds) {
   if (manifest.entries.size() != 1 || manifest.entries[0].name != "main")
     out() << "entries: " << entryList(manifest) << "\n";
   out() << rt::formatPlanSummary(manifest);
-  if (memoryReport)
+  if (memoryReport || planOnly)
     std::cout << rt::formatMemoryReport(manifest);
 }
 
@@ -984,6 +1019,13 @@ int main(int argc, char **argv) {
   if (std::optional<std::string> mismatch = checkMode(manifest, loaded))
     return fail(*mismatch);
 
+  if (planOnly) {
+    out() << "plan only: "
+          << (loaded ? "the executable was not run"
+                     : "the weights were not read and nothing was run")
+          << "\n";
+    return 0;
+  }
   if (!saveDir.empty()) {
     if (rt::Status saved = rt::saveExecutable(*executable, saveDir); !saved)
       return fail(saved.message());

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <unistd.h>
 
 namespace memfit::rt::test {
 
@@ -275,6 +276,17 @@ void testSessionErrors() {
   CHECK_ERROR(Session::create(e, DeviceKind::Host, options).status(),
               "manifest: entries[0].steps[0] (contraction 'x_wT'): expected 3 "
               "buffers");
+
+  // An executable compiled to plan only has no weights: it does not run
+  // and is not saved.
+  e = sampleExecutable();
+  e.weights.clear();
+  e.planOnly = true;
+  CHECK_ERROR(Session::create(e, DeviceKind::Host, options).status(),
+              "was compiled to plan only, without its weights");
+  CHECK_ERROR(saveExecutable(e, scratchDirectory() + "/plan-only"),
+              "the executable was compiled to plan only");
+  CHECK(::access((scratchDirectory() + "/plan-only").c_str(), F_OK) != 0);
 
   // A plan that does not fit fails up front, with the plan's breakdown.
   e = sampleExecutable();

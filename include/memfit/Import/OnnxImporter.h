@@ -40,6 +40,10 @@ struct OnnxImportOptions {
   /// Initializers and constants with at most this many elements are printed
   /// inline; larger ones are stored as dense resources.
   int64_t maxInlineElements = 64;
+  /// Plan from shapes: float tensors whose data is in external files are
+  /// not read (the files may be absent) and import as zeros. Other external
+  /// tensors (integers that may decide shapes) are still read.
+  bool withoutWeights = false;
 };
 
 /// Parses `name=2x16,other=2x16` into `options.inputShapes`, and `name=2`

@@ -107,6 +107,8 @@ struct TrainOptions {
   /// Where memfit-remat writes its report ("-": standard output) and the
   /// memory timeline (SVG, CSV); empty: not written.
   std::string rematReport, timeline, timelineData;
+  /// Whether the remat report has a row per value (else only the totals).
+  bool rematReportRows = true;
   /// remat "optimal": seconds the ILP solver may take.
   double rematTimeLimit = 60;
 };
@@ -132,6 +134,13 @@ struct CompileOptions {
   /// When set, compile the training step instead of the forward pass.
   std::optional<TrainOptions> train;
   WeightQuantization weights;
+  /// Plan only: an ONNX model's float weights in external files are not
+  /// read (the files may be absent; they compile as zeros) and the
+  /// executable carries no weights. Its manifest has the whole memory plan
+  /// and report; sessions refuse to run it (Executable::planOnly). A weight
+  /// that is the transpose of another is not found (it is found by value),
+  /// so a model that ties them that way plans both.
+  bool planOnly = false;
   /// When set, the module that CUDA is emitted from (after the pipeline) is
   /// also written to this file as MLIR text ("-": standard output), as
   /// memfit-opt prints it.

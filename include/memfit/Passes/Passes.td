@@ -461,6 +461,9 @@ def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
            "memory that saving everything takes (0: no limit)">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write the remat report ('-' for standard output)">,
+    Option<"reportRows", "report-rows", "bool", /*default=*/"true",
+           "List a row per value the backward needs in the report (false: "
+           "the totals only)">,
     Option<"timeline", "timeline", "std::string", /*default=*/"\"\"",
            "Write the memory timeline of the planned step as SVG">,
     Option<"timelineData", "timeline-data", "std::string",

@@ -283,6 +283,11 @@ struct TrainPipelineOptions
       *this, "remat-report",
       llvm::cl::desc("Write the remat report ('-': standard output)"),
       llvm::cl::init("")};
+  Option<bool> rematReportRows{
+      *this, "remat-report-rows",
+      llvm::cl::desc("A row per value in the remat report (false: the "
+                     "totals only)"),
+      llvm::cl::init(true)};
   Option<std::string> timeline{
       *this, "timeline",
       llvm::cl::desc("Write the step's memory timeline as SVG"),

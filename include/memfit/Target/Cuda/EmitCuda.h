@@ -27,6 +27,9 @@ struct CudaEmitOptions {
   /// The function to emit; empty means the module's only function with a
   /// body (or `main`).
   std::string entry;
+  /// Leave the weights out: the executable has the plan, the manifest and
+  /// the kernels, and is marked planOnly (sessions refuse it).
+  bool planOnly = false;
 };
 
 /// Emits `module`'s entry function as an executable. Diagnostics go to the

@@ -205,6 +205,9 @@ std::string formatMemoryReport(const Manifest &manifest);
 struct Executable {
   Manifest manifest;
   std::vector<uint8_t> weights;
+  /// Compiled to plan only (memfit::CompileOptions::planOnly): `weights` is
+  /// empty whatever the model holds. Sessions and saveExecutable refuse it.
+  bool planOnly = false;
 };
 
 /// JSON text of the manifest without its source (which goes to kernels.cu).
