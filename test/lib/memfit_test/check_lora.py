@@ -25,6 +25,17 @@
       the final loss within 2% of PEFT's fp32 LoRA, and the memory report
       shows the quantized base at 0.50 B/value of codes (plus scales).
 
+  check_lora.py remat-accumulate MEMFIT_RUN MODELS WORKDIR [STEPS] [FIXTURE...]
+      The curve run with layer checkpoints (--remat=checkpoint-layers) and
+      each step's batch as two micro-batches of half the size
+      (--accumulate=2): every step's loss within 1e-3 of PEFT's, remat
+      recomputing values.
+
+  check_lora.py bf16-remat-accumulate MEMFIT_RUN MODELS WORKDIR [STEPS] [FIXTURE...]
+      The same with bf16 compute and remat auto keeping 60% of the
+      activations: the final loss within 2% of PEFT's fp32 LoRA, and every
+      step's within 1e-2.
+
   check_lora.py export MEMFIT_RUN MODELS WORKDIR [FIXTURE...]
       5 LoRA steps with --export-adapters and --export-safetensors: the
       files (read by the safetensors format's definition, numpy only) hold
@@ -51,6 +62,9 @@ LORA = ["--lora-rank=4", "--lora-alpha=8", "--lora-targets=all-linear"]
 # QLoRA: the frozen base in NF4 with double quantization, compute in bf16.
 QLORA = ["--quantize-weights=nf4", "--double-quant", "--precision=bf16"]
 QLORA_TOLERANCE = 2e-2
+# bf16 LoRA against PEFT's fp32 curve, every step (check_training's bound
+# for bf16 against PyTorch's bf16 curve).
+BF16_STEP_TOLERANCE = 1e-2
 LOSS_TOLERANCE = 1e-5
 GRAD_TOLERANCE = 1e-4
 ZERO_TOLERANCE = 1e-7
@@ -129,29 +143,86 @@ def grads(memfit_run, models, workdir, *names):
 
 
 def curve(memfit_run, models, workdir, steps=None, *names):
-    return train(memfit_run, models, workdir, steps, names, qlora=False)
+    return train(memfit_run, models, workdir, steps, names, "lora")
 
 
 def qlora(memfit_run, models, workdir, steps=None, *names):
-    return train(memfit_run, models, workdir, steps, names, qlora=True)
+    return train(memfit_run, models, workdir, steps, names, "qlora")
 
 
-def train(memfit_run, models, workdir, steps, names, qlora):
+def remat_accumulate(memfit_run, models, workdir, steps=None, *names):
+    return train(memfit_run, models, workdir, steps, names, "remat-accumulate")
+
+
+def bf16_remat_accumulate(memfit_run, models, workdir, steps=None, *names):
+    return train(memfit_run, models, workdir, steps, names,
+                 "bf16-remat-accumulate")
+
+
+def split_micro_batches(args, workdir, name):
+    """Turns a fixture's memfit-run arguments into the same optimizer steps
+    over two micro-batches of half the batch each (--accumulate=2): the
+    input shapes' first dimension halved, and each --data array's batches
+    split in two (micro-batch 2s + j is half j of step s's batch, which is
+    what the corpus reader gives by itself). Every fixture's loss is a mean
+    over equal parts, so the step is the same."""
+    out = []
+    for arg in args:
+        if arg.startswith("--input-shape="):
+            shapes = []
+            for spec in arg[len("--input-shape="):].split(","):
+                key, dims = spec.split("=")
+                first, *rest = dims.split("x")
+                shapes.append(f"{key}=" + "x".join([str(int(first) // 2)] + rest))
+            arg = "--input-shape=" + ",".join(shapes)
+        elif arg.startswith("--accumulate="):
+            assert arg == "--accumulate=1", arg
+            arg = "--accumulate=2"
+        elif arg.startswith("--data="):
+            key, path = arg[len("--data="):].split("=", 1)
+            data = np.load(path)
+            split = os.path.join(workdir, f"{name}.{key}.micro.npy")
+            np.save(split, data.reshape(data.shape[0] * 2, data.shape[1] // 2,
+                                        *data.shape[2:]))
+            arg = f"--data={key}={split}"
+        out.append(arg)
+    return out
+
+
+# What each variant adds to the LoRA run. remat-accumulate: layer
+# checkpoints and two micro-batches per step, fp32 (the curve's tolerance);
+# bf16-remat-accumulate: bf16 compute, remat auto keeping 60% of the
+# activations, two micro-batches (QLoRA's tolerance on the final loss).
+VARIANTS = {
+    "lora": [],
+    "qlora": QLORA,
+    "remat-accumulate": ["--remat=checkpoint-layers"],
+    "bf16-remat-accumulate": ["--precision=bf16", "--remat=auto",
+                              "--activation-fraction=0.6"],
+}
+
+
+def train(memfit_run, models, workdir, steps, names, variant):
     settings = json.load(open(os.path.join(models, "train_refs_bf16.json")))
     lora = json.load(open(os.path.join(models, "train_refs_lora.json")))
     names = names or list(lora["fixtures"])
     steps = int(steps or len(lora["fixtures"][names[0]]["losses"]))
+    final_only = variant in ("qlora", "bf16-remat-accumulate")
     jobs, buffers = [], {}
     for name in names:
         fixture = settings["fixtures"][name]["settings"]
         args = fixture_args(memfit_run, models, workdir, name, fixture, steps)
+        if variant.endswith("accumulate"):
+            args = split_micro_batches(args, workdir, name)
         # Float buffers the exporter wrote as initializers (rotary inv_freq)
         # are parameters to memfit (frozen here), buffers to PyTorch.
         proto = onnx.load(os.path.join(models, fixture["onnx_file"]))
         buffers[name] = sum(int(np.prod(t.dims)) for t in proto.graph.initializer
                             if t.name in fixture["frozen"])
-        jobs.append(args + LORA + (QLORA if qlora else []) + [
-            "--memory-report", f"--losses={os.path.join(workdir, name)}.csv"])
+        jobs.append(args + LORA + VARIANTS[variant] + [
+            "--memory-report", "--remat-report=" +
+            os.path.join(workdir, f"{name}.remat.txt"),
+            f"--losses={os.path.join(workdir, name)}.csv"])
     outputs = run_pinned(jobs)  # exits with FAIL when memfit-run fails
     failures = []
     for name, stdout in zip(names, outputs):
@@ -164,31 +235,51 @@ def train(memfit_run, models, workdir, steps, names, qlora):
         base = re.search(r"quantized frozen weights: ([\d,]+) values in "
                          r"([\d.]+) B/value of codes \+ ([\d.]+) of scales",
                          stdout)
-        if qlora:
+        remat = remat_totals(os.path.join(workdir, f"{name}.remat.txt"))
+        if variant.endswith("accumulate") and not remat[1]:
+            failures.append(f"{name}: remat recomputed nothing")
+        if final_only:
             final = abs(got[steps] - ref["losses"][steps - 1]) / \
                 ref["losses"][steps - 1]
-            print(f"{name}: final loss QLoRA {got[steps]:.6f}, PEFT LoRA fp32 "
+            what = "QLoRA" if variant == "qlora" else "LoRA bf16"
+            print(f"{name}: final loss {what} {got[steps]:.6f}, PEFT LoRA fp32 "
                   f"{ref['losses'][steps - 1]:.6f}, rel diff {final:.2e} "
                   f"(tolerance {QLORA_TOLERANCE:.0e}); largest per-step rel "
-                  f"diff {rel:.2e} (step {step}); base "
-                  + (f"{base.group(1)} values in {base.group(2)} B/value of "
-                     f"codes + {base.group(3)} of scales" if base else "-"))
+                  f"diff {rel:.2e} (step {step}); "
+                  + (f"base {base.group(1)} values in {base.group(2)} B/value "
+                     f"of codes + {base.group(3)} of scales"
+                     if variant == "qlora" and base else
+                     f"remat: {remat[0]} saved, {remat[1]} recomputed"))
             if final > QLORA_TOLERANCE:
                 failures.append(f"{name}: final loss {final:.2e} from LoRA's")
-            if not base or float(base.group(2)) != 0.5:
+            if variant != "qlora" and rel > BF16_STEP_TOLERANCE:
+                failures.append(f"{name}: loss differs by {rel:.2e} at step "
+                                f"{step}")
+            if variant == "qlora" and (not base or float(base.group(2)) != 0.5):
                 failures.append(f"{name}: the base is not in 4-bit codes")
             continue
         print(f"{name}: max rel diff vs PEFT {rel:.2e} (step {step}, tolerance "
               f"{CURVE_TOLERANCE:.0e}); final loss {got[steps]:.6f}, PEFT "
               f"{ref['losses'][steps - 1]:.6f}; trainable {counts}, PEFT "
               f"({ref['trainable_parameters']}, {ref['all_parameters']}) + "
-              f"{buffers[name]} buffer values")
+              f"{buffers[name]} buffer values"
+              + (f"; remat: {remat[0]} saved, {remat[1]} recomputed"
+                 if variant != "lora" else ""))
         if rel > CURVE_TOLERANCE:
             failures.append(f"{name}: loss differs by {rel:.2e} at step {step}")
         if counts != (ref["trainable_parameters"],
                       ref["all_parameters"] + buffers[name]):
             failures.append(f"{name}: trainable parameters {counts}")
-    return report("qlora-curve" if qlora else "lora-curve", failures)
+    return report({"lora": "lora-curve", "qlora": "qlora-curve"}.get(
+        variant, "lora-" + variant), failures)
+
+
+def remat_totals(path):
+    """(saved, recomputed) values of a remat report's totals line."""
+    with open(path) as f:
+        m = re.search(r"totals: (\d+) saved \(\d+ bytes\), (\d+) recomputed",
+                      f.read())
+    return (int(m.group(1)), int(m.group(2))) if m else (0, 0)
 
 
 def read_safetensors(path):
@@ -344,4 +435,6 @@ if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
     sys.exit({"grads": grads, "curve": curve, "qlora": qlora,
+              "remat-accumulate": remat_accumulate,
+              "bf16-remat-accumulate": bf16_remat_accumulate,
               "export": export, "onnx": export_onnx}[mode](*rest))
