@@ -1018,6 +1018,10 @@ int main(int argc, char **argv) {
   printExecutable(manifest, secondsSince(start));
   if (std::optional<std::string> mismatch = checkMode(manifest, loaded))
     return fail(*mismatch);
+  // Before training, not after it.
+  if (!exportAdapters.empty() && manifest.loraAdapters.empty())
+    return fail("--export-adapters=" + exportAdapters +
+                ": the model has no LoRA adapters (train with --lora-rank)");
 
   if (planOnly) {
     out() << "plan only: "
