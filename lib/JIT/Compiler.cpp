@@ -37,6 +37,12 @@ rt::Status setWeights(const WeightQuantization &weights,
   return rt::Status::ok();
 }
 
+void setFusion(const Fusion &fusion, FusionOptions &out) {
+  out.fuse = fusion.enabled;
+  out.fuseMaxOps = fusion.maxOps;
+  out.fusionReport = fusion.report;
+}
+
 /// The pipeline options of a forward pass, checked.
 rt::StatusOr<std::unique_ptr<ForwardPipelineOptions>>
 forwardOptions(const CompileOptions &compile) {
@@ -44,6 +50,7 @@ forwardOptions(const CompileOptions &compile) {
   if (rt::Status status = setWeights(compile.weights, options->weights);
       !status)
     return status;
+  setFusion(compile.fusion, options->fusion);
   std::string problem = verifyForwardPipelineOptions(*options);
   if (!problem.empty())
     return rt::invalidArgument(problem);
@@ -52,10 +59,12 @@ forwardOptions(const CompileOptions &compile) {
 
 /// The pipeline options of a training step, checked.
 rt::StatusOr<std::unique_ptr<TrainPipelineOptions>>
-pipelineOptions(const TrainOptions &train, const WeightQuantization &weights) {
+pipelineOptions(const TrainOptions &train, const WeightQuantization &weights,
+                const Fusion &fusion) {
   auto options = std::make_unique<TrainPipelineOptions>();
   if (rt::Status status = setWeights(weights, options->weights); !status)
     return status;
+  setFusion(fusion, options->fusion);
   std::optional<LossKind> loss = symbolizeLossKind(train.loss);
   std::optional<OptimizerKind> optimizer =
       symbolizeOptimizerKind(train.optimizer);
@@ -132,7 +141,8 @@ pipelineOptions(const TrainOptions &train, const WeightQuantization &weights) {
 
 rt::StatusOr<std::string> pipelineArgument(const CompileOptions &compile) {
   if (compile.train) {
-    auto options = pipelineOptions(*compile.train, compile.weights);
+    auto options =
+        pipelineOptions(*compile.train, compile.weights, compile.fusion);
     if (!options)
       return options.status();
     return "--memfit-train-pipeline=" + printTrainPipelineOptions(**options);
@@ -225,7 +235,8 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
 
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.train) {
-    auto trainOptions = pipelineOptions(*options.train, options.weights);
+    auto trainOptions =
+        pipelineOptions(*options.train, options.weights, options.fusion);
     if (!trainOptions)
       return trainOptions.status();
     buildTrainPipeline(pm, **trainOptions);

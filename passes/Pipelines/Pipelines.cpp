@@ -133,9 +133,22 @@ static std::string verifyWeights(const WeightQuantizationOptions &weights) {
   return "";
 }
 
+/// Why the fusion options are wrong, or empty.
+static std::string verifyFusion(const FusionOptions &fusion) {
+  if (fusion.fuseMaxOps < 0)
+    return "fuse-max-ops must not be negative";
+  if (!fusion.fuse &&
+      (fusion.fuseMaxOps != 0 || !fusion.fusionReport.getValue().empty()))
+    return "fuse-max-ops and fusion-report need fuse=true";
+  if (fusion.fusionReport.getValue().find_first_of("'\"") != std::string::npos)
+    return "fusion-report must not contain quotes";
+  return "";
+}
+
 std::string mlir::memfit::verifyForwardPipelineOptions(
     const ForwardPipelineOptions &options) {
-  return verifyWeights(options.weights);
+  std::string problem = verifyWeights(options.weights);
+  return problem.empty() ? verifyFusion(options.fusion) : problem;
 }
 
 bool mlir::memfit::states8bit(const TrainPipelineOptions &options) {
@@ -152,6 +165,8 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
       options.optimizerStates != StateStorage::Fp32)
     return "optimizer-states=8bit needs an optimizer";
   if (std::string problem = verifyWeights(options.weights); !problem.empty())
+    return problem;
+  if (std::string problem = verifyFusion(options.fusion); !problem.empty())
     return problem;
   if (!states8bit(options) && !options.keepFp32States.empty())
     return "keep-fp32-states needs optimizer-states=8bit (or adamw8bit)";
@@ -256,6 +271,17 @@ std::string quoted(const std::string &value) {
 
 } // namespace
 
+/// Adds the fusion options that differ from the defaults.
+static void addFusion(function_ref<void(StringRef, const std::string &)> add,
+                      const FusionOptions &fusion) {
+  if (fusion.fuse)
+    add("fuse", "true");
+  if (fusion.fuseMaxOps != 0)
+    add("fuse-max-ops", std::to_string(fusion.fuseMaxOps));
+  if (!fusion.fusionReport.getValue().empty())
+    add("fusion-report", fusion.fusionReport.getValue());
+}
+
 /// Adds the weight-quantization options that differ from the defaults.
 static void addWeights(function_ref<void(StringRef, const std::string &)> add,
                        const WeightQuantizationOptions &weights) {
@@ -276,6 +302,11 @@ std::string mlir::memfit::printForwardPipelineOptions(
         text += (text.empty() ? "" : " ") + name.str() + "=" + value;
       },
       options.weights);
+  addFusion(
+      [&](StringRef name, const std::string &value) {
+        text += (text.empty() ? "" : " ") + name.str() + "=" + value;
+      },
+      options.fusion);
   return text;
 }
 
@@ -347,6 +378,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.activationBlockSize != defaults.activationBlockSize)
     add("activation-block-size", std::to_string(options.activationBlockSize));
   addWeights(add, options.weights);
+  addFusion(add, options.fusion);
   if (options.remat != defaults.remat)
     add("remat", stringifyRematPolicy(options.remat).str());
   if (options.budget.getValue().bytes != 0)
@@ -370,6 +402,18 @@ static void setWeights(MemfitQuantizePassOptions &quantize,
   quantize.doubleQuant = weights.doubleQuant;
 }
 
+/// memfit-fuse when fusion is on; `budget` is the step's (memfit-remat's).
+static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
+                        int64_t budget) {
+  if (!fusion.fuse)
+    return;
+  MemfitFusePassOptions fuse;
+  fuse.maxOps = fusion.fuseMaxOps;
+  fuse.budget = ByteSize{budget};
+  fuse.report = fusion.fusionReport;
+  pm.addPass(createMemfitFusePass(fuse));
+}
+
 void mlir::memfit::buildForwardPipeline(OpPassManager &pm,
                                         const ForwardPipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
@@ -380,6 +424,7 @@ void mlir::memfit::buildForwardPipeline(OpPassManager &pm,
     pm.addPass(createMemfitQuantizePass(quantize));
   }
   pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
+  addFusePass(pm, options.fusion, 0);
 }
 
 void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
@@ -466,6 +511,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   remat.timeline = options.timeline;
   remat.timelineData = options.timelineData;
   pm.addPass(createMemfitRematPass(remat));
+  addFusePass(pm, options.fusion, options.budget.getValue().bytes);
 }
 
 /// Registers a pipeline whose typed options are parsed, then checked by
@@ -502,7 +548,7 @@ void mlir::memfit::registerMemfitPipelines() {
         "memfit-forward-pipeline",
         "What the C++ API runs between import and CUDA emission for a "
         "forward pass: canonicalize, cse, memfit-quantize (with "
-        "quantize-weights), memfit-form-kernels",
+        "quantize-weights), memfit-form-kernels, memfit-fuse (with fuse)",
         verifyForwardPipelineOptions, buildForwardPipeline);
     registerChecked<TrainPipelineOptions>(
         "memfit-train-pipeline",
@@ -510,7 +556,7 @@ void mlir::memfit::registerMemfitPipelines() {
         "CUDA emission for a training step: canonicalize, cse, "
         "memfit-tie-parameters, memfit-mixed-precision, memfit-autodiff, "
         "memfit-optimizer, canonicalize, cse, memfit-quantize, "
-        "memfit-form-kernels, memfit-remat",
+        "memfit-form-kernels, memfit-remat, memfit-fuse (with fuse)",
         verifyTrainPipelineOptions, buildTrainPipeline);
     return true;
   }();

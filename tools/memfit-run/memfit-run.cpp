@@ -275,6 +275,16 @@ static Opt<int64_t> weightBlockSize(
 static Opt<bool>
     doubleQuant("double-quant", cl::Hidden, cl::cat(deviceCategory),
                 cl::desc("nf4, fp4: quantize the weights' absmax too (QLoRA)"));
+static Opt<bool> fuse("fuse", cl::cat(deviceCategory),
+                      cl::desc("Merge chains of element-wise kernels into "
+                               "one (memfit-fuse)"));
+static Opt<int64_t> fuseMaxOps(
+    "fuse-max-ops", cl::init(0), cl::Hidden, cl::cat(deviceCategory),
+    cl::desc("With --fuse: at most this many ops in a kernel (0: no limit)"));
+static Opt<std::string> fusionReport(
+    "fusion-report", cl::ValueOptional, cl::Hidden, cl::cat(outputCategory),
+    cl::desc("With --fuse: write memfit-fuse's report to this file (no "
+             "value: standard output)"));
 static cl::list<std::string> keepFp32States(
     "keep-fp32-states", cl::CommaSeparated, cl::Hidden,
     cl::cat(optimizerCategory),
@@ -610,6 +620,11 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   options.weights.scheme = quantizeWeights;
   options.weights.blockSize = weightBlockSize;
   options.weights.doubleQuant = doubleQuant;
+  options.fusion.enabled = fuse;
+  options.fusion.maxOps = fuseMaxOps;
+  if (fusionReport.getNumOccurrences())
+    options.fusion.report =
+        fusionReport.empty() ? "-" : fusionReport.getValue();
   if (printPipeline) {
     auto pipeline = memfit::pipelineArgument(options);
     if (!pipeline)

@@ -125,6 +125,17 @@ struct WeightQuantization {
   bool doubleQuant = false;
 };
 
+/// Fusion (memfit-fuse): chains of element-wise kernels merged into one
+/// kernel, for a forward pass and a training step alike.
+struct Fusion {
+  bool enabled = false;
+  /// At most this many ops in a fused kernel (0: no limit).
+  int64_t maxOps = 0;
+  /// Where memfit-fuse writes its report ("-": standard output; empty: not
+  /// written).
+  std::string report;
+};
+
 struct CompileOptions {
   /// Shapes of the ONNX graph's inputs ("input_ids=2x16") or sizes of its
   /// symbolic dimensions ("batch=2,seq=16"); see memfit-opt --input-shape.
@@ -134,6 +145,7 @@ struct CompileOptions {
   /// When set, compile the training step instead of the forward pass.
   std::optional<TrainOptions> train;
   WeightQuantization weights;
+  Fusion fusion;
   /// Plan only: an ONNX model's float weights in external files are not
   /// read (the files may be absent; they compile as zeros) and the
   /// executable carries no weights. Its manifest has the whole memory plan

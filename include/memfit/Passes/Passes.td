@@ -47,6 +47,50 @@ def MemfitFormKernelsPass : Pass<"memfit-form-kernels", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
+def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
+  let summary = "Merges chains of element-wise kernels into one kernel";
+  let description = [{
+    Producer-consumer fusion of pointwise kernels (after
+    `memfit-form-kernels` and `memfit-remat`): a kernel whose ops are all
+    element-wise (or data movement that reads its inputs) and whose results
+    only one kernel reads is merged into that kernel, which then computes
+    both in one pass over memory; its intermediates are never stored. The
+    merged kernel runs where the consumer ran and keeps its attributes, and
+    its body holds both kernels' ops (so the emitted kernel lists both
+    kernels' ONNX nodes). A merge is made only when:
+
+    - both kernels are pointwise and of one shape (the producer's results
+      have the consumer's shape), and only element-wise ops of the
+      consumer read the producer's results (data movement reads kernel
+      inputs);
+    - no in-place update (`memfit.assign`) runs between the two;
+    - the bytes the merge keeps live longer (the arena inputs the producer
+      read last, now read at the consumer) are at most the bytes it frees
+      (the producer's results), so no step holds more than before.
+
+    With `budget`, a fused step whose plan exceeds a budget that the
+    unfused step met is left unfused (the first-fit placement may differ).
+    Dropout is not fused (its mask depends on its kernel). Row, reduction
+    and loss kernels are not fused yet.
+
+    ```
+    memfit-opt model.onnx --input-shape=batch=2,seq=16 \
+        --memfit-forward-pipeline --memfit-fuse=report=-
+    ```
+  }];
+  let options = [
+    Option<"maxOps", "max-ops", "int64_t", /*default=*/"0",
+           "At most this many ops in a fused kernel (0: no limit)">,
+    Option<"budget", "budget", "::mlir::memfit::ByteSize",
+           /*default=*/"::mlir::memfit::ByteSize{}",
+           "The step's memory budget (memfit-remat's): a fused plan over it "
+           "is not kept (0: none)">,
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write the kernel count before and after ('-': standard output)">,
+  ];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+}
+
 def MemfitMemoryPlanPass : Pass<"memfit-memory-plan", "::mlir::ModuleOp"> {
   let summary = "Prints the schedule and arena plan of each function";
   let description = [{

@@ -88,10 +88,33 @@ struct WeightQuantizationOptions {
   Option<bool> doubleQuant;
 };
 
+/// Fusion (memfit-fuse), in both pipelines.
+struct FusionOptions {
+  template <typename T> using Option = mlir::detail::PassOptions::Option<T>;
+  explicit FusionOptions(mlir::detail::PassOptions &parent)
+      : fuse(parent, "fuse",
+             llvm::cl::desc("Merge chains of element-wise kernels "
+                            "(memfit-fuse)"),
+             llvm::cl::init(false)),
+        fuseMaxOps(parent, "fuse-max-ops",
+                   llvm::cl::desc("At most this many ops in a fused kernel "
+                                  "(0: no limit)"),
+                   llvm::cl::init(0)),
+        fusionReport(parent, "fusion-report",
+                     llvm::cl::desc("Write memfit-fuse's report ('-': "
+                                    "standard output)"),
+                     llvm::cl::init("")) {}
+
+  Option<bool> fuse;
+  Option<int64_t> fuseMaxOps;
+  Option<std::string> fusionReport;
+};
+
 /// The options of memfit-forward-pipeline.
 struct ForwardPipelineOptions
     : public mlir::PassPipelineOptions<ForwardPipelineOptions> {
   WeightQuantizationOptions weights{*this};
+  FusionOptions fusion{*this};
 };
 
 struct TrainPipelineOptions
@@ -237,6 +260,7 @@ struct TrainPipelineOptions
                      "8-bit block-wise dynamic codes, one absmax per 256 "
                      "values, for states of at least 4096 elements"))};
   WeightQuantizationOptions weights{*this};
+  FusionOptions fusion{*this};
   ListOption<std::string> keepFp32States{
       *this, "keep-fp32-states",
       llvm::cl::desc("Glob patterns of parameters whose optimizer states stay "

@@ -1,0 +1,168 @@
+// memfit-fuse: a pointwise kernel whose results only one kernel reads is
+// merged into it, when that keeps no more bytes live and moves no read past
+// an in-place update.
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=max-ops=2' | FileCheck %s --check-prefix=MAX
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=report=-' -o /dev/null | FileCheck %s --check-prefix=REPORT
+
+// A chain of three element-wise ops (a bias add, exp, a product) becomes one
+// kernel that reads x and b and writes the product. With max-ops=2 the
+// chain stops at two ops.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:.+]]: tensor<2x4xf32>, %[[B:.+]]: tensor<4xf32>)
+// CHECK-NEXT: %[[K:.+]] = memfit.kernel(%[[X]], %[[B]]) : (tensor<2x4xf32>, tensor<4xf32>) -> tensor<2x4xf32> {
+// CHECK-NEXT: ^bb0(%[[A0:.+]]: tensor<2x4xf32>, %[[A1:.+]]: tensor<4xf32>):
+// CHECK-NEXT: %[[S:.+]] = memfit.add %[[A0]], %[[A1]]
+// CHECK-NEXT: %[[E:.+]] = memfit.exp %[[S]]
+// CHECK-NEXT: %[[M:.+]] = memfit.mul %[[E]], %[[A0]]
+// CHECK-NEXT: memfit.yield %[[M]]
+// CHECK-NEXT: }
+// CHECK-NEXT: return %[[K]]
+// MAX-LABEL: func.func @chain
+// MAX: memfit.kernel
+// MAX-NEXT: ^bb0
+// MAX-NEXT: memfit.add
+// MAX-NEXT: memfit.exp
+// MAX-NEXT: memfit.yield
+// MAX: memfit.kernel
+// MAX-NEXT: ^bb0
+// MAX-NEXT: memfit.mul
+// MAX-NEXT: memfit.yield
+// REPORT: memfit-fuse: 3 kernels -> 1
+func.func @chain(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> tensor<2x4xf32> {
+  %0 = memfit.add %x, %b : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  %1 = memfit.exp %0 : tensor<2x4xf32>
+  %2 = memfit.mul %1, %x : tensor<2x4xf32>, tensor<2x4xf32> -> tensor<2x4xf32>
+  return %2 : tensor<2x4xf32>
+}
+
+// -----
+
+// Kernels formed already (remat's, with their attributes): the merged
+// kernel keeps the consumer's attributes, as the step it replaces.
+// CHECK-LABEL: func.func @attributes
+// CHECK: memfit.kernel(%{{.+}}) {memfit.recomputed_from = ["n"]}
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.exp
+// CHECK-NEXT: memfit.neg
+// REPORT: memfit-fuse: 2 kernels -> 1
+func.func @attributes(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = memfit.kernel(%x) {memfit.saved = "e"} : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    %e = memfit.exp %a : tensor<8xf32>
+    memfit.yield %e : tensor<8xf32>
+  }
+  %1 = memfit.kernel(%0) {memfit.recomputed_from = ["n"]} : (tensor<8xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8xf32>):
+    %n = memfit.neg %a : tensor<8xf32>
+    memfit.yield %n : tensor<8xf32>
+  }
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// A value that two kernels read stays its own kernel's result (multi-output
+// kernels come later); its readers are not merged with it.
+// CHECK-LABEL: func.func @two_readers
+// CHECK-COUNT-3: memfit.kernel
+// REPORT: memfit-fuse: 3 kernels -> 3
+func.func @two_readers(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %0 = memfit.exp %x : tensor<8xf32>
+  %1 = memfit.neg %0 : tensor<8xf32>
+  %2 = memfit.sqrt %0 : tensor<8xf32>
+  return %1, %2 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A producer result that the consumer broadcasts (a [4] value in a [2x4]
+// kernel) exists at another index: not merged. Neither is one that the
+// consumer's data movement reads (a transpose), nor a softmax (a row
+// kernel), nor dropout (its mask depends on its kernel).
+// CHECK-LABEL: func.func @not_pointwise
+// CHECK-COUNT-8: memfit.kernel
+// REPORT: memfit-fuse: 8 kernels -> 8
+func.func @not_pointwise(%x: tensor<2x4xf32>, %v: tensor<4xf32>) -> (tensor<2x4xf32>, tensor<4x2xf32>, tensor<2x4xf32>, tensor<2x4xf32>) {
+  %0 = memfit.exp %v : tensor<4xf32>
+  %1 = memfit.add %x, %0 : tensor<2x4xf32>, tensor<4xf32> -> tensor<2x4xf32>
+  %2 = memfit.exp %x : tensor<2x4xf32>
+  %3 = memfit.transpose %2 {perm = array<i64: 1, 0>} : tensor<2x4xf32> -> tensor<4x2xf32>
+  %4 = memfit.neg %x : tensor<2x4xf32>
+  %5 = memfit.softmax %4 : tensor<2x4xf32>
+  %6 = memfit.dropout %x {ratio = 1.000000e-01 : f32} : tensor<2x4xf32>
+  %7 = memfit.exp %6 : tensor<2x4xf32>
+  return %1, %3, %5, %7 : tensor<2x4xf32>, tensor<4x2xf32>, tensor<2x4xf32>, tensor<2x4xf32>
+}
+
+// -----
+
+// Data movement that reads the producer's own inputs fuses: the transpose
+// of x and the add run as one kernel.
+// CHECK-LABEL: func.func @transpose_then_add
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.transpose
+// CHECK-NEXT: memfit.add
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// REPORT: memfit-fuse: 2 kernels -> 1
+func.func @transpose_then_add(%x: tensor<2x4xf32>, %y: tensor<4x2xf32>) -> tensor<4x2xf32> {
+  %0 = memfit.transpose %x {perm = array<i64: 1, 0>} : tensor<2x4xf32> -> tensor<4x2xf32>
+  %1 = memfit.add %0, %y : tensor<4x2xf32>, tensor<4x2xf32> -> tensor<4x2xf32>
+  return %1 : tensor<4x2xf32>
+}
+
+// -----
+
+// Bytes live: %p and %q are arena values (softmax rows, not fused) that the
+// add reads last. Merging the add into its consumer would keep both live
+// until then in place of the add's one result, so it is not merged; the exp
+// after it is (it keeps %s live in place of its own result).
+// CHECK-LABEL: func.func @keeps_bytes_live
+// CHECK: %[[P:.+]] = memfit.kernel
+// CHECK: %[[Q:.+]] = memfit.kernel
+// CHECK: %[[S:.+]] = memfit.kernel(%[[P]], %[[Q]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.add
+// CHECK-NEXT: memfit.yield
+// CHECK: memfit.matmul
+// CHECK: memfit.kernel(%[[S]]
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.exp
+// CHECK-NEXT: memfit.neg
+// CHECK-NEXT: memfit.yield
+// REPORT: memfit-fuse: 5 kernels -> 4
+func.func @keeps_bytes_live(%x: tensor<4x4xf32>, %w: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+  %p = memfit.softmax %x : tensor<4x4xf32>
+  %q = memfit.softmax %w : tensor<4x4xf32>
+  %s = memfit.add %p, %q : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %m = memfit.matmul %x, %w : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %e = memfit.exp %s : tensor<4x4xf32>
+  %n = memfit.neg %e : tensor<4x4xf32>
+  return %n, %m : tensor<4x4xf32>, tensor<4x4xf32>
+}
+
+// -----
+
+// An in-place update between the two: the producer reads the parameter
+// before it is assigned, so the read cannot move after the assign.
+memfit.parameter @w = dense<1.000000e+00> : tensor<8xf32>
+// CHECK-LABEL: func.func @update_between
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.exp
+// CHECK-NEXT: memfit.yield
+// CHECK: memfit.assign @w
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.neg
+// REPORT: memfit-fuse: 3 kernels -> 3
+func.func @update_between(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %w = memfit.load_parameter @w : tensor<8xf32>
+  %e = memfit.exp %w : tensor<8xf32>
+  %u = memfit.add %x, %x : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  memfit.assign @w, %u : tensor<8xf32>
+  %n = memfit.neg %e : tensor<8xf32>
+  return %n : tensor<8xf32>
+}
