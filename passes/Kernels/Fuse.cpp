@@ -9,6 +9,7 @@
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
+#include "memfit/Dialect/Training.h"
 #include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
 #include "memfit/runtime/Bytes.h"
@@ -168,7 +169,7 @@ struct MemfitFusePass
       for (KernelOp producer : kernels) {
         if (erased.contains(producer))
           continue;
-        KernelOp consumer = soleConsumer(producer);
+        KernelOp consumer = firstConsumer(producer, position);
         if (!consumer || erased.contains(consumer) ||
             !canFuse(producer, consumer, position, writes, lastUse))
           continue;
@@ -185,16 +186,30 @@ struct MemfitFusePass
     }
   }
 
-  /// The one kernel that reads every result of `producer`, or null.
-  static KernelOp soleConsumer(KernelOp producer) {
+  /// The kernel that reads `producer`'s results first, when every other
+  /// reader comes after it (so the merged kernel, at its place, can hand
+  /// them the results); else null.
+  static KernelOp firstConsumer(KernelOp producer,
+                                DenseMap<Operation *, int64_t> &position) {
     KernelOp consumer;
-    for (Operation *user : producer->getUsers()) {
-      auto kernel = dyn_cast<KernelOp>(user);
-      if (!kernel || (consumer && kernel != consumer))
+    int64_t first = INT64_MAX;
+    for (Operation *user : producer->getUsers())
+      if (position.lookup(user) < first) {
+        first = position.lookup(user);
+        consumer = dyn_cast<KernelOp>(user);
+      }
+    if (!consumer)
+      return {};
+    for (Operation *user : producer->getUsers())
+      if (user != consumer && position.lookup(user) <= first)
         return {};
-      consumer = kernel;
-    }
     return consumer;
+  }
+
+  /// Whether `producer` has results that ops other than `consumer` read.
+  static bool readElsewhere(KernelOp producer, KernelOp consumer) {
+    return llvm::any_of(producer->getUsers(),
+                        [&](Operation *user) { return user != consumer; });
   }
 
   bool canFuse(KernelOp producer, KernelOp consumer,
@@ -223,13 +238,22 @@ struct MemfitFusePass
         if (!isScalarOp(user))
           return false;
     }
+    // A result that others read too becomes the merged kernel's: the
+    // memory plan tells recomputed and compressed values by their kernel's
+    // attributes, which are the consumer's.
+    if (readElsewhere(producer, consumer))
+      for (StringRef attr : {kRecomputedFromAttr, kCompressedAttr})
+        if (producer->hasAttr(attr) != consumer->hasAttr(attr))
+          return false;
     // The merged kernel runs where the consumer does: no in-place update
     // of what the producer reads may come between.
     int64_t from = position[producer], to = position[consumer];
     if (llvm::any_of(writes, [&](int64_t w) { return w > from && w < to; }))
       return false;
     // Nor may it keep more bytes live: the producer's inputs that it read
-    // last now live until the consumer, in place of its results.
+    // last now live until the consumer, in place of its results that only
+    // the consumer reads (results that others read too are still written,
+    // by the merged kernel, and live from the consumer's step on).
     int64_t extended = 0, freed = 0;
     llvm::SmallPtrSet<Value, 8> seen;
     for (Value input : producer.getInputs()) {
@@ -240,12 +264,15 @@ struct MemfitFusePass
       extended += bytesOf(root);
     }
     for (Value result : producer->getResults())
-      freed += bytesOf(result);
+      if (llvm::all_of(result.getUsers(),
+                       [&](Operation *user) { return user == consumer; }))
+        freed += bytesOf(result);
     return extended <= freed;
   }
 
   /// A kernel at `consumer`'s place that computes `producer`'s body, then
-  /// `consumer`'s, and yields `consumer`'s results.
+  /// `consumer`'s, and yields `consumer`'s results, then those of
+  /// `producer`'s results that other ops read.
   static KernelOp fuseInto(KernelOp producer, KernelOp consumer) {
     SmallVector<Value> inputs;
     DenseMap<Value, unsigned> inputIndex;
@@ -259,9 +286,18 @@ struct MemfitFusePass
       if (v.getDefiningOp() != producer)
         addInput(v);
 
+    SmallVector<OpResult> kept; // the producer's results read elsewhere
+    for (OpResult result : producer->getResults())
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return user != consumer; }))
+        kept.push_back(result);
+    SmallVector<Type> types(consumer->getResultTypes());
+    for (OpResult result : kept)
+      types.push_back(result.getType());
+
     OpBuilder builder(consumer);
-    auto merged = KernelOp::create(builder, consumer.getLoc(),
-                                   consumer->getResultTypes(), inputs);
+    auto merged =
+        KernelOp::create(builder, consumer.getLoc(), types, inputs);
     merged->setDiscardableAttrs(consumer->getDiscardableAttrDictionary());
     Block *body = builder.createBlock(&merged.getBody());
     for (Value v : inputs)
@@ -286,10 +322,21 @@ struct MemfitFusePass
       else
         second.map(arg, body->getArgument(inputIndex[v]));
     }
-    for (Operation &op : consumer.getBodyBlock())
+    for (Operation &op : consumer.getBodyOps())
       builder.clone(op, second);
+    SmallVector<Value> yielded;
+    for (Value v :
+         cast<YieldOp>(consumer.getBodyBlock().getTerminator()).getValues())
+      yielded.push_back(second.lookup(v));
+    for (OpResult result : kept)
+      yielded.push_back(
+          first.lookup(producerYield.getValues()[result.getResultNumber()]));
+    YieldOp::create(builder, consumer.getLoc(), yielded);
 
-    consumer->replaceAllUsesWith(merged->getResults());
+    unsigned n = consumer->getNumResults();
+    consumer->replaceAllUsesWith(merged->getResults().take_front(n));
+    for (auto [i, result] : llvm::enumerate(kept))
+      result.replaceAllUsesWith(merged->getResult(n + i));
     consumer->erase();
     producer->erase();
     return merged;

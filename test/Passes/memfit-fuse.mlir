@@ -1,6 +1,6 @@
-// memfit-fuse: a pointwise kernel whose results only one kernel reads is
-// merged into it, when that keeps no more bytes live and moves no read past
-// an in-place update.
+// memfit-fuse: a pointwise kernel is merged into the kernel that first reads
+// its results (which also yields those that later ops read), when that
+// keeps no more bytes live and moves no read past an in-place update.
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | FileCheck %s
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=max-ops=2' | FileCheck %s --check-prefix=MAX
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=report=-' -o /dev/null | FileCheck %s --check-prefix=REPORT
@@ -62,16 +62,44 @@ func.func @attributes(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
-// A value that two kernels read stays its own kernel's result (multi-output
-// kernels come later); its readers are not merged with it.
+// A value that several ops read: the producer merges into its first
+// reader, and the merged kernel also yields the value for the later ones
+// (multi-output). Here all three kernels become one with two results.
 // CHECK-LABEL: func.func @two_readers
-// CHECK-COUNT-3: memfit.kernel
-// REPORT: memfit-fuse: 3 kernels -> 3
+// CHECK: %[[K:.+]]:2 = memfit.kernel(%{{.+}}) : (tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[E:.+]] = memfit.exp
+// CHECK-NEXT: %[[N:.+]] = memfit.neg %[[E]]
+// CHECK-NEXT: %[[S:.+]] = memfit.sqrt %[[E]]
+// CHECK-NEXT: memfit.yield %[[S]], %[[N]]
+// CHECK: return %[[K]]#1, %[[K]]#0
+// REPORT: memfit-fuse: 3 kernels -> 1
 func.func @two_readers(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
   %0 = memfit.exp %x : tensor<8xf32>
   %1 = memfit.neg %0 : tensor<8xf32>
   %2 = memfit.sqrt %0 : tensor<8xf32>
   return %1, %2 : tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// A reader that is not a kernel comes first (a matmul): the value must
+// exist before it, so the producer stays. And a multi-output merge that
+// would keep an arena input live: the exp of %p (a softmax row, read last
+// by the exp) is also read after the neg, so merging it would keep %p live
+// and still write the exp: refused.
+// CHECK-LABEL: func.func @readers_before
+// CHECK-COUNT-5: memfit.kernel
+// REPORT: memfit-fuse: 5 kernels -> 5
+func.func @readers_before(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %0 = memfit.exp %x : tensor<4x4xf32>
+  %m = memfit.matmul %0, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %1 = memfit.neg %0 : tensor<4x4xf32>
+  %p = memfit.softmax %x : tensor<4x4xf32>
+  %e = memfit.exp %p : tensor<4x4xf32>
+  %n = memfit.neg %e : tensor<4x4xf32>
+  %s = memfit.matmul %e, %n : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %m, %1, %n, %s : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
 
 // -----
