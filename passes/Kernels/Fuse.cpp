@@ -82,6 +82,51 @@ bool outsideArena(Value value) {
   return !def || isa<LoadParameterOp, ConstantOp>(def);
 }
 
+/// The input of `kernel` when the kernel only transposes a matrix (a 2-D
+/// float value), else null.
+Value transposedMatrix(KernelOp kernel) {
+  auto ops = kernel.getBodyOps();
+  if (std::distance(ops.begin(), ops.end()) != 1)
+    return {};
+  auto transpose = dyn_cast<TransposeOp>(*ops.begin());
+  if (!transpose || transpose.getPerm() != ArrayRef<int64_t>({1, 0}) ||
+      !isa<FloatType>(
+          cast<RankedTensorType>(transpose.getType()).getElementType()))
+    return {};
+  auto arg = dyn_cast<BlockArgument>(transpose.getInput());
+  if (!arg)
+    return {};
+  return kernel.getInputs()[arg.getArgNumber()];
+}
+
+/// A 2-D contraction `op(a) op(b)` with transpose flags, as a gemm.
+Value createGemm(OpBuilder &b, Location loc, Type type, Value x, Value y,
+                 bool tx, bool ty, const APFloat &alpha) {
+  auto gemm = GemmOp::create(b, loc, x, y, Value(), alpha,
+                             APFloat(alpha.getSemantics(), 1), tx, ty);
+  assert(gemm.getType() == type && "the folded gemm changes the type");
+  (void)type;
+  return gemm;
+}
+
+/// Copies the `memfit.*` attributes of `from` (what the planner and the
+/// reports know of a step: backward, saved, gradient_of) onto `to`.
+void copyMemfitAttrs(Operation *from, Operation *to) {
+  for (NamedAttribute attr : from->getAttrs())
+    if (attr.getName().getValue().starts_with("memfit."))
+      to->setAttr(attr.getName(), attr.getValue());
+}
+
+Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
+  if (cast<RankedTensorType>(x.getType()).getShape() == shape)
+    return x;
+  return ReshapeOp::create(
+      b, loc,
+      RankedTensorType::get(
+          shape, cast<RankedTensorType>(x.getType()).getElementType()),
+      x);
+}
+
 struct MemfitFusePass
     : public mlir::memfit::impl::MemfitFusePassBase<MemfitFusePass> {
   using Base::Base;
@@ -95,6 +140,7 @@ struct MemfitFusePass
     int64_t before = 0, after = 0;
     for (func::FuncOp func : definedFunctions(module)) {
       before += kernelCount(func);
+      foldTransposes(func);
       fuseFunction(func);
       after += kernelCount(func);
     }
@@ -131,6 +177,166 @@ struct MemfitFusePass
       file->os() << text;
       file->keep();
     }
+  }
+
+  /// Transposes of matrices that feed contractions become the contraction's
+  /// transpose flags, and a contraction whose result only a transpose reads
+  /// computes the transpose itself (C^T = op(B)^T op(A)^T): the library
+  /// reads the operand in place, no transposed copy is made.
+  void foldTransposes(func::FuncOp func) {
+    Block &block = func.getBody().front();
+    DenseMap<Operation *, int64_t> position;
+    SmallVector<int64_t> writes; // positions of in-place updates
+    int64_t next = 0;
+    for (Operation &op : block) {
+      if (!isPure(&op) && !isa<KernelOp>(op))
+        writes.push_back(next);
+      position[&op] = next++;
+    }
+    DenseMap<Value, int64_t> lastUse;
+    for (Operation &op : block)
+      for (Value operand : op.getOperands())
+        lastUse[rootOf(operand)] =
+            std::max(lastUse.lookup(rootOf(operand)), position[&op]);
+
+    for (KernelOp kernel : llvm::to_vector(block.getOps<KernelOp>())) {
+      Value source = transposedMatrix(kernel);
+      if (!source)
+        continue;
+      Value transposed = kernel->getResult(0);
+      // The contraction that made the source, when only this reads it.
+      if (foldIntoProducer(kernel, source))
+        continue;
+      // A contraction after an in-place update would read the source
+      // updated: those keep the copy.
+      int64_t at = position[kernel];
+      SmallVector<OpOperand *> uses, foldable;
+      for (OpOperand &use : transposed.getUses()) {
+        uses.push_back(&use);
+        int64_t reader = position[use.getOwner()];
+        if (canTakeTransposed(use) && llvm::none_of(writes, [&](int64_t w) {
+              return w > at && w < reader;
+            }))
+          foldable.push_back(&use);
+      }
+      if (foldable.empty())
+        continue;
+      // The source now lives until the contractions read it: free when it
+      // is not in the arena or lives that long anyway, or when the copy
+      // (as many bytes) goes away.
+      int64_t lastReader = 0;
+      for (OpOperand *use : foldable)
+        lastReader = std::max(lastReader, position[use->getOwner()]);
+      if (!outsideArena(source) && foldable.size() != uses.size() &&
+          lastUse.lookup(rootOf(source)) < lastReader)
+        continue;
+      for (OpOperand *use : foldable)
+        takeTransposed(*use, source);
+      if (transposed.use_empty())
+        kernel->erase();
+    }
+  }
+
+  /// Whether the contraction that reads `use` can read the transpose's
+  /// source with a flag instead: a gemm's a or b, a matmul's 2-D rhs (with
+  /// an lhs of rank 2 or more, flattened), or its 2-D lhs with a 2-D rhs.
+  static bool canTakeTransposed(OpOperand &use) {
+    Operation *owner = use.getOwner();
+    if (auto gemm = dyn_cast<GemmOp>(owner))
+      return use.getOperandNumber() < 2;
+    auto matmul = dyn_cast<MatMulOp>(owner);
+    if (!matmul || !isa<FloatType>(matmul.getType().getElementType()))
+      return false;
+    int64_t lhsRank = matmul.getLhs().getType().getRank();
+    int64_t rhsRank = matmul.getRhs().getType().getRank();
+    if (use.getOperandNumber() == 1)
+      return rhsRank == 2 && lhsRank >= 2;
+    return lhsRank == 2 && rhsRank == 2;
+  }
+
+  /// Rewrites `use`'s contraction to read `source` (the transposed
+  /// operand's own matrix) with the transpose flag flipped.
+  static void takeTransposed(OpOperand &use, Value source) {
+    Operation *owner = use.getOwner();
+    OpBuilder b(owner);
+    if (auto gemm = dyn_cast<GemmOp>(owner)) {
+      use.set(source);
+      if (use.getOperandNumber() == 0)
+        gemm.setTransA(!gemm.getTransA());
+      else
+        gemm.setTransB(!gemm.getTransB());
+      return;
+    }
+    auto matmul = cast<MatMulOp>(owner);
+    Location loc = matmul.getLoc();
+    APFloat one(1.0f);
+    Value lhs = matmul.getLhs(), rhs = matmul.getRhs();
+    bool transA = false, transB = false;
+    if (use.getOperandNumber() == 0) {
+      lhs = source;
+      transA = true;
+    } else {
+      rhs = source;
+      transB = true;
+    }
+    // A batch of rows times a matrix is one 2-D product over the rows.
+    ArrayRef<int64_t> out = matmul.getType().getShape();
+    ArrayRef<int64_t> lhsShape = matmul.getLhs().getType().getShape();
+    int64_t k = lhsShape.back();
+    int64_t rows =
+        matmul.getLhs().getType().getNumElements() / std::max<int64_t>(k, 1);
+    Value flat = transA ? lhs : reshaped(b, loc, lhs, {rows, k});
+    Type elt = matmul.getType().getElementType();
+    Value product = createGemm(
+        b, loc,
+        RankedTensorType::get({transA ? out[0] : rows, out.back()}, elt), flat,
+        rhs, transA, transB, one);
+    // What the planner and the reports know of the step (backward, saved).
+    copyMemfitAttrs(matmul, product.getDefiningOp());
+    matmul.replaceAllUsesWith(reshaped(b, loc, product, out));
+    matmul->erase();
+  }
+
+  /// When `kernel` transposes a 2-D contraction's result that nothing else
+  /// reads, computes the transposed result directly and erases both.
+  static bool foldIntoProducer(KernelOp kernel, Value source) {
+    Operation *producer = source.getDefiningOp();
+    if (!producer || !source.hasOneUse())
+      return false;
+    Value a, b;
+    bool ta = false, tb = false;
+    APFloat alpha(1.0f);
+    if (auto gemm = dyn_cast<GemmOp>(producer)) {
+      if (gemm.getC())
+        return false;
+      a = gemm.getA();
+      b = gemm.getB();
+      ta = gemm.getTransA();
+      tb = gemm.getTransB();
+      alpha = gemm.getAlpha();
+    } else if (auto matmul = dyn_cast<MatMulOp>(producer)) {
+      if (matmul.getLhs().getType().getRank() != 2 ||
+          matmul.getRhs().getType().getRank() != 2)
+        return false;
+      a = matmul.getLhs();
+      b = matmul.getRhs();
+    } else {
+      return false;
+    }
+    OpBuilder builder(producer);
+    Value transposed =
+        createGemm(builder, producer->getLoc(), kernel->getResult(0).getType(),
+                   b, a, !tb, !ta, alpha);
+    // The step's attributes, and the transpose's (a gradient's
+    // memfit.gradient_of is on the op that computes it last).
+    Operation *gemm = transposed.getDefiningOp();
+    for (Operation *from :
+         {producer, kernel.getOperation(), &*kernel.getBodyOps().begin()})
+      copyMemfitAttrs(from, gemm);
+    kernel->getResult(0).replaceAllUsesWith(transposed);
+    kernel->erase();
+    producer->erase();
+    return true;
   }
 
   static int64_t kernelCount(func::FuncOp func) {
@@ -298,7 +504,7 @@ struct MemfitFusePass
     OpBuilder builder(consumer);
     auto merged =
         KernelOp::create(builder, consumer.getLoc(), types, inputs);
-    merged->setDiscardableAttrs(consumer->getDiscardableAttrDictionary());
+    copyMemfitAttrs(consumer, merged);
     Block *body = builder.createBlock(&merged.getBody());
     for (Value v : inputs)
       body->addArgument(v.getType(), v.getLoc());

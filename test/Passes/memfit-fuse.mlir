@@ -194,3 +194,68 @@ func.func @update_between(%x: tensor<8xf32>) -> tensor<8xf32> {
   %n = memfit.neg %e : tensor<8xf32>
   return %n : tensor<8xf32>
 }
+
+// -----
+
+// Contractions read transposed matrices in place: a matmul of a batch of
+// rows by a transposed weight becomes one gemm with trans_b over the rows
+// (views around it), a gemm's transposed operand flips its flag, and the
+// transpose kernels go away. A transpose of a contraction's result that
+// nothing else reads is the contraction with its operands swapped
+// ((a^T b)^T = b^T a): a gemm that writes the transposed result. The new
+// contractions keep the memfit.* attributes of the ops they replace.
+memfit.parameter @w = dense<1.000000e+00> : tensor<5x4xf32>
+// CHECK-LABEL: func.func @transposed_operands
+// CHECK: %[[W:.+]] = memfit.load_parameter @w
+// CHECK-NOT: memfit.kernel
+// CHECK: %[[X2:.+]] = memfit.reshape %{{.+}} : tensor<2x3x4xf32> to tensor<6x4xf32>
+// CHECK-NEXT: %[[Y2:.+]] = memfit.gemm %[[X2]], %[[W]] {memfit.saved = "y", trans_b = true} : (tensor<6x4xf32>, tensor<5x4xf32>) -> tensor<6x5xf32>
+// CHECK-NEXT: %[[Y:.+]] = memfit.reshape %[[Y2]] : tensor<6x5xf32> to tensor<2x3x5xf32>
+// CHECK-NEXT: %[[D:.+]] = memfit.gemm %{{.+}}, %[[W]] {memfit.backward} : (tensor<6x5xf32>, tensor<5x4xf32>) -> tensor<6x4xf32>
+// CHECK-NEXT: %[[G:.+]] = memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, memfit.gradient_of = @w, trans_a = true} : (tensor<6x5xf32>, tensor<6x4xf32>) -> tensor<5x4xf32>
+// CHECK-NOT: memfit.kernel
+// CHECK: return %[[Y]], %[[D]], %[[G]]
+// REPORT: memfit-fuse: 2 kernels -> 0
+func.func @transposed_operands(%x: tensor<2x3x4xf32>, %dy: tensor<6x5xf32>, %x2: tensor<6x4xf32>) -> (tensor<2x3x5xf32>, tensor<6x4xf32>, tensor<5x4xf32>) {
+  %w = memfit.load_parameter @w : tensor<5x4xf32>
+  %wt = memfit.transpose %w {perm = array<i64: 1, 0>} : tensor<5x4xf32> -> tensor<4x5xf32>
+  %y = memfit.matmul %x, %wt {memfit.saved = "y"} : tensor<2x3x4xf32>, tensor<4x5xf32> -> tensor<2x3x5xf32>
+  %d = memfit.gemm %dy, %wt {memfit.backward, trans_b = true} : (tensor<6x5xf32>, tensor<4x5xf32>) -> tensor<6x4xf32>
+  %gt = memfit.gemm %x2, %dy {memfit.backward, trans_a = true} : (tensor<6x4xf32>, tensor<6x5xf32>) -> tensor<4x5xf32>
+  %g = memfit.transpose %gt {memfit.backward, memfit.gradient_of = @w, perm = array<i64: 1, 0>} : tensor<4x5xf32> -> tensor<5x4xf32>
+  return %y, %d, %g : tensor<2x3x5xf32>, tensor<6x4xf32>, tensor<5x4xf32>
+}
+
+// -----
+
+// Not folded: a transposed arena value that an element-wise kernel reads
+// too (the copy stays, so reading the source later would keep both live),
+// and a contraction after an in-place update of the transposed parameter.
+memfit.parameter @v = dense<1.000000e+00> : tensor<4x4xf32>
+// CHECK-LABEL: func.func @transposes_kept
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.softmax
+// CHECK: %[[T:.+]] = memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.transpose
+// CHECK: memfit.matmul %{{.+}}, %[[T]]
+// CHECK: memfit.kernel(%[[T]])
+// CHECK: %[[VT:.+]] = memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.transpose
+// CHECK: memfit.assign @v
+// CHECK-NEXT: memfit.matmul %{{.+}}, %[[VT]]
+// REPORT: memfit-fuse: 5 kernels -> 5
+func.func @transposes_kept(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+  %s = memfit.softmax %x : tensor<4x4xf32>
+  %t = memfit.transpose %s {perm = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
+  %m = memfit.matmul %x, %t : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %e = memfit.exp %t : tensor<4x4xf32>
+  %v = memfit.load_parameter @v : tensor<4x4xf32>
+  %vt = memfit.transpose %v {perm = array<i64: 1, 0>} : tensor<4x4xf32> -> tensor<4x4xf32>
+  %u = memfit.add %x, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  memfit.assign @v, %u : tensor<4x4xf32>
+  %n = memfit.matmul %x, %vt : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %m, %e, %n : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+}

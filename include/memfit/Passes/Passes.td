@@ -50,11 +50,21 @@ def MemfitFormKernelsPass : Pass<"memfit-form-kernels", "::mlir::func::FuncOp"> 
 def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
   let summary = "Merges chains of element-wise kernels into one kernel";
   let description = [{
-    Producer-consumer fusion of pointwise kernels (after
+    First, contractions read transposed matrices in place: a kernel that
+    only transposes a 2-D float value and feeds a gemm, a matmul's 2-D rhs
+    (the lhs rows flattened by views) or a 2-D matmul's lhs becomes the
+    gemm's transpose flag, and a transpose of a 2-D contraction's result
+    that nothing else reads becomes the contraction with its operands
+    swapped; the transpose kernels go away (the tied LM head needs no
+    transposed copy, nor its gradient). Not across an in-place update of the
+    source, and not when the copy stays and the source would live longer.
+
+    Then producer-consumer fusion of pointwise kernels (after
     `memfit-form-kernels` and `memfit-remat`): a kernel whose ops are all
-    element-wise (or data movement that reads its inputs) and whose results
-    only one kernel reads is merged into that kernel, which then computes
-    both in one pass over memory; its intermediates are never stored. The
+    element-wise (or data movement that reads its inputs) is merged into the
+    kernel that first reads its results, which then computes both in one
+    pass over memory and also yields the results that later ops read; the
+    intermediates that only it read are never stored. The
     merged kernel runs where the consumer ran and keeps its attributes, and
     its body holds both kernels' ops (so the emitted kernel lists both
     kernels' ONNX nodes). A merge is made only when:
@@ -64,9 +74,12 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
       consumer read the producer's results (data movement reads kernel
       inputs);
     - no in-place update (`memfit.assign`) runs between the two;
+    - every other reader of the producer's results comes after the
+      consumer;
     - the bytes the merge keeps live longer (the arena inputs the producer
       read last, now read at the consumer) are at most the bytes it frees
-      (the producer's results), so no step holds more than before.
+      (the producer's results that only the consumer read), so no step
+      holds more than before.
 
     With `budget`, a fused step whose plan exceeds a budget that the
     unfused step met is left unfused (the first-fit placement may differ).
