@@ -9,7 +9,8 @@
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
 #      with COMPRESS_BENCH set, the step keeping 30% of the activation
 #      memory, with and without activations saved compressed; with
-#      LORA_BENCH set, full fine-tuning, LoRA and QLoRA steps;
+#      LORA_BENCH set, full fine-tuning, LoRA and QLoRA steps; with
+#      FUSE_BENCH set, the fp32 and bf16 steps without and with --fuse;
 #   5. the whole lit suite (LIT_TIMEOUT=0 skips it) with every memfit-run
 #      call on the GPU (the tests pin --device=host; a wrapper turns that
 #      into --device=cuda).
@@ -102,6 +103,16 @@ if [ -n "${LORA_BENCH:-}" ]; then
   bench qlora16-4x512 --input-shape=input_ids=4x512 --steps=12 --lora-rank=16 \
     --lora-alpha=32 --lora-targets=all-linear --quantize-weights=nf4 \
     --double-quant --precision=bf16
+fi
+
+# Fusion (memfit-fuse) of GPT-2 small's fp32 and bf16 steps on the GPU,
+# beside the unfused ones.
+if [ -n "${FUSE_BENCH:-}" ]; then
+  [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  bench unfused-4x512 --input-shape=input_ids=4x512 --steps=12
+  bench fused-4x512 --input-shape=input_ids=4x512 --steps=12 --fuse
+  bench unfused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
+  bench fused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16 --fuse
 fi
 
 # The suite, every memfit-run on the GPU.
