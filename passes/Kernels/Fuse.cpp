@@ -127,6 +127,39 @@ Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
       x);
 }
 
+/// What the rewrites know of a function's schedule (its op order): each
+/// op's position, where in-place updates are, and the last reader of each
+/// buffer (through its views).
+struct Schedule {
+  explicit Schedule(Block &block) {
+    int64_t next = 0;
+    for (Operation &op : block) {
+      if (!isPure(&op) && !isa<KernelOp>(op))
+        writes.push_back(next);
+      position[&op] = next++;
+    }
+    for (Operation &op : block)
+      noteUses(op);
+  }
+
+  /// Records `op`'s reads at its position.
+  void noteUses(Operation &op) {
+    for (Value operand : op.getOperands())
+      lastUse[rootOf(operand)] =
+          std::max(lastUse.lookup(rootOf(operand)), position.lookup(&op));
+  }
+
+  /// Whether an in-place update runs strictly between positions `from` and
+  /// `to`.
+  bool writeBetween(int64_t from, int64_t to) const {
+    return llvm::any_of(writes, [&](int64_t w) { return w > from && w < to; });
+  }
+
+  DenseMap<Operation *, int64_t> position;
+  SmallVector<int64_t> writes;
+  DenseMap<Value, int64_t> lastUse;
+};
+
 struct MemfitFusePass
     : public mlir::memfit::impl::MemfitFusePassBase<MemfitFusePass> {
   using Base::Base;
@@ -185,20 +218,7 @@ struct MemfitFusePass
   /// reads the operand in place, no transposed copy is made.
   void foldTransposes(func::FuncOp func) {
     Block &block = func.getBody().front();
-    DenseMap<Operation *, int64_t> position;
-    SmallVector<int64_t> writes; // positions of in-place updates
-    int64_t next = 0;
-    for (Operation &op : block) {
-      if (!isPure(&op) && !isa<KernelOp>(op))
-        writes.push_back(next);
-      position[&op] = next++;
-    }
-    DenseMap<Value, int64_t> lastUse;
-    for (Operation &op : block)
-      for (Value operand : op.getOperands())
-        lastUse[rootOf(operand)] =
-            std::max(lastUse.lookup(rootOf(operand)), position[&op]);
-
+    Schedule schedule(block);
     for (KernelOp kernel : llvm::to_vector(block.getOps<KernelOp>())) {
       Value source = transposedMatrix(kernel);
       if (!source)
@@ -209,14 +229,13 @@ struct MemfitFusePass
         continue;
       // A contraction after an in-place update would read the source
       // updated: those keep the copy.
-      int64_t at = position[kernel];
+      int64_t at = schedule.position.lookup(kernel);
       SmallVector<OpOperand *> uses, foldable;
       for (OpOperand &use : transposed.getUses()) {
         uses.push_back(&use);
-        int64_t reader = position[use.getOwner()];
-        if (canTakeTransposed(use) && llvm::none_of(writes, [&](int64_t w) {
-              return w > at && w < reader;
-            }))
+        if (canTakeTransposed(use) &&
+            !schedule.writeBetween(at,
+                                   schedule.position.lookup(use.getOwner())))
           foldable.push_back(&use);
       }
       if (foldable.empty())
@@ -226,9 +245,10 @@ struct MemfitFusePass
       // (as many bytes) goes away.
       int64_t lastReader = 0;
       for (OpOperand *use : foldable)
-        lastReader = std::max(lastReader, position[use->getOwner()]);
+        lastReader =
+            std::max(lastReader, schedule.position.lookup(use->getOwner()));
       if (!outsideArena(source) && foldable.size() != uses.size() &&
-          lastUse.lookup(rootOf(source)) < lastReader)
+          schedule.lastUse.lookup(rootOf(source)) < lastReader)
         continue;
       for (OpOperand *use : foldable)
         takeTransposed(*use, source);
@@ -346,25 +366,9 @@ struct MemfitFusePass
   /// Merges producers into their consumers until none can be.
   void fuseFunction(func::FuncOp func) {
     Block &block = func.getBody().front();
-    // Positions in the schedule; a merged kernel takes its consumer's.
-    DenseMap<Operation *, int64_t> position;
-    SmallVector<int64_t> writes; // positions of in-place updates
-    int64_t next = 0;
-    for (Operation &op : block) {
-      position[&op] = next;
-      if (!isPure(&op) && !isa<KernelOp>(op))
-        writes.push_back(next);
-      ++next;
-    }
-    // The last reader of each arena buffer, through its views.
-    DenseMap<Value, int64_t> lastUse;
-    auto noteUses = [&](Operation &op) {
-      for (Value operand : op.getOperands())
-        lastUse[rootOf(operand)] =
-            std::max(lastUse.lookup(rootOf(operand)), position[&op]);
-    };
-    for (Operation &op : block)
-      noteUses(op);
+    // A merged kernel takes its consumer's position.
+    Schedule schedule(block);
+    auto &position = schedule.position;
 
     bool changed = true;
     while (changed) {
@@ -377,7 +381,7 @@ struct MemfitFusePass
           continue;
         KernelOp consumer = firstConsumer(producer, position);
         if (!consumer || erased.contains(consumer) ||
-            !canFuse(producer, consumer, position, writes, lastUse))
+            !canFuse(producer, consumer, schedule))
           continue;
         int64_t at = position[consumer];
         position.erase(consumer);
@@ -386,7 +390,7 @@ struct MemfitFusePass
         erased.insert(consumer);
         KernelOp merged = fuseInto(producer, consumer);
         position[merged] = at;
-        noteUses(*merged);
+        schedule.noteUses(*merged);
         changed = true;
       }
     }
@@ -418,9 +422,7 @@ struct MemfitFusePass
                         [&](Operation *user) { return user != consumer; });
   }
 
-  bool canFuse(KernelOp producer, KernelOp consumer,
-               DenseMap<Operation *, int64_t> &position,
-               ArrayRef<int64_t> writes, DenseMap<Value, int64_t> &lastUse) {
+  bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule) {
     if (!isPointwise(producer) || !isPointwise(consumer))
       return false;
     auto count = [](KernelOp k) {
@@ -453,8 +455,8 @@ struct MemfitFusePass
           return false;
     // The merged kernel runs where the consumer does: no in-place update
     // of what the producer reads may come between.
-    int64_t from = position[producer], to = position[consumer];
-    if (llvm::any_of(writes, [&](int64_t w) { return w > from && w < to; }))
+    int64_t from = schedule.position.lookup(producer);
+    if (schedule.writeBetween(from, schedule.position.lookup(consumer)))
       return false;
     // Nor may it keep more bytes live: the producer's inputs that it read
     // last now live until the consumer, in place of its results that only
@@ -465,7 +467,7 @@ struct MemfitFusePass
     for (Value input : producer.getInputs()) {
       Value root = rootOf(input);
       if (!seen.insert(root).second || outsideArena(root) ||
-          lastUse.lookup(root) > from)
+          schedule.lastUse.lookup(root) > from)
         continue;
       extended += bytesOf(root);
     }
