@@ -1,8 +1,10 @@
-//===- Fuse.cpp - memfit-fuse: element-wise chains into one kernel --------===//
+//===- Fuse.cpp - memfit-fuse: transposes into contractions, chains fused -===//
 //
-// Merges a pointwise kernel into the one kernel that reads its results,
-// so that the chain runs as one pass over memory and its intermediates are
-// never stored. See the pass description in Passes.td and docs/passes.md.
+// Folds matrix transposes into the contractions that read them (transpose
+// flags), then merges each pointwise kernel into the kernel that first
+// reads its results, so that a chain runs as one pass over memory and its
+// intermediates are never stored. See the pass description in Passes.td
+// and docs/passes.md.
 //
 //===----------------------------------------------------------------------===//
 
