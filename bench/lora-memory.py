@@ -44,6 +44,26 @@ CONFIGS = [
 ]
 
 
+# The table's columns: groups of the memory report's rows.
+COLUMNS = [
+    ("parameters", ("parameters",)),
+    ("frozen weights", ("frozen parameters", "weight codes", "weight scales")),
+    ("gradients", ("gradients", "gradient accumulators")),
+    ("optimizer states", ("optimizer states",)),
+    ("activations", ("saved activations", "recomputed activations",
+                     "working copies", "temporaries")),
+    ("one allocation", ("one allocation",)),
+]
+
+
+def column_bytes(rows):
+    """The bytes of each of COLUMNS from the report's rows ({name: bytes}
+    or {name: (bytes, B/param)})."""
+    def value(v):
+        return v[0] if isinstance(v, tuple) else v
+    return [sum(value(rows.get(k, 0)) for k in keys) for _, keys in COLUMNS]
+
+
 def mib(b):
     return f"{b / 2**20:,.1f}"
 
@@ -70,18 +90,10 @@ def main():
             for label, precision, flags in CONFIGS:
                 r = pm.report(path, shape, precision, remat, extra=flags,
                               subrows=True)
-                rows = r["rows"]
-                get = lambda *keys: sum(rows.get(k, (0, 0))[0] for k in keys)
-                frozen = get("frozen parameters", "weight codes",
-                             "weight scales")
                 everything[f"{name}/{remat}/{label}"] = r
                 lines.append(
-                    f"| {label} | {remat} | {r['params']:,} | "
-                    f"{mib(get('parameters'))} | {mib(frozen)} | "
-                    f"{mib(get('gradients', 'gradient accumulators'))} | "
-                    f"{mib(get('optimizer states'))} | "
-                    f"{mib(get('saved activations', 'recomputed activations', 'working copies', 'temporaries'))} | "
-                    f"{mib(get('one allocation'))} |")
+                    f"| {label} | {remat} | {r['params']:,} | " +
+                    " | ".join(mib(b) for b in column_bytes(r["rows"])) + " |")
                 print(lines[-1], flush=True)
         print("\n".join(lines), flush=True)
     with open(args.json, "w") as f:

@@ -18,6 +18,7 @@ budget cannot hold prints why. The directory is deleted at the end.
 """
 
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -27,10 +28,21 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-RUN = os.path.join(ROOT, "build", "bin", "memfit-run")
-SUBROW = re.compile(r"^ {2,}(\S.*?)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$")
-LORA = ["--lora-rank=16", "--lora-alpha=32", "--lora-targets=all-linear"]
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(name, file):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, file))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# The memory report's rows and the table's columns, as lora-memory.py's.
+lm = load("lora_memory", "lora-memory.py")
+pm = lm.pm
+ROOT, RUN = pm.ROOT, pm.RUN
+LORA = lm.lora(16)
 CONFIGS = [
     ("full fine-tuning", ["--precision=fp32"]),
     ("LoRA r=16", LORA + ["--precision=fp32"]),
@@ -54,7 +66,7 @@ def plan(model, shape, flags):
         return {"error": why.split("error: ", 1)[-1], "seconds": seconds}
     rows = {}
     for line in done.stdout.splitlines():
-        m = SUBROW.match(line)
+        m = pm.SUBROW.match(line)
         if m:
             rows.setdefault(m.group(1), int(m.group(2).replace(",", "")))
     params = re.search(r"([\d,]+) trainable parameters", done.stdout)
@@ -101,17 +113,10 @@ def main():
                                  f"{r['seconds']:.1f} s |")
                     print(lines[-1], flush=True)
                     continue
-                rows = r["rows"]
-                get = lambda *keys: sum(rows.get(k, 0) for k in keys)
                 lines.append(
-                    f"| {label} | {remat} | {r['params']:,} | "
-                    f"{gib(get('parameters'))} | "
-                    f"{gib(get('frozen parameters', 'weight codes', 'weight scales'))} | "
-                    f"{gib(get('gradients', 'gradient accumulators'))} | "
-                    f"{gib(get('optimizer states'))} | "
-                    f"{gib(get('saved activations', 'recomputed activations', 'working copies', 'temporaries'))} | "
-                    f"{gib(get('one allocation'))} | {r['extra']:.2f}% | "
-                    f"{r['seconds']:.1f} s |")
+                    f"| {label} | {remat} | {r['params']:,} | " +
+                    " | ".join(gib(b) for b in lm.column_bytes(r["rows"])) +
+                    f" | {r['extra']:.2f}% | {r['seconds']:.1f} s |")
                 print(lines[-1], flush=True)
         print("\n".join(lines), flush=True)
     finally:
