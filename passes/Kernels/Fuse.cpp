@@ -183,18 +183,24 @@ struct MemfitFusePass
       // Fusion lowers the bytes live at every step (fuseInto's rule), but
       // the arena's first-fit placement may still come out larger: keep the
       // unfused step if the fused one breaks the budget that it met.
-      FailureOr<ModulePlan> fused =
-          planModule(module, definedFunctions(module));
-      FailureOr<ModulePlan> plain =
-          planModule(*unfused, definedFunctions(*unfused));
-      if (failed(fused) || failed(plain))
+      // The unfused step is planned only when the fused one is over.
+      auto peak = [](ModuleOp m) -> FailureOr<int64_t> {
+        FailureOr<ModulePlan> plan = planModule(m, definedFunctions(m));
+        if (failed(plan))
+          return failure();
+        return plan->weightsBytes + plan->arenaBytes;
+      };
+      FailureOr<int64_t> fusedPeak = peak(module);
+      if (failed(fusedPeak))
         return signalPassFailure();
-      int64_t fusedPeak = fused->weightsBytes + fused->arenaBytes;
-      int64_t plainPeak = plain->weightsBytes + plain->arenaBytes;
-      if (fusedPeak > budgetBytes && plainPeak <= budgetBytes) {
+      FailureOr<int64_t> plainPeak =
+          *fusedPeak > budgetBytes ? peak(*unfused) : FailureOr<int64_t>(0);
+      if (failed(plainPeak))
+        return signalPassFailure();
+      if (*fusedPeak > budgetBytes && *plainPeak <= budgetBytes) {
         mlir::emitRemark(module.getLoc())
             << "memfit-fuse: the fused step's plan ("
-            << ::memfit::formatBytes(fusedPeak) << ") exceeds the budget "
+            << ::memfit::formatBytes(*fusedPeak) << ") exceeds the budget "
             << ::memfit::formatBytes(budgetBytes)
             << " that the unfused one meets; kept unfused";
         module.getBodyRegion().takeBody(unfused->getBodyRegion());
