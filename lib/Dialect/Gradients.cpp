@@ -91,19 +91,6 @@ ArrayRef<int64_t> shapeOf(Value v) { return typeOf(v).getShape(); }
 Type eltOf(Value v) { return typeOf(v).getElementType(); }
 bool isFloat(Value v) { return isa<FloatType>(eltOf(v)); }
 
-/// The splat value of a constant operand, if it is one.
-std::optional<double> splatValue(Value v) {
-  DenseElementsAttr attr;
-  if (!matchPattern(v, m_Constant(&attr)) || !attr.isSplat())
-    return std::nullopt;
-  Attribute element = attr.getSplatValue<Attribute>();
-  if (auto f = dyn_cast<FloatAttr>(element))
-    return f.getValueAsDouble();
-  if (auto i = dyn_cast<IntegerAttr>(element))
-    return static_cast<double>(i.getValue().getSExtValue());
-  return std::nullopt;
-}
-
 /// Normalized reduction axes; empty `axes` means all of them.
 SmallVector<int64_t> reductionAxes(ArrayRef<int64_t> axes, int64_t rank) {
   SmallVector<int64_t> result;

@@ -132,6 +132,18 @@ ArrayRef<char> mlir::memfit::storedBytes(ElementsAttr elements) {
   return {};
 }
 
+std::optional<double> mlir::memfit::splatValue(Value value) {
+  DenseElementsAttr attr;
+  if (!matchPattern(value, m_Constant(&attr)) || !attr.isSplat())
+    return std::nullopt;
+  Attribute element = attr.getSplatValue<Attribute>();
+  if (auto f = dyn_cast<FloatAttr>(element))
+    return f.getValueAsDouble();
+  if (auto i = dyn_cast<IntegerAttr>(element))
+    return static_cast<double>(i.getValue().getSExtValue());
+  return std::nullopt;
+}
+
 LogicalResult QuantizeOp::verify() {
   return verifyQuantized([&] { return emitOpError(); }, getScheme(),
                          getBlockSize(),

@@ -414,10 +414,18 @@ static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
   pm.addPass(createMemfitFusePass(fuse));
 }
 
+/// memfit-raise when fusion is on: the named ops save less for the
+/// backward and emit as one kernel each.
+static void addRaisePass(OpPassManager &pm, const FusionOptions &fusion) {
+  if (fusion.fuse)
+    pm.addPass(createMemfitRaisePass());
+}
+
 void mlir::memfit::buildForwardPipeline(OpPassManager &pm,
                                         const ForwardPipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  addRaisePass(pm, options.fusion);
   if (options.weights.quantizeWeights != WeightStorage::None) {
     MemfitQuantizePassOptions quantize;
     setWeights(quantize, options.weights);
@@ -431,6 +439,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
                                       const TrainPipelineOptions &options) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  addRaisePass(pm, options.fusion);
   pm.addPass(createMemfitTieParametersPass());
 
   if (options.loraRank > 0) {

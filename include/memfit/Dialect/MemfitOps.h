@@ -51,6 +51,10 @@ ElementsAttr elementsFromBytes(RankedTensorType type, ArrayRef<char> bytes,
 /// attribute's raw data; empty for splats and for a resource without its
 /// blob.
 ArrayRef<char> storedBytes(ElementsAttr elements);
+
+/// The value of every element of `value` when it is a splat constant (an
+/// integer as a double), else nothing.
+std::optional<double> splatValue(Value value);
 } // namespace mlir::memfit
 
 #endif // MEMFIT_DIALECT_MEMFITOPS_H

@@ -47,6 +47,47 @@ def MemfitFormKernelsPass : Pass<"memfit-form-kernels", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
+def MemfitRaisePass : Pass<"memfit-raise", "::mlir::ModuleOp"> {
+  let summary = "Raises spelled-out GELU, RMSNorm, LayerNorm and softmax to "
+                "the named ops";
+  let description = [{
+    Exporters write these as chains of element-wise ops and reductions
+    (torch.onnx below opset 17 or 20, Hugging Face modules that spell them
+    out: GPT-2's `gelu_new`, Llama's `LlamaRMSNorm`). As a chain, the
+    backward saves several full-size intermediates and each op is a kernel;
+    the named op saves its input and is one kernel with a gradient rule of
+    its own. Products and sums match in any association and operand order,
+    with their constants folded (a relative tolerance of 1e-4 on each):
+
+    - GELU, erf: `0.5 * x * (1 + erf(x / sqrt(2)))` (or `x * 0.70710678`);
+    - GELU, tanh: `0.5 * x * (1 + tanh(sqrt(2/pi) * (x + 0.044715 x^3)))`,
+      with `x^3` as `pow(x, 3)` or `x * x * x`, or the inner sum as
+      `x * (1 + 0.044715 x^2)`;
+    - RMSNorm: `x / sqrt(mean(x^2) + eps)`, or `x * reciprocal(sqrt(...))`
+      or `x * (1 / sqrt(...))`, `x^2` as `pow(x, 2)` or `x * x`, the mean
+      over trailing dimensions with keepdims, then `* scale` when the scale
+      broadcasts to the normalized shape (ones otherwise);
+    - LayerNorm: `(x - m) / sqrt(mean((x - m)^2) + eps)` with `m = mean(x)`
+      (the same divisions), then `* scale` and `+ bias` when present;
+    - softmax: `exp(x - max(x)) / sum(exp(x - max(x)))` along one axis, or
+      without the max (the raised op subtracts it, as torch does).
+
+    Intermediates that other ops also read stay; the rest are erased. Run it
+    before autodiff and mixed precision (in both pipelines, with fusion on).
+
+    ```
+    memfit-opt model.onnx --input-shape=batch=2,seq=16 \
+        --pass-pipeline='builtin.module(func.func(memfit-raise))' \
+        --mlir-pass-statistics
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write how many of each op were raised ('-': standard output)">,
+  ];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+}
+
 def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
   let summary = "Merges chains of element-wise kernels into one kernel";
   let description = [{
