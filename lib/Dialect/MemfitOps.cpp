@@ -962,6 +962,27 @@ LogicalResult KernelOp::verify() {
                          << " values of types (" << yield.getValues().getTypes()
                          << ") but has results of types (" << getResultTypes()
                          << ")";
+  if (Attribute attr = (*this)->getAttr(kSegmentsAttr)) {
+    auto sizes = dyn_cast<DenseI64ArrayAttr>(attr);
+    if (!sizes)
+      return emitOpError() << kSegmentsAttr << " must be an array of i64";
+    int64_t first = 0;
+    for (int64_t size : sizes.asArrayRef()) {
+      if (size <= 0 || first + size > getNumResults())
+        return emitOpError()
+               << kSegmentsAttr << " " << sizes << " does not split its "
+               << getNumResults() << " results";
+      for (int64_t i = first + 1; i < first + size; ++i)
+        if (shapeOf(getResult(i)) != shapeOf(getResult(first)))
+          return emitOpError() << "results " << first << " and " << i
+                               << " of one segment differ in shape";
+      first += size;
+    }
+    if (first != static_cast<int64_t>(getNumResults()))
+      return emitOpError() << kSegmentsAttr << " " << sizes
+                           << " does not split its " << getNumResults()
+                           << " results";
+  }
   for (Operation &op : getBodyOps()) {
     auto opClass = dyn_cast<OpClassInterface>(&op);
     if (!opClass || opClass.getOpClass() == OpClass::Contraction ||

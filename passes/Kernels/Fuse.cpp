@@ -177,8 +177,11 @@ struct MemfitFusePass
       before += kernelCount(func);
       foldTransposes(func);
       fuseFunction(func);
-      after += kernelCount(func);
     }
+    if (multiTensor && failed(fuseSegments(module)))
+      return signalPassFailure();
+    for (func::FuncOp func : definedFunctions(module))
+      after += kernelCount(func);
     if (budgetBytes > 0) {
       // Fusion lowers the bytes live at every step (fuseInto's rule), but
       // the arena's first-fit placement may still come out larger: keep the
@@ -365,6 +368,191 @@ struct MemfitFusePass
     kernel->erase();
     producer->erase();
     return true;
+  }
+
+  /// Multi-tensor kernels: consecutive independent pointwise kernels that
+  /// update parameters in place (the optimizer's update of each) become
+  /// one launch of several segments. The merged kernel runs where the last
+  /// of them ran, so the inputs of the others live until then; all of them
+  /// were live at the first one's step already, and the results go to the
+  /// weights, so the plan cannot grow; it is checked all the same.
+  LogicalResult fuseSegments(ModuleOp module) {
+    OwningOpRef<ModuleOp> unmerged = module.clone();
+    bool merged = false;
+    for (func::FuncOp func : definedFunctions(module))
+      for (SmallVector<KernelOp> &group : segmentGroups(func)) {
+        mergeSegments(group);
+        merged = true;
+      }
+    if (!merged)
+      return success();
+    auto total = [](ModuleOp m) -> FailureOr<int64_t> {
+      FailureOr<ModulePlan> plan = planModule(m, definedFunctions(m));
+      if (failed(plan))
+        return failure();
+      return plan->weightsBytes + plan->arenaBytes;
+    };
+    FailureOr<int64_t> with = total(module), without = total(*unmerged);
+    if (failed(with) || failed(without))
+      return failure();
+    if (*with > *without)
+      module.getBodyRegion().takeBody(unmerged->getBodyRegion());
+    return success();
+  }
+
+  /// The parameters whose loads a kernel reads, and those its results are
+  /// assigned to.
+  static void parametersOf(KernelOp kernel, DenseSet<StringAttr> &reads,
+                           DenseSet<StringAttr> &writes) {
+    for (Value input : kernel.getInputs())
+      if (auto load = rootOf(input).getDefiningOp<LoadParameterOp>())
+        reads.insert(load.getNameAttr().getAttr());
+    for (Operation *user : kernel->getUsers())
+      if (auto assign = dyn_cast<AssignOp>(user))
+        writes.insert(assign.getNameAttr().getAttr());
+  }
+
+  /// Whether every result of `kernel` is stored by memfit.assign: it
+  /// writes parameters or states in place, not the arena.
+  static bool updatesInPlace(KernelOp kernel) {
+    return llvm::all_of(kernel->getResults(), [](Value result) {
+      return result.hasOneUse() && isa<AssignOp>(*result.getUsers().begin());
+    });
+  }
+
+  /// Runs of pointwise kernels that update parameters or states in place
+  /// (updatesInPlace) with only parameter loads, constants and in-place
+  /// updates between them, none reading another's results or a
+  /// parameter that another updates (in one launch, the read would race
+  /// with the write), with the same memfit attributes.
+  SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func) {
+    // CUDA passes at most 4 KB of kernel parameters; pointers are 8 bytes.
+    constexpr int64_t kMaxPointers = 400;
+    SmallVector<SmallVector<KernelOp>> groups;
+    SmallVector<KernelOp> group;
+    llvm::SmallPtrSet<Operation *, 16> members;
+    DenseSet<StringAttr> reads, writes;
+    llvm::SmallPtrSet<Value, 32> inputs;
+    int64_t pointers = 0, ops = 0;
+    auto close = [&] {
+      if (group.size() > 1)
+        groups.push_back(group);
+      group.clear();
+      members.clear();
+      reads.clear();
+      writes.clear();
+      inputs.clear();
+      pointers = ops = 0;
+    };
+    auto memfitAttrs = [](Operation *op) {
+      SmallVector<NamedAttribute> attrs;
+      for (NamedAttribute attr : op->getAttrs())
+        if (attr.getName().getValue().starts_with("memfit."))
+          attrs.push_back(attr);
+      return attrs;
+    };
+    for (Operation &op : func.getBody().front()) {
+      if (isa<LoadParameterOp, ConstantOp, AssignOp>(op))
+        continue;
+      auto kernel = dyn_cast<KernelOp>(op);
+      if (!kernel || !isPointwise(kernel) || !updatesInPlace(kernel)) {
+        close();
+        continue;
+      }
+      DenseSet<StringAttr> kernelReads, kernelWrites;
+      parametersOf(kernel, kernelReads, kernelWrites);
+      int64_t kernelOps = llvm::count_if(kernel.getBodyOps(), [](Operation &o) {
+        return !isa<ConstantOp>(o);
+      });
+      int64_t newInputs = llvm::count_if(
+          kernel.getInputs(), [&](Value v) { return !inputs.contains(v); });
+      bool independent =
+          llvm::none_of(
+              kernel.getInputs(),
+              [&](Value v) { return members.contains(v.getDefiningOp()); }) &&
+          llvm::none_of(kernelReads,
+                        [&](StringAttr p) { return writes.contains(p); }) &&
+          llvm::none_of(kernelWrites, [&](StringAttr p) {
+            return reads.contains(p) || writes.contains(p);
+          });
+      bool fits =
+          pointers + newInputs + kernel->getNumResults() <= kMaxPointers &&
+          (maxOps <= 0 || ops + kernelOps <= maxOps);
+      if (!group.empty() && (!independent || !fits ||
+                             memfitAttrs(kernel) != memfitAttrs(group.front())))
+        close();
+      group.push_back(kernel);
+      members.insert(kernel);
+      reads.insert(kernelReads.begin(), kernelReads.end());
+      writes.insert(kernelWrites.begin(), kernelWrites.end());
+      for (Value v : kernel.getInputs())
+        if (inputs.insert(v).second)
+          ++pointers;
+      pointers += kernel->getNumResults();
+      ops += kernelOps;
+    }
+    close();
+    return groups;
+  }
+
+  /// One kernel at the last of `group`'s place that runs each as a
+  /// segment; the updates of their results move after it.
+  static void mergeSegments(ArrayRef<KernelOp> group) {
+    SmallVector<Value> inputs;
+    DenseMap<Value, unsigned> inputIndex;
+    SmallVector<Type> types;
+    SmallVector<int64_t> sizes;
+    for (KernelOp kernel : group) {
+      for (Value v : kernel.getInputs())
+        if (inputIndex.try_emplace(v, inputs.size()).second)
+          inputs.push_back(v);
+      llvm::append_range(types, kernel->getResultTypes());
+      sizes.push_back(kernel->getNumResults());
+    }
+    KernelOp last = group.back();
+    OpBuilder builder(last);
+    auto merged = KernelOp::create(builder, last.getLoc(), types, inputs);
+    copyMemfitAttrs(group.front(), merged);
+    merged->setAttr(kSegmentsAttr, builder.getDenseI64ArrayAttr(sizes));
+    Block *body = builder.createBlock(&merged.getBody());
+    for (Value v : inputs)
+      body->addArgument(v.getType(), v.getLoc());
+    builder.setInsertionPointToStart(body);
+    SmallVector<Value> yielded;
+    for (KernelOp kernel : group) {
+      IRMapping map;
+      for (auto [i, v] : llvm::enumerate(kernel.getInputs()))
+        map.map(kernel.getBodyBlock().getArgument(i),
+                body->getArgument(inputIndex[v]));
+      for (Operation &op : kernel.getBodyOps())
+        builder.clone(op, map);
+      for (Value v :
+           cast<YieldOp>(kernel.getBodyBlock().getTerminator()).getValues())
+        yielded.push_back(map.lookup(v));
+    }
+    YieldOp::create(builder, last.getLoc(), yielded);
+
+    unsigned next = 0;
+    for (KernelOp kernel : group)
+      for (OpResult result : kernel->getResults())
+        result.replaceAllUsesWith(merged->getResult(next++));
+    // The updates of the earlier kernels' results (and anything else that
+    // reads them) now follow the merged kernel, in their order.
+    SmallVector<Operation *> early;
+    for (Operation *user : merged->getUsers())
+      if (user->isBeforeInBlock(merged))
+        early.push_back(user);
+    llvm::sort(early, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    early.erase(std::unique(early.begin(), early.end()), early.end());
+    Operation *after = merged;
+    for (Operation *op : early) {
+      op->moveAfter(after);
+      after = op;
+    }
+    for (KernelOp kernel : group)
+      kernel->erase();
   }
 
   static int64_t kernelCount(func::FuncOp func) {

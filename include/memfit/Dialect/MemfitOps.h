@@ -36,6 +36,12 @@ namespace mlir::memfit {
 /// kernels read their operands as buffers.
 bool kernelTakesLiterals(Operation *op);
 
+/// On a memfit.kernel that runs several independent pointwise kernels as
+/// one launch (memfit-fuse's multi-tensor kernels): how many results each
+/// segment yields, in order. A segment's results share one shape, its
+/// domain; its ops are those its results depend on.
+constexpr char kSegmentsAttr[] = "memfit.segments";
+
 /// Tensors of more elements than this are stored as dense resource blobs,
 /// so that the IR never prints weights as literals.
 constexpr int64_t kMaxInlineElements = 64;

@@ -122,6 +122,17 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
       (the producer's results that only the consumer read), so no step
       holds more than before.
 
+    Last, multi-tensor kernels (`multi-tensor`): a run of pointwise kernels
+    whose results are all stored in place by `memfit.assign` (the
+    optimizer's update of each parameter), with only parameter loads,
+    constants and in-place updates between them, none reading another's
+    results or a parameter that another updates, becomes one kernel of
+    several segments (`memfit.segments`, each segment's result count): one
+    launch, one thread per element of all of them, at the last kernel's
+    place, at most 400 buffers (CUDA's 4 KB of kernel parameters). The
+    plan cannot grow (the inputs were all live at the first update, the
+    results go to the weights); that is checked.
+
     With `budget`, a fused step whose plan exceeds a budget that the
     unfused step met is left unfused (the first-fit placement may differ).
     Dropout is not fused (its mask depends on its kernel). Row, reduction
@@ -141,6 +152,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "is not kept (0: none)">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write the kernel count before and after ('-': standard output)">,
+    Option<"multiTensor", "multi-tensor", "bool", /*default=*/"true",
+           "Run consecutive independent pointwise kernels (the optimizer's "
+           "updates) as one multi-tensor kernel">,
   ];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }

@@ -551,11 +551,6 @@ LogicalResult KernelWriter::emitPointwise() {
   auto results = kernel.getResults();
   if (results.empty())
     return error(kernel) << "a kernel without results", failure();
-  domainShape = shapeOf(results[0]);
-  for (Value result : results)
-    if (shapeOf(result) != domainShape)
-      return error(kernel) << "results of different shapes need a split",
-             failure();
   for (Operation &op : kernel.getBodyOps()) {
     if (isBufferView(&op))
       return error(&op) << "views are not supported inside kernels", failure();
@@ -564,6 +559,13 @@ LogicalResult KernelWriter::emitPointwise() {
         return error(&op) << "unsupported element type " << eltOf(result),
                failure();
   }
+  if (auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>(kSegmentsAttr))
+    return emitSegments(sizes.asArrayRef());
+  domainShape = shapeOf(results[0]);
+  for (Value result : results)
+    if (shapeOf(result) != domainShape)
+      return error(kernel) << "results of different shapes need a split",
+             failure();
 
   int64_t n = product(domainShape);
   os << "  const long long idx = (long long)blockIdx.x * blockDim.x + "
@@ -581,6 +583,49 @@ LogicalResult KernelWriter::emitPointwise() {
     os << "  out" << i << "[idx] = " << narrow(eltOf(value), *s) << ";\n";
   }
   setPointwiseLaunch(n);
+  return success();
+}
+
+LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  os << "  const long long gidx = (long long)blockIdx.x * blockDim.x + "
+        "threadIdx.x;\n";
+  int64_t offset = 0;
+  unsigned first = 0;
+  for (int64_t size : sizes) {
+    ValueRange values = yield.getValues().slice(first, size);
+    domainShape = shapeOf(values[0]);
+    int64_t n = product(domainShape);
+    // The ops this segment's results depend on.
+    llvm::SmallPtrSet<Operation *, 32> needed;
+    SmallVector<Value> work(values.begin(), values.end());
+    while (!work.empty()) {
+      Operation *def = work.pop_back_val().getDefiningOp();
+      if (def && needed.insert(def).second)
+        llvm::append_range(work, def->getOperands());
+    }
+    // Each segment is a scope of its own: its index, coordinates and
+    // variables.
+    names.clear();
+    os << "  " << (first ? "else " : "") << "if (gidx < " << offset + n
+       << "LL) {\n";
+    os << "  const long long idx = gidx - " << offset << "LL;\n";
+    emitCoords(os, domainShape, "idx", "c");
+    for (Operation &op : kernel.getBodyOps())
+      if (needed.contains(&op) && failed(emitScalarOp(&op)))
+        return failure();
+    for (auto [i, value] : llvm::enumerate(values)) {
+      FailureOr<std::string> v = scalar(value);
+      if (failed(v))
+        return failure();
+      os << "  out" << first + i << "[idx] = " << narrow(eltOf(value), *v)
+         << ";\n";
+    }
+    os << "  }\n";
+    offset += n;
+    first += size;
+  }
+  setPointwiseLaunch(offset);
   return success();
 }
 

@@ -133,6 +133,10 @@ private:
   FailureOr<Operation *> findAnchor();
   LogicalResult writeSignature(raw_ostream &out);
   LogicalResult emitPointwise();
+  /// A pointwise kernel of several segments (kSegmentsAttr): one thread
+  /// per element of all the segments' domains, each thread in the segment
+  /// its index falls in.
+  LogicalResult emitSegments(ArrayRef<int64_t> sizes);
   /// A pointwise kernel that ends in quantize ops (EmitStyle::Blockwise):
   /// one thread block per quantization block.
   LogicalResult emitBlockwise(MutableArrayRef<QuantizeOp> quantizes);
