@@ -10,6 +10,7 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/RowFrame.h"
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
 #include "memfit/Passes/PassOutput.h"
@@ -618,18 +619,13 @@ struct MemfitFusePass
                         [&](Operation *user) { return user != consumer; });
   }
 
-  bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule) {
+  /// Whether pointwise kernels merge as one pointwise kernel: the
+  /// producer's results exist at the consumer's index only, so they must
+  /// have its shape, and only its element-wise ops may read them (data
+  /// movement reads kernel inputs).
+  static bool fitsPointwise(KernelOp producer, KernelOp consumer) {
     if (!isPointwise(producer) || !isPointwise(consumer))
       return false;
-    auto count = [](KernelOp k) {
-      return static_cast<int64_t>(llvm::count_if(
-          k.getBodyOps(), [](Operation &op) { return !isa<ConstantOp>(op); }));
-    };
-    if (maxOps > 0 && count(producer) + count(consumer) > maxOps)
-      return false;
-    // The producer's results exist at the consumer's index only, so they
-    // must have its shape, and only its element-wise ops may read them
-    // (data movement reads kernel inputs).
     ArrayRef<int64_t> domain =
         cast<RankedTensorType>(consumer->getResult(0).getType()).getShape();
     for (Type type : producer->getResultTypes())
@@ -642,6 +638,52 @@ struct MemfitFusePass
         if (!isScalarOp(user))
           return false;
     }
+    return true;
+  }
+
+  /// Whether every op of `kernel` belongs in a row kernel of `frame`:
+  /// reductions of that frame, element-wise ops computing full or row
+  /// values, constants.
+  static bool fitsFrame(KernelOp kernel, const RowFrame &frame) {
+    return llvm::all_of(kernel.getBodyOps(), [&](Operation &op) {
+      if (isa<ConstantOp>(op))
+        return true;
+      if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+        std::optional<RowFrame> own = rowFrameOf(&op);
+        return own && *own == frame;
+      }
+      if (!isScalarOp(&op) || op.getNumResults() != 1)
+        return false;
+      ArrayRef<int64_t> shape =
+          cast<RankedTensorType>(op.getResult(0).getType()).getShape();
+      return shape == ArrayRef<int64_t>(frame.full) || frame.isRowShape(shape);
+    });
+  }
+
+  /// Whether the kernels merge as one row kernel (a reduction with its
+  /// element-wise prologue or epilogue, or reductions of one frame in
+  /// sequence). A row kernel runs a block per row: element-wise work joins
+  /// one only where there are enough rows to fill a GPU (or little work).
+  static bool fitsRow(KernelOp producer, KernelOp consumer) {
+    std::optional<RowFrame> frame = rowFrameOf(consumer);
+    if (!frame)
+      frame = rowFrameOf(producer);
+    if (!frame || !fitsFrame(producer, *frame) || !fitsFrame(consumer, *frame))
+      return false;
+    constexpr int64_t kMinRows = 64, kSmall = 1 << 16;
+    return frame->rows >= kMinRows || getNumElements(frame->full) <= kSmall;
+  }
+
+  bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule) {
+    auto count = [](KernelOp k) {
+      return static_cast<int64_t>(llvm::count_if(
+          k.getBodyOps(), [](Operation &op) { return !isa<ConstantOp>(op); }));
+    };
+    if (maxOps > 0 && count(producer) + count(consumer) > maxOps)
+      return false;
+    if (!fitsPointwise(producer, consumer) &&
+        !(rows && fitsRow(producer, consumer)))
+      return false;
     // A result that others read too becomes the merged kernel's: the
     // memory plan tells recomputed and compressed values by their kernel's
     // attributes, which are the consumer's.

@@ -135,8 +135,20 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
 
     With `budget`, a fused step whose plan exceeds a budget that the
     unfused step met is left unfused (the first-fit placement may differ).
-    Dropout is not fused (its mask depends on its kernel). Row, reduction
-    and loss kernels are not fused yet.
+    Row kernels (`rows`): a reduction (reduce_sum, reduce_mean, reduce_max
+    of floats) merges by the same rules with the element-wise kernels that
+    compute its input (prologue) or read its result (epilogue), and with
+    reductions of the same frame (one input shape, the same axes): the
+    merged kernel runs a block per row, computes each reduction's input in
+    the reduction's loop, its row values (one per row) once per block, and
+    its full results in a last loop. Element-wise work joins a row kernel
+    only where it has 64 rows or more, or 65,536 elements at most (a GPU
+    runs it on as many blocks as rows). Layer norm's backward, as autodiff
+    writes it, becomes one kernel per row plus the two column sums of the
+    scale's and bias's gradients.
+
+    Dropout is not fused (its mask depends on its kernel); the named
+    normalizations, softmax and losses keep their own kernels.
 
     ```
     memfit-opt model.onnx --input-shape=batch=2,seq=16 \
@@ -152,6 +164,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "is not kept (0: none)">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write the kernel count before and after ('-': standard output)">,
+    Option<"rows", "rows", "bool", /*default=*/"true",
+           "Fuse reductions with their element-wise prologues and "
+           "epilogues (row kernels)">,
     Option<"multiTensor", "multi-tensor", "bool", /*default=*/"true",
            "Run consecutive independent pointwise kernels (the optimizer's "
            "updates) as one multi-tensor kernel">,

@@ -320,6 +320,50 @@ void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,
   os << "  s = memfit_block_sum(s, scratch);\n";
 }
 
+KernelWriter::RowIndexing KernelWriter::writeRowBase(ArrayRef<int64_t> shape,
+                                                     ArrayRef<bool> reduced) {
+  size_t rank = shape.size();
+  Shape strides = stridesOf(shape);
+  Shape keptShape, keptStrides;
+  RowIndexing indexing;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? indexing.redShape : keptShape).push_back(shape[d]);
+    (reduced[d] ? indexing.redStrides : keptStrides).push_back(strides[d]);
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (reduced[d] && shape[d] != 1)
+      for (size_t e = d + 1; e < rank; ++e)
+        indexing.trailing &= reduced[e] || shape[e] == 1;
+  os << "  const long long row = blockIdx.x;\n";
+  std::string base;
+  if (indexing.trailing) {
+    base = llvm::formatv("row * {0}LL", product(indexing.redShape));
+  } else {
+    emitCoords(os, keptShape, "row", "k");
+    for (size_t i = 0; i < keptShape.size(); ++i)
+      base +=
+          llvm::formatv("{0}k{1} * {2}LL", i ? " + " : "", i, keptStrides[i])
+              .str();
+    if (base.empty())
+      base = "0";
+  }
+  os << "  const long long base = " << base << ";\n";
+  return indexing;
+}
+
+std::string KernelWriter::writeRowOffset(const RowIndexing &indexing,
+                                         StringRef indent) {
+  if (indexing.trailing)
+    return "j";
+  emitCoords(os, indexing.redShape, "j", "r", indent);
+  std::string offset;
+  for (size_t i = 0; i < indexing.redShape.size(); ++i)
+    offset += llvm::formatv("{0}r{1} * {2}LL", i ? " + " : "", i,
+                            indexing.redStrides[i])
+                  .str();
+  return offset.empty() ? "0" : offset;
+}
+
 void KernelWriter::collectNodeNamesInto(Location loc) {
   std::vector<std::string> found;
   collectNodeNames(loc, found);
@@ -409,7 +453,15 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
 }
 
 FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
-  FailureOr<Operation *> anchor = findAnchor();
+  // Reductions fused with element-wise ops; a reduction alone has its
+  // template.
+  std::optional<RowFrame> frame = rowFrameOf(kernel);
+  if (frame && llvm::count_if(kernel.getBodyOps(), [](Operation &op) {
+                 return !isa<ConstantOp>(op);
+               }) < 2)
+    frame.reset();
+  FailureOr<Operation *> anchor =
+      frame ? FailureOr<Operation *>(nullptr) : findAnchor();
   if (failed(anchor))
     return failure();
 
@@ -429,7 +481,8 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
   // findAnchor refuses any other op beside an anchor, quantize included.
   SmallVector<QuantizeOp> quantizes(kernel.getBody().getOps<QuantizeOp>());
   LogicalResult result =
-      *anchor ? cast<KernelEmitterOpInterface>(*anchor).emitTemplate(*this)
+      frame     ? emitRowProgram(*frame)
+      : *anchor ? cast<KernelEmitterOpInterface>(*anchor).emitTemplate(*this)
       : quantizes.empty() ? emitPointwise()
                           : emitBlockwise(quantizes);
   if (failed(result))
@@ -460,9 +513,10 @@ std::string KernelWriter::define(Value value, StringRef expr) {
 }
 
 FailureOr<std::string> KernelWriter::scalar(Value value) {
-  // Values computed in the kernel exist at the kernel's index only.
+  // Values computed in the kernel exist at the kernel's index only (a row
+  // kernel's row values, once per row).
   if (value.getDefiningOp() && !value.getDefiningOp<ConstantOp>() &&
-      shapeOf(value) != domainShape)
+      !rowValues.contains(value) && shapeOf(value) != domainShape)
     return error(value.getDefiningOp())
                << "an intermediate value of shape "
                << shapeToString(shapeOf(value))
@@ -626,6 +680,158 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
     first += size;
   }
   setPointwiseLaunch(offset);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// KernelWriter: row kernels
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelWriter::emitFull(Value value,
+                                     SmallVectorImpl<Value> &defined) {
+  Operation *def = value.getDefiningOp();
+  if (!def || isa<ConstantOp>(def) || names.count(value) ||
+      rowValues.contains(value))
+    return success();
+  for (Value operand : def->getOperands())
+    if (failed(emitFull(operand, defined)))
+      return failure();
+  if (failed(emitScalarOp(def)))
+    return failure();
+  defined.push_back(value);
+  return success();
+}
+
+LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
+  std::string acc;
+  for (Operation &op : kernel.getBodyOps()) {
+    for (Value result : op.getResults())
+      if (failed(cType(eltOf(result))))
+        return error(&op) << "unsupported element type " << eltOf(result),
+               failure();
+    if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+      continue;
+    FailureOr<std::string> a = accType(&op, eltOf(op.getOperand(0)));
+    if (failed(a))
+      return failure();
+    if (!acc.empty() && acc != *a)
+      return error(&op) << "the reductions of a row kernel accumulate in "
+                           "one type",
+             failure();
+    acc = *a;
+  }
+  Shape kept = frame.keptShape();
+  writeScratch(acc);
+  RowIndexing indexing = writeRowBase(frame.full, frame.reduced);
+  // Row values are computed by every thread of the block, at the row's
+  // coordinates in the kept shape.
+  emitCoords(os, kept, "row", "c");
+  // A loop over the row's elements: full values are computed in it (again
+  // in each loop that needs them), inputs loaded at each element.
+  auto loop = [&](function_ref<LogicalResult()> body) {
+    os << "  for (long long j = threadIdx.x; j < " << frame.length
+       << "LL; j += blockDim.x) {\n";
+    std::string offset = writeRowOffset(indexing, "    ");
+    os << "  const long long idx = base + " << offset << ";\n";
+    emitCoords(os, frame.full, "idx", "c");
+    DenseMap<Value, std::string> rowNames = names;
+    for (BlockArgument arg : kernel.getBodyBlock().getArguments())
+      names.erase(arg);
+    domainShape = frame.full;
+    LogicalResult result = body();
+    names = std::move(rowNames);
+    domainShape = kept;
+    os << "  }\n";
+    return result;
+  };
+  domainShape = kept;
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    Value result = op.getResult(0);
+    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+      bool isMax = isa<ReduceMaxOp>(op);
+      Type type = eltOf(op.getOperand(0));
+      std::string a = freshName("a");
+      os << "  " << acc << " " << a << " = "
+         << (isMax ? floatLiteral(-INFINITY, type.isF64()) : "0") << ";\n";
+      LogicalResult done = loop([&]() -> LogicalResult {
+        SmallVector<Value> defined;
+        if (failed(emitFull(op.getOperand(0), defined)))
+          return failure();
+        FailureOr<std::string> x = scalar(op.getOperand(0));
+        if (failed(x))
+          return failure();
+        std::string element = "(" + acc + ")" + *x;
+        os << "    " << a << " = "
+           << (isMax ? "memfit_max(" + a + ", " + element + ")"
+                     : a + " + " + element)
+           << ";\n";
+        return success();
+      });
+      if (failed(done))
+        return failure();
+      os << "  " << a << " = "
+         << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << a
+         << ", scratch);\n";
+      std::string value = a;
+      if (isa<ReduceMeanOp>(op))
+        value += " / " +
+                 floatLiteral(static_cast<double>(frame.length), type.isF64());
+      define(result, "(" + *regType(eltOf(result)) + ")(" + value + ")");
+      rowValues.insert(result);
+      continue;
+    }
+    if (shapeOf(result) == frame.full)
+      continue; // computed in the loops that read it
+    if (failed(emitScalarOp(&op)))
+      return failure();
+    rowValues.insert(result);
+  }
+
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  SmallVector<unsigned> full, rows;
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    if (shapeOf(value) == frame.full)
+      full.push_back(i);
+    else if (frame.isRowShape(shapeOf(value)))
+      rows.push_back(i);
+    else
+      return error(kernel) << "result " << i << " of shape "
+                           << shapeToString(shapeOf(value))
+                           << " is neither the row kernel's shape "
+                           << shapeToString(frame.full) << " nor one per row",
+             failure();
+  }
+  if (!full.empty()) {
+    LogicalResult done = loop([&]() -> LogicalResult {
+      for (unsigned i : full) {
+        Value value = yield.getValues()[i];
+        SmallVector<Value> defined;
+        if (failed(emitFull(value, defined)))
+          return failure();
+        FailureOr<std::string> v = scalar(value);
+        if (failed(v))
+          return failure();
+        os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";
+      }
+      return success();
+    });
+    if (failed(done))
+      return failure();
+  }
+  if (!rows.empty()) {
+    os << "  if (threadIdx.x == 0) {\n";
+    for (unsigned i : rows) {
+      Value value = yield.getValues()[i];
+      FailureOr<std::string> v = scalar(value);
+      if (failed(v))
+        return failure();
+      os << "    out" << i << "[row] = " << narrow(eltOf(value), *v) << ";\n";
+    }
+    os << "  }\n";
+  }
+  setRowLaunch(frame.length, frame.rows);
   return success();
 }
 

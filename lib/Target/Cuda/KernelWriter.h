@@ -14,6 +14,7 @@
 #define MEMFIT_LIB_TARGET_CUDA_KERNELWRITER_H
 
 #include "KernelEmitter.h"
+#include "memfit/Dialect/RowFrame.h"
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Target/Cuda/KernelEmitterInterface.h"
 
@@ -127,6 +128,20 @@ public:
   /// expression of `j`), and `s`, the sum of exp(element - m) over it.
   void writeRowMaxSum(StringRef acc, Type type, int64_t n, StringRef element);
 
+  /// How a row kernel over a tensor of some shape finds the elements of
+  /// its row: reduced dimensions trailing (row r is one contiguous run),
+  /// or the reduced dimensions' shape and strides.
+  struct RowIndexing {
+    bool trailing = true;
+    Shape redShape, redStrides;
+  };
+  /// Writes `row` (the block) and `base`, the offset of the row's first
+  /// element in a tensor of `shape` whose `reduced` dimensions a row spans.
+  RowIndexing writeRowBase(ArrayRef<int64_t> shape, ArrayRef<bool> reduced);
+  /// The offset from `base` of the row's element `j` (inside the loop over
+  /// j; writes its coordinates `r<d>` first when they are needed).
+  std::string writeRowOffset(const RowIndexing &indexing, StringRef indent);
+
 private:
   /// The single op of a row, reduction or loss kernel, or null for a
   /// pointwise kernel.
@@ -137,6 +152,12 @@ private:
   /// per element of all the segments' domains, each thread in the segment
   /// its index falls in.
   LogicalResult emitSegments(ArrayRef<int64_t> sizes);
+  /// A row kernel (rowFrameOf): reductions with their element-wise
+  /// prologues and epilogues, one block per row.
+  LogicalResult emitRowProgram(const RowFrame &frame);
+  /// Inside a loop over a row's elements: defines `value`, a full value,
+  /// and the full values it needs (`defined` collects them).
+  LogicalResult emitFull(Value value, SmallVectorImpl<Value> &defined);
   /// A pointwise kernel that ends in quantize ops (EmitStyle::Blockwise):
   /// one thread block per quantization block.
   LogicalResult emitBlockwise(MutableArrayRef<QuantizeOp> quantizes);
@@ -154,6 +175,9 @@ private:
   int64_t gridBlocks = 1;
   Shape domainShape;
   DenseMap<Value, std::string> names;
+  /// The row values of a row kernel, defined once per block: they may be
+  /// read where the domain is the full shape.
+  llvm::SmallPtrSet<Value, 8> rowValues;
   unsigned nextVar = 0;
 };
 

@@ -161,38 +161,15 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   if (failed(acc))
     return failure();
   raw_ostream &os = w.body();
-  Shape strides = stridesOf(shape);
-  Shape keptShape, keptStrides, redShape, redStrides;
-  for (size_t d = 0; d < rank; ++d) {
-    (reduced[d] ? redShape : keptShape).push_back(shape[d]);
-    (reduced[d] ? redStrides : keptStrides).push_back(strides[d]);
-  }
-  int64_t n = product(redShape);
-  int64_t rows = product(keptShape);
-  bool trailing = true;
+  int64_t n = 1, rows = 1;
   for (size_t d = 0; d < rank; ++d)
-    if (reduced[d] && shape[d] != 1)
-      for (size_t e = d + 1; e < rank; ++e)
-        trailing &= reduced[e] || shape[e] == 1;
+    (reduced[d] ? n : rows) *= shape[d];
   std::string in = w.param(input);
   bool isMax = kind == ReduceKind::Max;
   bool isFloat = isa<FloatType>(type);
 
   w.writeScratch(*acc);
-  os << "  const long long row = blockIdx.x;\n";
-  std::string base;
-  if (trailing) {
-    base = llvm::formatv("row * {0}LL", n);
-  } else {
-    emitCoords(os, keptShape, "row", "k");
-    for (size_t i = 0; i < keptShape.size(); ++i)
-      base += llvm::formatv("{0}k{1} * {2}LL", i ? " + " : "", i,
-                            keptStrides[i])
-                  .str();
-    if (base.empty())
-      base = "0";
-  }
-  os << "  const long long base = " << base << ";\n";
+  KernelWriter::RowIndexing indexing = w.writeRowBase(shape, reduced);
   // The identity of max is the lowest value of the element type, which is
   // also ONNX's result for a reduction over no elements.
   std::string init =
@@ -206,17 +183,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   os << "  " << *acc << " a = " << init << ";\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x) {\n";
-  std::string offset = "j";
-  if (!trailing) {
-    emitCoords(os, redShape, "j", "r", "    ");
-    offset.clear();
-    for (size_t i = 0; i < redShape.size(); ++i)
-      offset += llvm::formatv("{0}r{1} * {2}LL", i ? " + " : "", i,
-                              redStrides[i])
-                    .str();
-    if (offset.empty())
-      offset = "0";
-  }
+  std::string offset = w.writeRowOffset(indexing, "    ");
   std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
     os << "    a = memfit_max(a, " << x << ");\n  }\n";

@@ -1,0 +1,136 @@
+// memfit-fuse's row kernels: a reduction merges with its element-wise
+// prologue (what computes its input) and epilogue (what reads its result),
+// and reductions of one frame (one input shape, the same axes) chain in one
+// kernel, which runs a block per row.
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=rows=false' | FileCheck %s --check-prefix=OFF
+// The CUDA source of the first: the prologue computed in the reduction's
+// loop, the epilogue once per row, the row value read in the last loop.
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | memfit-translate --split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
+
+// RMSNorm spelled out: the square (prologue), the mean, then eps, sqrt and
+// reciprocal per row (epilogue) and the product over the row: one kernel
+// that also yields the per-row reciprocal (returned).
+// CHECK-LABEL: func.func @prologue_epilogue
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.reduce_mean
+// CHECK: memfit.add
+// CHECK-NEXT: memfit.sqrt
+// CHECK-NEXT: memfit.reciprocal
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// OFF-LABEL: func.func @prologue_epilogue
+// OFF-COUNT-4: memfit.kernel
+// CUDA: __global__ void k0_mul_reduce_mean_add_6ops(const float* __restrict__ in0, float* __restrict__ out0, float* __restrict__ out1) {
+// CUDA: const long long row = blockIdx.x;
+// CUDA-NEXT: const long long base = row * 8LL;
+// CUDA: float a0 = 0;
+// CUDA-NEXT: for (long long j = threadIdx.x; j < 8LL; j += blockDim.x) {
+// CUDA-NEXT: const long long idx = base + j;
+// CUDA: const float [[X:v[0-9]+]] = in0[
+// CUDA-NEXT: const float [[SQ:v[0-9]+]] = [[X]] * [[X]];
+// CUDA-NEXT: a0 = a0 + (float)[[SQ]];
+// CUDA-NEXT: }
+// CUDA-NEXT: a0 = memfit_block_sum(a0, scratch);
+// CUDA-NEXT: const float [[M:v[0-9]+]] = (float)(a0 / 8.0f);
+// CUDA-NEXT: const float [[E:v[0-9]+]] = [[M]] + 9.99999975e-06f;
+// CUDA-NEXT: const float [[S:v[0-9]+]] = sqrtf([[E]]);
+// CUDA-NEXT: const float [[R:v[0-9]+]] = 1.0f / [[S]];
+// CUDA-NEXT: for (long long j = threadIdx.x; j < 8LL; j += blockDim.x) {
+// CUDA: const float [[Y:v[0-9]+]] = {{v[0-9]+}} * [[R]];
+// CUDA-NEXT: out0[idx] = [[Y]];
+// CUDA-NEXT: }
+// CUDA-NEXT: if (threadIdx.x == 0) {
+// CUDA-NEXT: out1[row] = [[R]];
+// CUDA-NEXT: }
+// CUDA-NEXT: }
+func.func @prologue_epilogue(%x: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<4x1xf32>) {
+  %eps = memfit.constant dense<9.99999974E-6> : tensor<f32>
+  %0 = memfit.mul %x, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = memfit.reduce_mean %0 {axes = array<i64: -1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %2 = memfit.add %1, %eps : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %3 = memfit.sqrt %2 : tensor<4x1xf32>
+  %4 = memfit.reciprocal %3 : tensor<4x1xf32>
+  %5 = memfit.mul %x, %4 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %5, %4 : tensor<4x8xf32>, tensor<4x1xf32>
+}
+
+// -----
+
+// Layer norm's backward as autodiff writes it: the mean, the centered
+// values, the variance, then two more reductions of the gradient, all over
+// the last axis: one kernel.
+// CHECK-LABEL: func.func @chained_reductions
+// CHECK: memfit.kernel
+// CHECK-COUNT-4: memfit.reduce_mean
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// OFF-LABEL: func.func @chained_reductions
+// OFF-COUNT-11: memfit.kernel
+func.func @chained_reductions(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %eps = memfit.constant dense<9.99999974E-6> : tensor<f32>
+  %m = memfit.reduce_mean %x {axes = array<i64: -1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = memfit.sub %x, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %sq = memfit.mul %d, %d : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %v = memfit.reduce_mean %sq {axes = array<i64: -1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %ve = memfit.add %v, %eps : tensor<4x1xf32>, tensor<f32> -> tensor<4x1xf32>
+  %s = memfit.sqrt %ve : tensor<4x1xf32>
+  %r = memfit.reciprocal %s : tensor<4x1xf32>
+  %xh = memfit.mul %d, %r : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %g1 = memfit.reduce_mean %dy {axes = array<i64: -1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %p = memfit.mul %dy, %xh : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %g2 = memfit.reduce_mean %p {axes = array<i64: -1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %t = memfit.mul %xh, %g2 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %u = memfit.sub %dy, %g1 : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  %w = memfit.sub %u, %t : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %dx = memfit.mul %w, %r : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %dx : tensor<4x8xf32>
+}
+
+// -----
+
+// A bias's gradient with its product: the sum over the leading axes
+// (without keepdims, the kept axis last) reads the product in its loop.
+// CHECK-LABEL: func.func @column_prologue
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.reduce_sum
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// OFF-LABEL: func.func @column_prologue
+// OFF-COUNT-2: memfit.kernel
+func.func @column_prologue(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> tensor<8xf32> {
+  %0 = memfit.mul %dy, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %1 = memfit.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x8xf32> -> tensor<8xf32>
+  return %1 : tensor<8xf32>
+}
+
+// -----
+
+// Not merged: reductions of two frames (the last axis, then the first),
+// and element-wise work of 131,072 elements into a kernel of 4 rows (a
+// GPU would run it on 4 blocks).
+// CHECK-LABEL: func.func @other_frames
+// CHECK-COUNT-2: memfit.kernel
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// CHECK-LABEL: func.func @few_rows
+// CHECK-COUNT-2: memfit.kernel
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+func.func @other_frames(%x: tensor<4x8xf32>) -> tensor<1x1xf32> {
+  %0 = memfit.reduce_sum %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %1 = memfit.reduce_max %0 {axes = array<i64: 0>} : tensor<4x1xf32> -> tensor<1x1xf32>
+  return %1 : tensor<1x1xf32>
+}
+func.func @few_rows(%x: tensor<4x32768xf32>) -> tensor<4x1xf32> {
+  %0 = memfit.exp %x : tensor<4x32768xf32>
+  %1 = memfit.reduce_sum %0 {axes = array<i64: 1>} : tensor<4x32768xf32> -> tensor<4x1xf32>
+  return %1 : tensor<4x1xf32>
+}
