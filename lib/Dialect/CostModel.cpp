@@ -112,7 +112,7 @@ OpCost MatMulOp::getCost() {
   // Every result element is a dot product of length K; broadcast batch
   // dimensions and promoted 1-D operands are in the result's shape.
   auto lhs = cast<RankedTensorType>(getLhs().getType());
-  int64_t k = lhs.getShape().back();
+  int64_t k = lhs.getShape()[lhs.getRank() - (getTransA() ? 2 : 1)];
   return {2 * resultElements(*this) * k, movedBytes(*this)};
 }
 

@@ -459,6 +459,9 @@ Value gemm(GradBuilder &g, Value x, Value y, bool tx, bool ty,
 }
 
 LogicalResult rule(MatMulOp op, GradBuilder &g) {
+  if (op.getTransA() || op.getTransB())
+    return op.emitOpError("has transposed operands (memfit-fuse sets them, "
+                          "after autodiff): no gradient rule");
   Value a = op.getLhs(), b = op.getRhs();
   ArrayRef<int64_t> as = shapeOf(a), bs = shapeOf(b);
   Type elt = eltOf(a);

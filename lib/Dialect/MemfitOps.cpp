@@ -533,8 +533,27 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   if (eltOf(lhs) != eltOf(rhs))
     return emitOptionalError(loc, "matmul operands have different element "
                              "types ", eltOf(lhs), " and ", eltOf(rhs));
+  // A transposed operand is read with its last two dimensions swapped.
+  auto operand = [&](Value v, bool transposed) -> FailureOr<Shape> {
+    Shape s(shapeOf(v));
+    if (!transposed)
+      return s;
+    if (s.size() < 2)
+      return emitOptionalError(loc,
+                               "a transposed matmul operand needs rank "
+                               ">= 2, got ",
+                               shapeToString(s));
+    std::swap(s[s.size() - 2], s[s.size() - 1]);
+    return s;
+  };
+  // (The flags are absent, not false, while an op is being built.)
+  auto flag = [](BoolAttr attr) { return attr && attr.getValue(); };
+  FailureOr<Shape> a = operand(lhs, flag(adaptor.getTransAAttr()));
+  FailureOr<Shape> b = operand(rhs, flag(adaptor.getTransBAttr()));
+  if (failed(a) || failed(b))
+    return failure();
   Shape shape;
-  if (failed(inferMatMulShape(shapeOf(lhs), shapeOf(rhs), shape, loc)))
+  if (failed(inferMatMulShape(*a, *b, shape, loc)))
     return failure();
   return pushTensor(types, shape, eltOf(lhs));
 }

@@ -102,6 +102,32 @@ Value transposedMatrix(KernelOp kernel) {
   return kernel.getInputs()[arg.getArgNumber()];
 }
 
+/// The input of `kernel` when the kernel only swaps the last two
+/// dimensions of a float value of rank 3 or more, else null.
+Value batchTransposed(KernelOp kernel) {
+  auto ops = kernel.getBodyOps();
+  if (std::distance(ops.begin(), ops.end()) != 1)
+    return {};
+  auto transpose = dyn_cast<TransposeOp>(*ops.begin());
+  if (!transpose)
+    return {};
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  int64_t rank = perm.size();
+  if (rank < 3 ||
+      !isa<FloatType>(
+          cast<RankedTensorType>(transpose.getType()).getElementType()))
+    return {};
+  for (int64_t d = 0; d < rank - 2; ++d)
+    if (perm[d] != d)
+      return {};
+  if (perm[rank - 2] != rank - 1 || perm[rank - 1] != rank - 2)
+    return {};
+  auto arg = dyn_cast<BlockArgument>(transpose.getInput());
+  if (!arg)
+    return {};
+  return kernel.getInputs()[arg.getArgNumber()];
+}
+
 /// A 2-D contraction `op(a) op(b)` with transpose flags, as a gemm.
 Value createGemm(OpBuilder &b, Location loc, Type type, Value x, Value y,
                  bool tx, bool ty, const APFloat &alpha) {
@@ -233,11 +259,14 @@ struct MemfitFusePass
     Schedule schedule(block);
     for (KernelOp kernel : llvm::to_vector(block.getOps<KernelOp>())) {
       Value source = transposedMatrix(kernel);
+      bool batched = !source;
+      if (batched)
+        source = batchTransposed(kernel);
       if (!source)
         continue;
       Value transposed = kernel->getResult(0);
       // The contraction that made the source, when only this reads it.
-      if (foldIntoProducer(kernel, source))
+      if (!batched && foldIntoProducer(kernel, source))
         continue;
       // A contraction after an in-place update would read the source
       // updated: those keep the copy.
@@ -245,7 +274,7 @@ struct MemfitFusePass
       SmallVector<OpOperand *> uses, foldable;
       for (OpOperand &use : transposed.getUses()) {
         uses.push_back(&use);
-        if (canTakeTransposed(use) &&
+        if ((batched ? canTakeBatchTransposed(use) : canTakeTransposed(use)) &&
             !schedule.writeBetween(at,
                                    schedule.position.lookup(use.getOwner())))
           foldable.push_back(&use);
@@ -263,10 +292,31 @@ struct MemfitFusePass
           schedule.lastUse.lookup(rootOf(source)) < lastReader)
         continue;
       for (OpOperand *use : foldable)
-        takeTransposed(*use, source);
+        batched ? takeBatchTransposed(*use, source)
+                : takeTransposed(*use, source);
       if (transposed.use_empty())
         kernel->erase();
     }
+  }
+
+  /// Whether `use` is a float matmul's operand of rank 3 or more, which the
+  /// library can read transposed in each batch (the attention's K^T and
+  /// the transposes of its gradients).
+  static bool canTakeBatchTransposed(OpOperand &use) {
+    auto matmul = dyn_cast<MatMulOp>(use.getOwner());
+    return matmul && isa<FloatType>(matmul.getType().getElementType()) &&
+           cast<RankedTensorType>(use.get().getType()).getRank() >= 3;
+  }
+
+  /// Rewrites `use`'s matmul to read `source` with its transpose flag
+  /// flipped.
+  static void takeBatchTransposed(OpOperand &use, Value source) {
+    auto matmul = cast<MatMulOp>(use.getOwner());
+    use.set(source);
+    if (use.getOperandNumber() == 0)
+      matmul.setTransA(!matmul.getTransA());
+    else
+      matmul.setTransB(!matmul.getTransB());
   }
 
   /// Whether the contraction that reads `use` can read the transpose's
@@ -277,7 +327,8 @@ struct MemfitFusePass
     if (auto gemm = dyn_cast<GemmOp>(owner))
       return use.getOperandNumber() < 2;
     auto matmul = dyn_cast<MatMulOp>(owner);
-    if (!matmul || !isa<FloatType>(matmul.getType().getElementType()))
+    if (!matmul || !isa<FloatType>(matmul.getType().getElementType()) ||
+        matmul.getTransA() || matmul.getTransB())
       return false;
     int64_t lhsRank = matmul.getLhs().getType().getRank();
     int64_t rhsRank = matmul.getRhs().getType().getRank();

@@ -477,6 +477,15 @@ func.func @matmul_contraction_mismatch(%x: tensor<2x3xf32>, %y: tensor<4x5xf32>)
 
 // -----
 
+func.func @matmul_transposed_vector(%x: tensor<8xf32>, %y: tensor<8x5xf32>) {
+  // expected-error @+2 {{a transposed matmul operand needs rank >= 2, got 8}}
+  // expected-error @+1 {{'memfit.matmul' op failed to infer returned types}}
+  %0 = memfit.matmul %x, %y {trans_a = true} : tensor<8xf32>, tensor<8x5xf32> -> tensor<5xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_batch_mismatch(%x: tensor<2x4x8xf32>, %y: tensor<3x8x5xf32>) {
   // expected-error @+2 {{shapes 2, 3 do not broadcast: dimension 3 does not match 2}}
   // expected-error @+1 {{'memfit.matmul' op failed to infer returned types}}

@@ -139,3 +139,29 @@ func.func @yield_parent_is_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'memfit.yield' op expects parent op 'memfit.kernel'}}
   memfit.yield %x : tensor<4xf32>
 }
+
+// -----
+
+func.func @segments_do_not_split(%x: tensor<4xf32>, %y: tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'memfit.kernel' op memfit.segments array<i64: 1> does not split its 2 results}}
+  %0:2 = memfit.kernel(%x, %y) {memfit.segments = array<i64: 1>} : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<2xf32>):
+    %e = memfit.exp %a : tensor<4xf32>
+    %f = memfit.exp %b : tensor<2xf32>
+    memfit.yield %e, %f : tensor<4xf32>, tensor<2xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+func.func @segment_shapes(%x: tensor<4xf32>, %y: tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  // expected-error @+1 {{'memfit.kernel' op results 0 and 1 of one segment differ in shape}}
+  %0:2 = memfit.kernel(%x, %y) {memfit.segments = array<i64: 2>} : (tensor<4xf32>, tensor<2xf32>) -> (tensor<4xf32>, tensor<2xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<2xf32>):
+    %e = memfit.exp %a : tensor<4xf32>
+    %f = memfit.exp %b : tensor<2xf32>
+    memfit.yield %e, %f : tensor<4xf32>, tensor<2xf32>
+  }
+  return %0#0, %0#1 : tensor<4xf32>, tensor<2xf32>
+}

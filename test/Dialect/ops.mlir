@@ -407,6 +407,19 @@ func.func @matmul_batch_broadcast(%a: tensor<2x1x4x8xf32>, %b: tensor<3x8x5xf32>
 
 // -----
 
+// Transposed operands (memfit-fuse's flags) are read with their last two
+// dimensions swapped.
+// CHECK-LABEL: func.func @matmul_transposed
+// CHECK: memfit.matmul %{{.+}}, %{{.+}} {trans_b = true} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x16xf32>
+// CHECK: memfit.matmul %{{.+}}, %{{.+}} {trans_a = true, trans_b = true} : tensor<2x8x16xf32>, tensor<5x8xf32> -> tensor<2x16x5xf32>
+func.func @matmul_transposed(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x16x8xf32>, %a: tensor<2x8x16xf32>, %b: tensor<5x8xf32>) -> (tensor<2x4x16x16xf32>, tensor<2x16x5xf32>) {
+  %0 = memfit.matmul %q, %k {trans_b = true} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x16xf32>
+  %1 = memfit.matmul %a, %b {trans_a = true, trans_b = true} : tensor<2x8x16xf32>, tensor<5x8xf32> -> tensor<2x16x5xf32>
+  return %0, %1 : tensor<2x4x16x16xf32>, tensor<2x16x5xf32>
+}
+
+// -----
+
 // 1-D operands are promoted to matrices and the added dimension is dropped.
 // CHECK-LABEL: func.func @matmul_vector
 // CHECK-SAME: (%[[V:[^:]+]]: tensor<8xi32>, %[[M:[^:]+]]: tensor<8x5xi32>, %[[N:[^:]+]]: tensor<3x4x8xi32>)

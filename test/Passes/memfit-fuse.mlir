@@ -229,6 +229,22 @@ func.func @transposed_operands(%x: tensor<2x3x4xf32>, %dy: tensor<6x5xf32>, %x2:
 
 // -----
 
+// A batched transpose of the last two dimensions (attention's K^T) feeding
+// a matmul becomes the matmul's transpose flag: the library reads K in
+// place in each batch.
+// CHECK-LABEL: func.func @batched_transpose
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x3x4x5xf32>, %[[K:.+]]: tensor<2x3x4x5xf32>)
+// CHECK-NEXT: %[[S:.+]] = memfit.matmul %[[Q]], %[[K]] {trans_b = true} : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x4xf32>
+// CHECK-NEXT: return %[[S]]
+// REPORT: memfit-fuse: 1 kernels -> 0
+func.func @batched_transpose(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x4x5xf32>) -> tensor<2x3x4x4xf32> {
+  %kt = memfit.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x3x4x5xf32> -> tensor<2x3x5x4xf32>
+  %s = memfit.matmul %q, %kt : tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32> -> tensor<2x3x4x4xf32>
+  return %s : tensor<2x3x4x4xf32>
+}
+
+// -----
+
 // Not folded: a transposed arena value that an element-wise kernel reads
 // too (the copy stays, so reading the source later would keep both live),
 // and a contraction after an in-place update of the transposed parameter.

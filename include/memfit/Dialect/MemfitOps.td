@@ -321,13 +321,19 @@ def Memfit_MatMulOp : Memfit_InferredOp<"matmul", "Contraction",
   let description = [{
     Multiplies the last two dimensions and broadcasts the leading (batch)
     dimensions; a 1-D operand is promoted to a matrix and the added
-    dimension removed from the result, as numpy.matmul.
+    dimension removed from the result, as numpy.matmul. With `trans_a` or
+    `trans_b` (set by memfit-fuse, after autodiff), an operand of rank 2 or
+    more is read with its last two dimensions swapped: the library's
+    transpose flag instead of a transposed copy.
 
     ```mlir
     %y = memfit.matmul %x, %w : tensor<2x16x32xf32>, tensor<32x96xf32> -> tensor<2x16x96xf32>
+    %s = memfit.matmul %q, %k {trans_b = true} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x16xf32>
     ```
   }];
-  let arguments = (ins Memfit_NumericTensor:$lhs, Memfit_NumericTensor:$rhs);
+  let arguments = (ins Memfit_NumericTensor:$lhs, Memfit_NumericTensor:$rhs,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_a,
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
   let results = (outs Memfit_NumericTensor:$result);
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)

@@ -288,9 +288,13 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   if (rhs.size() == 1)
     rhs.push_back(1);
   rt::Contraction c;
-  c.m = lhs[lhs.size() - 2];
-  c.k = lhs.back();
-  c.n = rhs.back();
+  // A transposed operand's matrix is stored [k, m] ([n, k]); the library
+  // reads it with its transpose flag.
+  c.transA = op.getTransA();
+  c.transB = op.getTransB();
+  c.m = lhs[lhs.size() - (c.transA ? 1 : 2)];
+  c.k = lhs[lhs.size() - (c.transA ? 2 : 1)];
+  c.n = rhs[rhs.size() - (c.transB ? 2 : 1)];
   ArrayRef<int64_t> lhsBatch = ArrayRef<int64_t>(lhs).drop_back(2);
   ArrayRef<int64_t> rhsBatch = ArrayRef<int64_t>(rhs).drop_back(2);
   size_t rank = std::max(lhsBatch.size(), rhsBatch.size());
