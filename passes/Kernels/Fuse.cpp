@@ -178,6 +178,20 @@ struct Schedule {
           std::max(lastUse.lookup(rootOf(operand)), position.lookup(&op));
   }
 
+  /// Records the reads of `value`, a new kernel's result, by the ops that
+  /// read it (through views).
+  void noteReaders(Value value) {
+    SmallVector<Value> work{value};
+    while (!work.empty())
+      for (Operation *user : work.pop_back_val().getUsers()) {
+        if (isBufferView(user))
+          work.push_back(user->getResult(0));
+        else
+          lastUse[value] =
+              std::max(lastUse.lookup(value), position.lookup(user));
+      }
+  }
+
   /// Whether an in-place update runs strictly between positions `from` and
   /// `to`.
   bool writeBetween(int64_t from, int64_t to) const {
@@ -624,6 +638,19 @@ struct MemfitFusePass
       // Kernels merged in this round are looked at in the next.
       SmallVector<KernelOp> kernels(block.getOps<KernelOp>());
       llvm::SmallPtrSet<Operation *, 16> erased;
+      auto merge = [&](KernelOp first, KernelOp second) {
+        int64_t at = position[second];
+        position.erase(second);
+        position.erase(first);
+        erased.insert(first);
+        erased.insert(second);
+        KernelOp merged = fuseInto(first, second);
+        position[merged] = at;
+        schedule.noteUses(*merged);
+        for (Value result : merged->getResults())
+          schedule.noteReaders(result);
+        changed = true;
+      };
       for (KernelOp producer : kernels) {
         if (erased.contains(producer))
           continue;
@@ -631,17 +658,65 @@ struct MemfitFusePass
         if (!consumer || erased.contains(consumer) ||
             !canFuse(producer, consumer, schedule))
           continue;
-        int64_t at = position[consumer];
-        position.erase(consumer);
-        position.erase(producer);
-        erased.insert(producer);
-        erased.insert(consumer);
-        KernelOp merged = fuseInto(producer, consumer);
-        position[merged] = at;
-        schedule.noteUses(*merged);
-        changed = true;
+        merge(producer, consumer);
+      }
+      if (changed || !rows)
+        continue;
+      // Siblings, once producers and consumers are merged.
+      for (auto [i, first] : llvm::enumerate(kernels)) {
+        if (erased.contains(first))
+          continue;
+        for (KernelOp second :
+             ArrayRef(kernels).drop_front(i + 1).take_front(kSiblingWindow)) {
+          if (erased.contains(second) ||
+              !canMergeSiblings(first, second, schedule))
+            continue;
+          merge(first, second);
+          break;
+        }
       }
     }
+  }
+
+  /// How many kernels after a row kernel are looked at for a sibling.
+  static constexpr int64_t kSiblingWindow = 8;
+
+  /// Whether `first`, a row kernel, can run inside `second`, a later row
+  /// kernel of the same frame that reads one of its inputs (layer norm's
+  /// scale and bias gradients, column sums of one gradient): nothing reads
+  /// `first`'s results before `second` (so `second` does not depend on
+  /// it), no in-place update comes between, and every arena input of
+  /// `first` is read at `second` or later anyway (no bytes live longer).
+  bool canMergeSiblings(KernelOp first, KernelOp second,
+                        const Schedule &schedule) {
+    std::optional<RowFrame> frame = rowFrameOf(first);
+    std::optional<RowFrame> other = rowFrameOf(second);
+    if (!frame || !other || !(*frame == *other) || !fitsRow(first, second))
+      return false;
+    if (llvm::none_of(first.getInputs(), [&](Value v) {
+          return llvm::is_contained(second.getInputs(), v);
+        }))
+      return false;
+    auto count = [](KernelOp k) {
+      return static_cast<int64_t>(llvm::count_if(
+          k.getBodyOps(), [](Operation &op) { return !isa<ConstantOp>(op); }));
+    };
+    if (maxOps > 0 && count(first) + count(second) > maxOps)
+      return false;
+    int64_t from = schedule.position.lookup(first);
+    int64_t at = schedule.position.lookup(second);
+    for (Operation *user : first->getUsers())
+      if (schedule.position.lookup(user) <= at)
+        return false;
+    if (schedule.writeBetween(from, at))
+      return false;
+    for (StringRef attr : {kRecomputedFromAttr, kCompressedAttr})
+      if (first->hasAttr(attr) != second->hasAttr(attr))
+        return false;
+    return llvm::all_of(first.getInputs(), [&](Value input) {
+      Value root = rootOf(input);
+      return outsideArena(root) || schedule.lastUse.lookup(root) >= at;
+    });
   }
 
   /// The kernel that reads `producer`'s results first, when every other

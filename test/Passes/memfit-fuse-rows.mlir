@@ -113,6 +113,55 @@ func.func @column_prologue(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> ten
 
 // -----
 
+// Siblings: layer norm's bias and scale gradients, two column sums of one
+// gradient (the second of its product with the normalized input), run as
+// one kernel with two results at the second's place.
+// CHECK-LABEL: func.func @siblings
+// CHECK: %[[K:.+]]:2 = memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.reduce_sum
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.reduce_sum
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: return %{{.+}}, %[[K]]#0, %[[K]]#1
+// OFF-LABEL: func.func @siblings
+// OFF-COUNT-4: memfit.kernel
+func.func @siblings(%x: tensor<4x8xf32>, %dy: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>) {
+  %db = memfit.reduce_sum %dy {axes = array<i64: 0>, keepdims = false} : tensor<4x8xf32> -> tensor<8xf32>
+  %e = memfit.exp %x : tensor<4x8xf32>
+  %p = memfit.mul %dy, %x : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %dg = memfit.reduce_sum %p {axes = array<i64: 0>, keepdims = false} : tensor<4x8xf32> -> tensor<8xf32>
+  return %e, %dg, %db : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+}
+
+// -----
+
+// The readers of a merged kernel's results count: the transpose and exp
+// merge first; the mean of their result then merges with the sub, which
+// reads that result too (so it lives no longer). The transpose cannot join
+// a row kernel: two kernels.
+// CHECK-LABEL: func.func @merged_readers
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.transpose
+// CHECK-NEXT: memfit.exp
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.reduce_mean
+// CHECK-NEXT: memfit.sub
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+func.func @merged_readers(%x: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  %t = memfit.transpose %x {perm = array<i64: 1, 0>} : tensor<8x4xf32> -> tensor<4x8xf32>
+  %a = memfit.exp %t : tensor<4x8xf32>
+  %m = memfit.reduce_mean %a {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32>
+  %d = memfit.sub %a, %m : tensor<4x8xf32>, tensor<4x1xf32> -> tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}
+
+// -----
+
 // Not merged: reductions of two frames (the last axis, then the first),
 // and element-wise work of 131,072 elements into a kernel of 4 rows (a
 // GPU would run it on 4 blocks).
