@@ -9,7 +9,10 @@
 //===----------------------------------------------------------------------===//
 
 #include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Analysis/Traffic.h"
+#include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/OpCost.h"
 #include "memfit/Dialect/RowFrame.h"
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
@@ -22,6 +25,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITFUSEPASS
@@ -179,8 +184,10 @@ struct Schedule {
   }
 
   /// Records the reads of `value`, a new kernel's result, by the ops that
-  /// read it (through views).
+  /// read it (through views). Its entry is set afresh: an erased value's
+  /// storage may hold the new one.
   void noteReaders(Value value) {
+    lastUse[value] = 0;
     SmallVector<Value> work{value};
     while (!work.empty())
       for (Operation *user : work.pop_back_val().getUsers()) {
@@ -255,6 +262,7 @@ struct MemfitFusePass
       std::string text;
       llvm::raw_string_ostream os(text);
       os << "memfit-fuse: " << before << " kernels -> " << after << "\n";
+      writeSteps(module, os);
       std::unique_ptr<llvm::ToolOutputFile> file =
           openPassOutput(module, report, "memfit-fuse report");
       if (!file)
@@ -264,14 +272,89 @@ struct MemfitFusePass
     }
   }
 
+  /// stepOpNames, the first few of a long list (a multi-tensor kernel's)
+  /// and how many more, with the segment count.
+  static std::string shortOpNames(Operation *step) {
+    constexpr size_t kShown = 8;
+    SmallVector<StringRef> ops;
+    std::string all = stepOpNames(step);
+    StringRef(all).split(ops, '+');
+    std::string text = ops.size() <= kShown
+                           ? all
+                           : llvm::join(ArrayRef(ops).take_front(kShown), "+") +
+                                 " +" + std::to_string(ops.size() - kShown) +
+                                 " more ops";
+    if (auto sizes = step->getAttrOfType<DenseI64ArrayAttr>(kSegmentsAttr))
+      text += " (" + std::to_string(sizes.size()) + " segments)";
+    return text;
+  }
+
+  /// The report's body: every step of every function with the bytes it
+  /// reads and writes, its FLOPs, its ops and ONNX nodes; then the totals
+  /// and the lower bound (Traffic.h). Only the counts when the module has
+  /// no memory plan (a function not formed into kernels).
+  static void writeSteps(ModuleOp module, raw_ostream &os) {
+    FailureOr<ModulePlan> plan = failure();
+    {
+      ScopedDiagnosticHandler quiet(module.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      plan = planModule(module, definedFunctions(module));
+    }
+    if (failed(plan))
+      return;
+    for (auto [func, fplan] :
+         llvm::zip(definedFunctions(module), plan->functions)) {
+      os << "@" << func.getSymName() << ":\n";
+      os << llvm::formatv("  {0,5} {1,-11} {2,14} {3,14} {4,16}  {5}\n", "step",
+                          "kind", "read", "written", "FLOPs",
+                          "ops [ONNX nodes]");
+      for (auto [i, step] : llvm::enumerate(fplan.schedule)) {
+        OpCost cost = estimateCost(step);
+        int64_t written = 0;
+        for (Value result : step->getResults())
+          written += bytesOf(result);
+        os << llvm::formatv("  {0,5} {1,-11} {2,14} {3,14} {4,16}  {5}", i + 1,
+                            isa<KernelOp>(step) ? "kernel" : "contraction",
+                            ::memfit::groupDigits(cost.bytes - written),
+                            ::memfit::groupDigits(written),
+                            ::memfit::groupDigits(cost.flops),
+                            shortOpNames(step));
+        SmallVector<StringRef> nodes;
+        auto note = [&](Location loc) {
+          StringRef name = onnxNodeName(loc);
+          if (!name.empty() && !llvm::is_contained(nodes, name))
+            nodes.push_back(name);
+        };
+        note(step->getLoc());
+        if (auto kernel = dyn_cast<KernelOp>(step))
+          for (Operation &op : kernel.getBodyOps())
+            note(op.getLoc());
+        if (!nodes.empty()) {
+          constexpr size_t kShown = 4;
+          os << " [" << llvm::join(ArrayRef(nodes).take_front(kShown), " ");
+          if (nodes.size() > kShown)
+            os << " +" << nodes.size() - kShown << " more";
+          os << "]";
+        }
+        os << "\n";
+      }
+      StepTraffic traffic = stepTraffic(fplan);
+      writeTraffic(traffic, "@" + func.getSymName().str(), os);
+    }
+  }
+
   /// Transposes of matrices that feed contractions become the contraction's
   /// transpose flags, and a contraction whose result only a transpose reads
   /// computes the transpose itself (C^T = op(B)^T op(A)^T): the library
   /// reads the operand in place, no transposed copy is made.
   void foldTransposes(func::FuncOp func) {
     Block &block = func.getBody().front();
-    Schedule schedule(block);
+    std::optional<Schedule> schedule(std::in_place, block);
     for (KernelOp kernel : llvm::to_vector(block.getOps<KernelOp>())) {
+      // A fold replaces ops and values: positions and readers are taken
+      // afresh (an erased value's storage may hold a new one).
+      if (!schedule)
+        schedule.emplace(block);
       Value source = transposedMatrix(kernel);
       bool batched = !source;
       if (batched)
@@ -280,17 +363,19 @@ struct MemfitFusePass
         continue;
       Value transposed = kernel->getResult(0);
       // The contraction that made the source, when only this reads it.
-      if (!batched && foldIntoProducer(kernel, source))
+      if (!batched && foldIntoProducer(kernel, source)) {
+        schedule.reset();
         continue;
+      }
       // A contraction after an in-place update would read the source
       // updated: those keep the copy.
-      int64_t at = schedule.position.lookup(kernel);
+      int64_t at = schedule->position.lookup(kernel);
       SmallVector<OpOperand *> uses, foldable;
       for (OpOperand &use : transposed.getUses()) {
         uses.push_back(&use);
         if ((batched ? canTakeBatchTransposed(use) : canTakeTransposed(use)) &&
-            !schedule.writeBetween(at,
-                                   schedule.position.lookup(use.getOwner())))
+            !schedule->writeBetween(at,
+                                    schedule->position.lookup(use.getOwner())))
           foldable.push_back(&use);
       }
       if (foldable.empty())
@@ -301,15 +386,16 @@ struct MemfitFusePass
       int64_t lastReader = 0;
       for (OpOperand *use : foldable)
         lastReader =
-            std::max(lastReader, schedule.position.lookup(use->getOwner()));
+            std::max(lastReader, schedule->position.lookup(use->getOwner()));
       if (!outsideArena(source) && foldable.size() != uses.size() &&
-          schedule.lastUse.lookup(rootOf(source)) < lastReader)
+          schedule->lastUse.lookup(rootOf(source)) < lastReader)
         continue;
       for (OpOperand *use : foldable)
         batched ? takeBatchTransposed(*use, source)
                 : takeTransposed(*use, source);
       if (transposed.use_empty())
         kernel->erase();
+      schedule.reset();
     }
   }
 

@@ -1,7 +1,8 @@
 //===- OpCost.cpp - FLOPs and bytes of every op that does work ------------===//
 
-#include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/OpCost.h"
+#include "memfit/Analysis/Traffic.h"
+#include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
 
@@ -153,6 +154,15 @@ struct MemfitOpCostPass
                           classTotal.cost.flops, classTotal.cost.bytes);
     os << llvm::formatv("  total: {0} FLOPs, {1} bytes\n", total.flops,
                         total.bytes);
+    // Once formed into kernels, the bytes against their lower bound.
+    FailureOr<MemoryPlan> plan = failure();
+    {
+      ScopedDiagnosticHandler quiet(func.getContext(),
+                                    [](Diagnostic &) { return success(); });
+      plan = planMemory(func);
+    }
+    if (succeeded(plan))
+      writeTraffic(stepTraffic(*plan), "  traffic", os);
   }
 };
 

@@ -4,6 +4,19 @@
 // kernel, which runs a block per row.
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | FileCheck %s
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=rows=false' | FileCheck %s --check-prefix=OFF
+// The report: each step's bytes read and written (each input once, the
+// intermediates stay in registers), FLOPs and ops, then the totals and the
+// lower bound (here the input read once, the outputs written once: the
+// fused kernel moves exactly that).
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=report=-' -o /dev/null | FileCheck %s --check-prefix=REPORT
+// REPORT: memfit-fuse: 6 kernels -> 1
+// REPORT-NEXT: @prologue_epilogue:
+// REPORT-NEXT: step kind read written FLOPs ops [ONNX nodes]
+// REPORT-NEXT: 1 kernel 128 144 {{[0-9]+}} mul+reduce_mean+add+sqrt+reciprocal+mul
+// REPORT-NEXT: @prologue_epilogue: 1 steps (1 kernels, 0 contractions), {{[0-9]+}} FLOPs, 272 bytes moved (0 by contractions)
+// REPORT-NEXT: @prologue_epilogue: lower bound 272 bytes (inputs 128, weights and states read 0, outputs 144, updates 0, saved activations 0 written and read); moved / lower bound = 1.00
+// REPORT: memfit-fuse: 15 kernels -> 1
+// REPORT: reduce_mean+sub+mul+reduce_mean+add+sqrt+reciprocal+mul +7 more ops
 // The CUDA source of the first: the prologue computed in the reduction's
 // loop, the epilogue once per row, the row value read in the last loop.
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | memfit-translate --split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA

@@ -102,6 +102,17 @@
 // FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true report= rows=true}
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
 // PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse=true fuse-max-ops=4'
+// --fusion-report: every step with its bytes, FLOPs, ops and ONNX nodes
+// (the optimizer's updates in one multi-tensor kernel), the totals and the
+// lower bound (Traffic.h).
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --compile-only --quiet --fusion-report=- | FileCheck %s --check-prefix=FREPORT
+// FREPORT: memfit-fuse: {{[0-9]+}} kernels -> {{[0-9]+}}
+// FREPORT-NEXT: @train_step:
+// FREPORT-NEXT: step kind read written FLOPs ops [ONNX nodes]
+// FREPORT: kernel {{[0-9,]+}} {{[0-9,]+}} {{[0-9,]+}} gather+add [/Add /wte/Gather]
+// FREPORT: kernel {{.*}} more ops (28 segments) [
+// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 39 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (970,752 by contractions)
+// FREPORT-NEXT: @train_step: lower bound {{[0-9,]+}} bytes (inputs 516, weights and states read 371,336, outputs 4, updates 367,108, saved activations {{[0-9,]+}} written and read); moved / lower bound = {{[0-9]+\.[0-9]+}}
 // RUN: not memfit-opt %s --memfit-train-pipeline='fuse-max-ops=4' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFUSE
 // NOFUSE: memfit-train-pipeline: fuse-max-ops and fusion-report need fuse=true
 // Compressed activations: memfit-quantize records the request, memfit-remat
