@@ -6,8 +6,12 @@ docs/benchmarks.md.
 
 For each model it compiles the AdamW training step (fp32, cross-entropy or
 mse as the model needs, remat none) twice, without and with --fuse, and
-prints a markdown table: kernels per step, the one allocation and the arena
-peak. With --time, it also trains those models for --steps steps on the
+prints a markdown table: kernels per step, the one allocation, the arena
+peak and the saved activations; then a second table of the bytes the step
+moves (memfit-op-cost's traffic: each kernel's inputs read once and results
+written once, contractions included) against the lower bound (inputs,
+weights and states read once, outputs and updates written once, saved
+activations written and read once). With --time, it also trains those models for --steps steps on the
 host backend, both ways, with a cold kernel cache (--no-cache: g++ compiles
 every kernel), and prints the kernel compile time and the best step time.
 
@@ -25,6 +29,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PY = os.path.join(ROOT, ".venv", "bin", "python")
 RUN = os.path.join(ROOT, "build", "bin", "memfit-run")
+OPT = os.path.join(ROOT, "build", "bin", "memfit-opt")
 FIXTURES = os.path.join(ROOT, "test", "models")
 
 # name: (path, input shapes, loss, generator arguments or None)
@@ -57,7 +62,25 @@ def compile_step(path, shape, loss, fuse):
     total, arena = re.search(r"memory plan: ([\d,]+) bytes in one allocation "
                              r"\(weights [\d,]+, arena peak ([\d,]+)\)",
                              out).groups()
-    return kernels, int(total.replace(",", "")), int(arena.replace(",", ""))
+    return kernels, number(total), number(arena)
+
+
+def number(text):
+    return int(text.replace(",", ""))
+
+
+def traffic(path, shape, loss, fuse):
+    """Bytes moved, the lower bound and the contractions' part."""
+    options = f"loss={loss} remat=none" + (" fuse=true" if fuse else "")
+    out = run([OPT, os.path.join(ROOT, path), "--input-shape=" + shape,
+               "--memfit-train-pipeline=" + options, "--memfit-op-cost",
+               "-o", os.devnull])
+    moved, contractions = re.search(r"traffic: .* ([\d,]+) bytes moved "
+                                    r"\(([\d,]+) by contractions\)",
+                                    out).groups()
+    bound, saved = re.search(r"traffic: lower bound ([\d,]+) bytes .*saved "
+                             r"activations ([\d,]+) written", out).groups()
+    return number(moved), number(bound), number(contractions), number(saved)
 
 
 def time_steps(path, shape, loss, fuse, steps):
@@ -82,8 +105,15 @@ def main():
     args = ap.parse_args()
     names = list(MODELS) if args.models == "all" else args.models.split(",")
     lines = ["| model | kernels unfused | fused | fewer | one allocation MiB "
-             "unfused | fused | arena peak MiB unfused | fused |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+             "unfused | fused | arena peak MiB unfused | fused | saved "
+             "activations MiB unfused | fused |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    # Saved activations: every buffer a forward step writes and a backward
+    # step reads, counted once (not only those live at the peak).
+    moved = ["| model | bytes moved MiB unfused | fused | less | lower bound "
+             "MiB unfused | fused | moved / bound unfused | fused | "
+             "contractions' share fused |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for name in names:
         path, shape, loss, make = MODELS[name]
         if make is not None and not os.path.exists(os.path.join(ROOT, path)):
@@ -92,10 +122,19 @@ def main():
                  os.path.join(ROOT, path)] + make)
         k0, t0, a0 = compile_step(path, shape, loss, False)
         k1, t1, a1 = compile_step(path, shape, loss, True)
+        m0, b0, _, s0 = traffic(path, shape, loss, False)
+        m1, b1, c1, s1 = traffic(path, shape, loss, True)
         lines.append(f"| {name} ({shape}) | {k0:,} | {k1:,} | {k0 / k1:.2f}x | "
-                     f"{mib(t0)} | {mib(t1)} | {mib(a0)} | {mib(a1)} |")
+                     f"{mib(t0)} | {mib(t1)} | {mib(a0)} | {mib(a1)} | "
+                     f"{mib(s0)} | {mib(s1)} |")
         print(lines[-1], flush=True)
+        moved.append(f"| {name} | {mib(m0)} | {mib(m1)} | {m0 / m1:.2f}x | "
+                     f"{mib(b0)} | {mib(b1)} | {m0 / b0:.2f} | {m1 / b1:.2f} | "
+                     f"{100 * c1 / m1:.0f}% |")
+        print(moved[-1], flush=True)
     print("\n".join(lines))
+    print()
+    print("\n".join(moved))
     if args.time:
         timed = ["| model | g++ kernel compile s unfused | fused | best step "
                  "ms unfused | fused |", "|---|---:|---:|---:|---:|"]

@@ -876,6 +876,10 @@ struct MemfitFusePass
   /// element-wise prologue or epilogue, or reductions of one frame in
   /// sequence). A row kernel runs a block per row: element-wise work joins
   /// one only where there are enough rows to fill a GPU (or little work).
+  /// A column sum's block reads its column with a stride, as the reduction
+  /// template does, and so does its prologue (on the host this measured no
+  /// slower than the pointwise kernel before it; a GPU would want a tiled
+  /// column template).
   static bool fitsRow(KernelOp producer, KernelOp consumer) {
     std::optional<RowFrame> frame = rowFrameOf(consumer);
     if (!frame)

@@ -5,8 +5,9 @@
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | FileCheck %s
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=max-ops=3' | FileCheck %s --check-prefix=MAX
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | FileCheck %s --check-prefix=OFF
-// The CUDA source: one thread per element of both segments, each thread in
-// the segment its index falls in, updating in place (no __restrict__).
+// The CUDA source: each block updates a chunk of 8,192 elements of one
+// segment (found by bisection on the block index), its threads striding
+// over the chunk, in place (no __restrict__).
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | memfit-translate --split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // Two SGD updates of parameters of different shapes, with their loads and
@@ -37,14 +38,22 @@ memfit.parameter @b = dense<2.000000e+00> : tensor<5xf32>
 // OFF-NOT: memfit.segments
 // OFF: return
 // CUDA: extern "C" __global__ void k0_mul_sub_mul_4ops(const float* in0, const float* in1, const float* in2, const float* in3, const float* in4, float* out0, float* out1) {
-// CUDA-NEXT: const long long gidx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-// CUDA-NEXT: if (gidx < 6LL) {
-// CUDA-NEXT: const long long idx = gidx - 0LL;
+// CUDA-NEXT: const long long block = blockIdx.x;
+// CUDA-NEXT: if (block < 1LL) {
+// CUDA-NEXT: {
+// CUDA-NEXT: const long long first = (block - 0LL) * 8192LL;
+// CUDA-NEXT: const long long last = first + 8192LL < 6LL ? first + 8192LL : 6LL;
+// CUDA-NEXT: for (long long idx = first + threadIdx.x; idx < last; idx += blockDim.x) {
 // CUDA: out0[idx] =
 // CUDA-NEXT: }
-// CUDA-NEXT: else if (gidx < 11LL) {
-// CUDA-NEXT: const long long idx = gidx - 6LL;
+// CUDA-NEXT: }
+// CUDA-NEXT: } else {
+// CUDA-NEXT: {
+// CUDA-NEXT: const long long first = (block - 1LL) * 8192LL;
+// CUDA-NEXT: const long long last = first + 8192LL < 5LL ? first + 8192LL : 5LL;
 // CUDA: out1[idx] =
+// CUDA-NEXT: }
+// CUDA-NEXT: }
 // CUDA-NEXT: }
 // CUDA-NEXT: }
 func.func @updates(%ga: tensor<2x3xf32>, %gb: tensor<5xf32>, %lr: tensor<f32>) {

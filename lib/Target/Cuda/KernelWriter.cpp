@@ -28,6 +28,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -641,15 +642,39 @@ LogicalResult KernelWriter::emitPointwise() {
 }
 
 LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
+  // Each block updates one chunk of one segment, its threads striding over
+  // the chunk (coalesced on a GPU; on the host, each call of the kernel
+  // runs a loop, not one element).
+  constexpr int64_t kChunk = 32 * kPointwiseBlock;
   auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
-  os << "  const long long gidx = (long long)blockIdx.x * blockDim.x + "
-        "threadIdx.x;\n";
-  int64_t offset = 0;
-  unsigned first = 0;
+  // Each segment's element count, first block and first result.
+  SmallVector<int64_t> elements, blockBegins{0};
+  SmallVector<unsigned> firsts{0};
   for (int64_t size : sizes) {
-    ValueRange values = yield.getValues().slice(first, size);
+    Value value = yield.getValues()[firsts.back()];
+    elements.push_back(product(shapeOf(value)));
+    blockBegins.push_back(blockBegins.back() +
+                          (elements.back() + kChunk - 1) / kChunk);
+    firsts.push_back(firsts.back() + static_cast<unsigned>(size));
+  }
+  os << "  const long long block = blockIdx.x;\n";
+  // The segment of a block by bisection: a few comparisons however many
+  // segments.
+  std::function<LogicalResult(size_t, size_t)> emitRange =
+      [&](size_t lo, size_t hi) -> LogicalResult {
+    if (hi - lo > 1) {
+      size_t mid = (lo + hi) / 2;
+      os << "  if (block < " << blockBegins[mid] << "LL) {\n";
+      if (failed(emitRange(lo, mid)))
+        return failure();
+      os << "  } else {\n";
+      if (failed(emitRange(mid, hi)))
+        return failure();
+      os << "  }\n";
+      return success();
+    }
+    ValueRange values = yield.getValues().slice(firsts[lo], sizes[lo]);
     domainShape = shapeOf(values[0]);
-    int64_t n = product(domainShape);
     // The ops this segment's results depend on.
     llvm::SmallPtrSet<Operation *, 32> needed;
     SmallVector<Value> work(values.begin(), values.end());
@@ -661,9 +686,14 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
     // Each segment is a scope of its own: its index, coordinates and
     // variables.
     names.clear();
-    os << "  " << (first ? "else " : "") << "if (gidx < " << offset + n
-       << "LL) {\n";
-    os << "  const long long idx = gidx - " << offset << "LL;\n";
+    os << "  {\n";
+    os << "  const long long first = (block - " << blockBegins[lo] << "LL) * "
+       << kChunk << "LL;\n";
+    os << "  const long long last = first + " << kChunk << "LL < "
+       << elements[lo] << "LL ? first + " << kChunk << "LL : " << elements[lo]
+       << "LL;\n";
+    os << "  for (long long idx = first + threadIdx.x; idx < last; idx += "
+          "blockDim.x) {\n";
     emitCoords(os, domainShape, "idx", "c");
     for (Operation &op : kernel.getBodyOps())
       if (needed.contains(&op) && failed(emitScalarOp(&op)))
@@ -672,14 +702,17 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
       FailureOr<std::string> v = scalar(value);
       if (failed(v))
         return failure();
-      os << "  out" << first + i << "[idx] = " << narrow(eltOf(value), *v)
+      os << "  out" << firsts[lo] + i << "[idx] = " << narrow(eltOf(value), *v)
          << ";\n";
     }
-    os << "  }\n";
-    offset += n;
-    first += size;
-  }
-  setPointwiseLaunch(offset);
+    os << "  }\n  }\n";
+    return success();
+  };
+  if (failed(emitRange(0, sizes.size())))
+    return failure();
+  info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
+  gridBlocks = std::max<int64_t>(blockBegins.back(), 1);
+  info.usesBarriers = false;
   return success();
 }
 
