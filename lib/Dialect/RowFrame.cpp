@@ -35,28 +35,57 @@ bool RowFrame::isRowShape(ArrayRef<int64_t> shape) const {
   return true;
 }
 
-std::optional<RowFrame> mlir::memfit::rowFrameOf(Operation *reduction) {
-  ArrayRef<int64_t> axes;
-  if (auto sum = dyn_cast<ReduceSumOp>(reduction))
-    axes = sum.getAxes();
-  else if (auto mean = dyn_cast<ReduceMeanOp>(reduction))
-    axes = mean.getAxes();
-  else if (auto max = dyn_cast<ReduceMaxOp>(reduction))
-    axes = max.getAxes();
-  else
+bool mlir::memfit::isRowOp(Operation *op) {
+  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, LayerNormOp, RMSNormOp,
+             SoftmaxOp, LogSoftmaxOp>(op);
+}
+
+std::optional<RowFrame> mlir::memfit::rowFrameOf(Operation *op) {
+  auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
+  if (!type || !isa<FloatType>(type.getElementType()))
     return std::nullopt;
-  auto type = cast<RankedTensorType>(reduction->getOperand(0).getType());
-  if (!isa<FloatType>(type.getElementType()))
-    return std::nullopt;
+  int64_t rank = type.getRank();
   RowFrame frame;
   frame.full = Shape(type.getShape());
-  int64_t rank = type.getRank();
-  frame.reduced.assign(rank, axes.empty());
-  for (int64_t a : axes) {
-    FailureOr<int64_t> axis = normalizeAxis(a, rank, std::nullopt);
-    if (failed(axis))
-      return std::nullopt;
-    frame.reduced[*axis] = true;
+  auto reduceFrom = [&](int64_t axis, bool toEnd) -> bool {
+    FailureOr<int64_t> a = normalizeAxis(axis, rank, std::nullopt);
+    if (failed(a))
+      return false;
+    for (int64_t d = *a; d < (toEnd ? rank : *a + 1); ++d)
+      frame.reduced[d] = true;
+    return true;
+  };
+  ArrayRef<int64_t> axes;
+  bool ok = true;
+  frame.reduced.assign(rank, false);
+  if (auto sum = dyn_cast<ReduceSumOp>(op))
+    axes = sum.getAxes();
+  else if (auto mean = dyn_cast<ReduceMeanOp>(op))
+    axes = mean.getAxes();
+  else if (auto max = dyn_cast<ReduceMaxOp>(op))
+    axes = max.getAxes();
+  // (ODS returns the norms' I64Attr axis as uint64_t.)
+  else if (auto norm = dyn_cast<LayerNormOp>(op))
+    ok = reduceFrom(static_cast<int64_t>(norm.getAxis()), /*toEnd=*/true);
+  else if (auto norm = dyn_cast<RMSNormOp>(op))
+    ok = reduceFrom(static_cast<int64_t>(norm.getAxis()), /*toEnd=*/true);
+  else if (auto softmax = dyn_cast<SoftmaxOp>(op))
+    ok = reduceFrom(softmax.getAxis(), /*toEnd=*/false);
+  else if (auto softmax = dyn_cast<LogSoftmaxOp>(op))
+    ok = reduceFrom(softmax.getAxis(), /*toEnd=*/false);
+  else
+    return std::nullopt;
+  if (!ok)
+    return std::nullopt;
+  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+    if (axes.empty())
+      frame.reduced.assign(rank, true);
+    for (int64_t a : axes) {
+      FailureOr<int64_t> axis = normalizeAxis(a, rank, std::nullopt);
+      if (failed(axis))
+        return std::nullopt;
+      frame.reduced[*axis] = true;
+    }
   }
   frame.rows = frame.length = 1;
   for (int64_t d = 0; d < rank; ++d)
@@ -69,7 +98,7 @@ std::optional<RowFrame> mlir::memfit::rowFrameOf(Operation *reduction) {
 std::optional<RowFrame> mlir::memfit::rowFrameOf(KernelOp kernel) {
   std::optional<RowFrame> frame;
   for (Operation &op : kernel.getBodyOps()) {
-    if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+    if (!isRowOp(&op))
       continue;
     std::optional<RowFrame> own = rowFrameOf(&op);
     if (!own || (frame && !(*frame == *own)))
@@ -79,7 +108,7 @@ std::optional<RowFrame> mlir::memfit::rowFrameOf(KernelOp kernel) {
   if (!frame)
     return std::nullopt;
   for (Operation &op : kernel.getBodyOps()) {
-    if (isa<ConstantOp, ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+    if (isa<ConstantOp>(op) || isRowOp(&op))
       continue;
     auto opClass = dyn_cast<OpClassInterface>(&op);
     if (!opClass || opClass.getOpClass() != OpClass::ElementWise ||

@@ -860,7 +860,7 @@ struct MemfitFusePass
     return llvm::all_of(kernel.getBodyOps(), [&](Operation &op) {
       if (isa<ConstantOp>(op))
         return true;
-      if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+      if (isRowOp(&op)) {
         std::optional<RowFrame> own = rowFrameOf(&op);
         return own && *own == frame;
       }

@@ -126,6 +126,50 @@ func.func @column_prologue(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> ten
 
 // -----
 
+// The named normalizations and softmax join row kernels too, computed as
+// their templates compute them: a residual add before a layer norm, and the
+// scale and mask before a softmax, are one kernel each.
+// CHECK-LABEL: func.func @norm_prologue
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.add
+// CHECK-NEXT: memfit.layer_norm
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// OFF-LABEL: func.func @norm_prologue
+// OFF-COUNT-2: memfit.kernel
+// CHECK-LABEL: func.func @softmax_prologue
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK: memfit.mul
+// CHECK: memfit.where
+// CHECK-NEXT: memfit.softmax
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// CUDA-LABEL: __global__ void k1_mul_where_softmax(
+// CUDA: a0 = memfit_max(a0, (float)[[M:v[0-9]+]]);
+// CUDA: a0 = memfit_block_max(a0, scratch);
+// CUDA: a{{[0-9]+}} = a{{[0-9]+}} + expf((float){{v[0-9]+}} - a0);
+// CUDA: [[S:a[0-9]+]] = memfit_block_sum([[S]], scratch);
+// CUDA: = (float)(expf((float){{v[0-9]+}} - a0) / [[S]]);
+func.func @norm_prologue(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
+  %0 = memfit.add %x, %r : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
+  %1 = memfit.layer_norm %0, %g, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %1 : tensor<4x8xf32>
+}
+func.func @softmax_prologue(%s: tensor<4x8xf32>, %m: tensor<4x8xi1>) -> tensor<4x8xf32> {
+  %c = memfit.constant dense<1.250000e-01> : tensor<f32>
+  %n = memfit.constant dense<-1.000000e+09> : tensor<f32>
+  %0 = memfit.mul %s, %c : tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %1 = memfit.where %m, %0, %n : tensor<4x8xi1>, tensor<4x8xf32>, tensor<f32> -> tensor<4x8xf32>
+  %2 = memfit.softmax %1 : tensor<4x8xf32>
+  return %2 : tensor<4x8xf32>
+}
+
+// -----
+
 // Siblings: layer norm's bias and scale gradients, two column sums of one
 // gradient (the second of its product with the normalized input), run as
 // one kernel with two results at the second's place.

@@ -1,10 +1,11 @@
 // memfit-fuse: a pointwise kernel is merged into the kernel that first reads
 // its results (which also yields those that later ops read), when that
 // keeps no more bytes live and moves no read past an in-place update.
-// (Multi-tensor kernels are in memfit-fuse-segments.mlir.)
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | FileCheck %s
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=max-ops=2 multi-tensor=false' | FileCheck %s --check-prefix=MAX
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=report=- multi-tensor=false' -o /dev/null | FileCheck %s --check-prefix=REPORT
+// (Multi-tensor kernels are in memfit-fuse-segments.mlir, row kernels in
+// memfit-fuse-rows.mlir.)
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false rows=false' | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=max-ops=2 multi-tensor=false rows=false' | FileCheck %s --check-prefix=MAX
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=report=- multi-tensor=false rows=false' -o /dev/null | FileCheck %s --check-prefix=REPORT
 
 // A chain of three element-wise ops (a bias add, exp, a product) becomes one
 // kernel that reads x and b and writes the product. With max-ops=2 the

@@ -60,29 +60,32 @@ func.func @not_formed_into_kernel(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 // -----
 
-// A row kernel computes one normalization, reduction, loss or split.
-func.func @one_row_op_per_kernel(%x: tensor<4x8xf32>) -> tensor<4x1xf32> {
-  %0 = memfit.kernel(%x) : (tensor<4x8xf32>) -> tensor<4x1xf32> {
+// A kernel holds row ops of one frame only (one input shape, the same
+// axes): a softmax over the last axis and a sum over the first do not
+// share their rows.
+func.func @one_row_frame_per_kernel(%x: tensor<4x8xf32>) -> tensor<1x8xf32> {
+  %0 = memfit.kernel(%x) : (tensor<4x8xf32>) -> tensor<1x8xf32> {
   ^bb0(%a: tensor<4x8xf32>):
     %s = memfit.softmax %a : tensor<4x8xf32>
     // expected-error @+1 {{cannot emit CUDA for 'memfit.reduce_sum': a kernel holds at most one normalization, reduction, loss or split (also has 'memfit.softmax')}}
-    %r = memfit.reduce_sum %s {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32>
-    memfit.yield %r : tensor<4x1xf32>
+    %r = memfit.reduce_sum %s {axes = array<i64: 0>} : tensor<4x8xf32> -> tensor<1x8xf32>
+    memfit.yield %r : tensor<1x8xf32>
   }
-  return %0 : tensor<4x1xf32>
+  return %0 : tensor<1x8xf32>
 }
 
 // -----
 
-func.func @no_elementwise_with_row_op(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
-  %0 = memfit.kernel(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32> {
-  ^bb0(%a: tensor<4x8xf32>):
-    %s = memfit.softmax %a : tensor<4x8xf32>
-    // expected-error @+1 {{cannot emit CUDA for 'memfit.exp': fusing element-wise ops with 'memfit.softmax' is not supported by the emitter yet}}
-    %e = memfit.exp %s : tensor<4x8xf32>
-    memfit.yield %e : tensor<4x8xf32>
+// Element-wise ops join a loss (or a row op of integers) in no kernel.
+func.func @no_elementwise_with_loss(%x: tensor<4x8xf32>, %t: tensor<4xi64>) -> tensor<f32> {
+  %0 = memfit.kernel(%x, %t) : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x8xf32>, %b: tensor<4xi64>):
+    // expected-error @+1 {{cannot emit CUDA for 'memfit.exp': fusing element-wise ops with 'memfit.softmax_cross_entropy_loss' is not supported by the emitter yet}}
+    %e = memfit.exp %a : tensor<4x8xf32>
+    %l = memfit.softmax_cross_entropy_loss mean %e, %b : (tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+    memfit.yield %l : tensor<f32>
   }
-  return %0 : tensor<4x8xf32>
+  return %0 : tensor<f32>
 }
 
 // -----

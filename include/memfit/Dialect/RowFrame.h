@@ -41,14 +41,20 @@ struct RowFrame {
   }
 };
 
-/// The frame of a reduce_sum, reduce_mean or reduce_max over a float
-/// value; nothing for other ops or when it reduces no element or one.
-std::optional<RowFrame> rowFrameOf(Operation *reduction);
+/// Whether `op` computes over rows: a reduction (reduce_sum, reduce_mean,
+/// reduce_max), a normalization (layer_norm, rms_norm) or a softmax
+/// (softmax, log_softmax).
+bool isRowOp(Operation *op);
 
-/// The frame of a row kernel: its reductions share one frame, its other
-/// ops (but constants) are pure element-wise ops whose results are full
-/// (the frame's shape) or row values; nothing otherwise. A kernel without
-/// reductions has none.
+/// The frame of a row op over a float value (a normalization reduces the
+/// dimensions from its axis on, a softmax its axis); nothing for other ops
+/// or when it reduces no element or one.
+std::optional<RowFrame> rowFrameOf(Operation *op);
+
+/// The frame of a row kernel: its row ops share one frame, its other ops
+/// (but constants) are pure element-wise ops whose results are full (the
+/// frame's shape) or row values; nothing otherwise. A kernel without row
+/// ops has none.
 std::optional<RowFrame> rowFrameOf(KernelOp kernel);
 
 } // namespace mlir::memfit

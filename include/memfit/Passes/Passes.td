@@ -135,20 +135,19 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
 
     With `budget`, a fused step whose plan exceeds a budget that the
     unfused step met is left unfused (the first-fit placement may differ).
-    Row kernels (`rows`): a reduction (reduce_sum, reduce_mean, reduce_max
-    of floats) merges by the same rules with the element-wise kernels that
-    compute its input (prologue) or read its result (epilogue), and with
-    reductions of the same frame (one input shape, the same axes): the
-    merged kernel runs a block per row, computes each reduction's input in
-    the reduction's loop, its row values (one per row) once per block, and
-    its full results in a last loop. Element-wise work joins a row kernel
+    Row kernels (`rows`): a row op (reduce_sum, reduce_mean, reduce_max,
+    layer_norm, rms_norm, softmax, log_softmax of floats) merges by the
+    same rules with the element-wise kernels that compute its input
+    (prologue) or read its result (epilogue), and with row ops of the same
+    frame (one input shape, the same axes): the merged kernel runs a block
+    per row, computes each row op's input in its loops, its row values
+    (one per row) once per block, and its full results in a last loop. Element-wise work joins a row kernel
     only where it has 64 rows or more, or 65,536 elements at most (a GPU
     runs it on as many blocks as rows). Layer norm's backward, as autodiff
     writes it, becomes one kernel per row plus the two column sums of the
     scale's and bias's gradients.
 
-    Dropout is not fused (its mask depends on its kernel); the named
-    normalizations, softmax and losses keep their own kernels.
+    Dropout and the losses are not fused.
 
     ```
     memfit-opt model.onnx --input-shape=batch=2,seq=16 \

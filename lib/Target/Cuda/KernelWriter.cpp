@@ -729,6 +729,32 @@ LogicalResult KernelWriter::emitFull(Value value,
   for (Value operand : def->getOperands())
     if (failed(emitFull(operand, defined)))
       return failure();
+  if (auto it = rowStats.find(def); it != rowStats.end()) {
+    // A normalization's or softmax's element, from its row statistics.
+    const RowStats &stats = it->second;
+    SmallVector<std::string> operands;
+    for (Value operand : def->getOperands()) {
+      FailureOr<std::string> s = scalar(operand);
+      if (failed(s))
+        return failure();
+      operands.push_back(*s);
+    }
+    Type type = eltOf(def->getOperand(0));
+    std::string x = "(" + stats.acc + ")" + operands[0], expr;
+    if (isa<LayerNormOp>(def))
+      expr = "(" + x + " - " + stats.shift + ") * " + stats.scale + " * " +
+             operands[1] + (operands.size() > 2 ? " + " + operands[2] : "");
+    else if (isa<RMSNormOp>(def))
+      expr = "(" + x + ") * " + stats.scale + " * " + operands[1];
+    else if (isa<SoftmaxOp>(def))
+      expr = mathFn("exp", type) + "(" + x + " - " + stats.shift + ") / " +
+             stats.scale;
+    else
+      expr = x + " - " + stats.shift;
+    define(value, "(" + *regType(eltOf(value)) + ")(" + expr + ")");
+    defined.push_back(value);
+    return success();
+  }
   if (failed(emitScalarOp(def)))
     return failure();
   defined.push_back(value);
@@ -742,7 +768,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
       if (failed(cType(eltOf(result))))
         return error(&op) << "unsupported element type " << eltOf(result),
                failure();
-    if (!isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op))
+    if (!isRowOp(&op))
       continue;
     FailureOr<std::string> a = accType(&op, eltOf(op.getOperand(0)));
     if (failed(a))
@@ -782,37 +808,97 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
     if (isa<ConstantOp>(op))
       continue;
     Value result = op.getResult(0);
-    if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
-      bool isMax = isa<ReduceMaxOp>(op);
-      Type type = eltOf(op.getOperand(0));
-      std::string a = freshName("a");
-      os << "  " << acc << " " << a << " = "
-         << (isMax ? floatLiteral(-INFINITY, type.isF64()) : "0") << ";\n";
-      LogicalResult done = loop([&]() -> LogicalResult {
-        SmallVector<Value> defined;
-        if (failed(emitFull(op.getOperand(0), defined)))
+    if (isRowOp(&op)) {
+      Value input = op.getOperand(0);
+      Type type = eltOf(input);
+      bool d = type.isF64();
+      std::string n = floatLiteral(static_cast<double>(frame.length), d);
+      // A block-wide sum or max over the row of `term` (an expression of
+      // the element `t`, in the accumulator type).
+      auto reduce = [&](bool isMax, function_ref<std::string(StringRef)> term)
+          -> FailureOr<std::string> {
+        std::string a = freshName("a");
+        os << "  " << acc << " " << a << " = "
+           << (isMax ? floatLiteral(-INFINITY, d) : "0") << ";\n";
+        LogicalResult done = loop([&]() -> LogicalResult {
+          SmallVector<Value> defined;
+          if (failed(emitFull(input, defined)))
+            return failure();
+          FailureOr<std::string> x = scalar(input);
+          if (failed(x))
+            return failure();
+          std::string element = term("(" + acc + ")" + *x);
+          os << "    " << a << " = "
+             << (isMax ? "memfit_max(" + a + ", " + element + ")"
+                       : a + " + " + element)
+             << ";\n";
+          return success();
+        });
+        if (failed(done))
           return failure();
-        FailureOr<std::string> x = scalar(op.getOperand(0));
-        if (failed(x))
+        os << "  " << a << " = "
+           << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << a
+           << ", scratch);\n";
+        return a;
+      };
+      auto identity = [](StringRef t) { return t.str(); };
+      auto square = [](StringRef t) {
+        return "(" + t.str() + ") * (" + t.str() + ")";
+      };
+      // A row statistic, shared by every thread of the block.
+      auto stat = [&](StringRef expr) {
+        std::string name = freshName("r");
+        os << "  const " << acc << " " << name << " = " << expr << ";\n";
+        return name;
+      };
+      FailureOr<std::string> a = failure(), b = failure();
+      if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
+        if (failed(a = reduce(isa<ReduceMaxOp>(op), identity)))
           return failure();
-        std::string element = "(" + acc + ")" + *x;
-        os << "    " << a << " = "
-           << (isMax ? "memfit_max(" + a + ", " + element + ")"
-                     : a + " + " + element)
-           << ";\n";
-        return success();
-      });
-      if (failed(done))
-        return failure();
-      os << "  " << a << " = "
-         << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << a
-         << ", scratch);\n";
-      std::string value = a;
-      if (isa<ReduceMeanOp>(op))
-        value += " / " +
-                 floatLiteral(static_cast<double>(frame.length), type.isF64());
-      define(result, "(" + *regType(eltOf(result)) + ")(" + value + ")");
-      rowValues.insert(result);
+        std::string value = *a;
+        if (isa<ReduceMeanOp>(op))
+          value += " / " + n;
+        define(result, "(" + *regType(eltOf(result)) + ")(" + value + ")");
+        rowValues.insert(result);
+        continue;
+      }
+      // Normalizations and softmax as their templates compute them: the
+      // full result is written where a loop reads it.
+      RowStats &stats = rowStats[&op];
+      stats.acc = acc;
+      auto inverse = [&](StringRef sumOfSquares, double epsilon) {
+        return stat(floatLiteral(1.0, d) + " / " + mathFn("sqrt", type) + "(" +
+                    sumOfSquares.str() + " / " + n + " + " +
+                    floatLiteral(epsilon, d) + ")");
+      };
+      if (auto norm = dyn_cast<LayerNormOp>(op)) {
+        if (failed(a = reduce(false, identity)))
+          return failure();
+        stats.shift = stat(*a + " / " + n);
+        std::string m = stats.shift;
+        if (failed(b = reduce(false, [&](StringRef t) {
+                     return square(t.str() + " - " + m);
+                   })))
+          return failure();
+        stats.scale = inverse(*b, norm.getEpsilon().convertToDouble());
+      } else if (auto norm = dyn_cast<RMSNormOp>(op)) {
+        if (failed(b = reduce(false, square)))
+          return failure();
+        stats.scale = inverse(*b, norm.getEpsilon().convertToDouble());
+      } else {
+        std::string e = mathFn("exp", type);
+        if (failed(a = reduce(true, identity)))
+          return failure();
+        std::string m = *a;
+        if (failed(b = reduce(false, [&](StringRef t) {
+                     return e + "(" + t.str() + " - " + m + ")";
+                   })))
+          return failure();
+        stats.shift = m;
+        stats.scale = *b;
+        if (isa<LogSoftmaxOp>(op))
+          stats.shift = stat(m + " + " + mathFn("log", type) + "(" + *b + ")");
+      }
       continue;
     }
     if (shapeOf(result) == frame.full)

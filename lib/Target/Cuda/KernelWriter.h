@@ -178,6 +178,14 @@ private:
   /// The row values of a row kernel, defined once per block: they may be
   /// read where the domain is the full shape.
   llvm::SmallPtrSet<Value, 8> rowValues;
+  /// A row kernel's normalizations and softmaxes: the row statistics their
+  /// elements are computed from (layer_norm: mean and 1/std; rms_norm:
+  /// 1/rms; softmax: max and sum of exp; log_softmax: max + log(sum)), in
+  /// the accumulator type.
+  struct RowStats {
+    std::string acc, shift, scale;
+  };
+  DenseMap<Operation *, RowStats> rowStats;
   unsigned nextVar = 0;
 };
 
