@@ -205,9 +205,57 @@ struct Schedule {
     return llvm::any_of(writes, [&](int64_t w) { return w > from && w < to; });
   }
 
+  /// The arena bytes live at each position (every buffer from the op that
+  /// writes it to its last reader; arguments throughout), and their most.
+  void computeLive(Block &block) {
+    live.assign(position.size() + 1, 0);
+    auto add = [&](int64_t from, int64_t to, int64_t bytes) {
+      for (int64_t p = std::max<int64_t>(from, 0);
+           p <= std::min<int64_t>(to, live.size() - 1); ++p)
+        live[p] += bytes;
+    };
+    for (BlockArgument arg : block.getArguments())
+      if (isa<RankedTensorType>(arg.getType()))
+        add(0, live.size() - 1, bytesOf(arg));
+    for (Operation &op : block) {
+      if (op.getNumResults() == 0 || isBufferView(&op) ||
+          outsideArena(op.getResult(0)))
+        continue;
+      int64_t at = position.lookup(&op);
+      for (Value result : op.getResults())
+        if (isa<RankedTensorType>(result.getType()))
+          add(at, std::max(at, lastUse.lookup(result)), bytesOf(result));
+    }
+    peak = live.empty() ? 0 : *llvm::max_element(live);
+  }
+
+  /// A change of the live bytes over positions [from, to].
+  struct LiveChange {
+    int64_t from, to, bytes;
+  };
+  /// Whether `changes` keep every position at or below the peak.
+  bool fitsPeak(ArrayRef<LiveChange> changes, int64_t lo, int64_t hi) const {
+    for (int64_t p = lo; p <= hi; ++p) {
+      int64_t bytes = live[p];
+      for (const LiveChange &c : changes)
+        if (p >= c.from && p <= c.to)
+          bytes += c.bytes;
+      if (bytes > peak)
+        return false;
+    }
+    return true;
+  }
+  void apply(ArrayRef<LiveChange> changes) {
+    for (const LiveChange &c : changes)
+      for (int64_t p = c.from; p <= c.to; ++p)
+        live[p] += c.bytes;
+  }
+
   DenseMap<Operation *, int64_t> position;
   SmallVector<int64_t> writes;
   DenseMap<Value, int64_t> lastUse;
+  std::vector<int64_t> live;
+  int64_t peak = 0;
 };
 
 struct MemfitFusePass
@@ -716,6 +764,7 @@ struct MemfitFusePass
     Block &block = func.getBody().front();
     // A merged kernel takes its consumer's position.
     Schedule schedule(block);
+    schedule.computeLive(block);
     auto &position = schedule.position;
 
     bool changed = true;
@@ -744,6 +793,7 @@ struct MemfitFusePass
         if (!consumer || erased.contains(consumer) ||
             !canFuse(producer, consumer, schedule))
           continue;
+        schedule.apply(pendingChanges);
         merge(producer, consumer);
       }
       if (changed || !rows)
@@ -916,7 +966,11 @@ struct MemfitFusePass
     // last now live until the consumer, in place of its results that only
     // the consumer reads (results that others read too are still written,
     // by the merged kernel, and live from the consumer's step on).
+    // Or, when it does, the bytes live at no step between the two exceed
+    // the most the step holds anywhere (its peak is where it was).
+    int64_t at = schedule.position.lookup(consumer);
     int64_t extended = 0, freed = 0;
+    SmallVector<Schedule::LiveChange> changes;
     llvm::SmallPtrSet<Value, 8> seen;
     for (Value input : producer.getInputs()) {
       Value root = rootOf(input);
@@ -924,13 +978,26 @@ struct MemfitFusePass
           schedule.lastUse.lookup(root) > from)
         continue;
       extended += bytesOf(root);
+      changes.push_back({from + 1, at, bytesOf(root)});
     }
-    for (Value result : producer->getResults())
+    for (Value result : producer->getResults()) {
       if (llvm::all_of(result.getUsers(),
-                       [&](Operation *user) { return user == consumer; }))
+                       [&](Operation *user) { return user == consumer; })) {
         freed += bytesOf(result);
-    return extended <= freed;
+        changes.push_back({from, at, -bytesOf(result)});
+      } else {
+        // Written at the consumer's step instead of the producer's.
+        changes.push_back({from, at - 1, -bytesOf(result)});
+      }
+    }
+    if (extended > freed && !schedule.fitsPeak(changes, from, at))
+      return false;
+    pendingChanges = std::move(changes);
+    return true;
   }
+
+  /// The live-byte changes of the merge canFuse last accepted.
+  SmallVector<Schedule::LiveChange> pendingChanges;
 
   /// A kernel at `consumer`'s place that computes `producer`'s body, then
   /// `consumer`'s, and yields `consumer`'s results, then those of

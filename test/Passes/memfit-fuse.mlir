@@ -87,21 +87,50 @@ func.func @two_readers(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
 
 // A reader that is not a kernel comes first (a matmul): the value must
 // exist before it, so the producer stays. And a multi-output merge that
-// would keep an arena input live: the exp of %p (a softmax row, read last
-// by the exp) is also read after the neg, so merging it would keep %p live
-// and still write the exp: refused.
+// would keep more bytes live across the step's peak: the slice of %p (a
+// softmax row, read last by the slice) is also read after the neg, so
+// merging it would keep %p (twice the slice's bytes) live through the
+// 64x64 product that only the sum between them reads, where the step holds
+// the most: refused.
 // CHECK-LABEL: func.func @readers_before
-// CHECK-COUNT-5: memfit.kernel
-// REPORT: memfit-fuse: 5 kernels -> 5
-func.func @readers_before(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>) {
+// CHECK-COUNT-6: memfit.kernel
+// REPORT: memfit-fuse: 6 kernels -> 6
+func.func @readers_before(%x: tensor<4x4xf32>, %z: tensor<4x8xf32>, %y: tensor<64x64xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<1x1xf32>) {
   %0 = memfit.exp %x : tensor<4x4xf32>
   %m = memfit.matmul %0, %x : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
   %1 = memfit.neg %0 : tensor<4x4xf32>
+  %p = memfit.softmax %z : tensor<4x8xf32>
+  %e = memfit.slice %p {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x4xf32>
+  %b = memfit.matmul %y, %y : tensor<64x64xf32>, tensor<64x64xf32> -> tensor<64x64xf32>
+  %r = memfit.reduce_sum %b {axes = array<i64: 0, 1>} : tensor<64x64xf32> -> tensor<1x1xf32>
+  %n = memfit.neg %e : tensor<4x4xf32>
+  %s = memfit.matmul %e, %n : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  return %m, %1, %n, %s, %r : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<1x1xf32>
+}
+
+// -----
+
+// The same merge where the step's peak is elsewhere (at the end, where
+// every result is live): %p lives a step longer, below the peak: merged.
+// CHECK-LABEL: func.func @below_peak
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.softmax
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.exp
+// CHECK-NEXT: memfit.neg
+// CHECK: return
+func.func @below_peak(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<64x64xf32>) {
   %p = memfit.softmax %x : tensor<4x4xf32>
   %e = memfit.exp %p : tensor<4x4xf32>
   %n = memfit.neg %e : tensor<4x4xf32>
   %s = memfit.matmul %e, %n : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
-  return %m, %1, %n, %s : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
+  %big = memfit.exp %x : tensor<4x4xf32>
+  %b = memfit.matmul %big, %big : tensor<4x4xf32>, tensor<4x4xf32> -> tensor<4x4xf32>
+  %c = memfit.constant dense<1.000000e+00> : tensor<64x64xf32>
+  %d = memfit.exp %c : tensor<64x64xf32>
+  return %n, %s, %d : tensor<4x4xf32>, tensor<4x4xf32>, tensor<64x64xf32>
 }
 
 // -----

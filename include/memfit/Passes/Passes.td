@@ -119,8 +119,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
       consumer;
     - the bytes the merge keeps live longer (the arena inputs the producer
       read last, now read at the consumer) are at most the bytes it frees
-      (the producer's results that only the consumer read), so no step
-      holds more than before.
+      (the producer's results that only the consumer read), or the bytes
+      live at every step between the two stay at or below the most any
+      step of the function holds (the peak stays where it was).
 
     Last, multi-tensor kernels (`multi-tensor`): a run of pointwise kernels
     whose results are all stored in place by `memfit.assign` (the
