@@ -83,6 +83,12 @@ Value rootOf(Value value) {
   return value;
 }
 
+/// The ops of `kernel` that max-ops counts: all but its literals.
+int64_t opCount(KernelOp kernel) {
+  return llvm::count_if(kernel.getBodyOps(),
+                        [](Operation &op) { return !isa<ConstantOp>(op); });
+}
+
 /// Whether `value`'s buffer is not in the arena: a function argument, a
 /// parameter or a constant, which live the whole step anyway.
 bool outsideArena(Value value) {
@@ -279,9 +285,10 @@ struct MemfitFusePass
     for (func::FuncOp func : definedFunctions(module))
       after += kernelCount(func);
     if (budgetBytes > 0) {
-      // Fusion lowers the bytes live at every step (fuseInto's rule), but
-      // the arena's first-fit placement may still come out larger: keep the
-      // unfused step if the fused one breaks the budget that it met.
+      // Fusion keeps the bytes live at every step at or below the step's
+      // peak (canFuse's rule), but the arena's first-fit placement may
+      // still come out larger: keep the unfused step if the fused one
+      // breaks the budget that it met.
       // The unfused step is planned only when the fused one is over.
       auto peak = [](ModuleOp m) -> FailureOr<int64_t> {
         FailureOr<ModulePlan> plan = planModule(m, definedFunctions(m));
@@ -661,9 +668,7 @@ struct MemfitFusePass
       }
       DenseSet<StringAttr> kernelReads, kernelWrites;
       parametersOf(kernel, kernelReads, kernelWrites);
-      int64_t kernelOps = llvm::count_if(kernel.getBodyOps(), [](Operation &o) {
-        return !isa<ConstantOp>(o);
-      });
+      int64_t kernelOps = opCount(kernel);
       int64_t newInputs = llvm::count_if(
           kernel.getInputs(), [&](Value v) { return !inputs.contains(v); });
       bool independent =
@@ -833,11 +838,7 @@ struct MemfitFusePass
           return llvm::is_contained(second.getInputs(), v);
         }))
       return false;
-    auto count = [](KernelOp k) {
-      return static_cast<int64_t>(llvm::count_if(
-          k.getBodyOps(), [](Operation &op) { return !isa<ConstantOp>(op); }));
-    };
-    if (maxOps > 0 && count(first) + count(second) > maxOps)
+    if (maxOps > 0 && opCount(first) + opCount(second) > maxOps)
       return false;
     int64_t from = schedule.position.lookup(first);
     int64_t at = schedule.position.lookup(second);
@@ -941,11 +942,7 @@ struct MemfitFusePass
   }
 
   bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule) {
-    auto count = [](KernelOp k) {
-      return static_cast<int64_t>(llvm::count_if(
-          k.getBodyOps(), [](Operation &op) { return !isa<ConstantOp>(op); }));
-    };
-    if (maxOps > 0 && count(producer) + count(consumer) > maxOps)
+    if (maxOps > 0 && opCount(producer) + opCount(consumer) > maxOps)
       return false;
     if (!fitsPointwise(producer, consumer) &&
         !(rows && fitsRow(producer, consumer)))
