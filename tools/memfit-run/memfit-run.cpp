@@ -276,15 +276,20 @@ static Opt<bool>
     doubleQuant("double-quant", cl::Hidden, cl::cat(deviceCategory),
                 cl::desc("nf4, fp4: quantize the weights' absmax too (QLoRA)"));
 static Opt<bool> fuse("fuse", cl::cat(deviceCategory),
-                      cl::desc("Merge chains of element-wise kernels into "
-                               "one (memfit-fuse)"));
+                      cl::desc("Fuse kernels: spelled-out GELU, norms and "
+                               "softmax raised to named ops, element-wise "
+                               "chains and row ops merged, the optimizer's "
+                               "updates as multi-tensor kernels, transposes "
+                               "into the contractions (memfit-raise, "
+                               "memfit-fuse)"));
 static Opt<int64_t> fuseMaxOps(
     "fuse-max-ops", cl::init(0), cl::Hidden, cl::cat(deviceCategory),
     cl::desc("With --fuse: at most this many ops in a kernel (0: no limit)"));
 static Opt<std::string> fusionReport(
-    "fusion-report", cl::ValueOptional, cl::Hidden, cl::cat(outputCategory),
-    cl::desc("With --fuse: write memfit-fuse's report to this file (no "
-             "value: standard output)"));
+    "fusion-report", cl::ValueOptional, cl::cat(outputCategory),
+    cl::desc("With --fuse: write memfit-fuse's report (each kernel's bytes, "
+             "FLOPs, ops and ONNX nodes against the step's lower bound) to "
+             "this file (no value: standard output)"));
 static cl::list<std::string> keepFp32States(
     "keep-fp32-states", cl::CommaSeparated, cl::Hidden,
     cl::cat(optimizerCategory),

@@ -89,31 +89,40 @@ def MemfitRaisePass : Pass<"memfit-raise", "::mlir::ModuleOp"> {
 }
 
 def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
-  let summary = "Merges chains of element-wise kernels into one kernel";
+  let summary = "Fuses kernels: element-wise chains, row kernels, "
+                "multi-tensor updates; folds transposes into contractions";
   let description = [{
-    First, contractions read transposed matrices in place: a kernel that
-    only transposes a 2-D float value and feeds a gemm, a matmul's 2-D rhs
-    (the lhs rows flattened by views) or a 2-D matmul's lhs becomes the
-    gemm's transpose flag, and a transpose of a 2-D contraction's result
-    that nothing else reads becomes the contraction with its operands
-    swapped; the transpose kernels go away (the tied LM head needs no
-    transposed copy, nor its gradient). Not across an in-place update of the
-    source, and not when the copy stays and the source would live longer.
+    Runs after `memfit-form-kernels` and `memfit-remat`, in this order.
 
-    Then producer-consumer fusion of pointwise kernels (after
-    `memfit-form-kernels` and `memfit-remat`): a kernel whose ops are all
-    element-wise (or data movement that reads its inputs) is merged into the
-    kernel that first reads its results, which then computes both in one
-    pass over memory and also yields the results that later ops read; the
-    intermediates that only it read are never stored. The
-    merged kernel runs where the consumer ran and keeps its attributes, and
-    its body holds both kernels' ops (so the emitted kernel lists both
-    kernels' ONNX nodes). A merge is made only when:
+    Transposes into contractions: a kernel that only transposes a 2-D float
+    value and feeds a gemm, a matmul's 2-D rhs (the lhs rows flattened by
+    views) or a 2-D matmul's lhs becomes the gemm's transpose flag, and a
+    transpose of a 2-D contraction's result that nothing else reads becomes
+    the contraction with its operands swapped (the tied LM head needs no
+    transposed copy, nor its gradient). A swap of the last two dimensions
+    of a value of rank 3 or more that feeds a matmul becomes the matmul's
+    `trans_a`/`trans_b` (attention's K^T). Not across an in-place update of
+    the source, and not when the copy stays and the source would live
+    longer.
 
-    - both kernels are pointwise and of one shape (the producer's results
-      have the consumer's shape), and only element-wise ops of the
-      consumer read the producer's results (data movement reads kernel
-      inputs);
+    Producer-consumer fusion: a kernel is merged into the kernel that first
+    reads its results, which then computes both in one pass over memory and
+    also yields the results that later ops read; the intermediates that
+    only it read are never stored. The merged kernel runs where the
+    consumer ran and keeps its attributes, and its body holds both kernels'
+    ops (so the emitted kernel lists both kernels' ONNX nodes). The two
+    merge as pointwise kernels (element-wise ops, or data movement reading
+    kernel inputs, the producer's results of the consumer's shape and read
+    only by its element-wise ops) or as a row kernel (`rows`): a row op
+    (reduce_sum, reduce_mean, reduce_max, layer_norm, rms_norm, softmax,
+    log_softmax of floats) with the element-wise kernels that compute its
+    input or read its result, and row ops of the same frame (one input
+    shape, the same axes) in sequence. A row kernel runs a block per row:
+    each row op's input is computed in its loops, row values once per
+    block, full results in a last loop; element-wise work joins one only
+    where it has 64 rows or more, or 65,536 elements at most. A merge is
+    made only when
+
     - no in-place update (`memfit.assign`) runs between the two;
     - every other reader of the producer's results comes after the
       consumer;
@@ -123,32 +132,28 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
       live at every step between the two stay at or below the most any
       step of the function holds (the peak stays where it was).
 
-    Last, multi-tensor kernels (`multi-tensor`): a run of pointwise kernels
-    whose results are all stored in place by `memfit.assign` (the
-    optimizer's update of each parameter), with only parameter loads,
-    constants and in-place updates between them, none reading another's
-    results or a parameter that another updates, becomes one kernel of
-    several segments (`memfit.segments`, each segment's result count): one
-    launch, one thread per element of all of them, at the last kernel's
-    place, at most 400 buffers (CUDA's 4 KB of kernel parameters). The
-    plan cannot grow (the inputs were all live at the first update, the
-    results go to the weights); that is checked.
+    Siblings: a row kernel runs inside a later one of the same frame that
+    reads one of its inputs, when nothing reads its results before it and
+    no input lives longer. Layer norm's backward, as autodiff writes it
+    (thirteen kernels), becomes two row kernels and one kernel of the
+    scale's and bias's column sums.
+
+    Multi-tensor kernels (`multi-tensor`): a run of pointwise kernels whose
+    results are all stored in place by `memfit.assign` (the optimizer's
+    update of each parameter), with only parameter loads, constants and
+    in-place updates between them, none reading another's results or a
+    parameter that another updates, becomes one kernel of several segments
+    (`memfit.segments`, each segment's result count) at the last kernel's
+    place: one launch whose blocks each update a chunk of one segment, at
+    most 400 buffers (CUDA's 4 KB of kernel parameters). The plan cannot
+    grow (the inputs were all live at the first update, the results go to
+    the weights); that is checked.
 
     With `budget`, a fused step whose plan exceeds a budget that the
     unfused step met is left unfused (the first-fit placement may differ).
-    Row kernels (`rows`): a row op (reduce_sum, reduce_mean, reduce_max,
-    layer_norm, rms_norm, softmax, log_softmax of floats) merges by the
-    same rules with the element-wise kernels that compute its input
-    (prologue) or read its result (epilogue), and with row ops of the same
-    frame (one input shape, the same axes): the merged kernel runs a block
-    per row, computes each row op's input in its loops, its row values
-    (one per row) once per block, and its full results in a last loop. Element-wise work joins a row kernel
-    only where it has 64 rows or more, or 65,536 elements at most (a GPU
-    runs it on as many blocks as rows). Layer norm's backward, as autodiff
-    writes it, becomes one kernel per row plus the two column sums of the
-    scale's and bias's gradients.
-
-    Dropout and the losses are not fused.
+    Dropout and the losses are not fused. `report` writes the kernel count
+    before and after and every step's bytes, FLOPs, ops and ONNX nodes
+    against the step's lower bound.
 
     ```
     memfit-opt model.onnx --input-shape=batch=2,seq=16 \
@@ -163,7 +168,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "The step's memory budget (memfit-remat's): a fused plan over it "
            "is not kept (0: none)">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
-           "Write the kernel count before and after ('-': standard output)">,
+           "Write the kernel count before and after, each step's bytes, "
+           "FLOPs, ops and ONNX nodes, and the lower bound ('-': standard "
+           "output)">,
     Option<"rows", "rows", "bool", /*default=*/"true",
            "Fuse reductions with their element-wise prologues and "
            "epilogues (row kernels)">,

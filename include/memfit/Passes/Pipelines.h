@@ -93,8 +93,8 @@ struct FusionOptions {
   template <typename T> using Option = mlir::detail::PassOptions::Option<T>;
   explicit FusionOptions(mlir::detail::PassOptions &parent)
       : fuse(parent, "fuse",
-             llvm::cl::desc("Merge chains of element-wise kernels "
-                            "(memfit-fuse)"),
+             llvm::cl::desc("Fuse kernels (memfit-raise first, "
+                            "memfit-fuse last)"),
              llvm::cl::init(false)),
         fuseMaxOps(parent, "fuse-max-ops",
                    llvm::cl::desc("At most this many ops in a fused kernel "
