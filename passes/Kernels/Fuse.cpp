@@ -73,16 +73,6 @@ int64_t bytesOf(Value value) {
   return tensorBytes(cast<RankedTensorType>(value.getType()));
 }
 
-/// The value whose buffer `value` uses (through views).
-Value rootOf(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (!isBufferView(def))
-      break;
-    value = def->getOperand(0);
-  }
-  return value;
-}
-
 /// The ops of `kernel` that max-ops counts: all but its literals.
 int64_t opCount(KernelOp kernel) {
   return llvm::count_if(kernel.getBodyOps(),
@@ -92,7 +82,7 @@ int64_t opCount(KernelOp kernel) {
 /// Whether `value`'s buffer is not in the arena: a function argument, a
 /// parameter or a constant, which live the whole step anyway.
 bool outsideArena(Value value) {
-  Operation *def = rootOf(value).getDefiningOp();
+  Operation *def = bufferRoot(value).getDefiningOp();
   return !def || isa<LoadParameterOp, ConstantOp>(def);
 }
 
@@ -149,6 +139,45 @@ Value createGemm(OpBuilder &b, Location loc, Type type, Value x, Value y,
   return gemm;
 }
 
+/// A kernel assembled from others (fuseInto, mergeSegments): its inputs,
+/// each once, and the body that theirs are cloned into.
+struct MergedKernel {
+  void addInput(Value v) {
+    if (index.try_emplace(v, inputs.size()).second)
+      inputs.push_back(v);
+  }
+  /// Creates the kernel at `builder`'s point with the inputs and an empty
+  /// body, and points `builder` at the body's start.
+  KernelOp create(OpBuilder &builder, Location loc, TypeRange types) {
+    auto kernel = KernelOp::create(builder, loc, types, inputs);
+    body = builder.createBlock(&kernel.getBody());
+    for (Value v : inputs)
+      body->addArgument(v.getType(), v.getLoc());
+    builder.setInsertionPointToStart(body);
+    return kernel;
+  }
+  /// Clones `kernel`'s body; its arguments that `map` does not hold yet
+  /// read the merged kernel's inputs. Returns the values it yields, mapped.
+  SmallVector<Value> clone(OpBuilder &builder, KernelOp kernel,
+                           IRMapping &map) {
+    for (auto [i, v] : llvm::enumerate(kernel.getInputs()))
+      if (!map.contains(kernel.getBodyBlock().getArgument(i)))
+        map.map(kernel.getBodyBlock().getArgument(i),
+                body->getArgument(index.lookup(v)));
+    for (Operation &op : kernel.getBodyOps())
+      builder.clone(op, map);
+    SmallVector<Value> yielded;
+    for (Value v :
+         cast<YieldOp>(kernel.getBodyBlock().getTerminator()).getValues())
+      yielded.push_back(map.lookup(v));
+    return yielded;
+  }
+
+  SmallVector<Value> inputs;
+  DenseMap<Value, unsigned> index;
+  Block *body = nullptr;
+};
+
 /// Copies the `memfit.*` attributes of `from` (what the planner and the
 /// reports know of a step: backward, saved, gradient_of) onto `to`.
 void copyMemfitAttrs(Operation *from, Operation *to) {
@@ -185,24 +214,19 @@ struct Schedule {
   /// Records `op`'s reads at its position.
   void noteUses(Operation &op) {
     for (Value operand : op.getOperands())
-      lastUse[rootOf(operand)] =
-          std::max(lastUse.lookup(rootOf(operand)), position.lookup(&op));
+      lastUse[bufferRoot(operand)] =
+          std::max(lastUse.lookup(bufferRoot(operand)), position.lookup(&op));
   }
 
   /// Records the reads of `value`, a new kernel's result, by the ops that
   /// read it (through views). Its entry is set afresh: an erased value's
   /// storage may hold the new one.
   void noteReaders(Value value) {
+    SmallVector<Operation *> readers;
+    collectViewReaders(value, readers);
     lastUse[value] = 0;
-    SmallVector<Value> work{value};
-    while (!work.empty())
-      for (Operation *user : work.pop_back_val().getUsers()) {
-        if (isBufferView(user))
-          work.push_back(user->getResult(0));
-        else
-          lastUse[value] =
-              std::max(lastUse.lookup(value), position.lookup(user));
-      }
+    for (Operation *reader : readers)
+      lastUse[value] = std::max(lastUse[value], position.lookup(reader));
   }
 
   /// Whether an in-place update runs strictly between positions `from` and
@@ -443,7 +467,7 @@ struct MemfitFusePass
         lastReader =
             std::max(lastReader, schedule->position.lookup(use->getOwner()));
       if (!outsideArena(source) && foldable.size() != uses.size() &&
-          schedule->lastUse.lookup(rootOf(source)) < lastReader)
+          schedule->lastUse.lookup(bufferRoot(source)) < lastReader)
         continue;
       for (OpOperand *use : foldable)
         batched ? takeBatchTransposed(*use, source)
@@ -612,7 +636,7 @@ struct MemfitFusePass
   static void parametersOf(KernelOp kernel, DenseSet<StringAttr> &reads,
                            DenseSet<StringAttr> &writes) {
     for (Value input : kernel.getInputs())
-      if (auto load = rootOf(input).getDefiningOp<LoadParameterOp>())
+      if (auto load = bufferRoot(input).getDefiningOp<LoadParameterOp>())
         reads.insert(load.getNameAttr().getAttr());
     for (Operation *user : kernel->getUsers())
       if (auto assign = dyn_cast<AssignOp>(user))
@@ -703,37 +727,24 @@ struct MemfitFusePass
   /// One kernel at the last of `group`'s place that runs each as a
   /// segment; the updates of their results move after it.
   static void mergeSegments(ArrayRef<KernelOp> group) {
-    SmallVector<Value> inputs;
-    DenseMap<Value, unsigned> inputIndex;
+    MergedKernel parts;
     SmallVector<Type> types;
     SmallVector<int64_t> sizes;
     for (KernelOp kernel : group) {
       for (Value v : kernel.getInputs())
-        if (inputIndex.try_emplace(v, inputs.size()).second)
-          inputs.push_back(v);
+        parts.addInput(v);
       llvm::append_range(types, kernel->getResultTypes());
       sizes.push_back(kernel->getNumResults());
     }
     KernelOp last = group.back();
     OpBuilder builder(last);
-    auto merged = KernelOp::create(builder, last.getLoc(), types, inputs);
+    KernelOp merged = parts.create(builder, last.getLoc(), types);
     copyMemfitAttrs(group.front(), merged);
     merged->setAttr(kSegmentsAttr, builder.getDenseI64ArrayAttr(sizes));
-    Block *body = builder.createBlock(&merged.getBody());
-    for (Value v : inputs)
-      body->addArgument(v.getType(), v.getLoc());
-    builder.setInsertionPointToStart(body);
     SmallVector<Value> yielded;
     for (KernelOp kernel : group) {
       IRMapping map;
-      for (auto [i, v] : llvm::enumerate(kernel.getInputs()))
-        map.map(kernel.getBodyBlock().getArgument(i),
-                body->getArgument(inputIndex[v]));
-      for (Operation &op : kernel.getBodyOps())
-        builder.clone(op, map);
-      for (Value v :
-           cast<YieldOp>(kernel.getBodyBlock().getTerminator()).getValues())
-        yielded.push_back(map.lookup(v));
+      llvm::append_range(yielded, parts.clone(builder, kernel, map));
     }
     YieldOp::create(builder, last.getLoc(), yielded);
 
@@ -851,7 +862,7 @@ struct MemfitFusePass
       if (first->hasAttr(attr) != second->hasAttr(attr))
         return false;
     return llvm::all_of(first.getInputs(), [&](Value input) {
-      Value root = rootOf(input);
+      Value root = bufferRoot(input);
       return outsideArena(root) || schedule.lastUse.lookup(root) >= at;
     });
   }
@@ -970,7 +981,7 @@ struct MemfitFusePass
     SmallVector<Schedule::LiveChange> changes;
     llvm::SmallPtrSet<Value, 8> seen;
     for (Value input : producer.getInputs()) {
-      Value root = rootOf(input);
+      Value root = bufferRoot(input);
       if (!seen.insert(root).second || outsideArena(root) ||
           schedule.lastUse.lookup(root) > from)
         continue;
@@ -1000,17 +1011,12 @@ struct MemfitFusePass
   /// `consumer`'s, and yields `consumer`'s results, then those of
   /// `producer`'s results that other ops read.
   static KernelOp fuseInto(KernelOp producer, KernelOp consumer) {
-    SmallVector<Value> inputs;
-    DenseMap<Value, unsigned> inputIndex;
-    auto addInput = [&](Value v) {
-      if (inputIndex.try_emplace(v, inputs.size()).second)
-        inputs.push_back(v);
-    };
+    MergedKernel parts;
     for (Value v : producer.getInputs())
-      addInput(v);
+      parts.addInput(v);
     for (Value v : consumer.getInputs())
       if (v.getDefiningOp() != producer)
-        addInput(v);
+        parts.addInput(v);
 
     SmallVector<OpResult> kept; // the producer's results read elsewhere
     for (OpResult result : producer->getResults())
@@ -1022,41 +1028,20 @@ struct MemfitFusePass
       types.push_back(result.getType());
 
     OpBuilder builder(consumer);
-    auto merged =
-        KernelOp::create(builder, consumer.getLoc(), types, inputs);
+    KernelOp merged = parts.create(builder, consumer.getLoc(), types);
     copyMemfitAttrs(consumer, merged);
-    Block *body = builder.createBlock(&merged.getBody());
-    for (Value v : inputs)
-      body->addArgument(v.getType(), v.getLoc());
-    builder.setInsertionPointToStart(body);
-
     IRMapping first;
-    for (auto [i, v] : llvm::enumerate(producer.getInputs()))
-      first.map(producer.getBodyBlock().getArgument(i),
-                body->getArgument(inputIndex[v]));
-    for (Operation &op : producer.getBodyOps())
-      builder.clone(op, first);
-    auto producerYield =
-        cast<YieldOp>(producer.getBodyBlock().getTerminator());
-
+    SmallVector<Value> produced = parts.clone(builder, producer, first);
+    // The consumer reads the producer's results as computed in the body.
     IRMapping second;
-    for (auto [i, v] : llvm::enumerate(consumer.getInputs())) {
-      Value arg = consumer.getBodyBlock().getArgument(i);
-      if (auto result = dyn_cast<OpResult>(v); result && result.getOwner() == producer)
-        second.map(arg, first.lookup(
-                            producerYield.getValues()[result.getResultNumber()]));
-      else
-        second.map(arg, body->getArgument(inputIndex[v]));
-    }
-    for (Operation &op : consumer.getBodyOps())
-      builder.clone(op, second);
-    SmallVector<Value> yielded;
-    for (Value v :
-         cast<YieldOp>(consumer.getBodyBlock().getTerminator()).getValues())
-      yielded.push_back(second.lookup(v));
+    for (auto [i, v] : llvm::enumerate(consumer.getInputs()))
+      if (auto result = dyn_cast<OpResult>(v);
+          result && result.getOwner() == producer)
+        second.map(consumer.getBodyBlock().getArgument(i),
+                   produced[result.getResultNumber()]);
+    SmallVector<Value> yielded = parts.clone(builder, consumer, second);
     for (OpResult result : kept)
-      yielded.push_back(
-          first.lookup(producerYield.getValues()[result.getResultNumber()]));
+      yielded.push_back(produced[result.getResultNumber()]);
     YieldOp::create(builder, consumer.getLoc(), yielded);
 
     unsigned n = consumer->getNumResults();

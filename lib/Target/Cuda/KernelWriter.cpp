@@ -556,6 +556,17 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
          failure();
 }
 
+FailureOr<SmallVector<std::string>> KernelWriter::scalars(ValueRange values) {
+  SmallVector<std::string> result;
+  for (Value value : values) {
+    FailureOr<std::string> s = scalar(value);
+    if (failed(s))
+      return failure();
+    result.push_back(*s);
+  }
+  return result;
+}
+
 FailureOr<std::string> KernelWriter::load(Value value, StringRef offset,
                                           Operation *user) {
   if (auto arg = dyn_cast<BlockArgument>(value))
@@ -586,16 +597,12 @@ LogicalResult KernelWriter::emitScalarOp(Operation *op) {
     return success();
   }
 
-  SmallVector<std::string> operands;
-  for (Value operand : op->getOperands()) {
-    FailureOr<std::string> s = scalar(operand);
-    if (failed(s))
-      return failure();
-    operands.push_back(*s);
-  }
+  FailureOr<SmallVector<std::string>> operands = scalars(op->getOperands());
+  if (failed(operands))
+    return failure();
   if (!emitter)
     return error(op) << "no element-wise template", failure();
-  FailureOr<std::string> expr = emitter.emitScalar(*this, operands);
+  FailureOr<std::string> expr = emitter.emitScalar(*this, *operands);
   if (failed(expr))
     return failure();
   define(op->getResult(0), *expr);
@@ -732,13 +739,11 @@ LogicalResult KernelWriter::emitFull(Value value,
   if (auto it = rowStats.find(def); it != rowStats.end()) {
     // A normalization's or softmax's element, from its row statistics.
     const RowStats &stats = it->second;
-    SmallVector<std::string> operands;
-    for (Value operand : def->getOperands()) {
-      FailureOr<std::string> s = scalar(operand);
-      if (failed(s))
-        return failure();
-      operands.push_back(*s);
-    }
+    FailureOr<SmallVector<std::string>> scalarOperands =
+        scalars(def->getOperands());
+    if (failed(scalarOperands))
+      return failure();
+    ArrayRef<std::string> operands = *scalarOperands;
     Type type = eltOf(def->getOperand(0));
     std::string x = "(" + stats.acc + ")" + operands[0], expr;
     if (isa<LayerNormOp>(def))

@@ -110,6 +110,8 @@ public:
   /// broadcast to the domain, a splat constant's literal or the variable of
   /// an op already written.
   FailureOr<std::string> scalar(Value value);
+  /// scalar() of each of `values`.
+  FailureOr<SmallVector<std::string>> scalars(ValueRange values);
   /// The element of a kernel input at `offset`, or a splat constant's value;
   /// `user` gets the diagnostic for anything else.
   FailureOr<std::string> load(Value value, StringRef offset, Operation *user);
