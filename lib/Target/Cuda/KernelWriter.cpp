@@ -727,14 +727,13 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
 // KernelWriter: row kernels
 //===----------------------------------------------------------------------===//
 
-LogicalResult KernelWriter::emitFull(Value value,
-                                     SmallVectorImpl<Value> &defined) {
+LogicalResult KernelWriter::defineFull(Value value) {
   Operation *def = value.getDefiningOp();
   if (!def || isa<ConstantOp>(def) || names.count(value) ||
       rowValues.contains(value))
     return success();
   for (Value operand : def->getOperands())
-    if (failed(emitFull(operand, defined)))
+    if (failed(defineFull(operand)))
       return failure();
   if (auto it = rowStats.find(def); it != rowStats.end()) {
     // A normalization's or softmax's element, from its row statistics.
@@ -757,13 +756,15 @@ LogicalResult KernelWriter::emitFull(Value value,
     else
       expr = x + " - " + stats.shift;
     define(value, "(" + *regType(eltOf(value)) + ")(" + expr + ")");
-    defined.push_back(value);
     return success();
   }
-  if (failed(emitScalarOp(def)))
+  return emitScalarOp(def);
+}
+
+FailureOr<std::string> KernelWriter::fullScalar(Value value) {
+  if (failed(defineFull(value)))
     return failure();
-  defined.push_back(value);
-  return success();
+  return scalar(value);
 }
 
 LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
@@ -826,10 +827,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
         os << "  " << acc << " " << a << " = "
            << (isMax ? floatLiteral(-INFINITY, d) : "0") << ";\n";
         LogicalResult done = loop([&]() -> LogicalResult {
-          SmallVector<Value> defined;
-          if (failed(emitFull(input, defined)))
-            return failure();
-          FailureOr<std::string> x = scalar(input);
+          FailureOr<std::string> x = fullScalar(input);
           if (failed(x))
             return failure();
           std::string element = term("(" + acc + ")" + *x);
@@ -931,10 +929,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
     LogicalResult done = loop([&]() -> LogicalResult {
       for (unsigned i : full) {
         Value value = yield.getValues()[i];
-        SmallVector<Value> defined;
-        if (failed(emitFull(value, defined)))
-          return failure();
-        FailureOr<std::string> v = scalar(value);
+        FailureOr<std::string> v = fullScalar(value);
         if (failed(v))
           return failure();
         os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";

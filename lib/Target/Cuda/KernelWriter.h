@@ -150,16 +150,17 @@ private:
   FailureOr<Operation *> findAnchor();
   LogicalResult writeSignature(raw_ostream &out);
   LogicalResult emitPointwise();
-  /// A pointwise kernel of several segments (kSegmentsAttr): one thread
-  /// per element of all the segments' domains, each thread in the segment
-  /// its index falls in.
+  /// A pointwise kernel of several segments (kSegmentsAttr): each block
+  /// updates a chunk of one segment, its threads striding over it.
   LogicalResult emitSegments(ArrayRef<int64_t> sizes);
   /// A row kernel (rowFrameOf): reductions with their element-wise
   /// prologues and epilogues, one block per row.
   LogicalResult emitRowProgram(const RowFrame &frame);
   /// Inside a loop over a row's elements: defines `value`, a full value,
-  /// and the full values it needs (`defined` collects them).
-  LogicalResult emitFull(Value value, SmallVectorImpl<Value> &defined);
+  /// after the full values it needs.
+  LogicalResult defineFull(Value value);
+  /// defineFull, then the value's scalar.
+  FailureOr<std::string> fullScalar(Value value);
   /// A pointwise kernel that ends in quantize ops (EmitStyle::Blockwise):
   /// one thread block per quantization block.
   LogicalResult emitBlockwise(MutableArrayRef<QuantizeOp> quantizes);
