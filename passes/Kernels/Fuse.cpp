@@ -26,6 +26,7 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::memfit {
@@ -203,8 +204,11 @@ struct Schedule {
   explicit Schedule(Block &block) {
     int64_t next = 0;
     for (Operation &op : block) {
-      if (!isPure(&op) && !isa<KernelOp>(op))
-        writes.push_back(next);
+      if (!isPure(&op) && !isa<KernelOp>(op)) {
+        auto assign = dyn_cast<AssignOp>(op);
+        writes.push_back(
+            {next, assign ? assign.getNameAttr().getAttr() : StringAttr()});
+      }
       position[&op] = next++;
     }
     for (Operation &op : block)
@@ -229,10 +233,18 @@ struct Schedule {
       lastUse[value] = std::max(lastUse[value], position.lookup(reader));
   }
 
-  /// Whether an in-place update runs strictly between positions `from` and
-  /// `to`.
-  bool writeBetween(int64_t from, int64_t to) const {
-    return llvm::any_of(writes, [&](int64_t w) { return w > from && w < to; });
+  /// Whether an in-place update of what `reads` hold (through views: a
+  /// parameter's load) runs strictly between positions `from` and `to`; an
+  /// impure op other than memfit.assign counts as writing everything.
+  bool writeBetween(int64_t from, int64_t to, ValueRange reads) const {
+    SmallVector<StringAttr> read;
+    for (Value value : reads)
+      if (auto load = bufferRoot(value).getDefiningOp<LoadParameterOp>())
+        read.push_back(load.getNameAttr().getAttr());
+    return llvm::any_of(writes, [&](const Write &w) {
+      return w.at > from && w.at < to &&
+             (!w.parameter || llvm::is_contained(read, w.parameter));
+    });
   }
 
   /// The arena bytes live at each position (every buffer from the op that
@@ -282,7 +294,13 @@ struct Schedule {
   }
 
   DenseMap<Operation *, int64_t> position;
-  SmallVector<int64_t> writes;
+  /// An in-place update: its position and the parameter it writes (null
+  /// for an impure op that is not memfit.assign).
+  struct Write {
+    int64_t at;
+    StringAttr parameter;
+  };
+  SmallVector<Write> writes;
   DenseMap<Value, int64_t> lastUse;
   std::vector<int64_t> live;
   int64_t peak = 0;
@@ -337,6 +355,8 @@ struct MemfitFusePass
         after = before;
       }
     }
+    if (!rematReport.empty() && failed(appendRematReport(module, before)))
+      return signalPassFailure();
     if (!report.empty()) {
       std::string text;
       llvm::raw_string_ostream os(text);
@@ -349,6 +369,37 @@ struct MemfitFusePass
       file->os() << text;
       file->keep();
     }
+  }
+
+  /// Appends the fused step's plan to memfit-remat's report (which
+  /// planned the step before fusion).
+  LogicalResult appendRematReport(ModuleOp module, int64_t kernelsBefore) {
+    FailureOr<ModulePlan> plan = planModule(module, definedFunctions(module));
+    if (failed(plan))
+      return failure();
+    int64_t kernels = 0;
+    for (func::FuncOp func : definedFunctions(module))
+      kernels += kernelCount(func);
+    std::string line = llvm::formatv(
+        "planned after memfit-fuse ({0} kernels -> {1}): weights {2} + arena "
+        "{3} = {4} bytes\n",
+        kernelsBefore, kernels, plan->weightsBytes, plan->arenaBytes,
+        plan->weightsBytes + plan->arenaBytes);
+    if (rematReport == "-") {
+      llvm::outs() << line;
+      return success();
+    }
+    std::error_code error;
+    llvm::raw_fd_ostream os(rematReport, error, llvm::sys::fs::OF_Append);
+    if (!error) {
+      os << line;
+      os.close();
+      error = os.error();
+    }
+    if (error)
+      return module.emitError() << "cannot append to memfit-remat report '"
+                                << rematReport << "': " << error.message();
+    return success();
   }
 
   /// stepOpNames, the first few of a long list (a multi-tensor kernel's)
@@ -429,7 +480,10 @@ struct MemfitFusePass
   void foldTransposes(func::FuncOp func) {
     Block &block = func.getBody().front();
     std::optional<Schedule> schedule(std::in_place, block);
+    llvm::SmallPtrSet<Operation *, 8> erased;
     for (KernelOp kernel : llvm::to_vector(block.getOps<KernelOp>())) {
+      if (erased.contains(kernel))
+        continue;
       // A fold replaces ops and values: positions and readers are taken
       // afresh (an erased value's storage may hold a new one).
       if (!schedule)
@@ -442,40 +496,65 @@ struct MemfitFusePass
         continue;
       Value transposed = kernel->getResult(0);
       // The contraction that made the source, when only this reads it.
-      if (!batched && foldIntoProducer(kernel, source)) {
+      if (foldIntoProducer(kernel, source)) {
         schedule.reset();
         continue;
       }
       // A contraction after an in-place update would read the source
-      // updated: those keep the copy.
+      // updated: those keep the copy. A transpose back is the source
+      // itself, for its readers.
       int64_t at = schedule->position.lookup(kernel);
       SmallVector<OpOperand *> uses, foldable;
+      int64_t lastReader = 0;
       for (OpOperand &use : transposed.getUses()) {
         uses.push_back(&use);
-        if ((batched ? canTakeBatchTransposed(use) : canTakeTransposed(use)) &&
-            !schedule->writeBetween(at,
-                                    schedule->position.lookup(use.getOwner())))
-          foldable.push_back(&use);
+        Operation *owner = use.getOwner();
+        bool back = batched && isTransposeBack(owner, transposed);
+        if (!back &&
+            !(batched ? canTakeBatchTransposed(use) : canTakeTransposed(use)))
+          continue;
+        int64_t reader = schedule->position.lookup(owner);
+        if (back)
+          for (Operation *user : owner->getUsers())
+            reader = std::max(reader, schedule->position.lookup(user));
+        if (schedule->writeBetween(at, reader, source))
+          continue;
+        foldable.push_back(&use);
+        lastReader = std::max(lastReader, reader);
       }
       if (foldable.empty())
         continue;
       // The source now lives until the contractions read it: free when it
       // is not in the arena or lives that long anyway, or when the copy
       // (as many bytes) goes away.
-      int64_t lastReader = 0;
-      for (OpOperand *use : foldable)
-        lastReader =
-            std::max(lastReader, schedule->position.lookup(use->getOwner()));
       if (!outsideArena(source) && foldable.size() != uses.size() &&
           schedule->lastUse.lookup(bufferRoot(source)) < lastReader)
         continue;
-      for (OpOperand *use : foldable)
-        batched ? takeBatchTransposed(*use, source)
-                : takeTransposed(*use, source);
+      for (OpOperand *use : foldable) {
+        Operation *owner = use->getOwner();
+        if (batched && isTransposeBack(owner, transposed)) {
+          owner->getResult(0).replaceAllUsesWith(source);
+          erased.insert(owner);
+          owner->erase();
+        } else if (batched) {
+          takeBatchTransposed(*use, source);
+        } else {
+          takeTransposed(*use, source);
+        }
+      }
       if (transposed.use_empty())
         kernel->erase();
       schedule.reset();
     }
+  }
+
+  /// Whether `op` is a kernel that swaps the last two dimensions of
+  /// `transposed` back (and computes no gradient: those keep their ops).
+  static bool isTransposeBack(Operation *op, Value transposed) {
+    auto back = dyn_cast<KernelOp>(op);
+    return back && batchTransposed(back) == transposed &&
+           !back->hasAttr(kGradientOfAttr) &&
+           !back.getBodyOps().begin()->hasAttr(kGradientOfAttr);
   }
 
   /// Whether `use` is a float matmul's operand of rank 3 or more, which the
@@ -559,8 +638,9 @@ struct MemfitFusePass
     matmul->erase();
   }
 
-  /// When `kernel` transposes a 2-D contraction's result that nothing else
-  /// reads, computes the transposed result directly and erases both.
+  /// When `kernel` transposes a contraction's result (a matrix, or each
+  /// matrix of a batch) that nothing else reads, computes the transposed
+  /// result directly and erases both.
   static bool foldIntoProducer(KernelOp kernel, Value source) {
     Operation *producer = source.getDefiningOp();
     if (!producer || !source.hasOneUse())
@@ -577,18 +657,28 @@ struct MemfitFusePass
       tb = gemm.getTransB();
       alpha = gemm.getAlpha();
     } else if (auto matmul = dyn_cast<MatMulOp>(producer)) {
-      if (matmul.getLhs().getType().getRank() != 2 ||
-          matmul.getRhs().getType().getRank() != 2)
+      if (matmul.getLhs().getType().getRank() < 2 ||
+          matmul.getRhs().getType().getRank() < 2)
         return false;
       a = matmul.getLhs();
       b = matmul.getRhs();
+      ta = matmul.getTransA();
+      tb = matmul.getTransB();
     } else {
       return false;
     }
     OpBuilder builder(producer);
-    Value transposed =
-        createGemm(builder, producer->getLoc(), kernel->getResult(0).getType(),
-                   b, a, !tb, !ta, alpha);
+    Type type = kernel->getResult(0).getType();
+    Value transposed;
+    if (cast<RankedTensorType>(type).getRank() == 2) {
+      transposed =
+          createGemm(builder, producer->getLoc(), type, b, a, !tb, !ta, alpha);
+    } else {
+      // (op(A) op(B))^T = op(B)^T op(A)^T in each batch.
+      auto matmul =
+          MatMulOp::create(builder, producer->getLoc(), type, b, a, !tb, !ta);
+      transposed = matmul.getResult();
+    }
     // The step's attributes, and the transpose's (a gradient's
     // memfit.gradient_of is on the op that computes it last).
     Operation *gemm = transposed.getDefiningOp();
@@ -641,6 +731,16 @@ struct MemfitFusePass
     for (Operation *user : kernel->getUsers())
       if (auto assign = dyn_cast<AssignOp>(user))
         writes.insert(assign.getNameAttr().getAttr());
+  }
+
+  /// Whether a kernel merged from `a` and `b` would read a parameter that
+  /// one of its results updates in place.
+  static bool updatesWhatItReads(KernelOp a, KernelOp b) {
+    DenseSet<StringAttr> reads, writes;
+    parametersOf(a, reads, writes);
+    parametersOf(b, reads, writes);
+    return llvm::any_of(writes,
+                        [&](StringAttr p) { return reads.contains(p); });
   }
 
   /// Whether every result of `kernel` is stored by memfit.assign: it
@@ -856,7 +956,8 @@ struct MemfitFusePass
     for (Operation *user : first->getUsers())
       if (schedule.position.lookup(user) <= at)
         return false;
-    if (schedule.writeBetween(from, at))
+    if (schedule.writeBetween(from, at, first.getInputs()) ||
+        updatesWhatItReads(first, second))
       return false;
     for (StringRef attr : {kRecomputedFromAttr, kCompressedAttr})
       if (first->hasAttr(attr) != second->hasAttr(attr))
@@ -955,8 +1056,12 @@ struct MemfitFusePass
   bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule) {
     if (maxOps > 0 && opCount(producer) + opCount(consumer) > maxOps)
       return false;
-    if (!fitsPointwise(producer, consumer) &&
-        !(rows && fitsRow(producer, consumer)))
+    bool pointwise = fitsPointwise(producer, consumer);
+    if (!pointwise && !(rows && fitsRow(producer, consumer)))
+      return false;
+    // Only a pointwise kernel may read a parameter that it updates in
+    // place (each element is read before it is written).
+    if (!pointwise && updatesWhatItReads(producer, consumer))
       return false;
     // A result that others read too becomes the merged kernel's: the
     // memory plan tells recomputed and compressed values by their kernel's
@@ -968,7 +1073,8 @@ struct MemfitFusePass
     // The merged kernel runs where the consumer does: no in-place update
     // of what the producer reads may come between.
     int64_t from = schedule.position.lookup(producer);
-    if (schedule.writeBetween(from, schedule.position.lookup(consumer)))
+    if (schedule.writeBetween(from, schedule.position.lookup(consumer),
+                              producer.getInputs()))
       return false;
     // Nor may it keep more bytes live: the producer's inputs that it read
     // last now live until the consumer, in place of its results that only

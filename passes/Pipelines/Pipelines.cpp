@@ -403,14 +403,16 @@ static void setWeights(MemfitQuantizePassOptions &quantize,
 }
 
 /// memfit-fuse when fusion is on; `budget` is the step's (memfit-remat's).
+/// With `rematReport`, the fused plan is appended to memfit-remat's report.
 static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
-                        int64_t budget) {
+                        int64_t budget, StringRef rematReport = "") {
   if (!fusion.fuse)
     return;
   MemfitFusePassOptions fuse;
   fuse.maxOps = fusion.fuseMaxOps;
   fuse.budget = ByteSize{budget};
   fuse.report = fusion.fusionReport;
+  fuse.rematReport = rematReport.str();
   pm.addPass(createMemfitFusePass(fuse));
 }
 
@@ -520,7 +522,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   remat.timeline = options.timeline;
   remat.timelineData = options.timelineData;
   pm.addPass(createMemfitRematPass(remat));
-  addFusePass(pm, options.fusion, options.budget.getValue().bytes);
+  addFusePass(pm, options.fusion, options.budget.getValue().bytes,
+              options.rematReport);
 }
 
 /// Registers a pipeline whose typed options are parsed, then checked by

@@ -240,3 +240,40 @@ func.func @few_rows(%x: tensor<4x32768xf32>) -> tensor<4x1xf32> {
   %1 = memfit.reduce_sum %0 {axes = array<i64: 1>} : tensor<4x32768xf32> -> tensor<4x1xf32>
   return %1 : tensor<4x1xf32>
 }
+
+// -----
+
+// Not merged: a row kernel that would read a parameter (through the
+// prologue) and update it in place; its reads would race with its writes.
+// Updating another parameter, the two merge.
+memfit.parameter @g = dense<1.000000e+00> : tensor<8xf32>
+memfit.parameter @h = dense<1.000000e+00> : tensor<8xf32>
+// CHECK-LABEL: func.func @reads_what_it_updates
+// CHECK-COUNT-2: memfit.kernel
+// CHECK-NOT: memfit.kernel
+// CHECK: memfit.assign @g
+// CHECK-LABEL: func.func @updates_another
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.reduce_sum
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: memfit.assign @h
+func.func @reads_what_it_updates(%x: tensor<2x3x8xf32>) {
+  %g = memfit.load_parameter @g : tensor<8xf32>
+  %0 = memfit.mul %x, %g : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>
+  %1 = memfit.mul %0, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %2 = memfit.reduce_sum %1 {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x8xf32> -> tensor<8xf32>
+  memfit.assign @g, %2 : tensor<8xf32>
+  return
+}
+func.func @updates_another(%x: tensor<2x3x8xf32>) {
+  %g = memfit.load_parameter @g : tensor<8xf32>
+  %0 = memfit.mul %x, %g : tensor<2x3x8xf32>, tensor<8xf32> -> tensor<2x3x8xf32>
+  %1 = memfit.mul %0, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %2 = memfit.reduce_sum %1 {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x8xf32> -> tensor<8xf32>
+  memfit.assign @h, %2 : tensor<8xf32>
+  return
+}

@@ -228,6 +228,29 @@ func.func @update_between(%x: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// An in-place update of another parameter between the two: the merged
+// kernel reads @w where the consumer runs, and @w is unchanged there.
+memfit.parameter @w = dense<1.000000e+00> : tensor<8xf32>
+memfit.parameter @v = dense<1.000000e+00> : tensor<8xf32>
+// CHECK-LABEL: func.func @other_update_between
+// CHECK: memfit.assign @v
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.exp
+// CHECK-NEXT: memfit.neg
+// CHECK-NEXT: memfit.yield
+// REPORT: memfit-fuse: 3 kernels -> 2
+func.func @other_update_between(%x: tensor<8xf32>) -> tensor<8xf32> {
+  %w = memfit.load_parameter @w : tensor<8xf32>
+  %e = memfit.exp %w : tensor<8xf32>
+  %u = memfit.add %x, %x : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+  memfit.assign @v, %u : tensor<8xf32>
+  %n = memfit.neg %e : tensor<8xf32>
+  return %n : tensor<8xf32>
+}
+
+// -----
+
 // Contractions read transposed matrices in place: a matmul of a batch of
 // rows by a transposed weight becomes one gemm with trans_b over the rows
 // (views around it), a gemm's transposed operand flips its flag, and the
@@ -271,6 +294,33 @@ func.func @batched_transpose(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x4x5xf32>) -
   %kt = memfit.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x3x4x5xf32> -> tensor<2x3x5x4xf32>
   %s = memfit.matmul %q, %kt : tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32> -> tensor<2x3x4x4xf32>
   return %s : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// Attention's backward: the transpose back of K^T is K itself, so both
+// matmuls read K in place even though one runs after a parameter update;
+// and the gradient of K^T transposed is the product with its operands
+// swapped in each batch ((Q^T dS)^T = dS^T Q).
+memfit.parameter @p = dense<1.000000e+00> : tensor<4xf32>
+// CHECK-LABEL: func.func @attention_transposes
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x3x4x5xf32>, %[[K:.+]]: tensor<2x3x4x5xf32>, %[[DS:.+]]: tensor<2x3x4x4xf32>, %{{.+}}: tensor<4xf32>)
+// CHECK-NEXT: %[[S:.+]] = memfit.matmul %[[Q]], %[[K]] {trans_b = true} : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x4xf32>
+// CHECK: memfit.assign @p
+// CHECK-NEXT: %[[DQ:.+]] = memfit.matmul %[[DS]], %[[K]] {memfit.backward} : tensor<2x3x4x4xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x5xf32>
+// CHECK-NEXT: %[[DK:.+]] = memfit.matmul %[[DS]], %[[Q]] {memfit.backward, trans_a = true} : tensor<2x3x4x4xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x5xf32>
+// CHECK-NEXT: return %[[S]], %[[DQ]], %[[DK]]
+// REPORT: memfit-fuse: 4 kernels -> 1
+func.func @attention_transposes(%q: tensor<2x3x4x5xf32>, %k: tensor<2x3x4x5xf32>, %ds: tensor<2x3x4x4xf32>, %x: tensor<4xf32>) -> (tensor<2x3x4x4xf32>, tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) {
+  %kt = memfit.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x3x4x5xf32> -> tensor<2x3x5x4xf32>
+  %s = memfit.matmul %q, %kt : tensor<2x3x4x5xf32>, tensor<2x3x5x4xf32> -> tensor<2x3x4x4xf32>
+  %u = memfit.add %x, %x : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+  memfit.assign @p, %u : tensor<4xf32>
+  %kb = memfit.transpose %kt {memfit.backward, perm = array<i64: 0, 1, 3, 2>} : tensor<2x3x5x4xf32> -> tensor<2x3x4x5xf32>
+  %dq = memfit.matmul %ds, %kb {memfit.backward} : tensor<2x3x4x4xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x4x5xf32>
+  %dkt = memfit.matmul %q, %ds {memfit.backward, trans_a = true} : tensor<2x3x4x5xf32>, tensor<2x3x4x4xf32> -> tensor<2x3x5x4xf32>
+  %dk = memfit.transpose %dkt {memfit.backward, perm = array<i64: 0, 1, 3, 2>} : tensor<2x3x5x4xf32> -> tensor<2x3x4x5xf32>
+  return %s, %dq, %dk : tensor<2x3x4x4xf32>, tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>
 }
 
 // -----

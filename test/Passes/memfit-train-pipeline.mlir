@@ -99,7 +99,7 @@
 // FUSE-NEXT: memfit-raise{report=},
 // FUSE-NEXT: memfit-tie-parameters,
 // FUSE: memfit-remat{activation-fraction=0.000000e+00 budget=614400
-// FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true report= rows=true}
+// FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true remat-report= report= rows=true}
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
 // PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse=true fuse-max-ops=4'
 // --fusion-report: every step with its bytes, FLOPs, ops and ONNX nodes
@@ -113,6 +113,14 @@
 // FREPORT: kernel {{.*}} more ops (28 segments) [
 // FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 39 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (970,752 by contractions)
 // FREPORT-NEXT: @train_step: lower bound {{[0-9,]+}} bytes (inputs 516, weights and states read 371,336, outputs 4, updates 367,108, saved activations {{[0-9,]+}} written and read); moved / lower bound = {{[0-9]+\.[0-9]+}}
+// The remat report planned the step before fusion; memfit-fuse appends the
+// fused step's plan (the one memfit-run allocates).
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --remat=auto --budget=1MiB --compile-only --quiet --remat-report=%t.fused.report
+// RUN: FileCheck %s --check-prefix=FUSEDREMAT < %t.fused.report
+// FUSEDREMAT: planned: weights [[W:[0-9]+]] + arena {{[0-9]+}} = {{[0-9]+}} bytes
+// FUSEDREMAT-NEXT: remat pass time:
+// FUSEDREMAT-NEXT: planned after memfit-fuse ({{[0-9]+}} kernels -> {{[0-9]+}}): weights [[W]] + arena {{[0-9]+}} = {{[0-9]+}} bytes
+// FUSEDREMAT-NOT: planned
 // RUN: not memfit-opt %s --memfit-train-pipeline='fuse-max-ops=4' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFUSE
 // NOFUSE: memfit-train-pipeline: fuse-max-ops and fusion-report need fuse=true
 // Compressed activations: memfit-quantize records the request, memfit-remat

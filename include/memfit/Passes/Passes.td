@@ -101,9 +101,11 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     the contraction with its operands swapped (the tied LM head needs no
     transposed copy, nor its gradient). A swap of the last two dimensions
     of a value of rank 3 or more that feeds a matmul becomes the matmul's
-    `trans_a`/`trans_b` (attention's K^T). Not across an in-place update of
-    the source, and not when the copy stays and the source would live
-    longer.
+    `trans_a`/`trans_b` (attention's K^T), a swap back is the source
+    itself, and the swap of a batched matmul's result that nothing else
+    reads is the matmul with its operands swapped (the gradient of K^T).
+    Not across an in-place update of the source, and not when the copy
+    stays and the source would live longer.
 
     Producer-consumer fusion: a kernel is merged into the kernel that first
     reads its results, which then computes both in one pass over memory and
@@ -123,7 +125,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     where it has 64 rows or more, or 65,536 elements at most. A merge is
     made only when
 
-    - no in-place update (`memfit.assign`) runs between the two;
+    - no in-place update (`memfit.assign`) of a parameter the producer
+      reads runs between the two (nor any other op with side effects);
+    - a row kernel would not read a parameter that it updates in place;
     - every other reader of the producer's results comes after the
       consumer;
     - the bytes the merge keeps live longer (the arena inputs the producer
@@ -153,7 +157,8 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     unfused step met is left unfused (the first-fit placement may differ).
     Dropout and the losses are not fused. `report` writes the kernel count
     before and after and every step's bytes, FLOPs, ops and ONNX nodes
-    against the step's lower bound.
+    against the step's lower bound. `remat-report` appends the fused
+    step's planned bytes to memfit-remat's report of the same path.
 
     ```
     memfit-opt model.onnx --input-shape=batch=2,seq=16 \
@@ -171,6 +176,10 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "Write the kernel count before and after, each step's bytes, "
            "FLOPs, ops and ONNX nodes, and the lower bound ('-': standard "
            "output)">,
+    Option<"rematReport", "remat-report", "std::string",
+           /*default=*/"\"\"",
+           "Append the fused step's planned weights and arena to "
+           "memfit-remat's report at this path ('-': standard output)">,
     Option<"rows", "rows", "bool", /*default=*/"true",
            "Fuse reductions with their element-wise prologues and "
            "epilogues (row kernels)">,
