@@ -235,6 +235,9 @@ MEMFIT_NO_GRADIENT(NotOp)
 MEMFIT_NO_GRADIENT(EqualOp)
 MEMFIT_NO_GRADIENT(LessOp)
 MEMFIT_NO_GRADIENT(GreaterOp)
+MEMFIT_NO_GRADIENT(AndOp)
+MEMFIT_NO_GRADIENT(OrOp)
+MEMFIT_NO_GRADIENT(XorOp)
 #undef MEMFIT_NO_GRADIENT
 
 /// Unary ops whose gradient is `g * f(x, y)`.
@@ -926,6 +929,7 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
   attach<
       // Leaves and ops with boolean results: no gradient.
       LoadParameterOp, ConstantOp, RangeOp, NotOp, EqualOp, LessOp, GreaterOp,
+      AndOp, OrOp, XorOp,
       // Element-wise.
       NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp, SigmoidOp,
       ReluOp, SinOp, CosOp, GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp,

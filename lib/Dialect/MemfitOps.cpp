@@ -403,6 +403,9 @@ MEMFIT_BINARY_INFER(PowOp, "pow", Type(), false)
 MEMFIT_BINARY_INFER(EqualOp, "equal", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(LessOp, "less", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(GreaterOp, "greater", IntegerType::get(ctx, 1), true)
+MEMFIT_BINARY_INFER(AndOp, "and", IntegerType::get(ctx, 1), true)
+MEMFIT_BINARY_INFER(OrOp, "or", IntegerType::get(ctx, 1), true)
+MEMFIT_BINARY_INFER(XorOp, "xor", IntegerType::get(ctx, 1), true)
 #undef MEMFIT_BINARY_INFER
 
 using IntResult = std::optional<APInt>;
@@ -498,6 +501,37 @@ OpFoldResult GreaterOp::fold(FoldAdaptor adaptor) {
       [](const APFloat &a, const APFloat &b) {
         return a.compare(b) == APFloat::cmpGreaterThan;
       });
+}
+
+/// Folds a logical op of two boolean tensors.
+static OpFoldResult foldLogical(ArrayRef<Attribute> operands, Type type,
+                                function_ref<bool(bool, bool)> fn) {
+  Builder b(type.getContext());
+  return foldElementwise(
+      operands, cast<RankedTensorType>(type),
+      [&](ArrayRef<Attribute> a) -> Attribute {
+        auto x = dyn_cast<IntegerAttr>(a[0]);
+        auto y = dyn_cast<IntegerAttr>(a[1]);
+        if (!x || !y)
+          return {};
+        return b.getBoolAttr(
+            fn(x.getValue().getBoolValue(), y.getValue().getBoolValue()));
+      });
+}
+
+OpFoldResult AndOp::fold(FoldAdaptor adaptor) {
+  return foldLogical(adaptor.getOperands(), getType(),
+                     [](bool x, bool y) { return x && y; });
+}
+
+OpFoldResult OrOp::fold(FoldAdaptor adaptor) {
+  return foldLogical(adaptor.getOperands(), getType(),
+                     [](bool x, bool y) { return x || y; });
+}
+
+OpFoldResult XorOp::fold(FoldAdaptor adaptor) {
+  return foldLogical(adaptor.getOperands(), getType(),
+                     [](bool x, bool y) { return x != y; });
 }
 
 LogicalResult WhereOp::inferReturnTypes(MLIRContext *, OptLoc loc,
@@ -886,6 +920,100 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
                                 : idx[d - 1 + idxRank];
       linear += pos * strides[d];
     }
+    return linear;
+  });
+}
+
+LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                                 Adaptor adaptor,
+                                                 SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferGatherElementsShape(shapeOf(adaptor.getData()),
+                                      shapeOf(adaptor.getIndices()),
+                                      adaptor.getAxis(), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getData()));
+}
+
+/// The values of constant `indices` into an axis of `extent` entries, made
+/// non-negative; none when one is out of range (that is left to the
+/// kernel, which reads it as zero).
+static std::optional<SmallVector<int64_t>>
+constantIndices(DenseElementsAttr indices, int64_t extent) {
+  SmallVector<int64_t> values;
+  for (const APInt &v : indices.getValues<APInt>()) {
+    int64_t i = v.getSExtValue();
+    if (i < -extent || i >= extent)
+      return std::nullopt;
+    values.push_back(i < 0 ? i + extent : i);
+  }
+  return values;
+}
+
+OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr data = getDense(adaptor.getData());
+  DenseElementsAttr indices = getDense(adaptor.getIndices());
+  if (!data || !indices)
+    return {};
+  ArrayRef<int64_t> dataShape = shapeOf(getData());
+  int64_t axis = *normalizeAxis(getAxis(), dataShape.size(), std::nullopt);
+  std::optional<SmallVector<int64_t>> values =
+      constantIndices(indices, dataShape[axis]);
+  if (!values)
+    return {};
+  SmallVector<int64_t> strides = stridesOf(dataShape);
+  SmallVector<int64_t> idxStrides = stridesOf(shapeOf(getIndices()));
+  return remapElements(data, getType(), [&](ArrayRef<int64_t> idx) {
+    int64_t linear = 0, which = 0;
+    for (auto [d, i] : llvm::enumerate(idx))
+      which += i * idxStrides[d];
+    for (auto [d, i] : llvm::enumerate(idx))
+      linear +=
+          (static_cast<int64_t>(d) == axis ? (*values)[which] : i) * strides[d];
+    return linear;
+  });
+}
+
+LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                           Adaptor adaptor,
+                                           SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferGatherNDShape(shapeOf(adaptor.getData()),
+                                shapeOf(adaptor.getIndices()),
+                                adaptor.getBatchDims(), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, eltOf(adaptor.getData()));
+}
+
+OpFoldResult GatherNDOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr data = getDense(adaptor.getData());
+  DenseElementsAttr indices = getDense(adaptor.getIndices());
+  if (!data || !indices)
+    return {};
+  ArrayRef<int64_t> dataShape = shapeOf(getData());
+  ArrayRef<int64_t> idxShape = shapeOf(getIndices());
+  int64_t b = getBatchDims(), k = idxShape.back();
+  int64_t q = idxShape.size();
+  SmallVector<int64_t> values;
+  for (auto [n, v] : llvm::enumerate(indices.getValues<APInt>())) {
+    int64_t extent = dataShape[b + n % k];
+    int64_t i = v.getSExtValue();
+    if (i < -extent || i >= extent)
+      return {};
+    values.push_back(i < 0 ? i + extent : i);
+  }
+  SmallVector<int64_t> strides = stridesOf(dataShape);
+  SmallVector<int64_t> idxStrides = stridesOf(idxShape);
+  return remapElements(data, getType(), [&](ArrayRef<int64_t> idx) {
+    int64_t tuple = 0, linear = 0;
+    for (int64_t t = 0; t < q - 1; ++t)
+      tuple += idx[t] * idxStrides[t];
+    for (int64_t d = 0; d < b; ++d)
+      linear += idx[d] * strides[d];
+    for (int64_t j = 0; j < k; ++j)
+      linear += values[tuple + j] * strides[b + j];
+    for (int64_t u = b + k; u < static_cast<int64_t>(dataShape.size()); ++u)
+      linear += idx[q - 1 + u - b - k] * strides[u];
     return linear;
   });
 }

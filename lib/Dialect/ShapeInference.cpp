@@ -368,6 +368,55 @@ LogicalResult mlir::memfit::inferGatherShape(ArrayRef<int64_t> data,
   return success();
 }
 
+LogicalResult mlir::memfit::inferGatherElementsShape(ArrayRef<int64_t> data,
+                                                     ArrayRef<int64_t> indices,
+                                                     int64_t axis,
+                                                     Shape &result,
+                                                     OptLoc loc) {
+  if (data.empty() || data.size() != indices.size())
+    return emitOptionalError(loc,
+                             "gather_elements needs indices of the "
+                             "data's rank (>= 1), got ",
+                             shapeToString(indices), " for data ",
+                             shapeToString(data));
+  FailureOr<int64_t> a = normalizeAxis(axis, data.size(), loc);
+  if (failed(a))
+    return failure();
+  for (size_t d = 0; d < data.size(); ++d)
+    if (static_cast<int64_t>(d) != *a && indices[d] > data[d])
+      return emitOptionalError(
+          loc, "gather_elements indices ", shapeToString(indices),
+          " are longer than the data ", shapeToString(data), " along axis ", d);
+  result.assign(indices.begin(), indices.end());
+  return success();
+}
+
+LogicalResult mlir::memfit::inferGatherNDShape(ArrayRef<int64_t> data,
+                                               ArrayRef<int64_t> indices,
+                                               int64_t batchDims, Shape &result,
+                                               OptLoc loc) {
+  int64_t r = data.size(), q = indices.size();
+  if (r < 1 || q < 1)
+    return emitOptionalError(loc, "gather_nd needs data and indices of rank "
+                                  ">= 1");
+  if (batchDims < 0 || batchDims >= std::min(r, q))
+    return emitOptionalError(loc, "gather_nd batch_dims ", batchDims,
+                             " must be in [0, ", std::min(r, q), ")");
+  for (int64_t d = 0; d < batchDims; ++d)
+    if (data[d] != indices[d])
+      return emitOptionalError(loc, "gather_nd batch dimension ", d,
+                               " differs: data ", shapeToString(data),
+                               ", indices ", shapeToString(indices));
+  int64_t k = indices.back();
+  if (k < 1 || k > r - batchDims)
+    return emitOptionalError(loc, "gather_nd index tuples of ", k,
+                             " entries for data ", shapeToString(data),
+                             " with batch_dims ", batchDims);
+  result.assign(indices.begin(), indices.end() - 1);
+  result.append(data.begin() + batchDims + k, data.end());
+  return success();
+}
+
 LogicalResult mlir::memfit::inferReshapeShape(ArrayRef<int64_t> shape,
                                               ArrayRef<int64_t> target,
                                               bool allowZero, Shape &result,

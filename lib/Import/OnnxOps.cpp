@@ -351,6 +351,35 @@ LogicalResult convertGather(NodeContext &n) {
   return failed(r) ? failure() : n.setResults(*r);
 }
 
+LogicalResult convertGatherElements(NodeContext &n) {
+  FailureOr<Value> r = n.build<GatherElementsOp>(
+      {n.input(0), n.input(1)},
+      {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 0)))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertGatherND(NodeContext &n) {
+  FailureOr<Value> r = n.build<GatherNDOp>(
+      {n.input(0), n.input(1)},
+      {n.named("batch_dims",
+               n.b.getI64IntegerAttr(n.intAttr("batch_dims", 0)))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+/// LessOrEqual and GreaterOrEqual: the strict comparison or equality (false
+/// for NaN, as ONNX's).
+template <typename StrictOp>
+LogicalResult convertCompareOrEqual(NodeContext &n) {
+  FailureOr<Value> strict = n.build<StrictOp>({n.input(0), n.input(1)});
+  if (failed(strict))
+    return failure();
+  FailureOr<Value> equal = n.build<EqualOp>({n.input(0), n.input(1)});
+  if (failed(equal))
+    return failure();
+  FailureOr<Value> r = n.build<OrOp>({*strict, *equal});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
 LogicalResult convertExpand(NodeContext &n) {
   FailureOr<SmallVector<int64_t>> shape = n.constantInts(1, "shape");
   if (failed(shape))
@@ -610,6 +639,11 @@ const Entry kTable[] = {
     {"Equal", {13, 2, 2, convertBinary<EqualOp>}},
     {"Less", {13, 2, 2, convertBinary<LessOp>}},
     {"Greater", {13, 2, 2, convertBinary<GreaterOp>}},
+    {"LessOrEqual", {13, 2, 2, convertCompareOrEqual<LessOp>}},
+    {"GreaterOrEqual", {13, 2, 2, convertCompareOrEqual<GreaterOp>}},
+    {"And", {13, 2, 2, convertBinary<AndOp>}},
+    {"Or", {13, 2, 2, convertBinary<OrOp>}},
+    {"Xor", {13, 2, 2, convertBinary<XorOp>}},
     {"Where", {13, 3, 3, convertWhere}},
     // Contractions.
     {"MatMul", {13, 2, 2, convertBinary<MatMulOp>}},
@@ -634,6 +668,8 @@ const Entry kTable[] = {
     {"Split", {13, 1, 2, convertSplit}},
     {"Slice", {13, 3, 5, convertSlice}},
     {"Gather", {13, 2, 2, convertGather}},
+    {"GatherElements", {13, 2, 2, convertGatherElements}},
+    {"GatherND", {13, 2, 2, convertGatherND}},
     {"Expand", {13, 2, 2, convertExpand}},
     // Shapes and constants.
     {"Shape", {13, 1, 1, convertShape}},

@@ -51,7 +51,8 @@ bool isScalarOp(Operation *op) {
 /// Data movement that a pointwise kernel writes as a read of a kernel input
 /// at a mapped index (the CUDA emitter's IndexMapping ops).
 bool isIndexMapping(Operation *op) {
-  return isa<TransposeOp, SliceOp, GatherOp, ConcatOp, ExpandOp, RangeOp>(op);
+  return isa<TransposeOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
+             ConcatOp, ExpandOp, RangeOp>(op);
 }
 
 /// Whether every op of `kernel` composes in a pointwise kernel.

@@ -1143,3 +1143,47 @@ func.func @loss_weights_element_type(%s: tensor<2x4xf32>, %l: tensor<2xi64>, %w:
   %0 = memfit.softmax_cross_entropy_loss mean %s, %l, %w : (tensor<2x4xf32>, tensor<2xi64>, tensor<4xf16>) -> tensor<f32>
   return
 }
+
+// -----
+
+func.func @and_of_floats(%a: tensor<4xf32>) {
+  // expected-error @+1 {{'memfit.and' op operand #0 must be}}
+  %0 = memfit.and %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xi1>
+  return
+}
+
+// -----
+
+func.func @gather_elements_rank(%d: tensor<4x5xf32>, %i: tensor<3xi64>) {
+  // expected-error @+2 {{gather_elements needs indices of the data's rank (>= 1), got 3 for data 4x5}}
+  // expected-error @+1 {{'memfit.gather_elements' op failed to infer returned types}}
+  %0 = memfit.gather_elements %d, %i : tensor<4x5xf32>, tensor<3xi64> -> tensor<3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_longer(%d: tensor<4x5xf32>, %i: tensor<2x6xi64>) {
+  // expected-error @+2 {{gather_elements indices 2x6 are longer than the data 4x5 along axis 1}}
+  // expected-error @+1 {{'memfit.gather_elements' op failed to infer returned types}}
+  %0 = memfit.gather_elements %d, %i : tensor<4x5xf32>, tensor<2x6xi64> -> tensor<2x6xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_tuple_too_long(%d: tensor<4x5xf32>, %i: tensor<2x3xi64>) {
+  // expected-error @+2 {{gather_nd index tuples of 3 entries for data 4x5 with batch_dims 0}}
+  // expected-error @+1 {{'memfit.gather_nd' op failed to infer returned types}}
+  %0 = memfit.gather_nd %d, %i : tensor<4x5xf32>, tensor<2x3xi64> -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @gather_nd_batch(%d: tensor<4x5xf32>, %i: tensor<3x1xi64>) {
+  // expected-error @+2 {{gather_nd batch dimension 0 differs: data 4x5, indices 3x1}}
+  // expected-error @+1 {{'memfit.gather_nd' op failed to infer returned types}}
+  %0 = memfit.gather_nd %d, %i {batch_dims = 1 : i64} : tensor<4x5xf32>, tensor<3x1xi64> -> tensor<3xf32>
+  return
+}

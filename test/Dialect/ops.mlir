@@ -781,3 +781,31 @@ func.func @slice_extreme_steps(%x: tensor<4x10xf32>) -> (tensor<4x1xf32>, tensor
   %1 = memfit.slice %x {starts = array<i64: 9>, ends = array<i64: -9223372036854775808>, axes = array<i64: 1>, steps = array<i64: -9223372036854775808>} : tensor<4x10xf32> -> tensor<4x1xf32>
   return %0, %1 : tensor<4x1xf32>, tensor<4x1xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @logical
+// CHECK-SAME: (%[[A:.+]]: tensor<2x16xi1>, %[[B:.+]]: tensor<16xi1>)
+// CHECK: memfit.and %[[A]], %[[B]] : tensor<2x16xi1>, tensor<16xi1> -> tensor<2x16xi1>
+// CHECK: memfit.or %[[B]], %[[A]] : tensor<16xi1>, tensor<2x16xi1> -> tensor<2x16xi1>
+// CHECK: memfit.xor %[[A]], %[[A]] : tensor<2x16xi1>, tensor<2x16xi1> -> tensor<2x16xi1>
+func.func @logical(%a: tensor<2x16xi1>, %b: tensor<16xi1>) -> (tensor<2x16xi1>, tensor<2x16xi1>, tensor<2x16xi1>) {
+  %0 = memfit.and %a, %b : tensor<2x16xi1>, tensor<16xi1> -> tensor<2x16xi1>
+  %1 = memfit.or %b, %a : tensor<16xi1>, tensor<2x16xi1> -> tensor<2x16xi1>
+  %2 = memfit.xor %a, %a : tensor<2x16xi1>, tensor<2x16xi1> -> tensor<2x16xi1>
+  return %0, %1, %2 : tensor<2x16xi1>, tensor<2x16xi1>, tensor<2x16xi1>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @gather_elements_nd
+// CHECK-SAME: (%[[D:.+]]: tensor<1x64xi64>, %[[P:.+]]: tensor<1x16xi64>, %[[M:.+]]: tensor<2x16xi1>, %[[I:.+]]: tensor<2x1x1x16x2xi64>, %[[X:.+]]: tensor<3x4x5xf32>, %[[J:.+]]: tensor<3x2x1xi32>)
+// CHECK: memfit.gather_elements %[[D]], %[[P]] {axis = 1 : i64} : tensor<1x64xi64>, tensor<1x16xi64> -> tensor<1x16xi64>
+// CHECK: memfit.gather_nd %[[M]], %[[I]] : tensor<2x16xi1>, tensor<2x1x1x16x2xi64> -> tensor<2x1x1x16xi1>
+// CHECK: memfit.gather_nd %[[X]], %[[J]] {batch_dims = 1 : i64} : tensor<3x4x5xf32>, tensor<3x2x1xi32> -> tensor<3x2x5xf32>
+func.func @gather_elements_nd(%d: tensor<1x64xi64>, %p: tensor<1x16xi64>, %m: tensor<2x16xi1>, %i: tensor<2x1x1x16x2xi64>, %x: tensor<3x4x5xf32>, %j: tensor<3x2x1xi32>) -> (tensor<1x16xi64>, tensor<2x1x1x16xi1>, tensor<3x2x5xf32>) {
+  %0 = memfit.gather_elements %d, %p {axis = 1 : i64} : tensor<1x64xi64>, tensor<1x16xi64> -> tensor<1x16xi64>
+  %1 = memfit.gather_nd %m, %i : tensor<2x16xi1>, tensor<2x1x1x16x2xi64> -> tensor<2x1x1x16xi1>
+  %2 = memfit.gather_nd %x, %j {batch_dims = 1 : i64} : tensor<3x4x5xf32>, tensor<3x2x1xi32> -> tensor<3x2x5xf32>
+  return %0, %1, %2 : tensor<1x16xi64>, tensor<2x1x1x16xi1>, tensor<3x2x5xf32>
+}

@@ -292,6 +292,12 @@ def Memfit_GreaterOp : Memfit_BroadcastOp<"greater", "greater-than", Memfit_Nume
                                           Memfit_NumericTensor, Memfit_BoolTensor> {
   let precision = "Follow";
 }
+def Memfit_AndOp : Memfit_BroadcastOp<"and", "logical and", Memfit_BoolTensor,
+                                      Memfit_BoolTensor, Memfit_BoolTensor, [Commutative]>;
+def Memfit_OrOp : Memfit_BroadcastOp<"or", "logical or", Memfit_BoolTensor,
+                                     Memfit_BoolTensor, Memfit_BoolTensor, [Commutative]>;
+def Memfit_XorOp : Memfit_BroadcastOp<"xor", "logical exclusive or", Memfit_BoolTensor,
+                                      Memfit_BoolTensor, Memfit_BoolTensor, [Commutative]>;
 
 def Memfit_WhereOp : Memfit_InferredOp<"where", "ElementWise"> {
   let summary = "element-wise selection with broadcasting";
@@ -611,6 +617,51 @@ def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
   }];
   let arguments = (ins Memfit_Tensor:$data, Memfit_IndexTensor:$indices,
                        DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement"> {
+  let summary = "selects one entry per index along an axis (ONNX GatherElements)";
+  let description = [{
+    The result has the indices' shape; the entry at `i` is `data` at `i`
+    with its `axis` coordinate replaced by `indices[i]` (negative indices
+    count from the back). Along the other axes the indices may be shorter
+    than the data, not longer. Position and token-type ids of BERT's
+    exports come from it.
+
+    ```mlir
+    %p = memfit.gather_elements %ids, %pos {axis = 1 : i64} : tensor<1x64xi64>, tensor<1x16xi64> -> tensor<1x16xi64>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$data, Memfit_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$axis);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
+  }];
+  let hasFolder = 1;
+}
+
+def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement"> {
+  let summary = "selects slices by index tuples (ONNX GatherND)";
+  let description = [{
+    With `b = batch_dims` and `k` the indices' last dimension, each tuple
+    `indices[i, :]` addresses `data`'s axes `b` to `b + k - 1` (the first
+    `b` axes are the batch, shared with the indices); the result shape is
+    `indices.shape[:-1] + data.shape[b + k:]`. Negative indices count from
+    the back. The dynamo exporter spells 2-D attention masks' expansion
+    with it.
+
+    ```mlir
+    %m = memfit.gather_nd %mask, %idx : tensor<2x16xi1>, tensor<2x1x1x16x2xi64> -> tensor<2x1x1x16xi1>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$data, Memfit_IndexTensor:$indices,
+                       DefaultValuedAttr<I64Attr, "0">:$batch_dims);
   let results = (outs Memfit_Tensor:$result);
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)

@@ -60,6 +60,16 @@ LogicalResult inferSplitShapes(ArrayRef<int64_t> shape, int64_t axis,
 LogicalResult inferGatherShape(ArrayRef<int64_t> data,
                                ArrayRef<int64_t> indices, int64_t axis,
                                Shape &result, OptLoc loc);
+/// ONNX GatherElements: the indices' shape, of the data's rank, no longer
+/// than the data along the axes other than `axis`.
+LogicalResult inferGatherElementsShape(ArrayRef<int64_t> data,
+                                       ArrayRef<int64_t> indices, int64_t axis,
+                                       Shape &result, OptLoc loc);
+/// ONNX GatherND: `indices.shape[:-1] + data.shape[batchDims + k:]` with
+/// `k = indices.shape[-1]`.
+LogicalResult inferGatherNDShape(ArrayRef<int64_t> data,
+                                 ArrayRef<int64_t> indices, int64_t batchDims,
+                                 Shape &result, OptLoc loc);
 /// ONNX Reshape: `target` may hold one -1 (inferred) and 0 (copy the input
 /// dimension, unless `allowZero`).
 LogicalResult inferReshapeShape(ArrayRef<int64_t> shape,

@@ -152,6 +152,15 @@ Expr expr(LessOp, const Scalar &s) {
 Expr expr(GreaterOp, const Scalar &s) {
   return "(" + s.x[0] + " > " + s.x[1] + ")";
 }
+Expr expr(AndOp, const Scalar &s) {
+  return "(" + s.x[0] + " && " + s.x[1] + ")";
+}
+Expr expr(OrOp, const Scalar &s) {
+  return "(" + s.x[0] + " || " + s.x[1] + ")";
+}
+Expr expr(XorOp, const Scalar &s) {
+  return "(" + s.x[0] + " != " + s.x[1] + ")";
+}
 Expr expr(WhereOp, const Scalar &s) {
   return "(" + s.x[0] + " ? " + s.x[1] + " : " + s.x[2] + ")";
 }
@@ -241,6 +250,87 @@ Expr mapping(GatherOp op, KernelWriter &w) {
       .str();
 }
 
+/// Reads index input `i` of `op` at `offset` into a fresh variable made
+/// non-negative for an axis of `extent` entries; appends the in-range test.
+FailureOr<std::string> readIndex(KernelWriter &w, Operation *op,
+                                 StringRef offset, int64_t extent,
+                                 std::string &inRange) {
+  Expr index = in(w, op, 1, offset);
+  if (failed(index))
+    return failure();
+  std::string g = w.freshName("g");
+  w.body() << "  long long " << g << " = (long long)" << *index << ";\n";
+  w.body() << "  if (" << g << " < 0) " << g << " += " << extent << "LL;\n";
+  inRange += llvm::formatv("{0}{1} >= 0 && {1} < {2}LL",
+                           inRange.empty() ? "" : " && ", g, extent)
+                 .str();
+  return g;
+}
+
+/// `element` where every index is in range, else zero (an index out of
+/// range reads as zero rather than faulting).
+Expr guarded(Operation *op, StringRef inRange, Expr element) {
+  if (failed(element))
+    return failure();
+  return llvm::formatv("(({0}) ? {1} : ({2})0)", inRange, *element,
+                       *regType(eltOf(op->getResult(0))))
+      .str();
+}
+
+Expr mapping(GatherElementsOp op, KernelWriter &w) {
+  Shape dataShape = shapeOf(op.getData());
+  FailureOr<int64_t> axis =
+      normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
+  if (failed(axis))
+    return failure();
+  Shape indexStrides = stridesOf(shapeOf(op.getIndices()));
+  Shape dataStrides = stridesOf(dataShape);
+  std::string indexOffset, offset, inRange;
+  for (size_t d = 0; d < dataShape.size(); ++d)
+    indexOffset +=
+        llvm::formatv("{0}c{1} * {2}LL", d ? " + " : "", d, indexStrides[d])
+            .str();
+  FailureOr<std::string> g =
+      readIndex(w, op, indexOffset, dataShape[*axis], inRange);
+  if (failed(g))
+    return failure();
+  for (size_t d = 0; d < dataShape.size(); ++d)
+    offset += llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
+                            static_cast<int64_t>(d) == *axis
+                                ? *g
+                                : "c" + std::to_string(d),
+                            dataStrides[d])
+                  .str();
+  return guarded(op, inRange, in(w, op, 0, offset));
+}
+
+Expr mapping(GatherNDOp op, KernelWriter &w) {
+  Shape dataShape = shapeOf(op.getData());
+  Shape indexShape = shapeOf(op.getIndices());
+  int64_t b = op.getBatchDims(), k = indexShape.back();
+  int64_t q = indexShape.size(), r = dataShape.size();
+  Shape indexStrides = stridesOf(indexShape);
+  Shape dataStrides = stridesOf(dataShape);
+  // The tuple's first entry: the result's leading q - 1 coordinates.
+  std::string tuple, offset, inRange;
+  for (int64_t t = 0; t < q - 1; ++t)
+    tuple += llvm::formatv(" + c{0} * {1}LL", t, indexStrides[t]).str();
+  for (int64_t d = 0; d < b; ++d)
+    offset += llvm::formatv(" + c{0} * {1}LL", d, dataStrides[d]).str();
+  for (int64_t j = 0; j < k; ++j) {
+    FailureOr<std::string> g = readIndex(
+        w, op, std::to_string(j) + "LL" + tuple, dataShape[b + j], inRange);
+    if (failed(g))
+      return failure();
+    offset += llvm::formatv(" + {0} * {1}LL", *g, dataStrides[b + j]).str();
+  }
+  for (int64_t u = b + k; u < r; ++u)
+    offset +=
+        llvm::formatv(" + c{0} * {1}LL", q - 1 + u - b - k, dataStrides[u])
+            .str();
+  return guarded(op, inRange, in(w, op, 0, "0LL" + offset));
+}
+
 Expr mapping(ConcatOp op, KernelWriter &w) {
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), w.domain().size(), op.getLoc());
@@ -296,7 +386,7 @@ void cuda::attachPointwiseEmitters(MLIRContext *context) {
   attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
          TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, GeluOp, DropoutOp,
          CastOp, TriluOp, AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp,
-         GreaterOp, WhereOp>(context);
-  attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp, ConcatOp,
-         RangeOp>(context);
+         GreaterOp, AndOp, OrOp, XorOp, WhereOp>(context);
+  attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
+         GatherElementsOp, GatherNDOp, ConcatOp, RangeOp>(context);
 }

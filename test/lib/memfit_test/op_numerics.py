@@ -450,6 +450,43 @@ def compare(g, r):
                             x, c.init(0.0, "zero2", F32)]))
 
 
+def logical(g, r):
+    """And, Or, Xor with broadcasting; LessOrEqual and GreaterOrEqual (ties,
+    NaN and integers), as the exporters write attention masks."""
+    def tied(shape):
+        return np.asarray(r.i(shape, -2, 2), F32)
+    m, n = r.dims(2)
+    c = g.case("and_row")
+    c.output(c.op("And", [c.input(r.b([m, n]), "a"), c.input(r.b([n]), "b")]))
+    m, n, k = r.dims(3)
+    c = g.case("or_both_sided")
+    c.output(c.op("Or", [c.input(r.b([k, 1, n]), "a"),
+                         c.input(r.b([m, 1]), "b")]))
+    c = g.case("xor")
+    shape = r.dims(3)
+    c.output(c.op("Xor", [c.input(r.b(shape), "a"), c.input(r.b(shape), "b")]))
+    m, n = r.dims(2)
+    c = g.case("less_or_equal_f32_row")
+    c.output(c.op("LessOrEqual", [c.input(tied([m, n]), "a"),
+                                  c.input(tied([n]), "b")]))
+    c = g.case("greater_or_equal_nan")
+    a = tied([m, n])
+    a[0, 0] = np.nan
+    c.output(c.op("GreaterOrEqual", [c.input(a, "a"), c.input(tied([m, n]), "b")]))
+    c = g.case("less_or_equal_i64_causal")  # GPT-2's causal mask
+    q = r.dim(3, 9)
+    c.output(c.op("LessOrEqual", [c.input(np.arange(q, dtype=I64).reshape(1, q), "k"),
+                                  c.input(np.arange(q, dtype=I64).reshape(q, 1), "q")]))
+    c = g.case("greater_or_equal_i32_scalar")
+    c.output(c.op("GreaterOrEqual", [c.input(r.i(r.dims(2), -3, 3, I32), "a"),
+                                     c.input(np.array(0, I32), "b")]))
+    c = g.case("and_of_compares")
+    shape = r.dims(2)
+    x = c.input(tied(shape), "x")
+    c.output(c.op("And", [c.op("GreaterOrEqual", [x, c.init(-1.0, "lo", F32)]),
+                          c.op("LessOrEqual", [x, c.init(1.0, "hi", F32)])]))
+
+
 def cast(g, r):
     to = {"f32": TensorProto.FLOAT, "i64": TensorProto.INT64,
           "i32": TensorProto.INT32, "bool": TensorProto.BOOL}
@@ -778,6 +815,47 @@ def gather(g, r):
     c = g.case("gather_i64_data")
     c.output(c.op("Gather", [c.input(r.i([a, d], -99, 99)),
                              c.input(r.i([3], 0, a - 1), "idx")], axis=0))
+
+
+def gather_elements_nd(g, r):
+    """GatherElements along each axis (negative indices, indices shorter than
+    the data) and GatherND (batch_dims 0 and 1, tuples of 1 to all axes, the
+    dynamo exporter's expansion of a 2-D mask)."""
+    a, b, d = r.dims(3)
+    c = g.case("gather_elements_axis0_negative")
+    c.output(c.op("GatherElements", [c.input(r.f([a, b, d])),
+                                     c.input(r.i([a + 1, b, d], -a, a - 1), "idx")],
+                  axis=0))
+    c = g.case("gather_elements_axis1_shorter")
+    c.output(c.op("GatherElements", [c.input(r.f([a, b, d])),
+                                     c.input(r.i([max(a - 1, 1), 2, d], -b, b - 1), "idx")],
+                  axis=1))
+    c = g.case("gather_elements_axis_m1_i32")
+    c.output(c.op("GatherElements", [c.input(r.f([a, d])),
+                                     c.input(r.i([a, 3], -d, d - 1, I32), "idx")],
+                  axis=-1))
+    c = g.case("gather_elements_i64_const")  # BERT's position ids
+    c.output(c.op("GatherElements", [c.input(r.i([1, 2 * d], 0, 99), "ids"),
+                                     c.ints(np.arange(d).reshape(1, d), "pos")],
+                  axis=1))
+    c = g.case("gather_nd_pairs")
+    c.output(c.op("GatherND", [c.input(r.f([a, b, d])),
+                               c.input(np.stack([r.i([3], -a, a - 1),
+                                                 r.i([3], 0, b - 1)], -1), "idx")]))
+    c = g.case("gather_nd_full_tuples")
+    c.output(c.op("GatherND", [c.input(r.f([a, b])),
+                               c.input(np.stack([r.i([2, 2], 0, a - 1),
+                                                 r.i([2, 2], -b, b - 1)], -1), "idx")]))
+    c = g.case("gather_nd_batch_dims1")
+    c.output(c.op("GatherND", [c.input(r.f([a, b, d])),
+                               c.input(r.i([a, 2, 1], 0, b - 1), "idx")],
+                  batch_dims=1))
+    batch, seq = r.dim(2, 4), r.dim(4, 9)
+    rows = np.broadcast_to(np.arange(batch).reshape(batch, 1, 1, 1), (batch, 1, 1, seq))
+    cols = np.broadcast_to(np.arange(seq).reshape(1, 1, 1, seq), (batch, 1, 1, seq))
+    c = g.case("gather_nd_mask_expansion")
+    c.output(c.op("GatherND", [c.input(r.b([batch, seq]), "mask"),
+                               c.ints(np.stack([rows, cols], -1), "idx")]))
 
 
 def expand_trilu_range(g, r):
@@ -1172,6 +1250,7 @@ FAMILIES = {
                     ("binary_mul_div", 17, binary_mul_div),
                     ("binary_pow", 17, binary_pow),
                     ("int_arith", 17, int_arith), ("compare", 17, compare),
+                    ("logical", 17, logical),
                     ("cast", 17, cast), ("gelu", 20, gelu),
                     ("large", 17, elementwise_large)],
     "normalization": [("softmax", 17, softmax), ("layer_norm", 17, layer_norm),
@@ -1184,6 +1263,7 @@ FAMILIES = {
                  ("concat_split", 17, concat_split),
                  ("split_opset18", 18, split_opset18), ("slice", 17, slice_),
                  ("gather", 17, gather),
+                 ("gather_elements_nd", 17, gather_elements_nd),
                  ("expand_trilu_range", 17, expand_trilu_range),
                  ("shape_const", 17, shape_const),
                  ("large", 17, movement_large)],
