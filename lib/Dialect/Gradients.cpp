@@ -238,6 +238,8 @@ MEMFIT_NO_GRADIENT(GreaterOp)
 MEMFIT_NO_GRADIENT(AndOp)
 MEMFIT_NO_GRADIENT(OrOp)
 MEMFIT_NO_GRADIENT(XorOp)
+MEMFIT_NO_GRADIENT(IsNaNOp)
+MEMFIT_NO_GRADIENT(IsInfOp)
 #undef MEMFIT_NO_GRADIENT
 
 /// Unary ops whose gradient is `g * f(x, y)`.
@@ -929,7 +931,7 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
   attach<
       // Leaves and ops with boolean results: no gradient.
       LoadParameterOp, ConstantOp, RangeOp, NotOp, EqualOp, LessOp, GreaterOp,
-      AndOp, OrOp, XorOp,
+      AndOp, OrOp, XorOp, IsNaNOp, IsInfOp,
       // Element-wise.
       NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp, SigmoidOp,
       ReluOp, SinOp, CosOp, GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp,

@@ -239,6 +239,43 @@ OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
   });
 }
 
+LogicalResult IsNaNOp::inferReturnTypes(MLIRContext *ctx, OptLoc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return pushTensor(types, shapeOf(adaptor.getInput()),
+                    IntegerType::get(ctx, 1));
+}
+
+OpFoldResult IsNaNOp::fold(FoldAdaptor adaptor) {
+  Builder b(getContext());
+  return foldElementwise(
+      {adaptor.getInput()}, getType(), [&](ArrayRef<Attribute> a) -> Attribute {
+        auto x = dyn_cast<FloatAttr>(a[0]);
+        return x ? b.getBoolAttr(x.getValue().isNaN()) : Attribute();
+      });
+}
+
+LogicalResult IsInfOp::inferReturnTypes(MLIRContext *ctx, OptLoc,
+                                        Adaptor adaptor,
+                                        SmallVectorImpl<Type> &types) {
+  return pushTensor(types, shapeOf(adaptor.getInput()),
+                    IntegerType::get(ctx, 1));
+}
+
+OpFoldResult IsInfOp::fold(FoldAdaptor adaptor) {
+  Builder b(getContext());
+  bool negative = getDetectNegative(), positive = getDetectPositive();
+  return foldElementwise(
+      {adaptor.getInput()}, getType(), [&](ArrayRef<Attribute> a) -> Attribute {
+        auto x = dyn_cast<FloatAttr>(a[0]);
+        if (!x)
+          return {};
+        const APFloat &v = x.getValue();
+        return b.getBoolAttr(v.isInfinity() &&
+                             (v.isNegative() ? negative : positive));
+      });
+}
+
 LogicalResult DropoutOp::verify() {
   float r = getRatio().convertToFloat();
   if (!(r >= 0.0f && r < 1.0f))

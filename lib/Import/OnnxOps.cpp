@@ -380,6 +380,16 @@ LogicalResult convertCompareOrEqual(NodeContext &n) {
   return failed(r) ? failure() : n.setResults(*r);
 }
 
+LogicalResult convertIsInf(NodeContext &n) {
+  FailureOr<Value> r = n.build<IsInfOp>(
+      {n.input(0)},
+      {n.named("detect_negative",
+               n.b.getBoolAttr(n.intAttr("detect_negative", 1) != 0)),
+       n.named("detect_positive",
+               n.b.getBoolAttr(n.intAttr("detect_positive", 1) != 0))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
 LogicalResult convertExpand(NodeContext &n) {
   FailureOr<SmallVector<int64_t>> shape = n.constantInts(1, "shape");
   if (failed(shape))
@@ -625,6 +635,8 @@ const Entry kTable[] = {
     {"Sin", {13, 1, 1, convertUnary<SinOp>}},
     {"Cos", {13, 1, 1, convertUnary<CosOp>}},
     {"Not", {13, 1, 1, convertUnary<NotOp>}},
+    {"IsNaN", {13, 1, 1, convertUnary<IsNaNOp>}},
+    {"IsInf", {13, 1, 1, convertIsInf}},
     {"Gelu", {20, 1, 1, convertGelu}},
     {"Dropout", {13, 1, 3, convertDropout}},
     {"Identity", {13, 1, 1, convertIdentity}},

@@ -809,3 +809,14 @@ func.func @gather_elements_nd(%d: tensor<1x64xi64>, %p: tensor<1x16xi64>, %m: te
   %2 = memfit.gather_nd %x, %j {batch_dims = 1 : i64} : tensor<3x4x5xf32>, tensor<3x2x1xi32> -> tensor<3x2x5xf32>
   return %0, %1, %2 : tensor<1x16xi64>, tensor<2x1x1x16xi1>, tensor<3x2x5xf32>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @nan_inf
+// CHECK: memfit.is_nan %{{.+}} : tensor<2x3xf32> -> tensor<2x3xi1>
+// CHECK: memfit.is_inf %{{.+}} {detect_negative = false} : tensor<2x3xf32> -> tensor<2x3xi1>
+func.func @nan_inf(%x: tensor<2x3xf32>) -> (tensor<2x3xi1>, tensor<2x3xi1>) {
+  %0 = memfit.is_nan %x : tensor<2x3xf32> -> tensor<2x3xi1>
+  %1 = memfit.is_inf %x {detect_negative = false} : tensor<2x3xf32> -> tensor<2x3xi1>
+  return %0, %1 : tensor<2x3xi1>, tensor<2x3xi1>
+}

@@ -151,6 +151,42 @@ def Memfit_NotOp : Memfit_UnaryOp<"not", "the logical negation", Memfit_BoolTens
   let hasFolder = 1;
 }
 
+def Memfit_IsNaNOp : Memfit_InferredOp<"is_nan", "ElementWise"> {
+  let summary = "element-wise test for NaN (ONNX IsNaN)";
+  let description = [{
+    True where the element is NaN. The exporters' scaled-dot-product
+    attention zeroes the probabilities of fully masked rows with it.
+
+    ```mlir
+    %n = memfit.is_nan %p : tensor<2x4x16x16xf32> -> tensor<2x4x16x16xi1>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input);
+  let results = (outs Memfit_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let precision = "Follow";
+}
+
+def Memfit_IsInfOp : Memfit_InferredOp<"is_inf", "ElementWise"> {
+  let summary = "element-wise test for infinities (ONNX IsInf)";
+  let description = [{
+    True where the element is +inf (with `detect_positive`) or -inf (with
+    `detect_negative`).
+
+    ```mlir
+    %i = memfit.is_inf %x {detect_negative = false} : tensor<8xf32> -> tensor<8xi1>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_negative,
+                       DefaultValuedAttr<BoolAttr, "true">:$detect_positive);
+  let results = (outs Memfit_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasFolder = 1;
+  let precision = "Follow";
+}
+
 def Memfit_GeluOp : Memfit_Op<"gelu", "ElementWise", [Pure, SameOperandsAndResultType]> {
   let flopsPerElement = 8;
   let summary = "element-wise Gaussian error linear unit";

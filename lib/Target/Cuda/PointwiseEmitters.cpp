@@ -15,6 +15,8 @@
 
 #include "llvm/Support/FormatVariadic.h"
 
+#include <limits>
+
 using namespace mlir;
 using namespace mlir::memfit;
 using namespace mlir::memfit::cuda;
@@ -73,6 +75,25 @@ Expr expr(ReluOp, const Scalar &s) {
 Expr expr(SinOp, const Scalar &s) { return s.call("sin"); }
 Expr expr(CosOp, const Scalar &s) { return s.call("cos"); }
 Expr expr(NotOp, const Scalar &s) { return "!" + s.x[0]; }
+// Comparisons, not isnan/isinf: the same text for nvcc's device code and
+// the host compiler (kernels are never built with fast math).
+Expr expr(IsNaNOp, const Scalar &s) {
+  return "(" + s.x[0] + " != " + s.x[0] + ")";
+}
+Expr expr(IsInfOp op, const Scalar &s) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  bool d = s.inType.isF64();
+  std::string x = s.x[0];
+  std::string pos = "(" + x + " == " + floatLiteral(kInf, d) + ")";
+  std::string neg = "(" + x + " == " + floatLiteral(-kInf, d) + ")";
+  if (op.getDetectPositive() && op.getDetectNegative())
+    return "(" + pos + " || " + neg + ")";
+  if (op.getDetectPositive())
+    return pos;
+  if (op.getDetectNegative())
+    return neg;
+  return std::string("false");
+}
 
 Expr expr(GeluOp op, const Scalar &s) {
   bool d = s.type.isF64();
@@ -384,9 +405,9 @@ void attach(MLIRContext *context) {
 
 void cuda::attachPointwiseEmitters(MLIRContext *context) {
   attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
-         TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, GeluOp, DropoutOp,
-         CastOp, TriluOp, AddOp, SubOp, MulOp, DivOp, PowOp, EqualOp, LessOp,
-         GreaterOp, AndOp, OrOp, XorOp, WhereOp>(context);
+         TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, IsNaNOp, IsInfOp,
+         GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp, MulOp, DivOp, PowOp,
+         EqualOp, LessOp, GreaterOp, AndOp, OrOp, XorOp, WhereOp>(context);
   attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
          GatherElementsOp, GatherNDOp, ConcatOp, RangeOp>(context);
 }

@@ -480,6 +480,14 @@ def logical(g, r):
     c = g.case("greater_or_equal_i32_scalar")
     c.output(c.op("GreaterOrEqual", [c.input(r.i(r.dims(2), -3, 3, I32), "a"),
                                      c.input(np.array(0, I32), "b")]))
+    c = g.case("is_nan_is_inf")  # the exporters' SDPA zeroes NaN rows
+    x = r.f(r.dims(2))
+    x.flat[0], x.flat[-1] = np.nan, np.inf
+    x.flat[1] = -np.inf
+    xi = c.input(x, "x")
+    c.output(c.op("IsNaN", [xi]), c.op("IsInf", [xi]),
+             c.op("IsInf", [xi], detect_negative=0),
+             c.op("IsInf", [xi], detect_positive=0))
     c = g.case("and_of_compares")
     shape = r.dims(2)
     x = c.input(tied(shape), "x")
