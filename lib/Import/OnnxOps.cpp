@@ -452,6 +452,12 @@ LogicalResult convertRange(NodeContext &n) {
   if (failed(delta))
     return failure();
   Type elt = n.inputType(0).getElementType();
+  // From opset 27 on, 16-bit ranges are computed in stash_type; memfit
+  // computes them in wider floats and rounds once, as float (1) does.
+  if (int64_t stash = n.intAttr("stash_type", 1);
+      stash != 1 && isa<Float16Type, BFloat16Type>(elt))
+    return n.error() << "stash_type " << stash
+                     << " is not supported (only 1, float)";
   auto asDouble = [](Attribute a) {
     if (auto f = dyn_cast<FloatAttr>(a))
       return f.getValueAsDouble();
