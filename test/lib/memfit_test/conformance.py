@@ -30,8 +30,17 @@ dtype, then numpy.testing.assert_allclose with the case's rtol and atol
   WRONG    an output differs, memfit-run fails after import (a runtime or
            kernel compile error), crashes or runs past --timeout.
 
-It prints one line per case (`PASS name`, `REFUSED name: reason`, `WRONG
-name: why` with a reproducer), then the totals. With --cases FILE (one case
+memfit compiles for static shapes, so an input that decides a shape
+(Reshape's shape, Slice's starts, a reduction's axes...) must be known at
+compile time; the node tests feed those as graph inputs. When memfit refuses
+a case because a graph input is not known at compile time, the input is
+made an initializer of the case's value (as exporters write such inputs) and
+the case runs again; such passes are counted apart ("with constant inputs"),
+and --no-constant-inputs turns this off.
+
+It prints one line per case (`PASS name [(constant inputs: ...)]`,
+`REFUSED name: reason`, `WRONG name: why` with a reproducer), then the
+totals. With --cases FILE (one case
 name per line, # comments) only those run and every one must pass; the exit
 status is 1 if any listed case does not pass, or (without --cases) if any
 case is wrong. --markdown DOC rewrites the tables between the markers
@@ -190,14 +199,24 @@ REASONS = [
          {m[1]} | set(re.findall(r"(\w+) x\d+", m[2] or ""))))),
     (r"cannot emit CUDA for '([\w.]+)': unsupported element type '(\w+)'",
      lambda m: f"element type {m[2]} (no kernel for it)"),
+    (r"casts from '(\w+)' to '(\w+)' are not supported \(they would round "
+     r"twice\)", lambda m: f"cast {m[1]} to {m[2]} (would round twice)"),
     (r"'(memfit\.\w+)' op operand #\d+ must be .* values, but got "
      r"'tensor<(?:\d+x)*(\w+)>'",
      lambda m: f"{m[1]} does not take {m[2]}"),
     (r"(\w+) \(input \d+, '[^']*'\) must be .* known at compile time",
      lambda m: f"input {m[1]} not known at compile time"),
-    (r"has unsupported (\w+)", lambda m: f"element type {m[1]}"),
-    (r"unsupported dtype '([^']+)'", lambda m: f".npy dtype {m[1]} not "
-     "read by memfit-run"),
+    (r"(cast to |has )unsupported (?:data type (\d+)|(\w+))",
+     lambda m: ("cast to " if m[1] == "cast to " else "") + "element type "
+     + (onnx.TensorProto.DataType.Name(int(m[2])) if m[2] else m[3])),
+    (r"bf16 has no .npy dtype|unsupported dtype '<V2'",
+     lambda m: "bfloat16 graph input or output (.npy has no bfloat16)"),
+    (r"equation '[^']*' sums over or repeats", lambda m: "Einsum with a "
+     "summed or repeated index (only products without contraction)"),
+    (r"equation '[^']*' is not supported", lambda m: "Einsum without '->' "
+     "or with an ellipsis"),
+    (r"graph input '[^']*' is not a tensor",
+     lambda m: "graph input not a tensor (sequence or optional)"),
 ]
 
 
@@ -243,53 +262,119 @@ def compare(got, ref, rtol, atol):
     return None
 
 
+COMPILE_TIME = re.compile(r"(\w+) \(input \d+, '([^']*)'\) must be .* known "
+                          r"at compile time")
+
+
+def with_constants(model, constants):
+    """`model` with the graph inputs named in `constants` (name -> array)
+    turned into initializers of those values."""
+    m = onnx.ModelProto()
+    m.CopyFrom(model)
+    kept = [i for i in m.graph.input if i.name not in constants]
+    del m.graph.input[:]
+    m.graph.input.extend(kept)
+    for name, value in constants.items():
+        m.graph.initializer.append(numpy_helper.from_array(value, name))
+    return m
+
+
+def run_set(case, k, feeds, refs, constants, args, env):
+    """Runs data set `k`: (status, why)."""
+    directory = os.path.join(args.workdir, "cases", case.name)
+    model_path = os.path.join(directory, f"model{k}.onnx")
+    onnx.save(with_constants(case.model, constants), model_path)
+    inputs = [i.name for i in case.model.graph.input
+              if i.name not in {t.name for t in case.model.graph.initializer}]
+    outputs = [o.name for o in case.model.graph.output]
+    out = os.path.join(directory, f"out{k}")
+    shutil.rmtree(out, ignore_errors=True)
+    cmd = [args.memfit_run, model_path, "--device=host", "--quiet",
+           f"--output-dir={out}"]
+    for j, (name, value) in enumerate(zip(inputs, feeds)):
+        if name in constants:
+            continue
+        p = os.path.join(directory, f"input{k}_{j}.npy")
+        np.save(p, to_array(value))
+        cmd.append(f"--input={name}={p}")
+    reproduce = " ".join(cmd)
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
+                              timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return "WRONG", f"timed out after {args.timeout} s\n    " \
+            f"reproduce: {reproduce}"
+    message = (proc.stderr.strip() or proc.stdout.strip())
+    if proc.returncode < 0 or proc.returncode > 1:
+        return "WRONG", (f"crashed (exit status {proc.returncode}): "
+                         f"{message[-1000:]}\n    reproduce: {reproduce}")
+    if proc.returncode == 1:
+        if is_diagnostic(message) or re.search(
+                r"unsupported dtype|bf16 has no .npy dtype", message):
+            return "REFUSED", message
+        return "WRONG", (f"failed after import: {message[-1000:]}"
+                         f"\n    reproduce: {reproduce}")
+    for name, ref in zip(outputs, refs):
+        file = re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy"
+        path = os.path.join(out, file)
+        if not os.path.exists(path):
+            return "WRONG", f"output '{name}' not written\n    " \
+                f"reproduce: {reproduce}"
+        why = compare(np.load(path), to_array(ref), case.rtol, case.atol)
+        if why:
+            return "WRONG", (f"output '{name}': {why}\n    reproduce: "
+                             f"{reproduce}")
+    return "PASS", ""
+
+
+def not_comparable(case, feeds):
+    """Why the case's outputs cannot be compared with NumPy's, or None:
+    training-mode Dropout draws its mask from memfit's generator."""
+    inputs = [i.name for i in case.model.graph.input]
+    values = {t.name: numpy_helper.to_array(t)
+              for t in case.model.graph.initializer}
+    values.update((n, to_array(v)) for n, v in zip(inputs, feeds))
+
+    def value(node, i, default):
+        name = node.input[i] if len(node.input) > i else ""
+        return values.get(name, default) if name else default
+    for node in case.model.graph.node:
+        if node.op_type != "Dropout":
+            continue
+        if bool(value(node, 2, False)) and float(value(node, 1, 0.5)) > 0:
+            return ("training-mode Dropout: a random mask (memfit's "
+                    "generator, not NumPy's)")
+    return None
+
+
 def run_case(case, args, env):
-    """(status, why): PASS, REFUSED with a reason, or WRONG with the cause."""
+    """(status, why, constants): PASS, REFUSED with a reason, or WRONG with
+    the cause; `constants` names the graph inputs that were given as
+    initializers because memfit needs their values at compile time."""
     directory = os.path.join(args.workdir, "cases", case.name)
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
-    model_path = os.path.join(directory, "model.onnx")
-    onnx.save(case.model, model_path)
-    inits = {t.name for t in case.model.graph.initializer}
-    inputs = [i.name for i in case.model.graph.input if i.name not in inits]
-    outputs = [o.name for o in case.model.graph.output]
+    inputs = [i.name for i in case.model.graph.input
+              if i.name not in {t.name for t in case.model.graph.initializer}]
+    used = set()
     for k, (feeds, refs) in enumerate(case.data_sets):
-        out = os.path.join(directory, f"out{k}")
-        cmd = [args.memfit_run, model_path, "--device=host", "--quiet",
-               f"--output-dir={out}"]
-        for j, (name, value) in enumerate(zip(inputs, feeds)):
-            p = os.path.join(directory, f"input{k}_{j}.npy")
-            np.save(p, to_array(value))
-            cmd.append(f"--input={name}={p}")
-        reproduce = " ".join(cmd)
-        try:
-            proc = subprocess.run(cmd, capture_output=True, text=True,
-                                  env=env, timeout=args.timeout)
-        except subprocess.TimeoutExpired:
-            return "WRONG", f"timed out after {args.timeout} s\n    " \
-                f"reproduce: {reproduce}"
-        message = (proc.stderr.strip() or proc.stdout.strip())
-        if proc.returncode < 0 or proc.returncode > 1:
-            return "WRONG", (f"crashed (exit status {proc.returncode}): "
-                             f"{message[-1000:]}\n    reproduce: {reproduce}")
-        if proc.returncode == 1:
-            if is_diagnostic(message) or "unsupported dtype" in message:
-                return "REFUSED", normalize(message)
-            return "WRONG", (f"failed after import: {message[-1000:]}"
-                             f"\n    reproduce: {reproduce}")
-        for j, (name, ref) in enumerate(zip(outputs, refs)):
-            file = re.sub(r"[^A-Za-z0-9_.-]", "_", name) + ".npy"
-            path = os.path.join(out, file)
-            if not os.path.exists(path):
-                return "WRONG", f"output '{name}' not written\n    " \
-                    f"reproduce: {reproduce}"
-            why = compare(np.load(path), to_array(ref), case.rtol,
-                          case.atol)
-            if why:
-                return "WRONG", (f"output '{name}': {why}\n    reproduce: "
-                                 f"{reproduce}")
+        if why := not_comparable(case, feeds):
+            return "REFUSED", why, []
+        constants = {}
+        while True:
+            status, why = run_set(case, k, feeds, refs, constants, args, env)
+            m = COMPILE_TIME.search(why) if status == "REFUSED" else None
+            if (not m or not args.constant_inputs or m[2] in constants
+                    or m[2] not in inputs):
+                break
+            constants[m[2]] = to_array(feeds[inputs.index(m[2])])
+        used |= set(constants)
+        if status == "REFUSED":
+            return status, normalize(why), sorted(used)
+        if status != "PASS":
+            return status, why, sorted(used)
     shutil.rmtree(directory, ignore_errors=True)
-    return "PASS", ""
+    return "PASS", "", sorted(used)
 
 
 # ---------------------------------------------------------------------------
@@ -302,13 +387,16 @@ def markdown(results, cases, baseline, ops, where):
 
     def totals(title, names):
         c = Counter(results[n][0] for n in names)
-        lines.append(f"| {title} | {len(names)} | {c['PASS']} | "
+        const = sum(1 for n in names if results[n][0] == "PASS"
+                    and results[n][2])
+        lines.append(f"| {title} | {len(names)} | {c['PASS']} | {const} | "
                      f"{c['REFUSED']} | {c['WRONG']} |")
 
     in_base = [n for n in results if cases[n].op in baseline]
     lines += [f"Cases: {where}.", "",
-              "| cases | all | pass | refused | wrong |",
-              "|---|---:|---:|---:|---:|"]
+              "| cases | all | pass | of which with constant inputs | "
+              "refused | wrong |",
+              "|---|---:|---:|---:|---:|---:|"]
     totals("all that ran", list(results))
     totals("of the ops supported at c9e86de", in_base)
     totals("of the ops supported now", [n for n in results
@@ -326,7 +414,8 @@ def markdown(results, cases, baseline, ops, where):
         by_op[cases[n].op].append(n)
     lines += ["", "Per op (the op under test: a case's one node, or the op "
               "whose function body an `_expanded` case spells out):", "",
-              "| op | cases | pass | refused (reasons) | wrong |",
+              "| op | cases | pass (with constant inputs) | refused (reasons) "
+              "| wrong |",
               "|---|---:|---:|---|---:|"]
     for op in sorted(by_op):
         names = by_op[op]
@@ -338,8 +427,11 @@ def markdown(results, cases, baseline, ops, where):
             refused += ": " + "; ".join(
                 f"{r} ({k})" for r, k in sorted(why.items(),
                                                 key=lambda x: (-x[1], x[0])))
-        mark = "" if op in baseline else " (new)"
-        lines.append(f"| {op}{mark} | {len(names)} | {c['PASS']} | "
+        mark = "" if op in ops else " (not converted)"
+        const = sum(1 for n in names if results[n][0] == "PASS"
+                    and results[n][2])
+        passed = f"{c['PASS']}" + (f" ({const})" if const else "")
+        lines.append(f"| {op}{mark} | {len(names)} | {passed} | "
                      f"{refused} | {c['WRONG']} |")
     wrong = sorted(n for n in results if results[n][0] == "WRONG")
     if wrong:
@@ -378,6 +470,9 @@ def main():
     p.add_argument("--cases", help="a file of case names that must pass")
     p.add_argument("--markdown", help="rewrite the generated tables of this "
                    "document")
+    p.add_argument("--no-constant-inputs", dest="constant_inputs",
+                   action="store_false", help="do not give the inputs "
+                   "memfit needs at compile time as initializers")
     p.add_argument("--list", action="store_true",
                    help="list the cases that would run, run nothing")
     args = p.parse_args()
@@ -418,17 +513,22 @@ def main():
         outcomes = list(pool.map(lambda n: run_case(cases[n], args, env),
                                  names))
     results = dict(zip(names, outcomes))
-    for n, (status, why) in results.items():
-        print(f"{status} {n}" + (f": {why}" if why else ""))
-    count = Counter(s for s, _ in results.values())
+    for n, (status, why, constants) in results.items():
+        print(f"{status} {n}" + (f": {why}" if why else "")
+              + (f" (constant inputs: {', '.join(constants)})"
+                 if constants and status == "PASS" else ""))
+    count = Counter(s for s, _, _ in results.values())
     in_base = [n for n in names if cases[n].op in BASELINE_OPS]
     base = Counter(results[n][0] for n in in_base)
     print(f"conformance: {time.monotonic() - start:.1f} s")
+    const = {n for n, r in results.items() if r[0] == "PASS" and r[2]}
     print(f"conformance: ops at c9e86de: {len(in_base)} cases, "
-          f"{base['PASS']} passed, {base['REFUSED']} refused, "
+          f"{base['PASS']} passed ({len(const & set(in_base))} with "
+          f"constant inputs), {base['REFUSED']} refused, "
           f"{base['WRONG']} wrong")
-    print(f"conformance: {len(names)} cases, {count['PASS']} passed, "
-          f"{count['REFUSED']} refused, {count['WRONG']} wrong")
+    print(f"conformance: {len(names)} cases, {count['PASS']} passed "
+          f"({len(const)} with constant inputs), {count['REFUSED']} "
+          f"refused, {count['WRONG']} wrong")
     if args.markdown:
         rewrite_doc(args.markdown, markdown(results, cases, BASELINE_OPS,
                                             ops, where))
