@@ -49,12 +49,8 @@ LogicalResult convertDropout(NodeContext &n) {
       return n.error() << "training_mode must be a boolean";
     training = flag.getValue().getBoolValue();
   }
-  if (n.hasOutput(1))
-    return n.error() << "the dropout mask output is not supported";
-  if (!training)
-    return n.setResults(n.input(0));
   float ratio = 0.5f;
-  if (n.hasInput(1)) {
+  if (training && n.hasInput(1)) {
     FailureOr<Attribute> r = n.constantScalar(1, "ratio");
     if (failed(r))
       return failure();
@@ -63,6 +59,19 @@ LogicalResult convertDropout(NodeContext &n) {
       return n.error() << "ratio must be a floating-point scalar";
     ratio = value.getValueAsDouble();
   }
+  // Inference mode, or a zero ratio, keeps every element: the identity,
+  // and a mask (the optional second output) of all true.
+  if (!training || ratio == 0.0f) {
+    if (!n.hasOutput(1))
+      return n.setResults(n.input(0));
+    auto maskType =
+        RankedTensorType::get(n.inputType(0).getShape(), n.b.getI1Type());
+    Value mask = n.constant(DenseElementsAttr::get(maskType, true));
+    return n.setResults(SmallVector<Value>{n.input(0), mask});
+  }
+  if (n.hasOutput(1))
+    return n.error() << "the mask output of training-mode dropout is not "
+                        "supported";
   SmallVector<NamedAttribute> attrs{
       n.named("ratio", n.b.getF32FloatAttr(ratio))};
   if (const onnx::AttributeProto *seed = n.attr("seed"))
