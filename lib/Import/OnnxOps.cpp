@@ -49,12 +49,8 @@ LogicalResult convertDropout(NodeContext &n) {
       return n.error() << "training_mode must be a boolean";
     training = flag.getValue().getBoolValue();
   }
-  if (n.hasOutput(1))
-    return n.error() << "the dropout mask output is not supported";
-  if (!training)
-    return n.setResults(n.input(0));
   float ratio = 0.5f;
-  if (n.hasInput(1)) {
+  if (training && n.hasInput(1)) {
     FailureOr<Attribute> r = n.constantScalar(1, "ratio");
     if (failed(r))
       return failure();
@@ -63,6 +59,19 @@ LogicalResult convertDropout(NodeContext &n) {
       return n.error() << "ratio must be a floating-point scalar";
     ratio = value.getValueAsDouble();
   }
+  // Inference mode, or a zero ratio, keeps every element: the identity,
+  // and a mask (the optional second output) of all true.
+  if (!training || ratio == 0.0f) {
+    if (!n.hasOutput(1))
+      return n.setResults(n.input(0));
+    auto maskType =
+        RankedTensorType::get(n.inputType(0).getShape(), n.b.getI1Type());
+    Value mask = n.constant(DenseElementsAttr::get(maskType, true));
+    return n.setResults(SmallVector<Value>{n.input(0), mask});
+  }
+  if (n.hasOutput(1))
+    return n.error() << "the mask output of training-mode dropout is not "
+                        "supported";
   SmallVector<NamedAttribute> attrs{
       n.named("ratio", n.b.getF32FloatAttr(ratio))};
   if (const onnx::AttributeProto *seed = n.attr("seed"))
@@ -149,10 +158,57 @@ LogicalResult checkNormParam(NodeContext &n, int64_t axis, int64_t i,
   return success();
 }
 
+/// LayerNormalization's optional Mean and InvStdDev outputs, as its
+/// function body computes them in stash_type (float): the mean and
+/// 1/sqrt(variance + epsilon) over the normalized dimensions, kept as 1s.
+FailureOr<std::pair<Value, Value>> layerNormStats(NodeContext &n, int64_t axis,
+                                                  float epsilon) {
+  if (int64_t stash = n.intAttr("stash_type", 1); stash != 1)
+    return n.error() << "stash_type " << stash
+                     << " is not supported with the Mean and InvStdDev "
+                        "outputs (only 1, float)",
+           failure();
+  int64_t rank = n.inputType(0).getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis < 0 ? axis + rank : axis; d < rank; ++d)
+    axes.push_back(d);
+  SmallVector<NamedAttribute> reduce{
+      n.named("axes", n.b.getDenseI64ArrayAttr(axes)),
+      n.named("keepdims", n.b.getBoolAttr(true))};
+  Type f32 = n.b.getF32Type();
+  Value x = n.input(0);
+  if (n.inputType(0).getElementType() != f32)
+    x = n.buildTyped<CastOp>(
+        RankedTensorType::get(n.inputType(0).getShape(), f32), x);
+  FailureOr<Value> mean = n.build<ReduceMeanOp>(x, reduce);
+  if (failed(mean))
+    return failure();
+  FailureOr<Value> d = n.build<SubOp>({x, *mean});
+  if (failed(d))
+    return failure();
+  FailureOr<Value> sq = n.build<MulOp>({*d, *d});
+  if (failed(sq))
+    return failure();
+  FailureOr<Value> var = n.build<ReduceMeanOp>(*sq, reduce);
+  if (failed(var))
+    return failure();
+  Value eps = n.constant(
+      DenseElementsAttr::get(RankedTensorType::get({}, f32), epsilon));
+  FailureOr<Value> sum = n.build<AddOp>({*var, eps});
+  if (failed(sum))
+    return failure();
+  FailureOr<Value> std = n.build<SqrtOp>(*sum);
+  if (failed(std))
+    return failure();
+  FailureOr<Value> inv = n.build<ReciprocalOp>(*std);
+  if (failed(inv))
+    return failure();
+  return std::make_pair(*mean, *inv);
+}
+
 LogicalResult convertLayerNorm(NodeContext &n) {
   int64_t axis = n.intAttr("axis", -1);
-  if (n.hasOutput(1) || n.hasOutput(2))
-    return n.error() << "the Mean and InvStdDev outputs are not supported";
+  float epsilon = n.floatAttr("epsilon", 1e-5f);
   if (failed(checkNormParam(n, axis, 1, "scale")) ||
       failed(checkNormParam(n, axis, 2, "bias")))
     return failure();
@@ -163,9 +219,13 @@ LogicalResult convertLayerNorm(NodeContext &n) {
       n.b, n.loc, n.inputType(0), operands,
       ArrayRef<NamedAttribute>{
           n.named("axis", n.b.getI64IntegerAttr(axis)),
-          n.named("epsilon",
-                  n.b.getF32FloatAttr(n.floatAttr("epsilon", 1e-5f)))});
-  return n.setResults(r);
+          n.named("epsilon", n.b.getF32FloatAttr(epsilon))});
+  if (!n.hasOutput(1) && !n.hasOutput(2))
+    return n.setResults(r);
+  FailureOr<std::pair<Value, Value>> stats = layerNormStats(n, axis, epsilon);
+  if (failed(stats))
+    return failure();
+  return n.setResults(SmallVector<Value>{r, stats->first, stats->second});
 }
 
 LogicalResult convertRMSNorm(NodeContext &n) {
@@ -491,6 +551,12 @@ LogicalResult convertRange(NodeContext &n) {
   if (failed(delta))
     return failure();
   Type elt = n.inputType(0).getElementType();
+  // From opset 27 on, 16-bit ranges are computed in stash_type; memfit
+  // computes them in wider floats and rounds once, as float (1) does.
+  if (int64_t stash = n.intAttr("stash_type", 1);
+      stash != 1 && isa<Float16Type, BFloat16Type>(elt))
+    return n.error() << "stash_type " << stash
+                     << " is not supported (only 1, float)";
   auto asDouble = [](Attribute a) {
     if (auto f = dyn_cast<FloatAttr>(a))
       return f.getValueAsDouble();
@@ -601,8 +667,6 @@ LogicalResult convertLoss(NodeContext &n) {
   FailureOr<LossReduction> reduction = lossReduction(n);
   if (failed(reduction))
     return failure();
-  if (n.hasOutput(1))
-    return n.error() << "the log_prob output is not supported";
   SmallVector<Value> operands{n.input(0), n.input(1)};
   if (n.hasInput(2))
     operands.push_back(n.input(2));
@@ -611,7 +675,15 @@ LogicalResult convertLoss(NodeContext &n) {
   if (const onnx::AttributeProto *ii = n.attr("ignore_index"))
     attrs.push_back(n.named("ignore_index", n.b.getI64IntegerAttr(ii->i())));
   FailureOr<Value> r = n.build<OpTy>(operands, attrs);
-  return failed(r) ? failure() : n.setResults(*r);
+  if (failed(r))
+    return failure();
+  if (!n.hasOutput(1) || !std::is_same_v<OpTy, SoftmaxCrossEntropyLossOp>)
+    return n.setResults(*r);
+  // SoftmaxCrossEntropyLoss's optional log_prob: the log-softmax of the
+  // scores over the class dimension (1).
+  Value logProb = LogSoftmaxOp::create(n.b, n.loc, n.inputType(0), n.input(0),
+                                       n.b.getI64IntegerAttr(1));
+  return n.setResults(SmallVector<Value>{*r, logProb});
 }
 
 struct Entry {

@@ -508,7 +508,8 @@ func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
 
 // -----
 
-// Max starts from -inf (floats) or INT64_MIN (integers).
+// Max starts from -inf (floats), INT64_MIN (integers) or false (booleans,
+// ONNX's max over no elements).
 // CHECK-LABEL: // k0_reduce_max: max
 // CHECK: float a = __int_as_float((int)0xff800000u);
 // CHECK: a = memfit_max(a, (float)in0[base + j]);
@@ -517,10 +518,13 @@ func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
 // CHECK: __shared__ long long scratch[32];
 // CHECK: long long a = (-9223372036854775807LL - 1);
 // CHECK: a = memfit_max(a, (long long)in0[base + j]);
-func.func @reduce_max(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>) -> (tensor<4x1xf32>, tensor<4x1xi64>) {
+// CHECK-LABEL: // k2_reduce_max: bmax
+// CHECK: long long a = 0LL;
+func.func @reduce_max(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %b: tensor<4x0xi1>) -> (tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xi1>) {
   %0 = memfit.reduce_max %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32> loc("max")
   %1 = memfit.reduce_max %i {axes = array<i64: 1>} : tensor<4x8xi64> -> tensor<4x1xi64> loc("imax")
-  return %0, %1 : tensor<4x1xf32>, tensor<4x1xi64>
+  %2 = memfit.reduce_max %b {axes = array<i64: 1>} : tensor<4x0xi1> -> tensor<4x1xi1> loc("bmax")
+  return %0, %1, %2 : tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xi1>
 }
 
 // -----

@@ -171,15 +171,16 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   w.writeScratch(*acc);
   KernelWriter::RowIndexing indexing = w.writeRowBase(shape, reduced);
   // The identity of max is the lowest value of the element type, which is
-  // also ONNX's result for a reduction over no elements.
+  // also ONNX's result for a reduction over no elements (false for i1).
   std::string init =
-      !isMax ? "0"
-             : (isFloat ? floatLiteral(-INFINITY, type.isF64())
-                        : intLiteral(type.isUnsignedInteger()
-                                         ? 0
-                                         : llvm::APInt::getSignedMinValue(
-                                               type.getIntOrFloatBitWidth())
-                                               .getSExtValue()));
+      !isMax
+          ? "0"
+          : (isFloat ? floatLiteral(-INFINITY, type.isF64())
+                     : intLiteral(type.isUnsignedInteger() || type.isInteger(1)
+                                      ? 0
+                                      : llvm::APInt::getSignedMinValue(
+                                            type.getIntOrFloatBitWidth())
+                                            .getSExtValue()));
   os << "  " << *acc << " a = " << init << ";\n";
   os << "  for (long long j = threadIdx.x; j < " << n
      << "LL; j += blockDim.x) {\n";

@@ -11,6 +11,7 @@ as `%onnx_python -m memfit_test.<module> ...` (`%mkonnx` stands for
 Modules:
   mkonnx                small ONNX models from a command-line description
   op_numerics           per-op numerics of memfit-run against onnxruntime
+  conformance           the ONNX backend node tests through memfit-run
   check_fixture         a fixture model's outputs against its references
   grad_check            finite-difference checks of the gradient rules
   check_grads           a fixture's gradients against PyTorch autograd
