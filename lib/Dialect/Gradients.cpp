@@ -441,6 +441,40 @@ LogicalResult rule(PowOp op, GradBuilder &g) {
   return success();
 }
 
+/// Max and Min: the gradient goes to the operand that is taken, split in
+/// half at ties (as torch.maximum and torch.minimum).
+template <typename CompareOp>
+LogicalResult extremumRule(Value lhs, Value rhs, GradBuilder &g) {
+  Type elt = eltOf(lhs);
+  Value zero = g.scalar(0.0, elt);
+  Value half = g.mul(g.grad(), g.scalar(0.5, elt));
+  Value tie = g.select(EqualOp::create(g.b, g.loc, lhs, rhs), half, zero);
+  if (g.needs(0))
+    g.set(0, g.unbroadcastTo(g.select(CompareOp::create(g.b, g.loc, lhs, rhs),
+                                      g.grad(), tie),
+                             lhs));
+  if (g.needs(1))
+    g.set(1, g.unbroadcastTo(g.select(CompareOp::create(g.b, g.loc, rhs, lhs),
+                                      g.grad(), tie),
+                             rhs));
+  return success();
+}
+
+LogicalResult rule(MaxOp op, GradBuilder &g) {
+  return extremumRule<GreaterOp>(op.getLhs(), op.getRhs(), g);
+}
+
+LogicalResult rule(MinOp op, GradBuilder &g) {
+  return extremumRule<LessOp>(op.getLhs(), op.getRhs(), g);
+}
+
+LogicalResult rule(CumSumOp op, GradBuilder &g) {
+  // Each input element reaches the outputs after it (before it, reversed).
+  g.set(0, CumSumOp::create(g.b, g.loc, g.grad(), op.getAxis(),
+                            op.getExclusive(), !op.getReverse()));
+  return success();
+}
+
 LogicalResult rule(WhereOp op, GradBuilder &g) {
   Value zero = g.scalar(0.0, eltOf(op.getResult()));
   if (g.needs(1))
@@ -935,7 +969,7 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
       // Element-wise.
       NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp, SigmoidOp,
       ReluOp, SinOp, CosOp, GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp,
-      MulOp, DivOp, PowOp, WhereOp,
+      MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CumSumOp,
       // Contractions and normalizations.
       MatMulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, RMSNormOp,
       // Reductions and data movement.

@@ -440,6 +440,8 @@ MEMFIT_BINARY_INFER(PowOp, "pow", Type(), false)
 MEMFIT_BINARY_INFER(EqualOp, "equal", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(LessOp, "less", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(GreaterOp, "greater", IntegerType::get(ctx, 1), true)
+MEMFIT_BINARY_INFER(MaxOp, "max", Type(), true)
+MEMFIT_BINARY_INFER(MinOp, "min", Type(), true)
 MEMFIT_BINARY_INFER(AndOp, "and", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(OrOp, "or", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(XorOp, "xor", IntegerType::get(ctx, 1), true)
@@ -538,6 +540,24 @@ OpFoldResult GreaterOp::fold(FoldAdaptor adaptor) {
       [](const APFloat &a, const APFloat &b) {
         return a.compare(b) == APFloat::cmpGreaterThan;
       });
+}
+
+OpFoldResult MaxOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &a, const APInt &b, bool u) -> IntResult {
+        return (u ? a.ugt(b) : a.sgt(b)) ? a : b;
+      },
+      [](const APFloat &a, const APFloat &b) { return maximum(a, b); });
+}
+
+OpFoldResult MinOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &a, const APInt &b, bool u) -> IntResult {
+        return (u ? a.ult(b) : a.slt(b)) ? a : b;
+      },
+      [](const APFloat &a, const APFloat &b) { return minimum(a, b); });
 }
 
 /// Folds a logical op of two boolean tensors.
@@ -958,6 +978,63 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
       linear += pos * strides[d];
     }
     return linear;
+  });
+}
+
+LogicalResult CumSumOp::verify() {
+  int64_t rank = getType().getRank();
+  auto axis = static_cast<int64_t>(getAxis());
+  if (rank == 0 || axis < -rank || axis >= rank)
+    return emitOpError("axis ") << axis << " is out of range for rank " << rank;
+  return success();
+}
+
+OpFoldResult CumSumOp::fold(FoldAdaptor adaptor) {
+  DenseElementsAttr in = getDense(adaptor.getInput());
+  if (!in || in.getNumElements() > kMaxFoldElements)
+    return {};
+  ArrayRef<int64_t> shape = getType().getShape();
+  int64_t rank = shape.size();
+  if (rank == 0)
+    return {};
+  auto axis = static_cast<int64_t>(getAxis());
+  if (axis < 0)
+    axis += rank;
+  int64_t stride = stridesOf(shape)[axis], extent = shape[axis];
+  int64_t n = in.getNumElements();
+  Type elt = getType().getElementType();
+  auto walk = [&](auto values, auto zero, auto make) -> Attribute {
+    using T = decltype(zero);
+    SmallVector<T> out(n, zero);
+    for (int64_t i = 0; i < n; ++i) {
+      if ((i / stride) % extent != 0)
+        continue; // each line once, from its first element
+      T acc = zero;
+      for (int64_t k = 0; k < extent; ++k) {
+        int64_t j = getReverse() ? extent - 1 - k : k;
+        int64_t at = i + j * stride;
+        if (getExclusive()) {
+          out[at] = acc;
+          acc = acc + values[at];
+        } else {
+          acc = acc + values[at];
+          out[at] = acc;
+        }
+      }
+    }
+    return make(out);
+  };
+  if (isa<FloatType>(elt)) {
+    SmallVector<APFloat> values(in.getValues<APFloat>());
+    APFloat zero = APFloat::getZero(cast<FloatType>(elt).getFloatSemantics());
+    return walk(values, zero, [&](ArrayRef<APFloat> out) {
+      return DenseElementsAttr::get(getType(), out);
+    });
+  }
+  SmallVector<APInt> values(in.getValues<APInt>());
+  APInt zero(elt.getIntOrFloatBitWidth(), 0);
+  return walk(values, zero, [&](ArrayRef<APInt> out) {
+    return DenseElementsAttr::get(getType(), out);
   });
 }
 

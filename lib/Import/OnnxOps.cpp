@@ -450,6 +450,59 @@ LogicalResult convertIsInf(NodeContext &n) {
   return failed(r) ? failure() : n.setResults(*r);
 }
 
+/// Max, Min and Sum of one or more inputs (broadcasting): a chain of the
+/// binary op.
+template <typename OpTy> FailureOr<Value> chain(NodeContext &n) {
+  Value acc = n.input(0);
+  for (int64_t i = 1; i < n.numInputs(); ++i) {
+    FailureOr<Value> r = n.build<OpTy>({acc, n.input(i)});
+    if (failed(r))
+      return failure();
+    acc = *r;
+  }
+  return acc;
+}
+
+template <typename OpTy> LogicalResult convertVariadic(NodeContext &n) {
+  FailureOr<Value> r = chain<OpTy>(n);
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+/// Mean: the Sum over the input count (ONNX defines it for floats).
+LogicalResult convertMean(NodeContext &n) {
+  Type elt = n.inputType(0).getElementType();
+  if (!isa<FloatType>(elt))
+    return n.error() << "Mean of " << elt
+                     << " values: ONNX defines it for floats only",
+           failure();
+  FailureOr<Value> sum = chain<AddOp>(n);
+  if (failed(sum) || n.numInputs() == 1)
+    return failed(sum) ? failure() : n.setResults(*sum);
+  Value count = ConstantOp::create(
+      n.b, n.loc,
+      DenseElementsAttr::get(RankedTensorType::get({}, elt),
+                             n.b.getFloatAttr(elt, n.numInputs())));
+  FailureOr<Value> r = n.build<DivOp>({*sum, count});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertCumSum(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> axis = n.constantInts(1, "axis");
+  if (failed(axis))
+    return failure();
+  int64_t rank = n.inputType(0).getRank();
+  if (axis->size() != 1 || (*axis)[0] < -rank || (*axis)[0] >= rank)
+    return n.error() << "CumSum's axis must be one value in [" << -rank << ", "
+                     << rank << ")",
+           failure();
+  FailureOr<Value> r = n.build<CumSumOp>(
+      {n.input(0)},
+      {n.named("axis", n.b.getI64IntegerAttr((*axis)[0])),
+       n.named("exclusive", n.b.getBoolAttr(n.intAttr("exclusive", 0) != 0)),
+       n.named("reverse", n.b.getBoolAttr(n.intAttr("reverse", 0) != 0))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
 LogicalResult convertExpand(NodeContext &n) {
   FailureOr<SmallVector<int64_t>> shape = n.constantInts(1, "shape");
   if (failed(shape))
@@ -725,6 +778,11 @@ const Entry kTable[] = {
     {"Greater", {13, 2, 2, convertBinary<GreaterOp>}},
     {"LessOrEqual", {13, 2, 2, convertCompareOrEqual<LessOp>}},
     {"GreaterOrEqual", {13, 2, 2, convertCompareOrEqual<GreaterOp>}},
+    {"Max", {13, 1, kAny, convertVariadic<MaxOp>}},
+    {"Min", {13, 1, kAny, convertVariadic<MinOp>}},
+    {"Sum", {13, 1, kAny, convertVariadic<AddOp>}},
+    {"Mean", {13, 1, kAny, convertMean}},
+    {"CumSum", {14, 2, 2, convertCumSum}},
     {"And", {13, 2, 2, convertBinary<AndOp>}},
     {"Or", {13, 2, 2, convertBinary<OrOp>}},
     {"Xor", {13, 2, 2, convertBinary<XorOp>}},

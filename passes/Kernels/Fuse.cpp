@@ -52,7 +52,7 @@ bool isScalarOp(Operation *op) {
 /// at a mapped index (the CUDA emitter's IndexMapping ops).
 bool isIndexMapping(Operation *op) {
   return isa<TransposeOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
-             ConcatOp, ExpandOp, RangeOp>(op);
+             CumSumOp, ConcatOp, ExpandOp, RangeOp>(op);
 }
 
 /// Whether every op of `kernel` composes in a pointwise kernel.

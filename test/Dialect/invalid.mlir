@@ -1187,3 +1187,11 @@ func.func @gather_nd_batch(%d: tensor<4x5xf32>, %i: tensor<3x1xi64>) {
   %0 = memfit.gather_nd %d, %i {batch_dims = 1 : i64} : tensor<4x5xf32>, tensor<3x1xi64> -> tensor<3xf32>
   return
 }
+
+// -----
+
+func.func @cumsum_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'memfit.cumsum' op axis 2 is out of range for rank 2}}
+  %0 = memfit.cumsum %x {axis = 2 : i64} : tensor<2x3xf32>
+  return
+}

@@ -820,3 +820,16 @@ func.func @nan_inf(%x: tensor<2x3xf32>) -> (tensor<2x3xi1>, tensor<2x3xi1>) {
   %1 = memfit.is_inf %x {detect_negative = false} : tensor<2x3xf32> -> tensor<2x3xi1>
   return %0, %1 : tensor<2x3xi1>, tensor<2x3xi1>
 }
+
+// -----
+
+// CHECK-LABEL: func.func @max_min_cumsum
+// CHECK: memfit.max %{{.+}}, %{{.+}} : tensor<2x16xf32>, tensor<16xf32> -> tensor<2x16xf32>
+// CHECK: memfit.min %{{.+}}, %{{.+}} : tensor<2x16xi64>, tensor<i64> -> tensor<2x16xi64>
+// CHECK: memfit.cumsum %{{.+}} {axis = -1 : i64, exclusive = true, reverse = true} : tensor<2x16xi64>
+func.func @max_min_cumsum(%x: tensor<2x16xf32>, %b: tensor<16xf32>, %i: tensor<2x16xi64>, %s: tensor<i64>) -> (tensor<2x16xf32>, tensor<2x16xi64>, tensor<2x16xi64>) {
+  %0 = memfit.max %x, %b : tensor<2x16xf32>, tensor<16xf32> -> tensor<2x16xf32>
+  %1 = memfit.min %i, %s : tensor<2x16xi64>, tensor<i64> -> tensor<2x16xi64>
+  %2 = memfit.cumsum %i {axis = -1 : i64, exclusive = true, reverse = true} : tensor<2x16xi64>
+  return %0, %1, %2 : tensor<2x16xf32>, tensor<2x16xi64>, tensor<2x16xi64>
+}

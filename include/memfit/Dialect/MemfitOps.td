@@ -328,6 +328,10 @@ def Memfit_GreaterOp : Memfit_BroadcastOp<"greater", "greater-than", Memfit_Nume
                                           Memfit_NumericTensor, Memfit_BoolTensor> {
   let precision = "Follow";
 }
+def Memfit_MaxOp : Memfit_BroadcastOp<"max", "maximum", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor, [Commutative]>;
+def Memfit_MinOp : Memfit_BroadcastOp<"min", "minimum", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor, [Commutative]>;
 def Memfit_AndOp : Memfit_BroadcastOp<"and", "logical and", Memfit_BoolTensor,
                                       Memfit_BoolTensor, Memfit_BoolTensor, [Commutative]>;
 def Memfit_OrOp : Memfit_BroadcastOp<"or", "logical or", Memfit_BoolTensor,
@@ -657,6 +661,27 @@ def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
   let assemblyFormat = [{
     $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
   }];
+  let hasFolder = 1;
+}
+
+def Memfit_CumSumOp : Memfit_Op<"cumsum", "DataMovement", [Pure, SameOperandsAndResultType]> {
+  let flopsPerElement = 1;
+  let summary = "cumulative sum along an axis (ONNX CumSum)";
+  let description = [{
+    Each element is the sum of the input's elements up to it along `axis`:
+    including it, or before it with `exclusive`; from the end with
+    `reverse`. Exports compute position ids from a mask with it.
+
+    ```mlir
+    %p = memfit.cumsum %m {axis = 1 : i64} : tensor<2x16xi64>
+    ```
+  }];
+  let arguments = (ins Memfit_NumericTensor:$input, I64Attr:$axis,
+                       DefaultValuedAttr<BoolAttr, "false">:$exclusive,
+                       DefaultValuedAttr<BoolAttr, "false">:$reverse);
+  let results = (outs Memfit_NumericTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
   let hasFolder = 1;
 }
 

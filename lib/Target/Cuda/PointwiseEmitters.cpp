@@ -173,6 +173,15 @@ Expr expr(LessOp, const Scalar &s) {
 Expr expr(GreaterOp, const Scalar &s) {
   return "(" + s.x[0] + " > " + s.x[1] + ")";
 }
+// NaN in either operand gives NaN, as torch.maximum and torch.minimum.
+Expr expr(MaxOp, const Scalar &s) {
+  return "((" + s.x[0] + " != " + s.x[0] + " || " + s.x[0] + " > " + s.x[1] +
+         ") ? " + s.x[0] + " : " + s.x[1] + ")";
+}
+Expr expr(MinOp, const Scalar &s) {
+  return "((" + s.x[0] + " != " + s.x[0] + " || " + s.x[0] + " < " + s.x[1] +
+         ") ? " + s.x[0] + " : " + s.x[1] + ")";
+}
 Expr expr(AndOp, const Scalar &s) {
   return "(" + s.x[0] + " && " + s.x[1] + ")";
 }
@@ -352,6 +361,38 @@ Expr mapping(GatherNDOp op, KernelWriter &w) {
   return guarded(op, inRange, in(w, op, 0, "0LL" + offset));
 }
 
+Expr mapping(CumSumOp op, KernelWriter &w) {
+  Shape shape = shapeOf(op.getInput());
+  FailureOr<int64_t> axis =
+      normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
+  if (failed(axis))
+    return failure();
+  Shape strides = stridesOf(shape);
+  std::string j = w.freshName("j"), sum = w.freshName("s");
+  std::string offset;
+  for (size_t d = 0; d < shape.size(); ++d)
+    offset += llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
+                            static_cast<int64_t>(d) == *axis
+                                ? j
+                                : "c" + std::to_string(d),
+                            strides[d])
+                  .str();
+  // The elements up to this one along the axis (from the end, reversed).
+  std::string at = "c" + std::to_string(*axis);
+  std::string from = op.getReverse() ? (op.getExclusive() ? at + " + 1" : at)
+                                     : std::string("0");
+  std::string to = op.getReverse() ? std::to_string(shape[*axis]) + "LL"
+                                   : (op.getExclusive() ? at : at + " + 1");
+  Expr element = in(w, op, 0, offset);
+  if (failed(element))
+    return failure();
+  std::string t = *regType(eltOf(op.getResult()));
+  w.body() << "  " << t << " " << sum << " = (" << t << ")0;\n";
+  w.body() << "  for (long long " << j << " = " << from << "; " << j << " < "
+           << to << "; ++" << j << ") " << sum << " += " << *element << ";\n";
+  return sum;
+}
+
 Expr mapping(ConcatOp op, KernelWriter &w) {
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), w.domain().size(), op.getLoc());
@@ -407,7 +448,8 @@ void cuda::attachPointwiseEmitters(MLIRContext *context) {
   attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
          TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, IsNaNOp, IsInfOp,
          GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp, MulOp, DivOp, PowOp,
-         EqualOp, LessOp, GreaterOp, AndOp, OrOp, XorOp, WhereOp>(context);
+         EqualOp, LessOp, GreaterOp, MaxOp, MinOp, AndOp, OrOp, XorOp, WhereOp>(
+      context);
   attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
-         GatherElementsOp, GatherNDOp, ConcatOp, RangeOp>(context);
+         GatherElementsOp, GatherNDOp, CumSumOp, ConcatOp, RangeOp>(context);
 }

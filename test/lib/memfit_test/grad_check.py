@@ -185,6 +185,22 @@ def elementwise_more(g):
                                                I64),
                                        c.const([1, 1, 1], "j", I64)])])
     c.output(c.op("Where", [cond, c.op("Tanh", [a]), b]), [2, 3])
+    c = g.case("max_min_broadcast")  # distinct values: no ties
+    a = c.param(distinct(c, [3, 4]), "a")
+    b = c.param(distinct(c, [4]), "b")
+    d = c.param(distinct(c, [3, 1]), "d")
+    c.output(c.op("Mul", [c.op("Max", [a, b, d]), c.op("Min", [a, b])]),
+             [3, 4])
+    c = g.case("sum_mean")
+    a = c.param(c.f([3, 4]), "a")
+    b = c.param(c.f([4]), "b")
+    c.output(c.op("Mul", [c.op("Sum", [a, b, a]), c.op("Mean", [a, b])]),
+             [3, 4])
+    c = g.case("cumsum")
+    x = c.param(c.f([2, 3, 4]), "x")
+    y = c.op("CumSum", [x, c.const(1, "axis", I64)])
+    c.output(c.op("CumSum", [c.op("Sin", [y]), c.const(-1, "axis2", I64)],
+                  exclusive=1, reverse=1), [2, 3, 4])
     c = g.case("chain_shared")  # a value used twice sums its gradients
     x = c.param(c.f([4, 3]), "x")
     e = c.op("Sigmoid", [x])

@@ -488,6 +488,20 @@ def logical(g, r):
     c.output(c.op("IsNaN", [xi]), c.op("IsInf", [xi]),
              c.op("IsInf", [xi], detect_negative=0),
              c.op("IsInf", [xi], detect_positive=0))
+    m, n = r.dims(2)
+    c = g.case("max_min_variadic")
+    a, b, d = (c.input(r.f([m, n]), "a"), c.input(r.f([n]), "b"),
+               c.input(r.f([m, 1]), "d"))
+    c.output(c.op("Max", [a, b, d]), c.op("Min", [a, b]), c.op("Max", [a]))
+    c = g.case("max_min_i64_nan")
+    x = r.f([m, n])
+    x[0, 0] = np.nan
+    c.output(c.op("Max", [c.input(r.i([m, n], -5, 5), "i"),
+                          c.input(r.i([n], -5, 5), "j")]),
+             c.op("Min", [c.input(x, "x"), c.input(r.f([m, n]), "y")]))
+    c = g.case("sum_mean")
+    a, b = c.input(r.f([m, n]), "a"), c.input(r.f([n]), "b")
+    c.output(c.op("Sum", [a, b, a]), c.op("Mean", [a, b]))
     c = g.case("and_of_compares")
     shape = r.dims(2)
     x = c.input(tied(shape), "x")
@@ -858,6 +872,15 @@ def gather_elements_nd(g, r):
     c.output(c.op("GatherND", [c.input(r.f([a, b, d])),
                                c.input(r.i([a, 2, 1], 0, b - 1), "idx")],
                   batch_dims=1))
+    c = g.case("cumsum_variants")
+    x = c.input(r.f([a, b, d]))
+    c.output(c.op("CumSum", [x, c.ints(1, "axis")]),
+             c.op("CumSum", [x, c.ints(-1, "axis")], exclusive=1),
+             c.op("CumSum", [x, c.ints(0, "axis")], reverse=1),
+             c.op("CumSum", [x, c.ints(2, "axis")], exclusive=1, reverse=1))
+    c = g.case("cumsum_position_ids")  # exporters' positions from a mask
+    c.output(c.op("CumSum", [c.input(r.i([2, 9], 0, 2), "mask"),
+                             c.ints(1, "axis")]))
     batch, seq = r.dim(2, 4), r.dim(4, 9)
     rows = np.broadcast_to(np.arange(batch).reshape(batch, 1, 1, 1), (batch, 1, 1, seq))
     cols = np.broadcast_to(np.arange(seq).reshape(1, 1, 1, seq), (batch, 1, 1, seq))
