@@ -543,6 +543,15 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
         diag << " " << k << " x" << count;
     }
   }
+  // onnxruntime's contrib ops come from its transformer optimizer's fusions
+  // (SkipLayerNormalization, FastGelu, Attention...), not from exporters.
+  if (llvm::any_of(unsupported, [](const auto &entry) {
+        return StringRef(entry.first).starts_with("com.microsoft.");
+      }))
+    diag << "; the 'com.microsoft' ops are onnxruntime's fused kernels, which "
+            "its transformer optimizer writes: give memfit the model as "
+            "torch.onnx.export wrote it, before "
+            "onnxruntime.transformers.optimizer";
   return failure();
 }
 
