@@ -112,7 +112,13 @@ def load_from_onnx(model, path):
     order = {n: i for i, (n, _) in enumerate(inits)}
     tensors = dict(model.named_parameters())          # tied weights listed once
     params = set(tensors)
-    tensors.update({k: v for k, v in model.named_buffers() if v.is_floating_point()})
+    for k, v in model.named_buffers():
+        # A buffer that copies another (Llama's rotary original_inv_freq)
+        # is located once, as the first.
+        if v.is_floating_point() and not any(
+                same_bits(v.detach().numpy(), t.detach().numpy())
+                for t in tensors.values()):
+            tensors[k] = v
 
     matches = {}   # torch name -> [(onnx name, transposed)]
     owner = {}     # onnx name -> torch name
