@@ -76,6 +76,9 @@ public:
   FailureOr<SmallVector<int64_t>> constantInts(int64_t i, StringRef what);
   /// Input `i` as one compile-time number (scalar or 1-element tensor).
   FailureOr<Attribute> constantScalar(int64_t i, StringRef what);
+  /// Appends to `diag`, when input `i` is a graph input, how to give its
+  /// value (--input-value).
+  void noteGraphInput(InFlightDiagnostic &diag, int64_t i) const;
 
   const onnx::AttributeProto *attr(StringRef name) const;
   int64_t intAttr(StringRef name, int64_t dflt) const;

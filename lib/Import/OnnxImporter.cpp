@@ -293,13 +293,21 @@ DenseElementsAttr NodeContext::constantInput(int64_t i) const {
   return {};
 }
 
+void NodeContext::noteGraphInput(InFlightDiagnostic &diag, int64_t i) const {
+  if (isa_and_present<BlockArgument>(input(i)))
+    diag << "; it is a graph input: give its value with --input-value="
+         << node.input(i) << "=V,V,...";
+}
+
 FailureOr<SmallVector<int64_t>> NodeContext::constantInts(int64_t i,
                                                           StringRef what) {
   DenseElementsAttr c = constantInput(i);
   if (!c || !isa<IntegerType>(c.getElementType())) {
-    error() << what << " (input " << i << ", '" << node.input(i)
-            << "') must be an integer tensor known at compile time, but it is "
-               "computed at run time";
+    InFlightDiagnostic diag = error();
+    diag << what << " (input " << i << ", '" << node.input(i)
+         << "') must be an integer tensor known at compile time, but it is "
+            "computed at run time";
+    noteGraphInput(diag, i);
     return failure();
   }
   SmallVector<int64_t> out;
@@ -311,8 +319,10 @@ FailureOr<SmallVector<int64_t>> NodeContext::constantInts(int64_t i,
 FailureOr<Attribute> NodeContext::constantScalar(int64_t i, StringRef what) {
   DenseElementsAttr c = constantInput(i);
   if (!c || c.getNumElements() != 1) {
-    error() << what << " (input " << i << ", '" << node.input(i)
-            << "') must be a single value known at compile time";
+    InFlightDiagnostic diag = error();
+    diag << what << " (input " << i << ", '" << node.input(i)
+         << "') must be a single value known at compile time";
+    noteGraphInput(diag, i);
     return failure();
   }
   return *c.getValues<Attribute>().begin();
@@ -413,6 +423,9 @@ private:
   LogicalResult checkOpsets(const onnx::ModelProto &model);
   LogicalResult checkOps(const onnx::GraphProto &graph);
   FailureOr<RankedTensorType> inputType(const onnx::ValueInfoProto &info);
+  /// The constant --input-value gives graph input `info`, of its declared
+  /// type.
+  FailureOr<DenseElementsAttr> givenValue(const onnx::ValueInfoProto &info);
   LogicalResult importInitializers(const onnx::GraphProto &graph,
                                    ModuleOp module);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
@@ -553,6 +566,66 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
             "torch.onnx.export wrote it, before "
             "onnxruntime.transformers.optimizer";
   return failure();
+}
+
+FailureOr<DenseElementsAttr>
+GraphImporter::givenValue(const onnx::ValueInfoProto &info) {
+  const std::vector<std::string> &texts =
+      options.inputValues.lookup(info.name());
+  auto fail = [&]() {
+    return emitError(fileLoc()) << "--input-value=" << info.name() << ": ";
+  };
+  if (!info.type().has_tensor_type())
+    return fail() << "the input is not a tensor", failure();
+  const auto &tensor = info.type().tensor_type();
+  Type eltType = convertElementType(tensor.elem_type(), ctx);
+  if (!eltType)
+    return fail() << "the input has unsupported "
+                  << onnxTypeName(tensor.elem_type()),
+           failure();
+  Type *elt = &eltType;
+  // The declared shape; a rank-1 input of unknown length takes the count.
+  SmallVector<int64_t> shape;
+  int64_t count = static_cast<int64_t>(texts.size());
+  for (const auto &d : tensor.shape().dim()) {
+    if (d.has_dim_value())
+      shape.push_back(d.dim_value());
+    else if (tensor.shape().dim_size() == 1)
+      shape.push_back(count);
+    else
+      return fail() << "the input's shape is not static; only a vector may "
+                       "take its length from the values",
+             failure();
+  }
+  int64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= d;
+  if (elements != count)
+    return fail() << "the input of shape " << shapeToString(shape) << " has "
+                  << elements << " elements, " << count << " values given",
+           failure();
+  auto type = RankedTensorType::get(shape, *elt);
+  SmallVector<Attribute> attrs;
+  for (const std::string &text : texts) {
+    StringRef t(text);
+    if (auto it = dyn_cast<IntegerType>(*elt)) {
+      int64_t v;
+      if (it.getWidth() == 1 && (t == "true" || t == "false"))
+        v = t == "true";
+      else if (t.getAsInteger(10, v))
+        return fail() << "'" << t << "' is not an integer", failure();
+      attrs.push_back(
+          IntegerAttr::get(*elt, APInt(it.getWidth(), v, !it.isUnsigned(),
+                                       /*implicitTrunc=*/true)));
+      continue;
+    }
+    auto ft = dyn_cast<FloatType>(*elt);
+    double v;
+    if (!ft || t.getAsDouble(v))
+      return fail() << "'" << t << "' is not a " << *elt << " value", failure();
+    attrs.push_back(FloatAttr::get(*elt, v));
+  }
+  return DenseElementsAttr::get(type, attrs);
 }
 
 FailureOr<RankedTensorType>
@@ -760,17 +833,42 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
   if (failed(importInitializers(graph, *module)))
     return nullptr;
 
-  // Graph inputs that are not initializers become function arguments.
+  // Graph inputs that are not initializers become function arguments, or
+  // constants when --input-value gives their values.
   SmallVector<Type> argTypes;
   SmallVector<std::string> argNames;
+  SmallVector<std::pair<std::string, DenseElementsAttr>> givenValues;
   for (const auto &in : graph.input()) {
     if (initializers.count(in.name()))
       continue;
+    if (options.inputValues.count(in.name())) {
+      FailureOr<DenseElementsAttr> value = givenValue(in);
+      if (failed(value))
+        return nullptr;
+      givenValues.push_back({in.name(), *value});
+      continue;
+    }
     FailureOr<RankedTensorType> t = inputType(in);
     if (failed(t))
       return nullptr;
     argTypes.push_back(*t);
     argNames.push_back(in.name());
+  }
+  // A --input-value entry must name a graph input.
+  for (const auto &entry : options.inputValues) {
+    StringRef key = entry.getKey();
+    if (llvm::any_of(graph.input(), [&](const onnx::ValueInfoProto &in) {
+          return in.name() == key && !initializers.count(in.name());
+        }))
+      continue;
+    std::string names;
+    for (const auto &in : graph.input())
+      if (!initializers.count(in.name()))
+        names += (names.empty() ? "" : ", ") + in.name();
+    return emitError(fileLoc())
+               << "--input-value names '" << key
+               << "', which is not a graph input (inputs: " << names << ")",
+           nullptr;
   }
   // A --input-shape entry must name a graph input or a symbolic dimension.
   for (const auto &entry : options.inputShapes) {
@@ -798,6 +896,9 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
     values[name] = entry->getArgument(i);
   }
   builder.setInsertionPointToStart(entry);
+  for (auto &[name, value] : givenValues)
+    values[name] = ConstantOp::create(
+        builder, NameLoc::get(builder.getStringAttr(name), fileLoc()), value);
 
   for (auto [i, node] : llvm::enumerate(graph.node()))
     if (failed(importNode(node, i)))
@@ -839,6 +940,23 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
 //===----------------------------------------------------------------------===//
 // Entry points
 //===----------------------------------------------------------------------===//
+
+std::string mlir::memfit::parseInputValue(StringRef spec,
+                                          OnnxImportOptions &options) {
+  auto [name, list] = spec.trim().split('=');
+  if (name.empty() || list.empty())
+    return ("malformed value '" + spec + "': expected name=V,V,...").str();
+  SmallVector<StringRef> parts;
+  list.split(parts, ',');
+  std::vector<std::string> values;
+  for (StringRef p : parts) {
+    if (p.trim().empty())
+      return ("empty value in '" + spec + "'").str();
+    values.push_back(p.trim().str());
+  }
+  options.inputValues[name] = std::move(values);
+  return "";
+}
 
 std::string mlir::memfit::parseInputShapes(StringRef spec,
                                            OnnxImportOptions &options) {

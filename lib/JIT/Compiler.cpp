@@ -220,12 +220,17 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
     std::string shapeError = parseInputShapes(options.inputShapes, importOptions);
     if (!shapeError.empty())
       return rt::invalidArgument("input shapes: " + shapeError);
+    for (const std::string &value : options.inputValues) {
+      std::string valueError = parseInputValue(value, importOptions);
+      if (!valueError.empty())
+        return rt::invalidArgument("input values: " + valueError);
+    }
     importOptions.withoutWeights = options.planOnly;
     module = importOnnxModel(file->getBuffer(), path, &context, importOptions);
   } else {
-    if (!options.inputShapes.empty())
-      return rt::invalidArgument(
-          path + ": input shapes apply to ONNX models; MLIR is already static");
+    if (!options.inputShapes.empty() || !options.inputValues.empty())
+      return rt::invalidArgument(path + ": input shapes and values apply to "
+                                        "ONNX models; MLIR is already static");
     llvm::SourceMgr sourceMgr;
     sourceMgr.AddNewSourceBuffer(std::move(file), llvm::SMLoc());
     module = parseSourceFile<ModuleOp>(sourceMgr, &context);

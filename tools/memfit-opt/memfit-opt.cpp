@@ -45,6 +45,10 @@ static cl::opt<std::string> inputShapes(
     "input-shape", cl::init(""), cl::cat(inputCategory),
     cl::desc("Shapes of ONNX graph inputs (name=2x16,...) or sizes of "
              "symbolic dimensions (batch=2,...)"));
+static cl::list<std::string>
+    inputValues("input-value", cl::cat(inputCategory),
+                cl::desc("Values of an ONNX graph input needed at compile time "
+                         "(name=1,2,3; repeatable): it becomes a constant"));
 static cl::opt<bool> withoutWeights(
     "without-weights", cl::cat(inputCategory),
     cl::desc("Plan from shapes: do not read the ONNX model's external "
@@ -107,6 +111,13 @@ importOnnx(const llvm::MemoryBuffer &file, StringRef fileName,
   if (!error.empty()) {
     llvm::errs() << "memfit-opt: --input-shape: " << error << "\n";
     return nullptr;
+  }
+  for (const std::string &value : inputValues) {
+    error = mlir::memfit::parseInputValue(value, options);
+    if (!error.empty()) {
+      llvm::errs() << "memfit-opt: --input-value: " << error << "\n";
+      return nullptr;
+    }
   }
   options.withoutWeights = withoutWeights;
   MLIRContext context(registry);

@@ -62,6 +62,9 @@ static Opt<std::string> inputShapes(
     "input-shape", cl::cat(inputCategory),
     cl::desc("ONNX input shapes (name=2x16) or symbolic dimension sizes "
              "(batch=2,seq=16)"));
+static List inputValues("input-value", cl::cat(inputCategory),
+                        cl::desc("Values of an ONNX input needed at compile "
+                                 "time: name=1,2,3 (repeatable)"));
 static List inputFiles("input", cl::cat(inputCategory),
                        cl::desc("An input from a .npy file: name=path "
                                 "(repeatable); inputs not given are random"));
@@ -512,9 +515,11 @@ void warnIgnoredCompileFlags() {
   std::vector<cl::Option *> ignored = given(optimizerCategory);
   llvm::append_range(ignored, given(trainCategory));
   llvm::append_range(ignored, given(rematCategory));
-  for (cl::Option *option : {static_cast<cl::Option *>(&inputShapes),
-                             static_cast<cl::Option *>(&printPipeline),
-                             static_cast<cl::Option *>(&emitMlir)})
+  for (cl::Option *option :
+       {static_cast<cl::Option *>(&inputShapes),
+        static_cast<cl::Option *>(std::addressof(inputValues)),
+        static_cast<cl::Option *>(&printPipeline),
+        static_cast<cl::Option *>(&emitMlir)})
     if (option->getNumOccurrences())
       ignored.push_back(option);
   llvm::sort(ignored, [](cl::Option *a, cl::Option *b) {
@@ -608,6 +613,7 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   }
   memfit::CompileOptions options;
   options.inputShapes = inputShapes;
+  options.inputValues.assign(inputValues.begin(), inputValues.end());
   options.mlirOutput = emitMlir;
   options.planOnly = planOnly;
   if (train || gradients) {
@@ -634,12 +640,15 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
     auto pipeline = memfit::pipelineArgument(options);
     if (!pipeline)
       return pipeline.status();
+    std::string values;
+    for (const std::string &value : inputValues)
+      values += " " + shellWord("--input-value=" + value);
     std::cout << "pipeline: memfit-opt " << shellWord(modelPath.getValue())
               << (planOnly ? " --without-weights" : "")
               << (inputShapes.empty() ? std::string()
                                       : " " + shellWord("--input-shape=" +
                                                         inputShapes.getValue()))
-              << " " << shellWord(*pipeline) << std::endl;
+              << values << " " << shellWord(*pipeline) << std::endl;
   }
   // The compiler's passes write their reports (--remat-report=-) through
   // LLVM's stdout stream: keep them in order with this tool's lines.

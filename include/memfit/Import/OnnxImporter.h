@@ -39,6 +39,10 @@ struct OnnxImportOptions {
   llvm::StringMap<std::vector<int64_t>> inputShapes;
   /// Values of symbolic dimensions by name (e.g. batch=2, sequence=16).
   llvm::StringMap<int64_t> dimValues;
+  /// Values of graph inputs that must be known at compile time (a Reshape's
+  /// shape, a Slice's starts...), by input name, as written: the input
+  /// becomes a constant of its element type and leaves the signature.
+  llvm::StringMap<std::vector<std::string>> inputValues;
   /// Name of the imported function.
   std::string funcName = "main";
   /// Initializers and constants with at most this many elements are printed
@@ -54,6 +58,11 @@ struct OnnxImportOptions {
 /// entries (no `x`, naming no input) into `options.dimValues`. Returns an
 /// error message on malformed input, else the empty string.
 std::string parseInputShapes(llvm::StringRef spec, OnnxImportOptions &options);
+
+/// Parses `name=1,2,3` (one input's values, row-major) into
+/// `options.inputValues`. Returns an error message on malformed input, else
+/// the empty string.
+std::string parseInputValue(llvm::StringRef spec, OnnxImportOptions &options);
 
 /// Imports the ONNX model in `bytes`; `fileName` is used in locations and
 /// diagnostics and to find external tensor data. Returns null after emitting

@@ -140,6 +140,9 @@ struct CompileOptions {
   /// Shapes of the ONNX graph's inputs ("input_ids=2x16") or sizes of its
   /// symbolic dimensions ("batch=2,seq=16"); see memfit-opt --input-shape.
   std::string inputShapes;
+  /// Values of graph inputs needed at compile time ("axes=0,2"), one per
+  /// input; see memfit-opt --input-value.
+  std::vector<std::string> inputValues;
   /// The function to compile when the input is MLIR with several.
   std::string entry;
   /// When set, compile the training step instead of the forward pass.

@@ -34,9 +34,10 @@ memfit compiles for static shapes, so an input that decides a shape
 (Reshape's shape, Slice's starts, a reduction's axes...) must be known at
 compile time; the node tests feed those as graph inputs. When memfit refuses
 a case because a graph input is not known at compile time, the input is
-made an initializer of the case's value (as exporters write such inputs) and
-the case runs again; such passes are counted apart ("with constant inputs"),
-and --no-constant-inputs turns this off.
+given its value with memfit-run's --input-value (it becomes a constant, as
+exporters write such inputs) and the case runs again; such passes are
+counted apart ("with constant inputs"), and --no-constant-inputs turns this
+off.
 
 It prints one line per case (`PASS name [(constant inputs: ...)]`,
 `REFUSED name: reason`, `WRONG name: why` with a reproducer), then the
@@ -266,24 +267,23 @@ COMPILE_TIME = re.compile(r"(\w+) \(input \d+, '([^']*)'\) must be .* known "
                           r"at compile time")
 
 
-def with_constants(model, constants):
-    """`model` with the graph inputs named in `constants` (name -> array)
-    turned into initializers of those values."""
-    m = onnx.ModelProto()
-    m.CopyFrom(model)
-    kept = [i for i in m.graph.input if i.name not in constants]
-    del m.graph.input[:]
-    m.graph.input.extend(kept)
-    for name, value in constants.items():
-        m.graph.initializer.append(numpy_helper.from_array(value, name))
-    return m
+def input_value(name, value):
+    """memfit-run's --input-value giving graph input `name` its value."""
+    flat = np.asarray(value).reshape(-1)
+    if flat.dtype == np.bool_:
+        text = ["true" if v else "false" for v in flat]
+    elif np.issubdtype(flat.dtype, np.integer):
+        text = [str(int(v)) for v in flat]
+    else:
+        text = [repr(float(v)) for v in flat]
+    return f"--input-value={name}={','.join(text)}"
 
 
 def run_set(case, k, feeds, refs, constants, args, env):
     """Runs data set `k`: (status, why)."""
     directory = os.path.join(args.workdir, "cases", case.name)
     model_path = os.path.join(directory, f"model{k}.onnx")
-    onnx.save(with_constants(case.model, constants), model_path)
+    onnx.save(case.model, model_path)
     inputs = [i.name for i in case.model.graph.input
               if i.name not in {t.name for t in case.model.graph.initializer}]
     outputs = [o.name for o in case.model.graph.output]
@@ -293,6 +293,7 @@ def run_set(case, k, feeds, refs, constants, args, env):
            f"--output-dir={out}"]
     for j, (name, value) in enumerate(zip(inputs, feeds)):
         if name in constants:
+            cmd.append(input_value(name, constants[name]))
             continue
         p = os.path.join(directory, f"input{k}_{j}.npy")
         np.save(p, to_array(value))
@@ -472,7 +473,7 @@ def main():
                    "document")
     p.add_argument("--no-constant-inputs", dest="constant_inputs",
                    action="store_false", help="do not give the inputs "
-                   "memfit needs at compile time as initializers")
+                   "memfit needs at compile time with --input-value")
     p.add_argument("--list", action="store_true",
                    help="list the cases that would run, run nothing")
     args = p.parse_args()
