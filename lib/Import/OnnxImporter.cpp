@@ -944,10 +944,12 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
 std::string mlir::memfit::parseInputValue(StringRef spec,
                                           OnnxImportOptions &options) {
   auto [name, list] = spec.trim().split('=');
-  if (name.empty() || list.empty())
+  if (name.empty() || !spec.contains('='))
     return ("malformed value '" + spec + "': expected name=V,V,...").str();
+  // `name=` gives an empty tensor (a reduction's empty axes).
   SmallVector<StringRef> parts;
-  list.split(parts, ',');
+  if (!list.trim().empty())
+    list.split(parts, ',');
   std::vector<std::string> values;
   for (StringRef p : parts) {
     if (p.trim().empty())

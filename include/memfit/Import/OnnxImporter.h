@@ -59,7 +59,8 @@ struct OnnxImportOptions {
 /// error message on malformed input, else the empty string.
 std::string parseInputShapes(llvm::StringRef spec, OnnxImportOptions &options);
 
-/// Parses `name=1,2,3` (one input's values, row-major) into
+/// Parses `name=1,2,3` (one input's values, row-major; `name=` for none)
+/// into
 /// `options.inputValues`. Returns an error message on malformed input, else
 /// the empty string.
 std::string parseInputValue(llvm::StringRef spec, OnnxImportOptions &options);
