@@ -216,7 +216,8 @@ std::string manifestToJson(const Manifest &manifest);
 /// the field that is wrong.
 StatusOr<Manifest> manifestFromJson(const std::string &json);
 
-/// Writes manifest.json, kernels.cu and weights.bin into `directory`
+/// Writes manifest.json, kernels.cu, weights.bin and weights.sum (the
+/// weights' size and checksum, checked by loadExecutable) into `directory`
 /// (created if missing). Files are written to temporaries and renamed, so a
 /// failure leaves no half-written executable.
 Status saveExecutable(const Executable &executable, const std::string &directory);
