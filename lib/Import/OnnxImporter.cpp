@@ -893,6 +893,18 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   // problem is reported on the node rather than by the module verifier.
   auto it = last ? std::next(last->getIterator()) : block->begin();
   for (Operation &op : llvm::make_range(it, block->end())) {
+    // Every later size computation assumes that a tensor's elements and
+    // bytes can be counted in 64 bits; a shape computed from the model's
+    // constants (Reshape, Expand, ConstantOfShape, ...) may not.
+    for (Type t : op.getResultTypes())
+      if (auto type = dyn_cast<RankedTensorType>(t);
+          type && type.getElementType().isIntOrFloat() &&
+          !checkedNumElements(type.getShape(),
+                              byteWidth(type.getElementType())))
+        return nc.error() << "result of shape "
+                          << shapeToString(type.getShape())
+                          << " has more elements than 64-bit sizes can count"
+                          << " (inputs: " << nc.describeInputs() << ")";
     std::string why;
     if (failed(captureDiagnostic(ctx, why, [&] {
           return verify(&op, /*verifyRecursively=*/false);
