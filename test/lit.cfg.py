@@ -23,7 +23,9 @@ config.substitutions.append(("%memfit_obj_root", config.memfit_obj_root))
 config.substitutions.append(("%cxx", config.memfit_cxx))
 config.substitutions.append(("%models", os.path.join(config.memfit_src_root, "test", "models")))
 config.substitutions.append(("%fuzz_corpus", os.path.join(config.memfit_src_root, "fuzz", "corpus")))
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                     "LSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 
 # The Python helpers are one package, test/lib/memfit_test; RUN lines run
