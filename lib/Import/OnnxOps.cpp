@@ -460,7 +460,12 @@ LogicalResult convertRange(NodeContext &n) {
   double s = asDouble(*start), l = asDouble(*limit), d = asDouble(*delta);
   if (d == 0)
     return n.error() << "delta is zero";
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  double steps = std::ceil((l - s) / d);
+  // NaN or infinite bounds, or more elements than a size can count.
+  if (!std::isfinite(steps) || steps >= 0x1p62)
+    return n.error() << "start " << s << ", limit " << l << " and delta " << d
+                     << " do not give a countable number of elements";
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   auto type = RankedTensorType::get({count}, elt);
   return n.setResults(n.buildTyped<RangeOp>(
       type, {}, {n.named("start", *start), n.named("delta", *delta)}));
