@@ -435,6 +435,13 @@ Value NodeContext::constant(ElementsAttr value) {
 }
 
 SmallVector<Value> NodeContext::foldOp(Operation *op) {
+  // Folders size their results from the result types: one whose elements
+  // cannot be counted is left unfolded, for importNode to report.
+  if (llvm::any_of(op->getResultTypes(), [](Type t) {
+        auto type = dyn_cast<RankedTensorType>(t);
+        return type && !checkedNumElements(type.getShape());
+      }))
+    return SmallVector<Value>(op->getResults());
   SmallVector<Value> results;
   if (succeeded(b.tryFold(op, results)) && !results.empty()) {
     op->erase();
