@@ -452,6 +452,13 @@ LogicalResult convertRange(NodeContext &n) {
   if (failed(delta))
     return failure();
   Type elt = n.inputType(0).getElementType();
+  // ONNX gives the three one type; the op's folder relies on it.
+  for (Attribute a : {*start, *limit, *delta})
+    if (auto typed = dyn_cast<TypedAttr>(a); !typed || typed.getType() != elt ||
+                                             !elt.isIntOrFloat() ||
+                                             elt.isInteger(1))
+      return n.error() << "start, limit and delta must be numbers of one type"
+                       << " (inputs: " << n.describeInputs() << ")";
   auto asDouble = [](Attribute a) {
     if (auto f = dyn_cast<FloatAttr>(a))
       return f.getValueAsDouble();
