@@ -22,7 +22,10 @@ config.substitutions.append(("%memfit_src_root", config.memfit_src_root))
 config.substitutions.append(("%memfit_obj_root", config.memfit_obj_root))
 config.substitutions.append(("%cxx", config.memfit_cxx))
 config.substitutions.append(("%models", os.path.join(config.memfit_src_root, "test", "models")))
-llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
+config.substitutions.append(("%fuzz_corpus", os.path.join(config.memfit_src_root, "fuzz", "corpus")))
+llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP",
+                                     "ASAN_OPTIONS", "UBSAN_OPTIONS",
+                                     "LSAN_OPTIONS"])
 llvm_config.use_default_substitutions()
 
 # The Python helpers are one package, test/lib/memfit_test; RUN lines run
@@ -51,7 +54,7 @@ if shutil.which("cmake") and shutil.which("ninja"):
 tool_dirs = [config.memfit_tools_dir, config.llvm_tools_dir]
 tools = ["memfit-opt", "memfit-translate", "memfit-run", "memfit-nvrtc",
          "memfit-runtime-test", "memfit-example-forward", "memfit-example-train",
-         "memfit-cuda-mock-test"]
+         "memfit-cuda-mock-test", "memfit-import-fuzz-replay"]
 # memfit-half-check is built where CUDA's headers are.
 if os.path.exists(os.path.join(config.memfit_tools_dir, "memfit-half-check")):
     config.available_features.add("cuda-headers")

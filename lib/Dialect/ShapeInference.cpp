@@ -5,6 +5,7 @@
 #include "mlir/IR/Diagnostics.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallSet.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <limits>
@@ -444,7 +445,10 @@ LogicalResult mlir::memfit::inferReshapeShape(ArrayRef<int64_t> shape,
                                " has a negative dimension");
     }
     result.push_back(d);
-    known *= d;
+    if (llvm::MulOverflow(known, d, known))
+      return emitOptionalError(loc, "reshape target ", shapeToString(target),
+                               " has more elements than 64-bit sizes can "
+                               "count");
   }
   int64_t total = getNumElements(shape);
   if (inferred >= 0) {

@@ -17,6 +17,7 @@
 #include "llvm/Support/Error.h"
 
 #include <onnx/onnx_pb.h>
+#include <optional>
 
 namespace mlir::memfit::onnx_import {
 
@@ -25,11 +26,20 @@ Type convertElementType(int32_t onnxType, MLIRContext *ctx);
 /// Name of an ONNX data type, for diagnostics.
 std::string onnxTypeName(int32_t onnxType);
 
+/// The number of elements of `shape`, or nothing when a dimension is
+/// negative or the count (or its bytes at `eltSize` each) overflows int64_t.
+std::optional<int64_t> checkedNumElements(ArrayRef<int64_t> shape,
+                                          int64_t eltSize = 1);
+
 /// The bytes of a tensor stored as ONNX external data (`location`, `offset`
 /// and `length`; the location relative to `modelDir`), or a message that
-/// names the file and why it cannot be read.
-llvm::Expected<std::string> readExternalData(const onnx::TensorProto &t,
-                                             llvm::StringRef modelDir);
+/// names the file and why it cannot be read. The location must stay inside
+/// `modelDir` (no absolute path, no '..', no symbolic link out of it), and
+/// the data inside the file; with `expectedBytes`, a size that differs is
+/// refused before anything is read.
+llvm::Expected<std::string>
+readExternalData(const onnx::TensorProto &t, llvm::StringRef modelDir,
+                 std::optional<uint64_t> expectedBytes = std::nullopt);
 
 /// Runs `fn`, capturing the first diagnostic it emits into `message` instead
 /// of printing it, so the caller can report it with the ONNX node's context.

@@ -16,6 +16,7 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 
@@ -58,6 +59,17 @@ std::string onnx_import::onnxTypeName(int32_t t) {
   return "data type " + std::to_string(t);
 }
 
+std::optional<int64_t> onnx_import::checkedNumElements(ArrayRef<int64_t> shape,
+                                                       int64_t eltSize) {
+  int64_t n = 1, bytes;
+  for (int64_t d : shape)
+    if (d < 0 || llvm::MulOverflow(n, d, n))
+      return std::nullopt;
+  if (llvm::MulOverflow(n, std::max<int64_t>(eltSize, 1), bytes))
+    return std::nullopt;
+  return n;
+}
+
 namespace {
 
 /// Loads initializer and Constant tensors into attributes.
@@ -68,51 +80,107 @@ public:
       : ctx(ctx), fileName(fileName), maxInline(maxInline),
         withoutWeights(withoutWeights) {}
 
-  /// Converts `t`; `loc` is where errors go. Large tensors become dense
-  /// resources named `resourceName`.
+  /// Converts `t`; `loc` is where errors go, after `context` (the node that
+  /// holds the tensor, if any). Large tensors become dense resources named
+  /// `resourceName`.
   FailureOr<ElementsAttr> load(const onnx::TensorProto &t, Location loc,
-                               StringRef resourceName);
+                               StringRef resourceName, StringRef context = "");
 
 private:
+  InFlightDiagnostic error(const onnx::TensorProto &t) {
+    return emitError(loc) << context << "tensor '" << t.name() << "' ";
+  }
   FailureOr<std::vector<char>> readBytes(const onnx::TensorProto &t,
-                                         RankedTensorType type, size_t eltSize,
-                                         Location loc);
+                                         RankedTensorType type, size_t eltSize);
   MLIRContext *ctx;
   std::string fileName;
   int64_t maxInline;
   bool withoutWeights;
+  // Where the tensor being loaded reports errors.
+  Location loc = UnknownLoc::get(ctx);
+  std::string context;
 };
 
 } // namespace
 
-llvm::Expected<std::string>
-mlir::memfit::onnx_import::readExternalData(const onnx::TensorProto &t,
-                                            StringRef modelDir) {
+/// Whether `path` names `dir` or something inside it.
+static bool isWithin(StringRef path, StringRef dir) {
+  if (!path.starts_with(dir))
+    return false;
+  StringRef rest = path.drop_front(dir.size());
+  return rest.empty() || llvm::sys::path::is_separator(rest.front()) ||
+         llvm::sys::path::is_separator(dir.back());
+}
+
+llvm::Expected<std::string> mlir::memfit::onnx_import::readExternalData(
+    const onnx::TensorProto &t, StringRef modelDir,
+    std::optional<uint64_t> expectedBytes) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
   for (const auto &kv : t.external_data()) {
+    uint64_t *field = kv.key() == "offset"   ? &offset
+                      : kv.key() == "length" ? &length.emplace()
+                                             : nullptr;
     if (kv.key() == "location")
       location = kv.value();
-    else if (kv.key() == "offset")
-      offset = std::strtoull(kv.value().c_str(), nullptr, 10);
-    else if (kv.key() == "length")
-      length = std::strtoull(kv.value().c_str(), nullptr, 10);
+    else if (field && StringRef(kv.value()).getAsInteger(10, *field))
+      return llvm::createStringError("its " + kv.key() + " '" + kv.value() +
+                                     "' is not a byte count");
   }
-  SmallString<256> path(modelDir);
+  if (location.empty())
+    return llvm::createStringError("it has no location");
+  // The data must stay inside the model's folder: a relative path without
+  // '..' whose real path (symbolic links followed) is still inside it.
+  if (llvm::sys::path::is_absolute(location) ||
+      llvm::sys::path::has_root_name(location) ||
+      llvm::is_contained(llvm::make_range(llvm::sys::path::begin(location),
+                                          llvm::sys::path::end(location)),
+                         ".."))
+    return llvm::createStringError("location '" + location +
+                                   "' is outside the model's folder (it must "
+                                   "be a relative path without '..')");
+  SmallString<256> dir(modelDir.empty() ? StringRef(".") : modelDir);
+  SmallString<256> path(dir);
   llvm::sys::path::append(path, location);
-  auto buffer = llvm::MemoryBuffer::getFile(path, /*IsText=*/false,
-                                            /*RequiresNullTerminator=*/false);
+  SmallString<256> realDir, realPath;
+  if (std::error_code ec = llvm::sys::fs::real_path(dir, realDir))
+    return llvm::createStringError("'" + dir.str().str() +
+                                   "': " + ec.message());
+  if (std::error_code ec = llvm::sys::fs::real_path(path, realPath))
+    return llvm::createStringError(ec, "'" + path.str().str() +
+                                           "': " + ec.message());
+  if (!isWithin(realPath, realDir))
+    return llvm::createStringError("location '" + location +
+                                   "' leads outside the model's folder (to '" +
+                                   realPath.str().str() + "')");
+  llvm::sys::fs::file_status status;
+  if (std::error_code ec = llvm::sys::fs::status(realPath, status))
+    return llvm::createStringError("'" + path.str().str() +
+                                   "': " + ec.message());
+  if (!llvm::sys::fs::is_regular_file(status))
+    return llvm::createStringError("'" + path.str().str() +
+                                   "' is not a regular file");
+  uint64_t size = status.getSize();
+  // Overflow-safe: offset + length <= size, written without the sum.
+  if (offset > size || (length && *length > size - offset))
+    return llvm::createStringError(
+        "'" + path.str().str() + "' has " + std::to_string(size) +
+        " bytes, the tensor's data is at offset " + std::to_string(offset) +
+        (length ? ", length " + std::to_string(*length) : std::string()));
+  uint64_t bytes = length.value_or(size - offset);
+  if (expectedBytes && bytes != *expectedBytes)
+    return llvm::createStringError(
+        "'" + path.str().str() + "' holds " + std::to_string(bytes) +
+        " bytes for it" +
+        (offset ? " from offset " + std::to_string(offset) : std::string()) +
+        " but its shape needs " + std::to_string(*expectedBytes));
+  auto buffer = llvm::MemoryBuffer::getFileSlice(realPath, bytes, offset,
+                                                 /*IsVolatile=*/false);
   if (!buffer)
     return llvm::createStringError("'" + path.str().str() +
                                    "': " + buffer.getError().message());
-  StringRef bytes = (*buffer)->getBuffer();
-  if (offset > bytes.size() || (length && *length > bytes.size() - offset))
-    return llvm::createStringError(
-        "'" + path.str().str() + "' has " + std::to_string(bytes.size()) +
-        " bytes, the tensor's data is at offset " + std::to_string(offset) +
-        (length ? ", length " + std::to_string(*length) : std::string()));
-  return bytes.substr(offset, length.value_or(bytes.size() - offset)).str();
+  return (*buffer)->getBuffer().str();
 }
 
 static size_t byteWidth(Type elt) {
@@ -121,25 +189,35 @@ static size_t byteWidth(Type elt) {
   return (elt.getIntOrFloatBitWidth() + 7) / 8;
 }
 
-FailureOr<std::vector<char>>
-TensorLoader::readBytes(const onnx::TensorProto &t, RankedTensorType type,
-                        size_t eltSize, Location loc) {
+FailureOr<std::vector<char>> TensorLoader::readBytes(const onnx::TensorProto &t,
+                                                     RankedTensorType type,
+                                                     size_t eltSize) {
+  // load() checked that n * eltSize does not overflow; nothing is allocated
+  // before the data is known to hold that many bytes.
   int64_t n = type.getNumElements();
   size_t want = static_cast<size_t>(n) * eltSize;
   std::vector<char> out;
   auto sizeError = [&](size_t got) {
-    return emitError(loc) << "tensor '" << t.name() << "' of shape "
-                          << shapeToString(type.getShape()) << " needs "
-                          << want << " bytes of data but has " << got;
+    return error(t) << "of shape " << shapeToString(type.getShape())
+                    << " needs " << want << " bytes of data but has " << got;
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
     llvm::Expected<std::string> bytes = onnx_import::readExternalData(
-        t, llvm::sys::path::parent_path(fileName));
+        t, llvm::sys::path::parent_path(fileName), want);
     if (!bytes) {
+      std::string why;
+      std::error_code code;
+      llvm::handleAllErrors(bytes.takeError(),
+                            [&](const llvm::ErrorInfoBase &e) {
+                              why = e.message();
+                              code = e.convertToErrorCode();
+                            });
       InFlightDiagnostic diag =
-          emitError(loc) << "cannot read external data of tensor '" << t.name()
-                         << "': " << llvm::toString(bytes.takeError());
-      if (isa<FloatType>(type.getElementType()))
+          emitError(loc) << context << "cannot read external data of tensor '"
+                         << t.name() << "': " << why;
+      // A missing weight file is what --plan-only is for.
+      if (isa<FloatType>(type.getElementType()) &&
+          code == std::errc::no_such_file_or_directory)
         diag << " (to plan from shapes without the weight files: "
                 "memfit-run --plan-only, memfit-opt --without-weights)";
       return diag;
@@ -155,10 +233,10 @@ TensorLoader::readBytes(const onnx::TensorProto &t, RankedTensorType type,
     out.assign(t.raw_data().begin(), t.raw_data().end());
     return out;
   }
-  out.resize(want);
   auto fill = [&](const auto &field, auto convert) -> LogicalResult {
     if (static_cast<size_t>(field.size()) != static_cast<size_t>(n))
       return sizeError(field.size() * eltSize), failure();
+    out.resize(want);
     for (int64_t i = 0; i < n; ++i)
       convert(field.Get(i), out.data() + i * eltSize);
     return success();
@@ -191,16 +269,21 @@ TensorLoader::readBytes(const onnx::TensorProto &t, RankedTensorType type,
 }
 
 FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
-                                           Location loc,
-                                           StringRef resourceName) {
+                                           Location where,
+                                           StringRef resourceName,
+                                           StringRef holder) {
+  loc = where;
+  context = holder.str();
   Type elt = convertElementType(t.data_type(), ctx);
   if (!elt)
-    return emitError(loc) << "tensor '" << t.name() << "' has unsupported "
-                          << onnxTypeName(t.data_type());
+    return error(t) << "has unsupported " << onnxTypeName(t.data_type());
   SmallVector<int64_t> shape(t.dims().begin(), t.dims().end());
   if (llvm::any_of(shape, [](int64_t d) { return d < 0; }))
-    return emitError(loc) << "tensor '" << t.name()
-                          << "' has a negative dimension";
+    return error(t) << "has a negative dimension";
+  size_t eltSize = byteWidth(elt);
+  if (!checkedNumElements(shape, eltSize))
+    return error(t) << "of shape " << shapeToString(shape)
+                    << " has more elements than 64-bit sizes can count";
   auto type = RankedTensorType::get(shape, elt);
   // Planning without the weights: float data in external files is not read
   // (the files may be absent); the tensor is zeros of its shape, one splat
@@ -209,8 +292,7 @@ FailureOr<ElementsAttr> TensorLoader::load(const onnx::TensorProto &t,
       t.data_location() == onnx::TensorProto::EXTERNAL)
     return cast<ElementsAttr>(
         DenseElementsAttr::get(type, FloatAttr::get(elt, 0.0)));
-  size_t eltSize = byteWidth(elt);
-  FailureOr<std::vector<char>> bytes = readBytes(t, type, eltSize, loc);
+  FailureOr<std::vector<char>> bytes = readBytes(t, type, eltSize);
   if (failed(bytes))
     return failure();
   if (elt.isInteger(1) && type.getNumElements() <= maxInline) {
@@ -363,6 +445,13 @@ Value NodeContext::constant(ElementsAttr value) {
 }
 
 SmallVector<Value> NodeContext::foldOp(Operation *op) {
+  // Folders size their results from the result types: one whose elements
+  // cannot be counted is left unfolded, for importNode to report.
+  if (llvm::any_of(op->getResultTypes(), [](Type t) {
+        auto type = dyn_cast<RankedTensorType>(t);
+        return type && !checkedNumElements(type.getShape());
+      }))
+    return SmallVector<Value>(op->getResults());
   SmallVector<Value> results;
   if (succeeded(b.tryFold(op, results)) && !results.empty()) {
     op->erase();
@@ -430,6 +519,7 @@ private:
                                    ModuleOp module);
   LogicalResult importNode(const onnx::NodeProto &node, int64_t index);
   LogicalResult checkOutput(const onnx::ValueInfoProto &info, Value v);
+  LogicalResult checkAttributes(NodeContext &nc);
 
   MLIRContext *ctx;
   std::string fileName;
@@ -650,6 +740,12 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
                     "--input-shape="
                  << info.name() << "=DxD...",
              failure();
+    if (!checkedNumElements(given->second, byteWidth(elt)))
+      return emitError(fileLoc())
+                 << "--input-shape gives '" << info.name() << "' shape "
+                 << shapeToString(given->second)
+                 << ", more elements than 64-bit sizes can count",
+             failure();
     return RankedTensorType::get(given->second, elt);
   }
   const auto &dims = tt.shape().dim();
@@ -711,6 +807,12 @@ GraphImporter::inputType(const onnx::ValueInfoProto &info) {
     }
     shape.push_back(*fromUser);
   }
+  if (!checkedNumElements(shape, byteWidth(elt)))
+    return emitError(fileLoc())
+               << "graph input '" << info.name() << "' of shape "
+               << shapeToString(shape)
+               << " has more elements than 64-bit sizes can count",
+           failure();
   return RankedTensorType::get(shape, elt);
 }
 
@@ -761,14 +863,78 @@ LogicalResult GraphImporter::checkOutput(const onnx::ValueInfoProto &info,
   return success();
 }
 
+/// The types of the attributes that the converters read, by name (ONNX's
+/// operator schemas agree on each across the ops memfit converts). A
+/// converter reads an attribute's field without looking at its type, so a
+/// value of another type is refused before conversion.
+static std::optional<onnx::AttributeProto::AttributeType>
+expectedAttributeType(StringRef name) {
+  using A = onnx::AttributeProto;
+  static const std::pair<StringRef, A::AttributeType> table[] = {
+      {"allowzero", A::INT},
+      {"alpha", A::FLOAT},
+      {"approximate", A::STRING},
+      {"axes", A::INTS},
+      {"axis", A::INT},
+      {"beta", A::FLOAT},
+      {"end", A::INT},
+      {"epsilon", A::FLOAT},
+      {"equation", A::STRING},
+      {"ignore_index", A::INT},
+      {"keepdims", A::INT},
+      {"noop_with_empty_axes", A::INT},
+      {"num_outputs", A::INT},
+      {"perm", A::INTS},
+      {"reduction", A::STRING},
+      {"seed", A::INT},
+      {"start", A::INT},
+      {"to", A::INT},
+      {"transA", A::INT},
+      {"transB", A::INT},
+      {"upper", A::INT},
+      {"value", A::TENSOR},
+      {"value_float", A::FLOAT},
+      {"value_floats", A::FLOATS},
+      {"value_int", A::INT},
+      {"value_ints", A::INTS}};
+  for (auto [key, type] : table)
+    if (key == name)
+      return type;
+  return std::nullopt;
+}
+
+static std::string attributeTypeName(int type) {
+  if (onnx::AttributeProto_AttributeType_IsValid(type))
+    return onnx::AttributeProto_AttributeType_Name(
+        static_cast<onnx::AttributeProto::AttributeType>(type));
+  return "type " + std::to_string(type);
+}
+
+LogicalResult GraphImporter::checkAttributes(NodeContext &nc) {
+  for (const onnx::AttributeProto &a : nc.node.attribute()) {
+    std::optional<onnx::AttributeProto::AttributeType> want =
+        expectedAttributeType(a.name());
+    if (want && a.type() != *want)
+      return nc.error() << "attribute '" << a.name() << "' is "
+                        << (a.type() == onnx::AttributeProto::UNDEFINED
+                                ? std::string("untyped")
+                                : "of type " + attributeTypeName(a.type()))
+                        << " but must be of type " << attributeTypeName(*want);
+  }
+  return success();
+}
+
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                         int64_t index) {
   Location loc = nodeLoc(node, index);
   const OpConverter *conv = lookupConverter(node.op_type(), opset);
+  std::string holder;
   auto loadConstant = [&](const onnx::TensorProto &t) {
-    return tensors.load(t, loc, node.name().empty() ? "constant" : node.name());
+    return tensors.load(t, loc, node.name().empty() ? "constant" : node.name(),
+                        holder);
   };
   NodeContext nc(node, loc, builder, opset, values, loadConstant);
+  holder = "ONNX node '" + nc.name() + "' (" + node.op_type() + "): ";
   // Resolve inputs: earlier results, graph inputs, or initializers.
   for (const std::string &name : node.input()) {
     if (name.empty() || values.count(name))
@@ -799,10 +965,15 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
     return failure();
   }
   for (int64_t i = 0; i < n; ++i) {
+    if (i < conv->minInputs && !nc.hasInput(i))
+      return nc.error() << "input " << i << " has an empty name, but "
+                        << node.op_type() << " needs it";
     Value v = nc.input(i);
     if (v && !isa<RankedTensorType>(v.getType()))
       return nc.error() << "input '" << node.input(i) << "' is not a tensor";
   }
+  if (failed(checkAttributes(nc)))
+    return failure();
   Block *block = builder.getInsertionBlock();
   Operation *last = block->empty() ? nullptr : &block->back();
   if (failed(conv->convert(nc)))
@@ -811,6 +982,18 @@ LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
   // problem is reported on the node rather than by the module verifier.
   auto it = last ? std::next(last->getIterator()) : block->begin();
   for (Operation &op : llvm::make_range(it, block->end())) {
+    // Every later size computation assumes that a tensor's elements and
+    // bytes can be counted in 64 bits; a shape computed from the model's
+    // constants (Reshape, Expand, ConstantOfShape, ...) may not.
+    for (Type t : op.getResultTypes())
+      if (auto type = dyn_cast<RankedTensorType>(t);
+          type && type.getElementType().isIntOrFloat() &&
+          !checkedNumElements(type.getShape(),
+                              byteWidth(type.getElementType())))
+        return nc.error() << "result of shape "
+                          << shapeToString(type.getShape())
+                          << " has more elements than 64-bit sizes can count"
+                          << " (inputs: " << nc.describeInputs() << ")";
     std::string why;
     if (failed(captureDiagnostic(ctx, why, [&] {
           return verify(&op, /*verifyRecursively=*/false);
@@ -1002,6 +1185,11 @@ mlir::memfit::importOnnxModel(StringRef bytes, StringRef fileName,
   Location loc = FileLineColLoc::get(context, fileName, 0, 0);
   if (bytes.empty())
     return emitError(loc) << "not an ONNX model: the file is empty", nullptr;
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
+    return emitError(loc) << "the model is " << bytes.size()
+                          << " bytes, over protobuf's 2 GiB limit; save "
+                             "its weights as external data",
+           nullptr;
   onnx::ModelProto model;
   google::protobuf::io::CodedInputStream stream(
       reinterpret_cast<const uint8_t *>(bytes.data()),

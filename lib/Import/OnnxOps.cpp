@@ -610,6 +610,13 @@ LogicalResult convertRange(NodeContext &n) {
       stash != 1 && isa<Float16Type, BFloat16Type>(elt))
     return n.error() << "stash_type " << stash
                      << " is not supported (only 1, float)";
+  // ONNX gives the three one type; the op's folder relies on it.
+  for (Attribute a : {*start, *limit, *delta})
+    if (auto typed = dyn_cast<TypedAttr>(a); !typed || typed.getType() != elt ||
+                                             !elt.isIntOrFloat() ||
+                                             elt.isInteger(1))
+      return n.error() << "start, limit and delta must be numbers of one type"
+                       << " (inputs: " << n.describeInputs() << ")";
   auto asDouble = [](Attribute a) {
     if (auto f = dyn_cast<FloatAttr>(a))
       return f.getValueAsDouble();
@@ -618,7 +625,12 @@ LogicalResult convertRange(NodeContext &n) {
   double s = asDouble(*start), l = asDouble(*limit), d = asDouble(*delta);
   if (d == 0)
     return n.error() << "delta is zero";
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(std::ceil((l - s) / d)));
+  double steps = std::ceil((l - s) / d);
+  // NaN or infinite bounds, or more elements than a size can count.
+  if (!std::isfinite(steps) || steps >= 0x1p62)
+    return n.error() << "start " << s << ", limit " << l << " and delta " << d
+                     << " do not give a countable number of elements";
+  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
   auto type = RankedTensorType::get({count}, elt);
   return n.setResults(n.buildTyped<RangeOp>(
       type, {}, {n.named("start", *start), n.named("delta", *delta)}));

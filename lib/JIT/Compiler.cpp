@@ -6,6 +6,9 @@
 #include "memfit/Passes/Pipelines.h"
 #include "memfit/Target/Cuda/EmitCuda.h"
 
+#include "memfit/Dialect/MemfitOps.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -201,6 +204,66 @@ private:
 
 } // namespace
 
+/// The values the function's integer inputs may take where they index
+/// something, found on the imported model (before the pipeline wraps ops
+/// into kernels): indices of a Gather (token ids: -rows to rows - 1),
+/// followed through reshapes, transposes and slices, and labels of a
+/// cross-entropy or NLL loss (0 to classes - 1, or its ignore index).
+std::vector<rt::InputRange> inputRanges(ModuleOp module) {
+  std::vector<rt::InputRange> ranges;
+  module.walk([&](func::FuncOp func) {
+    for (BlockArgument arg : func.getArguments()) {
+      auto name =
+          func.getArgAttrOfType<StringAttr>(arg.getArgNumber(), "onnx.name");
+      auto type = dyn_cast<RankedTensorType>(arg.getType());
+      if (!name || !type || !isa<IntegerType>(type.getElementType()))
+        continue;
+      SmallVector<Value> worklist{arg};
+      while (!worklist.empty()) {
+        Value v = worklist.pop_back_val();
+        for (OpOperand &use : v.getUses()) {
+          Operation *user = use.getOwner();
+          if (isa<ReshapeOp, TransposeOp, SliceOp>(user)) {
+            worklist.push_back(user->getResult(0));
+          } else if (auto gather = dyn_cast<GatherOp>(user);
+                     gather && use.getOperandNumber() == 1) {
+            auto data = cast<RankedTensorType>(gather.getData().getType());
+            int64_t axis = gather.getAxis();
+            if (axis < 0)
+              axis += data.getRank();
+            if (axis < 0 || axis >= data.getRank())
+              continue;
+            int64_t rows = data.getDimSize(axis);
+            std::string table = "a table";
+            if (auto load = gather.getData().getDefiningOp<LoadParameterOp>())
+              table = "'" + load.getName().str() + "'";
+            ranges.push_back({name.str(),
+                              -rows,
+                              rows - 1,
+                              {},
+                              "the vocabulary (the " + std::to_string(rows) +
+                                  " rows of " + table + ")"});
+          } else if (isa<SoftmaxCrossEntropyLossOp,
+                         NegativeLogLikelihoodLossOp>(user) &&
+                     use.getOperandNumber() == 1) {
+            auto scores = cast<RankedTensorType>(user->getOperand(0).getType());
+            if (scores.getRank() < 2)
+              continue;
+            int64_t classes = scores.getDimSize(1);
+            std::vector<int64_t> also;
+            if (auto ignore = user->getAttrOfType<IntegerAttr>("ignore_index"))
+              also.push_back(ignore.getInt());
+            ranges.push_back(
+                {name.str(), 0, classes - 1, also,
+                 "the " + std::to_string(classes) + " classes of the loss"});
+          }
+        }
+      }
+    }
+  });
+  return ranges;
+}
+
 rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
                                               const CompileOptions &options) {
   std::string error;
@@ -237,6 +300,25 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   }
   if (!module)
     return rt::invalidArgument(diagnostics.text());
+
+  std::vector<rt::InputRange> ranges = inputRanges(*module);
+  // Cross-entropy training adds a 'labels' input that indexes the classes
+  // of the model's first output (its last dimension; see memfit-autodiff).
+  if (options.train && options.train->loss == "cross-entropy")
+    module->walk([&](func::FuncOp func) {
+      ArrayRef<Type> results = func.getFunctionType().getResults();
+      auto out = results.empty() ? RankedTensorType()
+                                 : dyn_cast<RankedTensorType>(results[0]);
+      if (!out || out.getRank() < 1)
+        return;
+      int64_t classes = out.getShape().back();
+      ranges.push_back({"labels",
+                        0,
+                        classes - 1,
+                        {options.train->ignoreIndex},
+                        "the " + std::to_string(classes) +
+                            " classes of the cross-entropy loss"});
+    });
 
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.train) {
@@ -285,6 +367,16 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   rt::Executable executable;
   if (failed(emitExecutable(*module, emitOptions, executable)))
     return rt::invalidArgument(diagnostics.text());
+  // Only ranges of inputs the executable still has (a forward pass of a
+  // training model has no labels).
+  for (rt::InputRange &range : ranges)
+    for (const rt::Entry &entry : executable.manifest.entries)
+      if (llvm::any_of(entry.inputs, [&](const rt::Binding &b) {
+            return b.name == range.name;
+          })) {
+        executable.manifest.inputRanges.push_back(std::move(range));
+        break;
+      }
   return executable;
 }
 

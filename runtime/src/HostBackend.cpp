@@ -383,6 +383,19 @@ public:
       return Status::error(StatusCode::ResourceExhausted,
                            "cannot allocate " + std::to_string(bytes) +
                                " bytes of host memory");
+    // Checked against the machine before allocating: with overcommit, an
+    // allocation larger than the memory can succeed and then be killed
+    // when the zeroing below touches it.
+    long pages = ::sysconf(_SC_PHYS_PAGES), pageSize = ::sysconf(_SC_PAGESIZE);
+    if (pages > 0 && pageSize > 0 &&
+        rounded / static_cast<uint64_t>(pageSize) >
+            static_cast<uint64_t>(pages))
+      return Status::error(StatusCode::ResourceExhausted,
+                           "cannot allocate " + std::to_string(bytes) +
+                               " bytes of host memory: the machine has " +
+                               std::to_string(static_cast<uint64_t>(pages) *
+                                              static_cast<uint64_t>(pageSize)) +
+                               " bytes");
     memory_ = static_cast<uint8_t *>(
         std::aligned_alloc(kBufferAlignment, static_cast<size_t>(rounded)));
     if (!memory_)

@@ -33,13 +33,19 @@ std::string defaultCacheDirectory() {
 
 } // namespace
 
-KernelCache::KernelCache(const SessionOptions &options) {
+KernelCache::KernelCache(const SessionOptions &options) : warn_(options.warn) {
   if (options.disableCache)
     return;
   std::string directory =
       options.cacheDir.empty() ? defaultCacheDirectory() : options.cacheDir;
-  if (directory.empty() || !makeDirectories(directory).isOk())
+  if (directory.empty())
     return;
+  if (Status made = makeDirectories(directory); !made) {
+    if (warn_)
+      warn_("kernel cache not used: " + made.message() +
+            "; kernels are compiled without it");
+    return;
+  }
   directory_ = directory;
 }
 
@@ -74,7 +80,12 @@ void KernelCache::store(const std::string &path,
                         const std::vector<char> &bytes) const {
   if (!enabled())
     return;
-  (void)writeFileAtomic(path, bytes.data(), bytes.size());
+  Status written = writeFileAtomic(path, bytes.data(), bytes.size());
+  if (!written && warn_ && !warnedStore_) {
+    warnedStore_ = true;
+    warn_("kernel cache not written: " + written.message() +
+          "; the kernels are compiled again next time");
+  }
 }
 
 } // namespace memfit::rt

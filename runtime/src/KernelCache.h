@@ -6,6 +6,7 @@
 #include "memfit/runtime/Session.h"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ uint64_t hashBytes(const void *data, size_t size, uint64_t seed = 0xcbf29ce48422
 class KernelCache {
 public:
   /// Resolves the directory from the options (see SessionOptions::cacheDir);
-  /// a cache that cannot be created is disabled, not an error.
+  /// a cache that cannot be created is disabled, not an error, and reported
+  /// through SessionOptions::warn.
   explicit KernelCache(const SessionOptions &options);
   bool enabled() const { return !directory_.empty(); }
   const std::string &directory() const { return directory_; }
@@ -31,11 +33,14 @@ public:
                    const std::string &target, const std::string &compilerVersion,
                    const std::string &extension) const;
   std::optional<std::vector<char>> load(const std::string &path) const;
-  /// Best effort; a failure leaves the cache without the entry.
+  /// Best effort; a failure leaves the cache without the entry and is
+  /// reported through SessionOptions::warn (once per cache).
   void store(const std::string &path, const std::vector<char> &bytes) const;
 
 private:
   std::string directory_;
+  std::function<void(const std::string &)> warn_;
+  mutable bool warnedStore_ = false;
 };
 
 } // namespace memfit::rt

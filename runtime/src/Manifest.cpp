@@ -397,6 +397,54 @@ const Variable *Manifest::findVariable(const std::string &name) const {
 // Executables on disk
 //===----------------------------------------------------------------------===//
 
+namespace {
+
+/// weights.sum: weights.bin's size and 64-bit FNV-1a hash, so that a
+/// truncated, replaced or corrupted weights file is refused when loaded.
+std::string weightsSum(const std::vector<uint8_t> &weights) {
+  uint64_t hash = 0xcbf29ce484222325ull;
+  for (uint8_t byte : weights)
+    hash = (hash ^ byte) * 0x100000001b3ull;
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(hash));
+  return std::to_string(weights.size()) + " fnv1a64:" + hex + "\n";
+}
+
+/// Checks weights.bin against the weights.sum saved with it (absent from
+/// executables written by hand or by older versions: then only the size
+/// bound of the manifest is checked).
+Status checkWeightsSum(const std::string &directory,
+                       const std::vector<uint8_t> &weights) {
+  std::string sumPath = directory + "/weights.sum";
+  if (!fileExists(sumPath))
+    return Status::ok();
+  StatusOr<std::string> sum = readFile(sumPath);
+  if (!sum)
+    return sum.status();
+  unsigned long long bytes = 0;
+  char hex[17] = {0};
+  if (std::sscanf(sum->c_str(), "%llu fnv1a64:%16[0-9a-f]", &bytes, hex) != 2 ||
+      std::string(hex).size() != 16)
+    return invalidArgument(sumPath + ": malformed (expected '<bytes> "
+                                     "fnv1a64:<16 hex digits>')");
+  std::string weightsPath = directory + "/weights.bin";
+  if (bytes != weights.size())
+    return invalidArgument(
+        weightsPath + ": has " + std::to_string(weights.size()) +
+        " bytes, but the executable was saved with " + std::to_string(bytes) +
+        " (weights.sum): the file was truncated or "
+        "replaced; save the executable again");
+  if (weightsSum(weights) != *sum)
+    return invalidArgument(weightsPath +
+                           ": the data does not match its checksum in "
+                           "weights.sum: the file is corrupt or was changed "
+                           "after saving; save the executable again");
+  return Status::ok();
+}
+
+} // namespace
+
 Status saveExecutable(const Executable &executable,
                       const std::string &directory) {
   const Manifest &m = executable.manifest;
@@ -413,6 +461,7 @@ Status saveExecutable(const Executable &executable,
   MEMFIT_RT_RETURN_IF_ERROR(makeDirectories(directory).withContext(where));
 
   std::string json = manifestToJson(m);
+  std::string sum = weightsSum(executable.weights);
   struct File {
     std::string name;
     const void *data;
@@ -422,6 +471,7 @@ Status saveExecutable(const Executable &executable,
       {"manifest.json", json.data(), json.size(), ""},
       {"kernels.cu", m.source.data(), m.source.size(), ""},
       {"weights.bin", executable.weights.data(), executable.weights.size(), ""},
+      {"weights.sum", sum.data(), sum.size(), ""},
   };
   // Write every temporary first, then rename them all.
   auto removeTemporaries = [&] {
@@ -475,6 +525,8 @@ StatusOr<Executable> loadExecutable(const std::string &directory) {
                            " bytes, more than the manifest's weightsBytes " +
                            std::to_string(executable.manifest.weightsBytes));
   executable.weights.assign(weights->begin(), weights->end());
+  MEMFIT_RT_RETURN_IF_ERROR(checkWeightsSum(directory, executable.weights)
+                                .withContext("loadExecutable"));
   MEMFIT_RT_RETURN_IF_ERROR(
       executable.manifest.validate().withContext(manifestPath));
   return executable;

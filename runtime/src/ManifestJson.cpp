@@ -151,6 +151,20 @@ std::string manifestToJson(const Manifest &m) {
   }
   root.set("loraAdapters", std::move(adapters));
 
+  if (!m.inputRanges.empty()) {
+    JsonValue ranges = JsonValue::array();
+    for (const InputRange &r : m.inputRanges) {
+      JsonValue o = JsonValue::object();
+      o.set("name", r.name);
+      o.set("low", r.low);
+      o.set("high", r.high);
+      o.set("also", intArray(r.also));
+      o.set("what", r.what);
+      ranges.push(std::move(o));
+    }
+    root.set("inputRanges", std::move(ranges));
+  }
+
   JsonValue memory = JsonValue::array();
   for (const MemoryCategory &c : m.memory) {
     JsonValue o = JsonValue::object();
@@ -438,6 +452,19 @@ Status readLoraAdapter(const ObjectReader &r, LoraAdapter &a) {
   return r.boolean("transposed", a.transposed);
 }
 
+Status readInputRange(const ObjectReader &r, InputRange &range) {
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"name", "low", "high", "also", "what"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", range.name));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("low", range.low));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("high", range.high));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integers("also", range.also));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("what", range.what));
+  if (range.low > range.high)
+    return r.error("low", "is above high");
+  return Status::ok();
+}
+
 Status readMemoryCategory(const ObjectReader &r, MemoryCategory &c) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "bytes"}));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
@@ -496,11 +523,20 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
                        (version->asInt() < Manifest::kVersion
                             ? " (recompile it with this memfit)"
                             : " (use the memfit that wrote it)"));
-  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
-      {"schema", "version", "model", "weightsBytes", "arenaBytes",
-       "trainableParameters", "frozenParameters", "quantizedParameters",
-       "buffers", "kernels", "contractions", "entries", "variables", "memory",
-       "loraAdapters"}));
+  // inputRanges is optional: manifests written without it have none.
+  bool hasRanges = root.isObject() && root.find("inputRanges");
+  if (hasRanges)
+    MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+        {"schema", "version", "model", "weightsBytes", "arenaBytes",
+         "trainableParameters", "frozenParameters", "quantizedParameters",
+         "buffers", "kernels", "contractions", "entries", "variables", "memory",
+         "loraAdapters", "inputRanges"}));
+  else
+    MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+        {"schema", "version", "model", "weightsBytes", "arenaBytes",
+         "trainableParameters", "frozenParameters", "quantizedParameters",
+         "buffers", "kernels", "contractions", "entries", "variables", "memory",
+         "loraAdapters"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -525,6 +561,9 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
       readArray(r, "memory", m.memory, readMemoryCategory));
   MEMFIT_RT_RETURN_IF_ERROR(
       readArray(r, "loraAdapters", m.loraAdapters, readLoraAdapter));
+  if (hasRanges)
+    MEMFIT_RT_RETURN_IF_ERROR(
+        readArray(r, "inputRanges", m.inputRanges, readInputRange));
   return m;
 }
 

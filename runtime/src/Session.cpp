@@ -12,7 +12,9 @@
 
 #include "Backend.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 
 namespace memfit::rt {
 
@@ -117,6 +119,47 @@ std::string planBreakdown(const Manifest &m) {
 Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 
+namespace {
+
+/// Refuses an integer input with a value outside what it indexes (a token id
+/// past the vocabulary, a label past the classes): a kernel would read
+/// outside its table.
+Status checkInputRanges(const Manifest &m, const std::string &name,
+                        const Tensor &tensor) {
+  if (tensor.dtype != DType::i64 && tensor.dtype != DType::i32)
+    return Status::ok();
+  size_t count = tensor.data.size() / dtypeSize(tensor.dtype);
+  for (const InputRange &range : m.inputRanges) {
+    if (range.name != name)
+      continue;
+    for (size_t i = 0; i < count; ++i) {
+      int64_t v;
+      if (tensor.dtype == DType::i64) {
+        std::memcpy(&v, tensor.data.data() + i * 8, 8);
+      } else {
+        int32_t v32;
+        std::memcpy(&v32, tensor.data.data() + i * 4, 4);
+        v = v32;
+      }
+      if ((v >= range.low && v <= range.high) ||
+          std::find(range.also.begin(), range.also.end(), v) !=
+              range.also.end())
+        continue;
+      std::string allowed =
+          std::to_string(range.low) + " to " + std::to_string(range.high);
+      for (int64_t a : range.also)
+        allowed += " or " + std::to_string(a);
+      return invalidArgument("input '" + name + "': element " +
+                             std::to_string(i) + " is " + std::to_string(v) +
+                             ", outside " + range.what + ": valid values are " +
+                             allowed);
+    }
+  }
+  return Status::ok();
+}
+
+} // namespace
+
 StatusOr<std::unique_ptr<Session>>
 Session::create(const Executable &executable, DeviceKind device,
                 const SessionOptions &options) {
@@ -186,6 +229,7 @@ Status Session::setInput(const std::string &name, const Tensor &tensor) {
         "input '" + name + "': tensor " + describe(tensor.dtype, tensor.shape) +
         " has " + std::to_string(tensor.data.size()) +
         " bytes of data, expected " + std::to_string(buffer.bytes));
+  MEMFIT_RT_RETURN_IF_ERROR(checkInputRanges(m, name, tensor));
   MEMFIT_RT_RETURN_IF_ERROR(
       impl_->backend
           ->upload(impl_->offsetOf(id), tensor.data.data(), buffer.bytes)

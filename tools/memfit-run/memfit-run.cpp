@@ -32,9 +32,11 @@
 
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <sstream>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -472,6 +474,31 @@ std::optional<std::string> checkFlags() {
   }
   if (train && gradients)
     return std::string("--train and --gradients: choose one");
+  // An empty batch (or any empty input) has no loss to average and nothing
+  // to run: refuse it here rather than run kernels over nothing.
+  llvm::SmallVector<llvm::StringRef> shapeEntries;
+  llvm::StringRef(inputShapes).split(shapeEntries, ',', -1, false);
+  for (llvm::StringRef entry : shapeEntries) {
+    auto [name, dims] = entry.trim().rsplit('=');
+    llvm::SmallVector<llvm::StringRef> parts;
+    dims.split(parts, 'x');
+    for (llvm::StringRef part : parts) {
+      uint64_t d;
+      if (!part.getAsInteger(10, d) && d == 0)
+        return "--input-shape: '" + name.str() + "' is " +
+               (parts.size() == 1 ? std::string("0")
+                                  : "empty (" + dims.str() + ")") +
+               "; every input needs at least one element (a batch of at "
+               "least 1)";
+    }
+  }
+  if (activationFractionFlag.getNumOccurrences() &&
+      !(activationFractionFlag > 0 && activationFractionFlag <= 1)) {
+    std::ostringstream value;
+    value << activationFractionFlag.getValue();
+    return "--activation-fraction=" + value.str() +
+           ": expected a fraction in (0, 1] of the activation memory";
+  }
   if (!train) {
     for (const cl::OptionCategory *category :
          {&loopCategory, &optimizerCategory})
@@ -724,6 +751,9 @@ rt::SessionOptions sessionOptions() {
   rt::SessionOptions options;
   options.cacheDir = cacheDir;
   options.disableCache = noCache;
+  options.warn = [](const std::string &message) {
+    std::cerr << "memfit-run: warning: " << message << "\n";
+  };
   return options;
 }
 
@@ -1024,6 +1054,10 @@ int runOnce(rt::Session &session,
 
 int main(int argc, char **argv) {
   llvm::InitLLVM init(argc, argv);
+  // A file-size limit (ulimit -f) reached while writing losses, checkpoints
+  // or outputs is a failed write with a message (EFBIG), as a full disk is,
+  // not a signal that kills the process with a stack dump.
+  std::signal(SIGXFSZ, SIG_IGN);
   memfit::tools::showOnlyCategories(
       {&inputCategory, &deviceCategory, &outputCategory, &trainCategory,
        &loopCategory, &optimizerCategory, &rematCategory});

@@ -375,6 +375,23 @@ void testExecutables() {
   CHECK_ERROR(loadExecutable(bad).status(),
               "weights.bin: has 517 bytes, more than the manifest's "
               "weightsBytes 516");
+  // weights.sum, written with the executable, refuses a weights.bin of
+  // another size or content.
+  CHECK_OK(writeFile(bad + "/weights.bin", "abc", 3));
+  CHECK_ERROR(loadExecutable(bad).status(),
+              "weights.bin: has 3 bytes, but the executable was saved with "
+              "516 (weights.sum)");
+  std::vector<uint8_t> changed = e.weights;
+  changed[7] ^= 1;
+  CHECK_OK(writeFile(bad + "/weights.bin", changed.data(), changed.size()));
+  CHECK_ERROR(loadExecutable(bad).status(),
+              "weights.bin: the data does not match its checksum in "
+              "weights.sum");
+  CHECK_OK(writeFile(bad + "/weights.sum", "12 fnv1a64:xyz\n", 15));
+  CHECK_ERROR(loadExecutable(bad).status(), "weights.sum: malformed");
+  // Without weights.sum (an executable written by hand), a shorter file
+  // is a prefix.
+  std::remove((bad + "/weights.sum").c_str());
   CHECK_OK(writeFile(bad + "/weights.bin", "abc", 3));
   StatusOr<Executable> prefix = loadExecutable(bad);
   if (CHECK_OK(prefix.status()))

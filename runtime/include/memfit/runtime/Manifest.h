@@ -158,6 +158,17 @@ struct LoraAdapter {
   bool transposed = false;
 };
 
+/// The values an integer input may hold where it indexes something (token
+/// ids into an embedding table, labels into a loss's classes): the session
+/// refuses any other before it reaches a kernel, which would read outside
+/// the table. An input may have several.
+struct InputRange {
+  std::string name;          // the input
+  int64_t low = 0, high = 0; // inclusive
+  std::vector<int64_t> also; // other values allowed (a loss's ignore index)
+  std::string what;          // what it indexes, for messages
+};
+
 struct Manifest {
   static constexpr int kVersion = 3;
   std::string model;       // the model file it was compiled from
@@ -179,6 +190,8 @@ struct Manifest {
   std::vector<Variable> variables;
   std::vector<MemoryCategory> memory;
   std::vector<LoraAdapter> loraAdapters;
+  /// Optional in manifest.json ("inputRanges"; absent: none).
+  std::vector<InputRange> inputRanges;
 
   const Entry *findEntry(const std::string &name) const;
   const Variable *findVariable(const std::string &name) const;
@@ -216,7 +229,8 @@ std::string manifestToJson(const Manifest &manifest);
 /// the field that is wrong.
 StatusOr<Manifest> manifestFromJson(const std::string &json);
 
-/// Writes manifest.json, kernels.cu and weights.bin into `directory`
+/// Writes manifest.json, kernels.cu, weights.bin and weights.sum (the
+/// weights' size and checksum, checked by loadExecutable) into `directory`
 /// (created if missing). Files are written to temporaries and renamed, so a
 /// failure leaves no half-written executable.
 Status saveExecutable(const Executable &executable, const std::string &directory);

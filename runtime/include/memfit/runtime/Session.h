@@ -6,6 +6,7 @@
 #include "memfit/runtime/Manifest.h"
 #include "memfit/runtime/Tensor.h"
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,10 @@ struct SessionOptions {
   std::string hostCompiler;
   /// Host backend: worker threads for blocks (0: hardware concurrency).
   unsigned hostThreads = 0;
+  /// Told about problems the session works around rather than fails on (a
+  /// kernel cache it cannot create or write: kernels are compiled without
+  /// it); null: they go unreported.
+  std::function<void(const std::string &)> warn;
 };
 
 /// Whether a CUDA device can be used, and if not, why (no libcuda.so.1, no
