@@ -949,6 +949,22 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return pushTensor(types, shape, eltOf(adaptor.getData()));
 }
 
+/// The values of constant `indices`, the n-th into an axis of `extentOf(n)`
+/// entries, made non-negative; none when one is out of range (that is left
+/// to the kernel, which reads it as zero).
+static std::optional<SmallVector<int64_t>>
+constantIndices(DenseElementsAttr indices,
+                function_ref<int64_t(int64_t)> extentOf) {
+  SmallVector<int64_t> values;
+  for (auto [n, v] : llvm::enumerate(indices.getValues<APInt>())) {
+    int64_t i = v.getSExtValue(), extent = extentOf(n);
+    if (i < -extent || i >= extent)
+      return std::nullopt;
+    values.push_back(i < 0 ? i + extent : i);
+  }
+  return values;
+}
+
 OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
   DenseElementsAttr data = getDense(adaptor.getData());
   DenseElementsAttr indices = getDense(adaptor.getIndices());
@@ -956,14 +972,10 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
     return {};
   ArrayRef<int64_t> dataShape = shapeOf(getData());
   int64_t axis = *normalizeAxis(getAxis(), dataShape.size(), std::nullopt);
-  int64_t dim = dataShape[axis];
-  SmallVector<int64_t> idxValues;
-  for (const APInt &v : indices.getValues<APInt>()) {
-    int64_t i = v.getSExtValue();
-    if (i < -dim || i >= dim)
-      return {};
-    idxValues.push_back(i < 0 ? i + dim : i);
-  }
+  std::optional<SmallVector<int64_t>> idxValues =
+      constantIndices(indices, [&](int64_t) { return dataShape[axis]; });
+  if (!idxValues)
+    return {};
   SmallVector<int64_t> strides = stridesOf(dataShape);
   SmallVector<int64_t> idxStrides = stridesOf(shapeOf(getIndices()));
   int64_t idxRank = shapeOf(getIndices()).size();
@@ -973,7 +985,7 @@ OpFoldResult GatherOp::fold(FoldAdaptor adaptor) {
       which += idx[axis + k] * idxStrides[k];
     for (int64_t d = 0; d < static_cast<int64_t>(dataShape.size()); ++d) {
       int64_t pos = d < axis    ? idx[d]
-                    : d == axis ? idxValues[which]
+                    : d == axis ? (*idxValues)[which]
                                 : idx[d - 1 + idxRank];
       linear += pos * strides[d];
     }
@@ -1049,21 +1061,6 @@ LogicalResult GatherElementsOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return pushTensor(types, shape, eltOf(adaptor.getData()));
 }
 
-/// The values of constant `indices` into an axis of `extent` entries, made
-/// non-negative; none when one is out of range (that is left to the
-/// kernel, which reads it as zero).
-static std::optional<SmallVector<int64_t>>
-constantIndices(DenseElementsAttr indices, int64_t extent) {
-  SmallVector<int64_t> values;
-  for (const APInt &v : indices.getValues<APInt>()) {
-    int64_t i = v.getSExtValue();
-    if (i < -extent || i >= extent)
-      return std::nullopt;
-    values.push_back(i < 0 ? i + extent : i);
-  }
-  return values;
-}
-
 OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
   DenseElementsAttr data = getDense(adaptor.getData());
   DenseElementsAttr indices = getDense(adaptor.getIndices());
@@ -1072,7 +1069,7 @@ OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> dataShape = shapeOf(getData());
   int64_t axis = *normalizeAxis(getAxis(), dataShape.size(), std::nullopt);
   std::optional<SmallVector<int64_t>> values =
-      constantIndices(indices, dataShape[axis]);
+      constantIndices(indices, [&](int64_t) { return dataShape[axis]; });
   if (!values)
     return {};
   SmallVector<int64_t> strides = stridesOf(dataShape);
@@ -1108,14 +1105,10 @@ OpFoldResult GatherNDOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> idxShape = shapeOf(getIndices());
   int64_t b = getBatchDims(), k = idxShape.back();
   int64_t q = idxShape.size();
-  SmallVector<int64_t> values;
-  for (auto [n, v] : llvm::enumerate(indices.getValues<APInt>())) {
-    int64_t extent = dataShape[b + n % k];
-    int64_t i = v.getSExtValue();
-    if (i < -extent || i >= extent)
-      return {};
-    values.push_back(i < 0 ? i + extent : i);
-  }
+  std::optional<SmallVector<int64_t>> values =
+      constantIndices(indices, [&](int64_t n) { return dataShape[b + n % k]; });
+  if (!values)
+    return {};
   SmallVector<int64_t> strides = stridesOf(dataShape);
   SmallVector<int64_t> idxStrides = stridesOf(idxShape);
   return remapElements(data, getType(), [&](ArrayRef<int64_t> idx) {
@@ -1125,7 +1118,7 @@ OpFoldResult GatherNDOp::fold(FoldAdaptor adaptor) {
     for (int64_t d = 0; d < b; ++d)
       linear += idx[d] * strides[d];
     for (int64_t j = 0; j < k; ++j)
-      linear += values[tuple + j] * strides[b + j];
+      linear += (*values)[tuple + j] * strides[b + j];
     for (int64_t u = b + k; u < static_cast<int64_t>(dataShape.size()); ++u)
       linear += idx[q - 1 + u - b - k] * strides[u];
     return linear;

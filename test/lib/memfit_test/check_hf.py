@@ -28,6 +28,8 @@ import sys
 import numpy as np
 import onnxruntime as ort
 
+from memfit_test.check_grads import input_args
+
 FORWARD_TOL = 1e-4
 TRAIN_TOL = 1e-3
 
@@ -43,13 +45,8 @@ def run(args):
 def forward(memfit_run, hf, workdir, fixture, inputs, extra):
     path = os.path.join(hf, fixture + ".onnx")
     ref = ort.InferenceSession(path).run(None, inputs)[0]
-    args = [memfit_run, path, "--quiet", f"--output-dir={workdir}/forward"]
-    for key, value in inputs.items():
-        np.save(os.path.join(workdir, f"in.{key}.npy"), value)
-        args.append(f"--input={key}={workdir}/in.{key}.npy")
-    args.append("--input-shape=" + ",".join(
-        f"{k}={'x'.join(map(str, v.shape))}" for k, v in inputs.items()))
-    run(args + extra)
+    run([memfit_run, path, "--quiet", f"--output-dir={workdir}/forward"]
+        + input_args(inputs, workdir) + extra)
     got = np.load(os.path.join(workdir, "forward", "logits.npy"))
     err = float(np.abs(got - ref).max()) / max(1.0, float(np.abs(ref).max()))
     print(f"{fixture} forward: max error {err:.2e} of max(1, max|ref|)")
