@@ -4,10 +4,11 @@
 # runs it for SECONDS (default 120) from the seed corpus (fuzz/corpus/seeds,
 # the fixtures in test/models and fuzz/corpus/regressions).
 #   scripts/fuzz.sh [SECONDS] [extra libFuzzer flags...]
-# A crash, hang, leak-free OOM or sanitizer report fails the script and is
+# A crash, timeout, OOM or sanitizer report fails the script and is
 # copied to fuzz/corpus/regressions/ so that the lit suite replays it
 # (test/Import/fuzz-replay.test) once the bug is fixed. The corpus the
 # fuzzer grows stays in build-fuzz/corpus. JOBS sets ninja's parallelism.
+# Extra flags override the defaults (e.g. -timeout=60 on a loaded machine).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${1:-120}
@@ -56,7 +57,7 @@ build-fuzz/bin/memfit-import-fuzz build-fuzz/corpus fuzz/corpus/seeds \
 status=$?
 set -e
 found=0
-for f in build-fuzz/artifacts/*; do
+for f in build-fuzz/artifacts/{crash,timeout,oom,leak}-*; do
   [ -e "$f" ] || continue
   name=$(basename "$f")
   [ -e "fuzz/corpus/regressions/$name" ] && continue
