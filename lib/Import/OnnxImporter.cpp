@@ -668,17 +668,16 @@ GraphImporter::givenValue(const onnx::ValueInfoProto &info) {
   if (!info.type().has_tensor_type())
     return fail() << "the input is not a tensor", failure();
   const auto &tensor = info.type().tensor_type();
-  Type eltType = convertElementType(tensor.elem_type(), ctx);
-  if (!eltType)
+  Type elt = convertElementType(tensor.elem_type(), ctx);
+  if (!elt)
     return fail() << "the input has unsupported "
                   << onnxTypeName(tensor.elem_type()),
            failure();
-  Type *elt = &eltType;
   // The declared shape; a rank-1 input of unknown length takes the count.
   SmallVector<int64_t> shape;
-  int64_t count = static_cast<int64_t>(texts.size());
+  int64_t count = static_cast<int64_t>(texts.size()), elements = 1;
   for (const auto &d : tensor.shape().dim()) {
-    if (d.has_dim_value())
+    if (d.has_dim_value() && d.dim_value() >= 0)
       shape.push_back(d.dim_value());
     else if (tensor.shape().dim_size() == 1)
       shape.push_back(count);
@@ -686,34 +685,41 @@ GraphImporter::givenValue(const onnx::ValueInfoProto &info) {
       return fail() << "the input's shape is not static; only a vector may "
                        "take its length from the values",
              failure();
+    if (shape.back() > 0 && elements > count / shape.back() + 1)
+      elements = count + 1; // more than given, without overflowing
+    else
+      elements *= shape.back();
   }
-  int64_t elements = 1;
-  for (int64_t d : shape)
-    elements *= d;
   if (elements != count)
-    return fail() << "the input of shape " << shapeToString(shape) << " has "
-                  << elements << " elements, " << count << " values given",
+    return fail() << "the input of shape " << shapeToString(shape)
+                  << " does not hold the " << count << " values given",
            failure();
-  auto type = RankedTensorType::get(shape, *elt);
+  auto type = RankedTensorType::get(shape, elt);
   SmallVector<Attribute> attrs;
   for (const std::string &text : texts) {
     StringRef t(text);
-    if (auto it = dyn_cast<IntegerType>(*elt)) {
+    if (auto it = dyn_cast<IntegerType>(elt)) {
       int64_t v;
       if (it.getWidth() == 1 && (t == "true" || t == "false"))
         v = t == "true";
       else if (t.getAsInteger(10, v))
         return fail() << "'" << t << "' is not an integer", failure();
-      attrs.push_back(
-          IntegerAttr::get(*elt, APInt(it.getWidth(), v, !it.isUnsigned(),
-                                       /*implicitTrunc=*/true)));
+      unsigned width = it.getWidth();
+      bool fits = width >= 64       ? (!it.isUnsigned() || v >= 0)
+                  : width == 1      ? (v == 0 || v == 1)
+                  : it.isUnsigned() ? v >= 0 && v < (int64_t(1) << width)
+                                    : v >= -(int64_t(1) << (width - 1)) &&
+                                          v < (int64_t(1) << (width - 1));
+      if (!fits)
+        return fail() << t << " does not fit " << elt, failure();
+      attrs.push_back(IntegerAttr::get(
+          elt, APInt(width, v, !it.isUnsigned(), /*implicitTrunc=*/true)));
       continue;
     }
-    auto ft = dyn_cast<FloatType>(*elt);
     double v;
-    if (!ft || t.getAsDouble(v))
-      return fail() << "'" << t << "' is not a " << *elt << " value", failure();
-    attrs.push_back(FloatAttr::get(*elt, v));
+    if (!isa<FloatType>(elt) || t.getAsDouble(v))
+      return fail() << "'" << t << "' is not a " << elt << " value", failure();
+    attrs.push_back(FloatAttr::get(elt, v));
   }
   return DenseElementsAttr::get(type, attrs);
 }
