@@ -61,13 +61,20 @@ std::string onnx_import::onnxTypeName(int32_t t) {
 
 std::optional<int64_t> onnx_import::checkedNumElements(ArrayRef<int64_t> shape,
                                                        int64_t eltSize) {
+  // The product of the non-zero dimensions must fit too: with a zero
+  // dimension there are no elements, but strides still multiply the rest.
   int64_t n = 1, bytes;
-  for (int64_t d : shape)
-    if (d < 0 || llvm::MulOverflow(n, d, n))
+  bool empty = false;
+  for (int64_t d : shape) {
+    if (d < 0)
       return std::nullopt;
+    empty |= d == 0;
+    if (d != 0 && llvm::MulOverflow(n, d, n))
+      return std::nullopt;
+  }
   if (llvm::MulOverflow(n, std::max<int64_t>(eltSize, 1), bytes))
     return std::nullopt;
-  return n;
+  return empty ? 0 : n;
 }
 
 namespace {

@@ -630,7 +630,7 @@ LogicalResult convertRange(NodeContext &n) {
   if (!std::isfinite(steps) || steps >= 0x1p62)
     return n.error() << "start " << s << ", limit " << l << " and delta " << d
                      << " do not give a countable number of elements";
-  int64_t count = std::max<int64_t>(0, static_cast<int64_t>(steps));
+  int64_t count = steps > 0 ? static_cast<int64_t>(steps) : 0;
   auto type = RankedTensorType::get({count}, elt);
   return n.setResults(n.buildTyped<RangeOp>(
       type, {}, {n.named("start", *start), n.named("delta", *delta)}));
