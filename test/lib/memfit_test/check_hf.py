@@ -29,6 +29,7 @@ import numpy as np
 import onnxruntime as ort
 
 from memfit_test.check_grads import input_args
+from memfit_test.check_training import read_losses
 
 FORWARD_TOL = 1e-4
 TRAIN_TOL = 1e-3
@@ -91,11 +92,7 @@ def train(memfit_run, hf, workdir, fixture, manifest, extra):
     args.append("--input-shape=" + ",".join(shapes))
     args += [f"--frozen={f}" for f in frozen]
     run(args + extra)
-    got = {}
-    for line in open(losses).read().split("\n")[1:]:
-        if line:
-            step, loss = line.split(",")[:2]
-            got[int(step)] = float(loss)
+    got = read_losses(losses)
     ref = data["losses_fp32"]
     worst, at = 0.0, 0
     for step, expected in enumerate(ref, start=1):
