@@ -22,23 +22,50 @@ namespace memfit::rt {
 // DType
 //===----------------------------------------------------------------------===//
 
+const DType kAllDTypes[22] = {
+    DType::f32,        DType::f64,      DType::f16,        DType::bf16,
+    DType::i64,        DType::i32,      DType::i16,        DType::i8,
+    DType::u64,        DType::u32,      DType::u16,        DType::u8,
+    DType::i1,         DType::f8e4m3fn, DType::f8e4m3fnuz, DType::f8e5m2,
+    DType::f8e5m2fnuz, DType::f4e2m1,   DType::i4,         DType::u4,
+    DType::i2,         DType::u2};
+
 size_t dtypeSize(DType type) {
   switch (type) {
   case DType::f64:
   case DType::i64:
+  case DType::u64:
     return 8;
   case DType::f32:
   case DType::i32:
+  case DType::u32:
     return 4;
   case DType::f16:
   case DType::bf16:
+  case DType::i16:
+  case DType::u16:
     return 2;
-  case DType::i8:
-  case DType::u8:
-  case DType::i1:
+  default:
     return 1;
   }
-  return 1;
+}
+
+bool dtypeIsOpaqueToNumpy(DType type) {
+  switch (type) {
+  case DType::bf16:
+  case DType::f8e4m3fn:
+  case DType::f8e4m3fnuz:
+  case DType::f8e5m2:
+  case DType::f8e5m2fnuz:
+  case DType::f4e2m1:
+  case DType::i4:
+  case DType::u4:
+  case DType::i2:
+  case DType::u2:
+    return true;
+  default:
+    return false;
+  }
 }
 
 const char *dtypeName(DType type) {
@@ -55,24 +82,51 @@ const char *dtypeName(DType type) {
     return "i64";
   case DType::i32:
     return "i32";
+  case DType::i16:
+    return "i16";
   case DType::i8:
     return "i8";
+  case DType::u64:
+    return "u64";
+  case DType::u32:
+    return "u32";
+  case DType::u16:
+    return "u16";
   case DType::u8:
     return "u8";
   case DType::i1:
     return "i1";
+  case DType::f8e4m3fn:
+    return "f8e4m3fn";
+  case DType::f8e4m3fnuz:
+    return "f8e4m3fnuz";
+  case DType::f8e5m2:
+    return "f8e5m2";
+  case DType::f8e5m2fnuz:
+    return "f8e5m2fnuz";
+  case DType::f4e2m1:
+    return "f4e2m1";
+  case DType::i4:
+    return "i4";
+  case DType::u4:
+    return "u4";
+  case DType::i2:
+    return "i2";
+  case DType::u2:
+    return "u2";
   }
   return "?";
 }
 
 StatusOr<DType> parseDType(const std::string &name) {
-  for (DType type : {DType::f32, DType::f64, DType::f16, DType::bf16,
-                     DType::i64, DType::i32, DType::i8, DType::u8, DType::i1})
+  std::string known;
+  for (DType type : kAllDTypes) {
     if (name == dtypeName(type))
       return type;
-  return invalidArgument("unknown dtype '" + name +
-                         "' (expected f32, f64, f16, bf16, i64, i32, i8, u8 "
-                         "or i1)");
+    known += (known.empty() ? "" : ", ") + std::string(dtypeName(type));
+  }
+  return invalidArgument("unknown dtype '" + name + "' (expected one of " +
+                         known + ")");
 }
 
 const char *variableKindName(VariableKind kind) {

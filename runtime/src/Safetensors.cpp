@@ -20,9 +20,14 @@ namespace {
 
 /// memfit's dtypes and safetensors' names for them.
 constexpr std::pair<DType, const char *> kDTypes[] = {
-    {DType::f32, "F32"},   {DType::f64, "F64"}, {DType::f16, "F16"},
-    {DType::bf16, "BF16"}, {DType::i64, "I64"}, {DType::i32, "I32"},
-    {DType::i8, "I8"},     {DType::u8, "U8"},   {DType::i1, "BOOL"}};
+    {DType::f32, "F32"},       {DType::f64, "F64"},
+    {DType::f16, "F16"},       {DType::bf16, "BF16"},
+    {DType::i64, "I64"},       {DType::i32, "I32"},
+    {DType::i16, "I16"},       {DType::i8, "I8"},
+    {DType::u64, "U64"},       {DType::u32, "U32"},
+    {DType::u16, "U16"},       {DType::u8, "U8"},
+    {DType::i1, "BOOL"},       {DType::f8e4m3fn, "F8_E4M3"},
+    {DType::f8e5m2, "F8_E5M2"}};
 
 const char *safetensorsName(DType type) {
   for (auto [dtype, name] : kDTypes)

@@ -4,6 +4,8 @@
 
 #include "memfit/runtime/Bytes.h"
 
+#include "Half.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cmath>
@@ -23,16 +25,32 @@ double elementAsDouble(const Tensor &t, int64_t i) {
     return static_cast<double>(t.as<int64_t>()[i]);
   case DType::i32:
     return t.as<int32_t>()[i];
+  case DType::i16:
+    return t.as<int16_t>()[i];
   case DType::i8:
     return t.as<int8_t>()[i];
+  case DType::u64:
+    return static_cast<double>(t.as<uint64_t>()[i]);
+  case DType::u32:
+    return t.as<uint32_t>()[i];
+  case DType::u16:
+    return t.as<uint16_t>()[i];
   case DType::u8:
   case DType::i1:
+  case DType::u4:
+  case DType::u2:
     return t.as<uint8_t>()[i];
+  case DType::i4: // sign-extended from the byte's low bits
+    return static_cast<int8_t>(t.as<uint8_t>()[i] << 4) >> 4;
+  case DType::i2:
+    return static_cast<int8_t>(t.as<uint8_t>()[i] << 6) >> 6;
   case DType::f16:
+    return halfToFloat(t.as<uint16_t>()[i]);
   case DType::bf16:
-    return NAN; // summaries of half types are not printed element-wise
+    return bf16ToFloat(t.as<uint16_t>()[i]);
+  default:
+    return NAN; // the 8- and 4-bit floats: see formatTensorSummary
   }
-  return NAN;
 }
 
 /// Two decimals; "nan", "INF", "-INF" for the rest.
@@ -67,6 +85,18 @@ std::string formatPlanSummary(const Manifest &m) {
 }
 
 std::string formatTensorSummary(const std::string &name, const Tensor &t) {
+  switch (t.dtype) {
+  case DType::f8e4m3fn:
+  case DType::f8e4m3fnuz:
+  case DType::f8e5m2:
+  case DType::f8e5m2fnuz:
+  case DType::f4e2m1:
+    // The kernels decode these; the runtime only moves their bytes.
+    return "  " + name + ": " + describe(t.dtype, t.shape) +
+           "  (not summarized; --output-dir writes it)\n";
+  default:
+    break;
+  }
   int64_t n = t.numElements();
   double lo = INFINITY, hi = -INFINITY, sum = 0;
   int64_t nonFinite = 0;

@@ -40,7 +40,8 @@ namespace {
 constexpr char kNpyMagic[] = "\x93NUMPY";
 constexpr size_t kNpyMagicSize = 6;
 
-/// The .npy descr of a dtype (NumPy's own spelling); null for bf16.
+/// The .npy descr of a dtype: NumPy's own spelling, or raw bytes of the
+/// element's size for the types NumPy has no dtype of (dtypeIsOpaqueToNumpy).
 const char *npyDescr(DType type) {
   switch (type) {
   case DType::f32:
@@ -53,16 +54,25 @@ const char *npyDescr(DType type) {
     return "<i8";
   case DType::i32:
     return "<i4";
+  case DType::i16:
+    return "<i2";
   case DType::i8:
     return "|i1";
+  case DType::u64:
+    return "<u8";
+  case DType::u32:
+    return "<u4";
+  case DType::u16:
+    return "<u2";
   case DType::u8:
     return "|u1";
   case DType::i1:
     return "|b1";
   case DType::bf16:
-    return nullptr;
+    return "|V2";
+  default:
+    return "|V1";
   }
-  return nullptr;
 }
 
 /// The fields of a .npy header, a Python dict literal such as
@@ -193,37 +203,66 @@ private:
   size_t pos_ = 0;
 };
 
+/// The dtype of a .npy descr. Raw bytes ('V1', 'V2', and 'f1', which is
+/// what NumPy writes for ml_dtypes' float8_e5m2) are `opaque` when that is
+/// a type NumPy has no dtype of, with elements of that size.
 StatusOr<DType> dtypeFromDescr(const std::string &path,
-                               const std::string &descr) {
-  if (!descr.empty() && descr[0] == '>' && descr.size() > 2 &&
-      descr.substr(1) != "i1" && descr.substr(1) != "u1" &&
-      descr.substr(1) != "b1")
+                               const std::string &descr,
+                               std::optional<DType> opaque) {
+  std::string body = descr.size() > 1 ? descr.substr(1) : descr;
+  char order = descr.empty() ? '?' : descr[0];
+  bool oneByte = body == "i1" || body == "u1" || body == "b1" || body == "V1" ||
+                 body == "f1";
+  if (order == '>' && !oneByte && body != "V2")
     return invalidArgument(path + ": big-endian data ('" + descr +
                            "') is not supported; save it little-endian");
   // One-byte types have no byte order; NumPy writes '|', accept any prefix.
-  std::string body = descr.size() > 1 ? descr.substr(1) : descr;
-  char order = descr.empty() ? '?' : descr[0];
   if (body == "i1")
     return DType::i8;
   if (body == "u1")
     return DType::u8;
   if (body == "b1")
     return DType::i1;
-  if (order == '<' || order == '=') {
-    if (body == "f4")
-      return DType::f32;
-    if (body == "f8")
-      return DType::f64;
-    if (body == "f2")
-      return DType::f16;
-    if (body == "i8")
-      return DType::i64;
-    if (body == "i4")
-      return DType::i32;
+  if (body == "V1" || body == "V2" || body == "f1") {
+    size_t size = body == "V2" ? 2 : 1;
+    if (opaque && dtypeIsOpaqueToNumpy(*opaque) && dtypeSize(*opaque) == size)
+      return *opaque;
+    return invalidArgument(
+        path + ": dtype '" + descr + "' holds raw " + std::to_string(size) +
+        "-byte elements, read only where the model expects a type NumPy has "
+        "none of (bf16, float8, float4, int4, uint4, int2, uint2: ml_dtypes' "
+        "arrays)" +
+        (opaque ? std::string(", not ") + dtypeName(*opaque) : std::string()));
   }
-  return invalidArgument(
-      path + ": unsupported dtype '" + descr +
-      "' (supported: <f4, <f8, <f2, <i8, <i4, |i1, |u1, |b1)");
+  if (order == '<' || order == '=') {
+    static const std::pair<const char *, DType> kTypes[] = {
+        {"f4", DType::f32}, {"f8", DType::f64}, {"f2", DType::f16},
+        {"i8", DType::i64}, {"i4", DType::i32}, {"i2", DType::i16},
+        {"u8", DType::u64}, {"u4", DType::u32}, {"u2", DType::u16}};
+    for (auto [name, type] : kTypes)
+      if (body == name)
+        return type;
+  }
+  return invalidArgument(path + ": unsupported dtype '" + descr +
+                         "' (supported: <f4, <f8, <f2, <i8, <i4, <i2, |i1, "
+                         "<u8, <u4, <u2, |u1, |b1, and raw |V1 or |V2 for "
+                         "ml_dtypes' bfloat16, float8, float4 and sub-byte "
+                         "integers)");
+}
+
+/// The bits of a byte that a sub-byte type uses; 0 for the other types.
+uint8_t subByteMask(DType type) {
+  switch (type) {
+  case DType::f4e2m1:
+  case DType::i4:
+  case DType::u4:
+    return 0x0f;
+  case DType::i2:
+  case DType::u2:
+    return 0x03;
+  default:
+    return 0;
+  }
 }
 
 uint32_t readLittleEndian(const std::string &data, size_t offset,
@@ -236,7 +275,7 @@ uint32_t readLittleEndian(const std::string &data, size_t offset,
 
 } // namespace
 
-StatusOr<Tensor> readNpy(const std::string &path) {
+StatusOr<Tensor> readNpy(const std::string &path, std::optional<DType> opaque) {
   StatusOr<std::string> file = readFile(path);
   if (!file)
     return file.status();
@@ -271,7 +310,7 @@ StatusOr<Tensor> readNpy(const std::string &path) {
     return invalidArgument(path +
                            ": fortran_order True is not supported; save "
                            "a C-ordered array (numpy.ascontiguousarray)");
-  StatusOr<DType> dtype = dtypeFromDescr(path, header.descr);
+  StatusOr<DType> dtype = dtypeFromDescr(path, header.descr, opaque);
   if (!dtype)
     return dtype.status();
 
@@ -296,14 +335,16 @@ StatusOr<Tensor> readNpy(const std::string &path) {
   if (t.dtype == DType::i1)
     for (uint8_t &b : t.data)
       b = b != 0;
+  // The sub-byte types keep their value in the low bits: what ml_dtypes
+  // writes, and what the kernels read.
+  if (uint8_t mask = subByteMask(t.dtype))
+    for (uint8_t &b : t.data)
+      b &= mask;
   return t;
 }
 
 Status writeNpy(const std::string &path, const Tensor &tensor) {
   const char *descr = npyDescr(tensor.dtype);
-  if (!descr)
-    return invalidArgument(path + ": " + dtypeName(tensor.dtype) +
-                           " has no .npy dtype");
   uint64_t expected = uint64_t(tensor.numElements()) * dtypeSize(tensor.dtype);
   if (tensor.data.size() != expected)
     return invalidArgument(
@@ -389,9 +430,42 @@ void fillRandom(Tensor &tensor, uint64_t seed, int64_t intHigh) {
       tensor.as<int32_t>()[i] = static_cast<int32_t>(
           bits % (high < 0x80000000ull ? high : 0x80000000ull));
       break;
+    case DType::i16:
+      tensor.as<int16_t>()[i] =
+          static_cast<int16_t>(bits % (high < 32768 ? high : 32768));
+      break;
     case DType::i8:
       tensor.as<int8_t>()[i] =
           static_cast<int8_t>(bits % (high < 128 ? high : 128));
+      break;
+    case DType::u64:
+      tensor.as<uint64_t>()[i] = bits % high;
+      break;
+    case DType::u32:
+      tensor.as<uint32_t>()[i] = static_cast<uint32_t>(
+          bits % (high < 0x100000000ull ? high : 0x100000000ull));
+      break;
+    case DType::u16:
+      tensor.as<uint16_t>()[i] =
+          static_cast<uint16_t>(bits % (high < 65536 ? high : 65536));
+      break;
+    case DType::f8e4m3fn:
+    case DType::f8e4m3fnuz:
+    case DType::f8e5m2:
+    case DType::f8e5m2fnuz: {
+      // The sign and the lower half of the exponents: finite in every
+      // format, never the FNUZ formats' NaN (the sign alone).
+      uint8_t code = static_cast<uint8_t>((bits >> 56 & 0x80) | (bits & 0x3f));
+      tensor.as<uint8_t>()[i] = code == 0x80 ? 0 : code;
+      break;
+    }
+    case DType::f4e2m1:
+    case DType::i4:
+    case DType::u4:
+    case DType::i2:
+    case DType::u2:
+      tensor.as<uint8_t>()[i] =
+          static_cast<uint8_t>(bits & subByteMask(tensor.dtype));
       break;
     case DType::u8:
       tensor.as<uint8_t>()[i] =

@@ -98,7 +98,7 @@ TrainingData::create(const Manifest &m, const std::vector<Binding> &inputs,
     const Buffer &buffer = input.buffer;
     std::string expected = rt::describe(buffer.dtype, buffer.shape);
     if (auto it = fixed.find(input.name); it != fixed.end()) {
-      StatusOr<Tensor> read = readNpy(it->second);
+      StatusOr<Tensor> read = readNpy(it->second, buffer.dtype);
       if (!read)
         return read.status().withContext("--input=" + input.name);
       if (read->dtype != buffer.dtype || read->shape != buffer.shape)
@@ -109,7 +109,7 @@ TrainingData::create(const Manifest &m, const std::vector<Binding> &inputs,
       input.origin = it->second;
       input.tensor = std::move(*read);
     } else if (auto it = data.find(input.name); it != data.end()) {
-      StatusOr<Tensor> read = readNpy(it->second);
+      StatusOr<Tensor> read = readNpy(it->second, buffer.dtype);
       if (!read)
         return read.status().withContext("--data=" + input.name);
       std::vector<int64_t> rest;

@@ -1005,7 +1005,7 @@ int runOnce(rt::Session &session,
     rt::Tensor tensor = rt::Tensor::zeros(buffer.dtype, buffer.shape);
     std::string origin = "random";
     if (auto it = inputPaths.find(input.name); it != inputPaths.end()) {
-      auto read = rt::readNpy(it->second);
+      auto read = rt::readNpy(it->second, buffer.dtype);
       if (!read)
         return fail(read.status().message());
       tensor = std::move(read.value());

@@ -23,34 +23,6 @@ void testDescribe() {
   CHECK(s.numElements() == 1 && s.data.size() == 4);
 }
 
-void testNpyRoundTrip() {
-  const std::vector<int64_t> shapes[] = {{}, {5}, {2, 3, 4}, {1, 0}};
-  int file = 0;
-  for (DType t : {DType::f32, DType::f64, DType::f16, DType::i64, DType::i32,
-                  DType::i8, DType::u8, DType::i1}) {
-    for (const std::vector<int64_t> &shape : shapes) {
-      Tensor tensor = Tensor::zeros(t, shape);
-      fillRandom(tensor, 17 + file, 100);
-      std::string path =
-          scratchDirectory() + "/t" + std::to_string(file++) + ".npy";
-      if (!CHECK_OK(writeNpy(path, tensor)))
-        continue;
-      StatusOr<std::string> bytes = readFile(path);
-      // Data starts 64-byte aligned, the header ends with a newline.
-      CHECK(bytes.isOk() && (bytes->size() - tensor.data.size()) % 64 == 0 &&
-            (*bytes)[bytes->size() - tensor.data.size() - 1] == '\n');
-      StatusOr<Tensor> back = readNpy(path);
-      if (!CHECK_OK(back.status()))
-        continue;
-      CHECK(back->dtype == t && back->shape == shape &&
-            back->data == tensor.data);
-    }
-  }
-  Tensor bf = Tensor::zeros(DType::bf16, {2});
-  CHECK_ERROR(writeNpy(scratchDirectory() + "/bf.npy", bf),
-              "bf16 has no .npy dtype");
-}
-
 /// Writes a .npy file with the given header dict and payload.
 std::string writeRawNpy(const std::string &name, const std::string &dict,
                         const std::string &payload, int major = 1) {
@@ -68,6 +40,65 @@ std::string writeRawNpy(const std::string &name, const std::string &dict,
   std::string path = scratchDirectory() + "/" + name;
   (void)writeFile(path, out.data(), out.size());
   return path;
+}
+
+void testNpyRoundTrip() {
+  const std::vector<int64_t> shapes[] = {{}, {5}, {2, 3, 4}, {1, 0}};
+  int file = 0;
+  for (DType t : kAllDTypes) {
+    for (const std::vector<int64_t> &shape : shapes) {
+      Tensor tensor = Tensor::zeros(t, shape);
+      fillRandom(tensor, 17 + file, 100);
+      std::string path =
+          scratchDirectory() + "/t" + std::to_string(file++) + ".npy";
+      if (!CHECK_OK(writeNpy(path, tensor)))
+        continue;
+      StatusOr<std::string> bytes = readFile(path);
+      // Data starts 64-byte aligned, the header ends with a newline.
+      CHECK(bytes.isOk() && (bytes->size() - tensor.data.size()) % 64 == 0 &&
+            (*bytes)[bytes->size() - tensor.data.size() - 1] == '\n');
+      // The types NumPy has none of are raw bytes: read as the type that
+      // the reader expects.
+      std::optional<DType> opaque;
+      if (dtypeIsOpaqueToNumpy(t))
+        opaque = t;
+      StatusOr<Tensor> back = readNpy(path, opaque);
+      if (!CHECK_OK(back.status()))
+        continue;
+      CHECK(back->dtype == t && back->shape == shape &&
+            back->data == tensor.data);
+      if (opaque)
+        CHECK_ERROR(readNpy(path).status(),
+                    "holds raw " + std::to_string(dtypeSize(t)) +
+                        "-byte elements, read only where the model expects");
+    }
+  }
+  // Raw bytes are not read as a type of another size or one NumPy has.
+  Tensor bf = Tensor::zeros(DType::bf16, {2});
+  std::string bfPath = scratchDirectory() + "/bf.npy";
+  if (CHECK_OK(writeNpy(bfPath, bf))) {
+    CHECK(readFile(bfPath)->find("'descr': '|V2'") != std::string::npos);
+    CHECK_ERROR(readNpy(bfPath, DType::f8e4m3fn).status(),
+                "read only where the model expects a type NumPy has none of "
+                "(bf16, float8, float4, int4, uint4, int2, uint2: ml_dtypes' "
+                "arrays), not f8e4m3fn");
+    CHECK_ERROR(readNpy(bfPath, DType::i16).status(), ", not i16");
+  }
+  // Sub-byte values keep the low bits only, as ml_dtypes holds them.
+  std::string int4 = writeRawNpy("int4.npy",
+                                 "{'descr': '|V1', 'fortran_order': False, "
+                                 "'shape': (2,), }",
+                                 std::string("\xff\x07", 2));
+  StatusOr<Tensor> nibbles = readNpy(int4, DType::i4);
+  if (CHECK_OK(nibbles.status()))
+    CHECK(nibbles->data == std::vector<uint8_t>({0x0f, 0x07}));
+  // ml_dtypes' float8_e5m2 arrays are saved as '<f1'.
+  std::string e5m2 = writeRawNpy("e5m2.npy",
+                                 "{'descr': '<f1', 'fortran_order': False, "
+                                 "'shape': (1,), }",
+                                 std::string("\x3c", 1));
+  StatusOr<Tensor> f8 = readNpy(e5m2, DType::f8e5m2);
+  CHECK(f8.isOk() && f8->dtype == DType::f8e5m2 && f8->data[0] == 0x3c);
 }
 
 void testNpyFiles() {

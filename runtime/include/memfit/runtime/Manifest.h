@@ -38,10 +38,45 @@
 
 namespace memfit::rt {
 
-/// Element types. `i1` is stored as one byte (0 or 1) per element.
-enum class DType { f32, f64, f16, bf16, i64, i32, i8, u8, i1 };
+/// Element types. `i1` is stored as one byte (0 or 1) per element. The
+/// 8-bit floats (ONNX's FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2,
+/// FLOAT8E5M2FNUZ), FLOAT4E2M1 and the 4- and 2-bit integers are stored one
+/// element per byte, in its low bits (the other bits zero), as ml_dtypes
+/// holds them; ONNX files pack the sub-byte types, the importer unpacks
+/// them.
+enum class DType {
+  f32,
+  f64,
+  f16,
+  bf16,
+  i64,
+  i32,
+  i16,
+  i8,
+  u64,
+  u32,
+  u16,
+  u8,
+  i1,
+  f8e4m3fn,
+  f8e4m3fnuz,
+  f8e5m2,
+  f8e5m2fnuz,
+  f4e2m1,
+  i4,
+  u4,
+  i2,
+  u2,
+};
+
+/// Every DType, in declaration order.
+extern const DType kAllDTypes[22];
 
 size_t dtypeSize(DType type);
+/// Whether NumPy has no dtype of its own for `type` (bf16 and the 8-, 4-
+/// and 2-bit types): .npy files hold its bit patterns as raw bytes ('|V1',
+/// '|V2'), which is what NumPy writes for ml_dtypes' arrays.
+bool dtypeIsOpaqueToNumpy(DType type);
 const char *dtypeName(DType type);
 /// Parses the names dtypeName prints ("f32", "i64", ...).
 StatusOr<DType> parseDType(const std::string &name);

@@ -6,6 +6,7 @@
 #include "memfit/runtime/Manifest.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,14 @@ struct Tensor {
 std::string describe(DType dtype, const std::vector<int64_t> &shape);
 
 /// Reads a NumPy .npy file (format 1.0-3.0, little-endian, C order) of a
-/// dtype the runtime knows (bool reads as i1).
-StatusOr<Tensor> readNpy(const std::string &path);
-/// Writes a .npy file (format 1.0) through a temporary renamed into place.
+/// dtype the runtime knows (bool reads as i1). Raw bytes ('|V1', '|V2': an
+/// ml_dtypes array) read as `opaque` when that is a type NumPy has no dtype
+/// of and its elements have that size (dtypeIsOpaqueToNumpy).
+StatusOr<Tensor> readNpy(const std::string &path,
+                         std::optional<DType> opaque = std::nullopt);
+/// Writes a .npy file (format 1.0) through a temporary renamed into place;
+/// the types NumPy has no dtype of as raw bytes ('|V1', '|V2'), which
+/// `numpy.load(path).view(ml_dtypes.bfloat16)` (or float8_e4m3fn, ...) reads.
 Status writeNpy(const std::string &path, const Tensor &tensor);
 
 /// Fills `tensor` with reproducible values from `seed`: floats uniform in
