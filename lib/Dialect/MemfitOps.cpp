@@ -376,6 +376,15 @@ OpFoldResult CastOp::fold(FoldAdaptor adaptor) {
       return getResult();
     }
   }
+  // Casts to and from the 8- and 4-bit floats and the 4- and 2-bit
+  // integers are left to the kernel, whose rounding and saturation are
+  // ONNX's (APFloat's conversions do not saturate).
+  auto isNarrow = [](Type t) {
+    return (isa<FloatType>(t) && cast<FloatType>(t).getWidth() < 16) ||
+           (t.isInteger() && !t.isInteger(1) && t.getIntOrFloatBitWidth() < 8);
+  };
+  if (isNarrow(from) || isNarrow(to))
+    return {};
   return foldElementwise({adaptor.getInput()}, getType(),
                          [&](ArrayRef<Attribute> a) {
                            return castElement(a[0], from, to);

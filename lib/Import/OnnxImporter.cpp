@@ -32,6 +32,23 @@ using namespace mlir::memfit::onnx_import;
 // Element types and tensors
 //===----------------------------------------------------------------------===//
 
+namespace {
+/// The element types that onnx.proto gained after the version that Debian's
+/// libonnx ships (1.13): their numbers in TensorProto.DataType.
+enum NewerDataType : int32_t {
+  kFloat8E4M3FN = 17,
+  kFloat8E4M3FNUZ = 18,
+  kFloat8E5M2 = 19,
+  kFloat8E5M2FNUZ = 20,
+  kUint4 = 21,
+  kInt4 = 22,
+  kFloat4E2M1 = 23,
+  kFloat8E8M0 = 24,
+  kUint2 = 25,
+  kInt2 = 26,
+};
+} // namespace
+
 Type onnx_import::convertElementType(int32_t t, MLIRContext *ctx) {
   Builder b(ctx);
   switch (t) {
@@ -48,11 +65,45 @@ Type onnx_import::convertElementType(int32_t t, MLIRContext *ctx) {
   case onnx::TensorProto::UINT16: return b.getIntegerType(16, false);
   case onnx::TensorProto::UINT32: return b.getIntegerType(32, false);
   case onnx::TensorProto::UINT64: return b.getIntegerType(64, false);
+  // Stored one element per byte (sub-byte types unpacked): see
+  // memfit::rt::DType.
+  case kFloat8E4M3FN:
+    return b.getType<Float8E4M3FNType>();
+  case kFloat8E4M3FNUZ:
+    return b.getType<Float8E4M3FNUZType>();
+  case kFloat8E5M2:
+    return b.getType<Float8E5M2Type>();
+  case kFloat8E5M2FNUZ:
+    return b.getType<Float8E5M2FNUZType>();
+  case kFloat4E2M1:
+    return b.getType<Float4E2M1FNType>();
+  case kInt4:
+    return b.getIntegerType(4);
+  case kUint4:
+    return b.getIntegerType(4, false);
+  case kInt2:
+    return b.getIntegerType(2);
+  case kUint2:
+    return b.getIntegerType(2, false);
   default: return {};
   }
 }
 
 std::string onnx_import::onnxTypeName(int32_t t) {
+  static const std::pair<int32_t, const char *> kNewer[] = {
+      {kFloat8E4M3FN, "FLOAT8E4M3FN"},
+      {kFloat8E4M3FNUZ, "FLOAT8E4M3FNUZ"},
+      {kFloat8E5M2, "FLOAT8E5M2"},
+      {kFloat8E5M2FNUZ, "FLOAT8E5M2FNUZ"},
+      {kUint4, "UINT4"},
+      {kInt4, "INT4"},
+      {kFloat4E2M1, "FLOAT4E2M1"},
+      {kFloat8E8M0, "FLOAT8E8M0"},
+      {kUint2, "UINT2"},
+      {kInt2, "INT2"}};
+  for (auto [code, name] : kNewer)
+    if (t == code)
+      return name;
   if (onnx::TensorProto_DataType_IsValid(t))
     return onnx::TensorProto_DataType_Name(
         static_cast<onnx::TensorProto_DataType>(t));
@@ -97,8 +148,14 @@ private:
   InFlightDiagnostic error(const onnx::TensorProto &t) {
     return emitError(loc) << context << "tensor '" << t.name() << "' ";
   }
+  /// The data of `t` as `eltSize` bytes per element (sub-byte types
+  /// unpacked to one element per byte).
   FailureOr<std::vector<char>> readBytes(const onnx::TensorProto &t,
                                          RankedTensorType type, size_t eltSize);
+  FailureOr<std::vector<char>> readPackedBytes(const onnx::TensorProto &t,
+                                               RankedTensorType type,
+                                               unsigned bits,
+                                               size_t eltSize = 1);
   MLIRContext *ctx;
   std::string fileName;
   int64_t maxInline;
@@ -196,12 +253,51 @@ static size_t byteWidth(Type elt) {
   return (elt.getIntOrFloatBitWidth() + 7) / 8;
 }
 
+/// The bits of a sub-byte element type (ONNX packs INT4, UINT4 and
+/// FLOAT4E2M1 two to a byte, INT2 and UINT2 four, the first in the low
+/// bits); 0 for other types.
+static unsigned packedBits(Type elt) {
+  if (isa<Float4E2M1FNType>(elt))
+    return 4;
+  if (auto integer = dyn_cast<IntegerType>(elt))
+    if (integer.getWidth() == 4 || integer.getWidth() == 2)
+      return integer.getWidth();
+  return 0;
+}
+
 FailureOr<std::vector<char>> TensorLoader::readBytes(const onnx::TensorProto &t,
                                                      RankedTensorType type,
                                                      size_t eltSize) {
+  unsigned bits = packedBits(type.getElementType());
+  if (bits) {
+    FailureOr<std::vector<char>> packed = readPackedBytes(t, type, bits);
+    if (failed(packed))
+      return failure();
+    // One element per byte, in its low bits.
+    int64_t n = type.getNumElements();
+    unsigned perByte = 8 / bits, mask = (1u << bits) - 1;
+    std::vector<char> out(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = static_cast<char>(
+          (static_cast<unsigned char>((*packed)[i / perByte]) >>
+           (bits * (i % perByte))) &
+          mask);
+    return out;
+  }
+  return readPackedBytes(t, type, 0, eltSize);
+}
+
+FailureOr<std::vector<char>>
+TensorLoader::readPackedBytes(const onnx::TensorProto &t, RankedTensorType type,
+                              unsigned bits, size_t eltSize) {
   // load() checked that n * eltSize does not overflow; nothing is allocated
-  // before the data is known to hold that many bytes.
+  // before the data is known to hold that many bytes. Sub-byte elements
+  // (`bits` 4 or 2) come packed: their bytes are read as uint8 elements.
   int64_t n = type.getNumElements();
+  if (bits) {
+    n = (n * bits + 7) / 8;
+    eltSize = 1;
+  }
   size_t want = static_cast<size_t>(n) * eltSize;
   std::vector<char> out;
   auto sizeError = [&](size_t got) {
@@ -841,9 +937,11 @@ LogicalResult GraphImporter::importInitializers(const onnx::GraphProto &graph,
     auto type = cast<RankedTensorType>(value->getType());
     // Float tensors of rank >= 1 are model weights; scalars and integer or
     // boolean tensors are constants (exporters lift those out of the graph
-    // as initializers too).
-    bool isParameter = isa<FloatType>(type.getElementType()) &&
-                       type.getRank() >= 1;
+    // as initializers too), and so are 8- and 4-bit floats: data that a
+    // model converts, not weights that memfit can train.
+    auto floatType = dyn_cast<FloatType>(type.getElementType());
+    bool isParameter =
+        floatType && floatType.getWidth() >= 16 && type.getRank() >= 1;
     if (isParameter)
       ParameterOp::create(builder, loc, t.name(), *value);
     initializers[t.name()] = {*value, isParameter};

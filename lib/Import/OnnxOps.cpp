@@ -92,6 +92,15 @@ LogicalResult convertGelu(NodeContext &n) {
   return n.setResults(r);
 }
 
+/// Cast and CastLike: saturate (opset 19; only FLOAT8 targets read it) is
+/// kept where it is not the default.
+Value buildCast(NodeContext &n, RankedTensorType type) {
+  SmallVector<NamedAttribute> attrs;
+  if (!n.intAttr("saturate", 1))
+    attrs.push_back(n.named("saturate", n.b.getBoolAttr(false)));
+  return n.buildTyped<CastOp>(type, n.input(0), attrs);
+}
+
 LogicalResult convertCast(NodeContext &n) {
   const onnx::AttributeProto *to = n.attr("to");
   if (!to)
@@ -100,13 +109,13 @@ LogicalResult convertCast(NodeContext &n) {
   if (!elt)
     return n.error() << "cast to unsupported " << onnxTypeName(to->i());
   auto type = RankedTensorType::get(n.inputType(0).getShape(), elt);
-  return n.setResults(n.buildTyped<CastOp>(type, n.input(0)));
+  return n.setResults(buildCast(n, type));
 }
 
 LogicalResult convertCastLike(NodeContext &n) {
   auto type = RankedTensorType::get(n.inputType(0).getShape(),
                                     n.inputType(1).getElementType());
-  return n.setResults(n.buildTyped<CastOp>(type, n.input(0)));
+  return n.setResults(buildCast(n, type));
 }
 
 LogicalResult convertWhere(NodeContext &n) {

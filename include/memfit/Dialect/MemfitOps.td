@@ -244,14 +244,28 @@ def Memfit_CastOp : Memfit_Op<"cast", "ElementWise", [Pure, SameOperandsAndResul
     holds every value of the source type exactly (bf16 or f16 to f32 to
     anything).
 
+    The 8-bit floats (f8E4M3FN, f8E4M3FNUZ, f8E5M2, f8E5M2FNUZ) and f4E2M1FN
+    are ONNX's FLOAT8 and FLOAT4E2M1 types: casts to them round to nearest
+    even and, with `saturate` (ONNX's attribute; absent means true), make
+    values beyond the largest finite one that value; without it they become
+    infinity (f8E5M2) or NaN. f4E2M1FN always saturates. The 4- and 2-bit
+    integers wrap.
+
     ```mlir
     %y = memfit.cast %x : tensor<2x16xi64> to tensor<2x16xf32>
     %w16 = memfit.cast %w {reason = "working-copy"} : tensor<32x96xf32> to tensor<32x96xbf16>
     ```
   }];
-  let arguments = (ins Memfit_Tensor:$input, OptionalAttr<StrAttr>:$reason);
+  let arguments = (ins Memfit_Tensor:$input, OptionalAttr<StrAttr>:$reason,
+                       OptionalAttr<BoolAttr>:$saturate);
   let results = (outs Memfit_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `to` type($result)";
+  let builders = [
+    // The casts memfit inserts: a reason, saturating.
+    OpBuilder<(ins "Type":$type, "Value":$input, "StringAttr":$reason), [{
+      build($_builder, $_state, type, input, reason, BoolAttr());
+    }]>
+  ];
   let hasFolder = 1;
 }
 

@@ -44,19 +44,38 @@ FailureOr<rt::DType> toDType(Type type) {
     return rt::DType::f16;
   if (type.isBF16())
     return rt::DType::bf16;
-  if (type.isInteger(1))
+  if (isa<Float8E4M3FNType>(type))
+    return rt::DType::f8e4m3fn;
+  if (isa<Float8E4M3FNUZType>(type))
+    return rt::DType::f8e4m3fnuz;
+  if (isa<Float8E5M2Type>(type))
+    return rt::DType::f8e5m2;
+  if (isa<Float8E5M2FNUZType>(type))
+    return rt::DType::f8e5m2fnuz;
+  if (isa<Float4E2M1FNType>(type))
+    return rt::DType::f4e2m1;
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer)
+    return failure();
+  if (integer.getWidth() == 1)
     return rt::DType::i1;
-  if (type.isUnsignedInteger(8))
-    return rt::DType::u8;
-  if (type.isUnsignedInteger())
-    return failure(); // no unsigned 32- or 64-bit dtype in the runtime yet
-  if (type.isInteger(64))
-    return rt::DType::i64;
-  if (type.isInteger(32))
-    return rt::DType::i32;
-  if (type.isInteger(8))
-    return rt::DType::i8;
-  return failure();
+  bool isUnsigned = integer.isUnsigned();
+  switch (integer.getWidth()) {
+  case 64:
+    return isUnsigned ? rt::DType::u64 : rt::DType::i64;
+  case 32:
+    return isUnsigned ? rt::DType::u32 : rt::DType::i32;
+  case 16:
+    return isUnsigned ? rt::DType::u16 : rt::DType::i16;
+  case 8:
+    return isUnsigned ? rt::DType::u8 : rt::DType::i8;
+  case 4:
+    return isUnsigned ? rt::DType::u4 : rt::DType::i4;
+  case 2:
+    return isUnsigned ? rt::DType::u2 : rt::DType::i2;
+  default:
+    return failure();
+  }
 }
 
 /// Copies the elements of a parameter or constant into the weights blob.

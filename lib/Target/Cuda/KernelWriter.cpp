@@ -63,6 +63,40 @@ int64_t cuda::product(ArrayRef<int64_t> values) {
 
 bool cuda::isHalfFloat(Type type) { return type.isF16() || type.isBF16(); }
 
+std::optional<cuda::SmallFloat> cuda::smallFloatOf(Type type) {
+  if (isa<Float8E4M3FNType>(type))
+    return SmallFloat{4, 3, 7, 448.0, 1};
+  if (isa<Float8E4M3FNUZType>(type))
+    return SmallFloat{4, 3, 8, 240.0, 2};
+  if (isa<Float8E5M2Type>(type))
+    return SmallFloat{5, 2, 15, 57344.0, 0};
+  if (isa<Float8E5M2FNUZType>(type))
+    return SmallFloat{5, 2, 16, 57344.0, 2};
+  if (isa<Float4E2M1FNType>(type))
+    return SmallFloat{2, 1, 1, 6.0, 3};
+  return std::nullopt;
+}
+
+std::string cuda::SmallFloat::args(bool withMax) const {
+  std::string text = llvm::formatv("{0}, {1}, {2}", ebits, mbits, bias);
+  if (withMax)
+    text += ", " + floatLiteral(maxValue, true);
+  return text + ", " + std::to_string(kind);
+}
+
+/// The width of a 4- or 2-bit integer type (stored in a byte's low bits);
+/// 0 for other types.
+static unsigned subByteWidth(Type type) {
+  auto integer = dyn_cast<IntegerType>(type);
+  return integer && (integer.getWidth() == 4 || integer.getWidth() == 2)
+             ? integer.getWidth()
+             : 0;
+}
+
+bool cuda::isPackedType(Type type) {
+  return smallFloatOf(type).has_value() || subByteWidth(type) != 0;
+}
+
 FailureOr<std::string> cuda::cType(Type type) {
   if (type.isF32())
     return std::string("float");
@@ -72,23 +106,36 @@ FailureOr<std::string> cuda::cType(Type type) {
     return std::string("__nv_bfloat16");
   if (type.isF64())
     return std::string("double");
-  if (type.isInteger(1))
-    return std::string("bool");
-  // Unsigned 32- and 64-bit integers have no runtime dtype yet.
-  if (type.isSignlessInteger(64) || type.isSignedInteger(64))
-    return std::string("long long");
-  if (type.isSignlessInteger(32) || type.isSignedInteger(32))
-    return std::string("int");
-  if (type.isSignlessInteger(8) || type.isSignedInteger(8))
-    return std::string("signed char");
-  if (type.isUnsignedInteger(8))
+  if (isPackedType(type))
     return std::string("unsigned char");
-  return failure();
+  auto integer = dyn_cast<IntegerType>(type);
+  if (!integer)
+    return failure();
+  bool isUnsigned = integer.isUnsigned();
+  switch (integer.getWidth()) {
+  case 1:
+    return std::string("bool");
+  case 64:
+    return std::string(isUnsigned ? "unsigned long long" : "long long");
+  case 32:
+    return std::string(isUnsigned ? "unsigned int" : "int");
+  case 16:
+    return std::string(isUnsigned ? "unsigned short" : "short");
+  case 8:
+    return std::string(isUnsigned ? "unsigned char" : "signed char");
+  default:
+    return failure();
+  }
 }
 
 FailureOr<std::string> cuda::regType(Type type) {
-  if (isHalfFloat(type))
+  if (isHalfFloat(type) || smallFloatOf(type))
     return std::string("float");
+  if (subByteWidth(type))
+    return std::string("int");
+  // Unsigned short operands would promote to int, whose products overflow.
+  if (type.isUnsignedInteger(16))
+    return std::string("unsigned int");
   return cType(type);
 }
 
@@ -97,12 +144,24 @@ std::string cuda::widen(Type type, StringRef access) {
     return ("__bfloat162float(" + access + ")").str();
   if (type.isF16())
     return ("__half2float(" + access + ")").str();
+  if (std::optional<SmallFloat> f = smallFloatOf(type))
+    return ("memfit_fp_decode(" + access + ", " + f->args(false) + ")").str();
+  if (unsigned width = subByteWidth(type)) {
+    unsigned shift = 8 - width;
+    if (type.isUnsignedInteger())
+      return llvm::formatv("((int)({0}) & {1})", access, (1 << width) - 1);
+    // Sign-extended from the byte's low bits.
+    return llvm::formatv("((int)(signed char)(({0}) << {1}) >> {1})", access,
+                         shift);
+  }
   return access.str();
 }
 
 std::string cuda::loadAs(StringRef acc, Type type, StringRef access) {
   if (isHalfFloat(type))
     return widen(type, access);
+  if (isPackedType(type))
+    return ("(" + acc + ")" + widen(type, access)).str();
   return ("(" + acc + ")" + access).str();
 }
 
@@ -111,14 +170,23 @@ std::string cuda::narrow(Type type, StringRef expr) {
     return ("__float2bfloat16_rn(" + expr + ")").str();
   if (type.isF16())
     return ("__float2half_rn(" + expr + ")").str();
+  if (std::optional<SmallFloat> f = smallFloatOf(type))
+    return ("(unsigned char)memfit_fp_encode(" + expr + ", " + f->args(true) +
+            ")")
+        .str();
+  if (unsigned width = subByteWidth(type))
+    return llvm::formatv("(unsigned char)((int)({0}) & {1})", expr,
+                         (1 << width) - 1);
   return expr.str();
 }
 
 FailureOr<std::string> cuda::accType(Operation *op, Type type) {
-  if (type.isF32() || isHalfFloat(type))
+  if (type.isF32() || isHalfFloat(type) || smallFloatOf(type))
     return std::string("float");
   if (type.isF64())
     return std::string("double");
+  if (type.isUnsignedInteger(64))
+    return std::string("unsigned long long");
   if (succeeded(cType(type)) && type.isInteger())
     return std::string("long long");
   return op->emitError() << "cannot emit CUDA for '" << op->getName()
@@ -174,7 +242,7 @@ FailureOr<std::string> cuda::literal(Attribute attr, Type type) {
     return failure();
   }
   if (auto i = dyn_cast<IntegerAttr>(attr)) {
-    FailureOr<std::string> t = cType(type);
+    FailureOr<std::string> t = regType(type);
     if (failed(t))
       return failure();
     return "((" + *t + ")" + intLiteral(i.getValue().getSExtValue()) + ")";

@@ -20,6 +20,7 @@
 
 #include "llvm/ADT/DenseMap.h"
 
+#include <optional>
 #include <string>
 
 namespace mlir::memfit::cuda {
@@ -40,26 +41,45 @@ Type eltOf(Value value);
 Shape stridesOf(ArrayRef<int64_t> shape);
 int64_t product(ArrayRef<int64_t> values);
 
+/// A small float format that Prelude.cuh's memfit_fp_round, _encode and
+/// _decode convert (see there): the 8-bit floats and FLOAT4E2M1.
+struct SmallFloat {
+  int ebits, mbits, bias;
+  double maxValue;
+  int kind; // 0 IEEE, 1 FN, 2 FNUZ, 3 no infinity or NaN
+  /// "ebits, mbits, bias[, maxValue], kind" for the prelude's functions.
+  std::string args(bool withMax) const;
+};
+std::optional<SmallFloat> smallFloatOf(Type type);
+/// Whether `type` is stored as bits in a byte that kernels decode (the
+/// small floats, the 4- and 2-bit integers in a byte's low bits).
+bool isPackedType(Type type);
+
 /// The C type of an element type the kernels support, as it is stored in
-/// a buffer: `__half` for f16, `__nv_bfloat16` for bf16.
+/// a buffer: `__half` for f16, `__nv_bfloat16` for bf16, `unsigned char`
+/// for the packed types.
 FailureOr<std::string> cType(Type type);
 /// The type a kernel computes a value of element type `type` in: float for
-/// f16 and bf16 (loaded with widen, stored with narrow), cType otherwise.
+/// f16, bf16 and the small floats, int for the 4- and 2-bit integers
+/// (loaded with widen, stored with narrow), unsigned int for u16, cType
+/// otherwise.
 FailureOr<std::string> regType(Type type);
 /// `access`, an element of `type` in a buffer, as its register value:
 /// `__bfloat162float(access)` for bf16, `__half2float(access)` for f16,
-/// `access` otherwise.
+/// decoded or sign-extended for the packed types, `access` otherwise.
 std::string widen(Type type, StringRef access);
-/// `access` as a value of the accumulator type `acc`: widened for f16 and
-/// bf16, `(acc)access` otherwise.
+/// `access` as a value of the accumulator type `acc`: widened for f16,
+/// bf16 and the packed types, `(acc)access` otherwise.
 std::string loadAs(StringRef acc, Type type, StringRef access);
 /// `expr`, a register value, as an element of `type` to store:
 /// `__float2bfloat16_rn(expr)` for bf16, `__float2half_rn(expr)` for f16
-/// (round to nearest even, as the runtime's conversions), `expr` otherwise.
+/// (round to nearest even, as the runtime's conversions), encoded (small
+/// floats: nearest even, not saturating) or masked (4- and 2-bit integers:
+/// wrapping) for the packed types, `expr` otherwise.
 std::string narrow(Type type, StringRef expr);
-/// The accumulator type of a row or a reduction: float for f16, bf16 and
-/// f32, double for f64, long long for integers; a diagnostic on `op`
-/// otherwise.
+/// The accumulator type of a row or a reduction: float for f16, bf16, the
+/// small floats and f32, double for f64, unsigned long long for u64, long
+/// long for other integers; a diagnostic on `op` otherwise.
 FailureOr<std::string> accType(Operation *op, Type type);
 /// The float function for `type`: expf for f32, exp for f64.
 std::string mathFn(StringRef base, Type type);

@@ -131,19 +131,35 @@ Expr expr(CastOp op, const Scalar &s) {
     return "(" + s.x[0] + " != 0)";
   if (s.inType.isInteger(1))
     return "(" + s.x[0] + " ? (" + s.t + ")1 : " + s.zero() + ")";
-  if (isHalfFloat(s.type)) {
-    // Rounded to the 16-bit type and held in a float register.
-    // Through a float register, f64 and integers beyond 2^24 would round
-    // twice.
-    if (s.inType.isF64() ||
-        (s.inType.isInteger() && s.inType.getIntOrFloatBitWidth() > 16))
-      return s.writer.error(op) << "casts from " << s.inType << " to " << s.type
-                                << " are not supported (they would round "
-                                   "twice)",
-             failure();
+  std::optional<SmallFloat> small = smallFloatOf(s.type);
+  if (!small && !isHalfFloat(s.type))
+    return "(" + s.t + ")" + s.x[0];
+  // To a 16-bit or small float: rounded once, to nearest even, from a
+  // register that holds the source exactly (a double for f64 and integers
+  // up to 32 bits), and held in a float register. 64-bit integers would
+  // round twice through a double.
+  unsigned intWidth =
+      s.inType.isInteger() ? s.inType.getIntOrFloatBitWidth() : 0;
+  if (intWidth > 32)
+    return s.writer.error(op) << "casts from " << s.inType << " to " << s.type
+                              << " are not supported (they would round "
+                                 "twice)",
+           failure();
+  if (!small && !s.inType.isF64() && intWidth <= 16)
     return widen(s.type, narrow(s.type, "(float)" + s.x[0]));
-  }
-  return "(" + s.t + ")" + s.x[0];
+  if (!small)
+    small = s.type.isF16() ? SmallFloat{5, 10, 15, 65504.0, 0}
+                           : SmallFloat{8, 7, 127, 3.3895313892515355e38, 0};
+  // ONNX's saturate (FLOAT8 targets; FLOAT4E2M1 always saturates): values
+  // beyond the largest finite one, infinities included, become it.
+  bool saturate =
+      !s.type.isF16() && !s.type.isBF16() && op.getSaturate().value_or(true);
+  return llvm::formatv("(float)memfit_fp_round((double){0}, {1}, {2}, {3}, "
+                       "{4}, {5})",
+                       s.x[0], small->mbits, small->bias,
+                       floatLiteral(small->maxValue, true), small->kind,
+                       saturate ? "true" : "false")
+      .str();
 }
 
 Expr expr(TriluOp op, const Scalar &s) {

@@ -42,3 +42,60 @@ static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long se
   z ^= z >> 31;
   return (float)(z >> 40) * (1.0f / 16777216.0f) >= ratio;
 }
+
+// Small float formats: ONNX's FLOAT8E4M3FN, FLOAT8E4M3FNUZ, FLOAT8E5M2,
+// FLOAT8E5M2FNUZ and FLOAT4E2M1 (stored one per byte), and f16 or bf16 from
+// a double. `mbits` mantissa bits, `ebits` exponent bits of bias `bias`,
+// largest finite value `maxv`; `kind` 0: IEEE (infinities, NaN with the
+// exponent all ones), 1: FN (no infinity, NaN all ones), 2: FNUZ (no
+// infinity, no -0, NaN the sign bit alone), 3: no infinity or NaN
+// (FLOAT4E2M1: saturates, NaN becomes the sign bit alone, as ml_dtypes).
+// memfit_fp_round: x rounded to nearest even in the format, as a double;
+// beyond maxv, maxv when saturating (and always for kind 3), else infinity
+// (kind 0) or NaN.
+static __device__ __forceinline__ double memfit_fp_round(double x, int mbits, int bias, double maxv, int kind, bool saturate) {
+  if (x != x) return x;
+  double a = fabs(x);
+  if (a > maxv && (saturate || kind == 3)) a = maxv;
+  if (a > maxv && a - a != 0)  // infinity, not saturated
+    return kind == 0 ? x : copysign(__longlong_as_double(0x7ff8000000000000LL), x);
+  if (a == 0) return x;
+  int e;
+  (void)frexp(a, &e);
+  int lead = e - 1 < 1 - bias ? 1 - bias : e - 1;
+  double quantum = ldexp(1.0, lead - mbits);
+  double r = rint(a / quantum) * quantum;
+  if (r > maxv)
+    r = kind == 0 ? __longlong_as_double(0x7ff0000000000000LL) : __longlong_as_double(0x7ff8000000000000LL);
+  return copysign(r, x);
+}
+// The bits of x in the format (rounded to nearest even, not saturating).
+static __device__ __forceinline__ unsigned memfit_fp_encode(double x, int ebits, int mbits, int bias, double maxv, int kind) {
+  unsigned signBit = 1u << (ebits + mbits), expMask = (1u << ebits) - 1, manMask = (1u << mbits) - 1;
+  double r = memfit_fp_round(x, mbits, bias, maxv, kind, false);
+  unsigned sign = __double_as_longlong(r) < 0 ? signBit : 0u;
+  if (r != r) {
+    if (kind == 0) return sign | expMask << mbits | 1u << (mbits - 1);
+    if (kind == 1) return sign | expMask << mbits | manMask;
+    return signBit;
+  }
+  double a = fabs(r);
+  if (a - a != 0) return sign | expMask << mbits;
+  if (a == 0) return kind == 2 ? 0u : sign;
+  int e;
+  (void)frexp(a, &e);
+  if (e - 1 < 1 - bias) return sign | (unsigned)(a / ldexp(1.0, 1 - bias - mbits));
+  return sign | (unsigned)(e - 1 + bias) << mbits | ((unsigned)(a / ldexp(1.0, e - 1 - mbits)) & manMask);
+}
+// The value of the format's bits b.
+static __device__ __forceinline__ float memfit_fp_decode(unsigned b, int ebits, int mbits, int bias, int kind) {
+  unsigned signBit = 1u << (ebits + mbits), expMask = (1u << ebits) - 1, manMask = (1u << mbits) - 1;
+  unsigned ex = (b >> mbits) & expMask, man = b & manMask;
+  float nan = __int_as_float(0x7fc00000);
+  if ((kind == 2 && b == signBit) || (kind == 1 && ex == expMask && man == manMask) || (kind == 0 && ex == expMask && man))
+    return nan;
+  float v = kind == 0 && ex == expMask ? __int_as_float(0x7f800000)
+          : ex ? ldexpf((float)(man | (1u << mbits)), (int)ex - bias - mbits)
+               : ldexpf((float)man, 1 - bias - mbits);
+  return (b & signBit) ? -v : v;
+}

@@ -245,15 +245,28 @@ def is_diagnostic(message):
                 or re.search(r"model uses opset \d+ of domain", message))
 
 
+# ml_dtypes' types, which memfit reads and writes as raw bytes.
+ML_DTYPES = {"bfloat16", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+             "float8_e5m2fnuz", "float4_e2m1fn", "int4", "uint4", "int2",
+             "uint2"}
+
+
 def compare(got, ref, rtol, atol):
     """None, or why `got` is not `ref` (the ONNX backend runner's test)."""
     if got.shape != ref.shape:
         return f"shape {list(got.shape)}, expected {list(ref.shape)}"
+    # NumPy has no bfloat16, float8, float4 or sub-byte integers: memfit
+    # writes their bits as raw bytes ('|V2', '|V1'), ml_dtypes' layout.
+    if got.dtype.kind == "V" and got.dtype.itemsize == ref.dtype.itemsize \
+            and ref.dtype.name in ML_DTYPES:
+        got = got.view(ref.dtype)
     if got.dtype != ref.dtype:
         return f"dtype {got.dtype}, expected {ref.dtype}"
     if ref.dtype.name == "bfloat16":
         rtol = max(rtol, 2 ** -6)
-        got, ref = got.astype(np.float32), ref.astype(np.float32)
+    if ref.dtype.name in ML_DTYPES:
+        wide = np.int8 if "int" in ref.dtype.name else np.float32
+        got, ref = got.astype(wide), ref.astype(wide)
     try:
         np.testing.assert_allclose(got, ref, rtol=rtol, atol=atol)
     except AssertionError as e:

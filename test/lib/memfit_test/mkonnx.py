@@ -22,6 +22,7 @@ import argparse
 import re
 import zlib
 
+import ml_dtypes
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
@@ -33,10 +34,25 @@ TYPES = {
     "bf16": (TensorProto.BFLOAT16, None),
     "i64": (TensorProto.INT64, np.int64),
     "i32": (TensorProto.INT32, np.int32),
+    "i16": (TensorProto.INT16, np.int16),
     "i8": (TensorProto.INT8, np.int8),
+    "u64": (TensorProto.UINT64, np.uint64),
+    "u32": (TensorProto.UINT32, np.uint32),
+    "u16": (TensorProto.UINT16, np.uint16),
     "u8": (TensorProto.UINT8, np.uint8),
     "bool": (TensorProto.BOOL, np.bool_),
     "str": (TensorProto.STRING, None),
+    # ml_dtypes' types (onnx depends on ml_dtypes); from_array packs the
+    # 4- and 2-bit ones as ONNX stores them.
+    "f8e4m3fn": (TensorProto.FLOAT8E4M3FN, ml_dtypes.float8_e4m3fn),
+    "f8e4m3fnuz": (TensorProto.FLOAT8E4M3FNUZ, ml_dtypes.float8_e4m3fnuz),
+    "f8e5m2": (TensorProto.FLOAT8E5M2, ml_dtypes.float8_e5m2),
+    "f8e5m2fnuz": (TensorProto.FLOAT8E5M2FNUZ, ml_dtypes.float8_e5m2fnuz),
+    "f4e2m1": (TensorProto.FLOAT4E2M1, ml_dtypes.float4_e2m1fn),
+    "i4": (TensorProto.INT4, ml_dtypes.int4),
+    "u4": (TensorProto.UINT4, ml_dtypes.uint4),
+    "i2": (TensorProto.INT2, ml_dtypes.int2),
+    "u2": (TensorProto.UINT2, ml_dtypes.uint2),
 }
 
 
