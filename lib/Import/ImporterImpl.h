@@ -170,8 +170,34 @@ struct OpConverter {
   Converter convert;
 };
 
-/// The converter of `opType` for `opset`, or null when unsupported.
-const OpConverter *lookupConverter(StringRef opType, int64_t opset);
+/// The converter of `opType` of `domain` ("" for the default domain) at
+/// that domain's `opset`, or null when unsupported.
+const OpConverter *lookupConverter(StringRef domain, StringRef opType,
+                                   int64_t opset);
+
+/// LayerNormalization's optional Mean and InvStdDev outputs of `input`
+/// normalized from `axis`, as its function body computes them in
+/// stash_type (float): the mean and 1/sqrt(variance + epsilon) over the
+/// normalized dimensions, kept as 1s.
+FailureOr<std::pair<Value, Value>> layerNormStats(NodeContext &n, Value input,
+                                                  int64_t axis, float epsilon);
+
+// OnnxComposedOps.cpp: ops written as other memfit ops.
+LogicalResult convertAbs(NodeContext &n);
+LogicalResult convertSign(NodeContext &n);
+LogicalResult convertClip(NodeContext &n);
+LogicalResult convertSoftplus(NodeContext &n);
+LogicalResult convertHardSigmoid(NodeContext &n);
+LogicalResult convertHardSwish(NodeContext &n);
+LogicalResult convertMish(NodeContext &n);
+LogicalResult convertMod(NodeContext &n);
+LogicalResult convertTile(NodeContext &n);
+LogicalResult convertPad(NodeContext &n);
+template <bool isMax> LogicalResult convertArgExtreme(NodeContext &n);
+template <bool simplified> LogicalResult convertSkipNorm(NodeContext &n);
+LogicalResult convertSimplifiedLayerNorm(NodeContext &n);
+template <GeluApproximation approximation>
+LogicalResult convertFusedGelu(NodeContext &n);
 
 } // namespace mlir::memfit::onnx_import
 

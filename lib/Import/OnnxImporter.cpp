@@ -631,6 +631,16 @@ private:
   TensorLoader tensors;
   int64_t opset = 0;
   std::vector<std::pair<std::string, int64_t>> opsetImports;
+  /// The opset the model imports of `domain` (0 if none); the default
+  /// domain's is `opset`.
+  int64_t opsetOf(StringRef domain) const {
+    if (domain.empty() || domain == "ai.onnx")
+      return opset;
+    for (const auto &o : opsetImports)
+      if (o.first == domain)
+        return o.second;
+    return 0;
+  }
   llvm::StringMap<Value> values;
   /// Initializers, created lazily at first use in the function.
   llvm::StringMap<std::pair<ElementsAttr, bool>> initializers;
@@ -713,7 +723,7 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
     return (isDefaultDomain(node) ? "" : node.domain() + ".") + node.op_type();
   };
   for (auto [i, node] : llvm::enumerate(graph.node())) {
-    if (isDefaultDomain(node) && lookupConverter(node.op_type(), opset))
+    if (lookupConverter(node.domain(), node.op_type(), opsetOf(node.domain())))
       continue;
     std::string key = opKey(node);
     if (!first) {
@@ -1038,7 +1048,8 @@ LogicalResult GraphImporter::checkAttributes(NodeContext &nc) {
 LogicalResult GraphImporter::importNode(const onnx::NodeProto &node,
                                         int64_t index) {
   Location loc = nodeLoc(node, index);
-  const OpConverter *conv = lookupConverter(node.op_type(), opset);
+  const OpConverter *conv =
+      lookupConverter(node.domain(), node.op_type(), opsetOf(node.domain()));
   std::string holder;
   auto loadConstant = [&](const onnx::TensorProto &t) {
     return tensors.load(t, loc, node.name().empty() ? "constant" : node.name(),

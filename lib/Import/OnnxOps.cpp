@@ -12,6 +12,7 @@
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringSwitch.h"
 
+#include <cctype>
 #include <limits>
 
 using namespace mlir;
@@ -167,54 +168,6 @@ LogicalResult checkNormParam(NodeContext &n, int64_t axis, int64_t i,
   return success();
 }
 
-/// LayerNormalization's optional Mean and InvStdDev outputs, as its
-/// function body computes them in stash_type (float): the mean and
-/// 1/sqrt(variance + epsilon) over the normalized dimensions, kept as 1s.
-FailureOr<std::pair<Value, Value>> layerNormStats(NodeContext &n, int64_t axis,
-                                                  float epsilon) {
-  if (int64_t stash = n.intAttr("stash_type", 1); stash != 1)
-    return n.error() << "stash_type " << stash
-                     << " is not supported with the Mean and InvStdDev "
-                        "outputs (only 1, float)",
-           failure();
-  int64_t rank = n.inputType(0).getRank();
-  SmallVector<int64_t> axes;
-  for (int64_t d = axis < 0 ? axis + rank : axis; d < rank; ++d)
-    axes.push_back(d);
-  SmallVector<NamedAttribute> reduce{
-      n.named("axes", n.b.getDenseI64ArrayAttr(axes)),
-      n.named("keepdims", n.b.getBoolAttr(true))};
-  Type f32 = n.b.getF32Type();
-  Value x = n.input(0);
-  if (n.inputType(0).getElementType() != f32)
-    x = n.buildTyped<CastOp>(
-        RankedTensorType::get(n.inputType(0).getShape(), f32), x);
-  FailureOr<Value> mean = n.build<ReduceMeanOp>(x, reduce);
-  if (failed(mean))
-    return failure();
-  FailureOr<Value> d = n.build<SubOp>({x, *mean});
-  if (failed(d))
-    return failure();
-  FailureOr<Value> sq = n.build<MulOp>({*d, *d});
-  if (failed(sq))
-    return failure();
-  FailureOr<Value> var = n.build<ReduceMeanOp>(*sq, reduce);
-  if (failed(var))
-    return failure();
-  Value eps = n.constant(
-      DenseElementsAttr::get(RankedTensorType::get({}, f32), epsilon));
-  FailureOr<Value> sum = n.build<AddOp>({*var, eps});
-  if (failed(sum))
-    return failure();
-  FailureOr<Value> std = n.build<SqrtOp>(*sum);
-  if (failed(std))
-    return failure();
-  FailureOr<Value> inv = n.build<ReciprocalOp>(*std);
-  if (failed(inv))
-    return failure();
-  return std::make_pair(*mean, *inv);
-}
-
 LogicalResult convertLayerNorm(NodeContext &n) {
   int64_t axis = n.intAttr("axis", -1);
   float epsilon = n.floatAttr("epsilon", 1e-5f);
@@ -231,7 +184,8 @@ LogicalResult convertLayerNorm(NodeContext &n) {
           n.named("epsilon", n.b.getF32FloatAttr(epsilon))});
   if (!n.hasOutput(1) && !n.hasOutput(2))
     return n.setResults(r);
-  FailureOr<std::pair<Value, Value>> stats = layerNormStats(n, axis, epsilon);
+  FailureOr<std::pair<Value, Value>> stats =
+      layerNormStats(n, n.input(0), axis, epsilon);
   if (failed(stats))
     return failure();
   return n.setResults(SmallVector<Value>{r, stats->first, stats->second});
@@ -668,30 +622,12 @@ LogicalResult convertTrilu(NodeContext &n) {
 /// Einsum without summed indices (an outer or element-wise product, as
 /// torch.outer exports): each operand is transposed into output order,
 /// unsqueezed where it lacks an output index, and the results multiplied.
-LogicalResult convertEinsum(NodeContext &n) {
-  std::string eq = n.stringAttr("equation", "");
-  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
-  auto arrow = eq.find("->");
-  if (arrow == std::string::npos || eq.find("...") != std::string::npos)
-    return n.error() << "equation '" << eq
-                     << "' is not supported (needs an explicit '->' output "
-                        "and no ellipsis)";
-  SmallVector<StringRef> terms;
-  StringRef(eq).substr(0, arrow).split(terms, ',');
-  StringRef out = StringRef(eq).substr(arrow + 2);
-  if (static_cast<int64_t>(terms.size()) != n.numInputs())
-    return n.error() << "equation '" << eq << "' names " << terms.size()
-                     << " operands but the node has " << n.numInputs();
+/// Einsum whose every index is in the output: each operand's indices in
+/// the output's order, broadcast and multiplied.
+LogicalResult convertEinsumProduct(NodeContext &n, ArrayRef<StringRef> terms,
+                                   StringRef out) {
   Value acc;
   for (auto [i, term] : llvm::enumerate(terms)) {
-    if (static_cast<int64_t>(term.size()) != n.inputType(i).getRank())
-      return n.error() << "equation term '" << term << "' does not match the "
-                       << "rank of input " << i;
-    for (char c : term)
-      if (out.find(c) == StringRef::npos || term.count(c) != 1)
-        return n.error()
-               << "equation '" << eq << "' sums over or repeats index '" << c
-               << "'; only products without contraction are supported";
     // Order this operand's indices as in the output, then add the missing.
     SmallVector<int64_t> perm;
     std::string ordered;
@@ -724,6 +660,186 @@ LogicalResult convertEinsum(NodeContext &n) {
     acc = *m;
   }
   return n.setResults(acc);
+}
+
+/// An Einsum operand or partial result: its value and its index letters.
+struct EinsumTerm {
+  Value value;
+  std::string letters;
+};
+
+/// Sums `t` over its letters that are not in `keep`.
+FailureOr<EinsumTerm> sumOut(NodeContext &n, EinsumTerm t, StringRef keep) {
+  SmallVector<int64_t> axes;
+  std::string rest;
+  for (auto [i, c] : llvm::enumerate(t.letters)) {
+    if (keep.contains(c))
+      rest += c;
+    else
+      axes.push_back(i);
+  }
+  if (axes.empty())
+    return t;
+  FailureOr<Value> r = n.build<ReduceSumOp>(
+      t.value, {n.named("axes", n.b.getDenseI64ArrayAttr(axes)),
+                n.named("keepdims", n.b.getBoolAttr(false))});
+  if (failed(r))
+    return failure();
+  return EinsumTerm{*r, rest};
+}
+
+/// `t` with its letters in the order of `order` (a permutation of them).
+FailureOr<Value> permuted(NodeContext &n, const EinsumTerm &t,
+                          StringRef order) {
+  SmallVector<int64_t> perm;
+  for (char c : order)
+    perm.push_back(t.letters.find(c));
+  return n.build<TransposeOp>(
+      t.value, {n.named("perm", n.b.getDenseI64ArrayAttr(perm))});
+}
+
+/// a * b summed over the letters they share that are not in `keep`: a
+/// batched MatMul of a as (batch, a's own, shared) and b as (batch,
+/// shared, b's own), where batch are the shared letters kept.
+FailureOr<EinsumTerm> contract(NodeContext &n, EinsumTerm a, EinsumTerm b,
+                               StringRef keep,
+                               const llvm::DenseMap<char, int64_t> &size) {
+  std::string batch, own, shared, other;
+  for (char c : a.letters) {
+    if (b.letters.find(c) == std::string::npos)
+      own += c;
+    else if (keep.contains(c))
+      batch += c;
+    else
+      shared += c;
+  }
+  for (char c : b.letters)
+    if (a.letters.find(c) == std::string::npos)
+      other += c;
+  bool overflow = false;
+  auto extent = [&](StringRef letters) {
+    int64_t p = 1;
+    for (char c : letters)
+      overflow |= llvm::MulOverflow(p, size.lookup(c), p);
+    return p;
+  };
+  Type elt = cast<RankedTensorType>(a.value.getType()).getElementType();
+  auto reshaped = [&](const EinsumTerm &t, StringRef order,
+                      ArrayRef<int64_t> dims) -> FailureOr<Value> {
+    FailureOr<Value> v = permuted(n, t, order);
+    if (failed(v))
+      return failure();
+    return n.buildTyped<ReshapeOp>(RankedTensorType::get(dims, elt), *v);
+  };
+  int64_t bt = extent(batch), m = extent(own), k = extent(shared),
+          nn = extent(other);
+  extent(batch + own + other);
+  if (overflow)
+    return n.error() << "the contraction's sizes overflow 64 bits", failure();
+  FailureOr<Value> lhs = reshaped(a, batch + own + shared, {bt, m, k});
+  FailureOr<Value> rhs = reshaped(b, batch + shared + other, {bt, k, nn});
+  if (failed(lhs) || failed(rhs))
+    return failure();
+  FailureOr<Value> product = n.build<MatMulOp>({*lhs, *rhs});
+  if (failed(product))
+    return failure();
+  std::string letters = batch + own + other;
+  SmallVector<int64_t> dims;
+  for (char c : letters)
+    dims.push_back(size.lookup(c));
+  return EinsumTerm{
+      n.buildTyped<ReshapeOp>(RankedTensorType::get(dims, elt), *product),
+      letters};
+}
+
+/// Einsum: an explicit '->' output, or the implicit one (the letters used
+/// once, in alphabetical order); no ellipsis, no letter repeated within a
+/// term (a diagonal). Products without summation broadcast and multiply;
+/// otherwise each operand is summed over the letters no one else uses,
+/// then operands are contracted pairwise, left to right, with MatMul.
+LogicalResult convertEinsum(NodeContext &n) {
+  std::string eq = n.stringAttr("equation", "");
+  eq.erase(std::remove(eq.begin(), eq.end(), ' '), eq.end());
+  if (eq.find("...") != std::string::npos)
+    return n.error() << "equation '" << eq
+                     << "' is not supported (an ellipsis)";
+  auto arrow = eq.find("->");
+  SmallVector<StringRef> terms;
+  StringRef(eq).substr(0, arrow).split(terms, ',');
+  std::string out;
+  if (arrow != std::string::npos) {
+    out = eq.substr(arrow + 2);
+  } else {
+    std::map<char, int> uses;
+    for (StringRef term : terms)
+      for (char c : term)
+        ++uses[c];
+    for (auto [c, k] : uses)
+      if (k == 1)
+        out += c;
+  }
+  if (static_cast<int64_t>(terms.size()) != n.numInputs())
+    return n.error() << "equation '" << eq << "' names " << terms.size()
+                     << " operands but the node has " << n.numInputs();
+  llvm::DenseMap<char, int64_t> size;
+  bool product = true;
+  SmallVector<EinsumTerm> operands;
+  for (auto [i, term] : llvm::enumerate(terms)) {
+    if (static_cast<int64_t>(term.size()) != n.inputType(i).getRank())
+      return n.error() << "equation term '" << term << "' does not match the "
+                       << "rank of input " << i;
+    for (auto [d, c] : llvm::enumerate(term)) {
+      if (!std::isalpha(static_cast<unsigned char>(c)))
+        return n.error() << "equation '" << eq << "' has '" << c
+                         << "', not a letter";
+      if (term.count(c) != 1)
+        return n.error()
+               << "equation '" << eq << "' repeats index '" << c
+               << "' in one term (a diagonal), which is not supported";
+      int64_t dim = n.inputType(i).getDimSize(d);
+      auto [it, inserted] = size.try_emplace(c, dim);
+      if (!inserted && it->second != dim)
+        return n.error() << "equation '" << eq << "': index '" << c
+                         << "' has sizes " << it->second << " and " << dim;
+      product &= out.find(c) != std::string::npos;
+    }
+    operands.push_back({n.input(i), term.str()});
+  }
+  for (char c : out)
+    if (!size.count(c) || llvm::count(out, c) != 1)
+      return n.error() << "equation '" << eq << "': output index '" << c
+                       << "' is not an input index or is repeated";
+  if (product)
+    return convertEinsumProduct(n, terms, out);
+  // Each operand summed over the letters that neither the output nor
+  // another operand has, then contracted left to right, keeping what the
+  // output or a later operand needs.
+  EinsumTerm acc;
+  for (auto [i, t] : llvm::enumerate(operands)) {
+    std::string keep = out;
+    for (auto [j, u] : llvm::enumerate(operands))
+      if (j != i)
+        keep += u.letters;
+    FailureOr<EinsumTerm> summed = sumOut(n, t, keep);
+    if (failed(summed))
+      return failure();
+    if (i == 0) {
+      acc = *summed;
+      continue;
+    }
+    keep = out;
+    for (size_t j = i + 1; j < operands.size(); ++j)
+      keep += operands[j].letters;
+    FailureOr<EinsumTerm> next = contract(n, acc, *summed, keep, size);
+    if (failed(next))
+      return failure();
+    acc = *next;
+  }
+  FailureOr<EinsumTerm> last = sumOut(n, acc, out);
+  if (failed(last))
+    return failure();
+  FailureOr<Value> r = permuted(n, *last, out);
+  return failed(r) ? failure() : n.setResults(*r);
 }
 
 FailureOr<LossReduction> lossReduction(NodeContext &n) {
@@ -808,6 +924,31 @@ const Entry kTable[] = {
     {"Or", {13, 2, 2, convertBinary<OrOp>}},
     {"Xor", {13, 2, 2, convertBinary<XorOp>}},
     {"Where", {13, 3, 3, convertWhere}},
+    // Written as other ops (OnnxComposedOps.cpp).
+    {"Abs", {13, 1, 1, convertAbs}},
+    {"Sign", {13, 1, 1, convertSign}},
+    {"Clip", {13, 1, 3, convertClip}},
+    {"Softplus", {13, 1, 1, convertSoftplus}},
+    {"HardSigmoid", {13, 1, 1, convertHardSigmoid}},
+    {"HardSwish", {14, 1, 1, convertHardSwish}},
+    {"Mish", {18, 1, 1, convertMish}},
+    {"Mod", {13, 2, 2, convertMod}},
+    {"Tile", {13, 2, 2, convertTile}},
+    {"Pad", {13, 2, 4, convertPad}},
+    {"ArgMax", {13, 1, 1, convertArgExtreme<true>}},
+    {"ArgMin", {13, 1, 1, convertArgExtreme<false>}},
+    // onnxruntime's own: SimplifiedLayerNormalization is registered in the
+    // default domain at opset 1, the rest in com.microsoft.
+    {"SimplifiedLayerNormalization", {1, 2, 2, convertSimplifiedLayerNorm}},
+    {"com.microsoft.SkipLayerNormalization", {1, 3, 5, convertSkipNorm<false>}},
+    {"com.microsoft.SkipSimplifiedLayerNormalization",
+     {1, 3, 4, convertSkipNorm<true>}},
+    {"com.microsoft.FastGelu",
+     {1, 1, 2, convertFusedGelu<GeluApproximation::Tanh>}},
+    {"com.microsoft.BiasGelu",
+     {1, 2, 2, convertFusedGelu<GeluApproximation::None>}},
+    {"com.microsoft.Gelu",
+     {1, 1, 1, convertFusedGelu<GeluApproximation::None>}},
     // Contractions.
     {"MatMul", {13, 2, 2, convertBinary<MatMulOp>}},
     {"Gemm", {13, 2, 3, convertGemm}},
@@ -849,7 +990,56 @@ const Entry kTable[] = {
 
 } // namespace
 
-const OpConverter *onnx_import::lookupConverter(StringRef opType,
+FailureOr<std::pair<Value, Value>> onnx_import::layerNormStats(NodeContext &n,
+                                                               Value input,
+                                                               int64_t axis,
+                                                               float epsilon) {
+  if (int64_t stash = n.intAttr("stash_type", 1); stash != 1)
+    return n.error() << "stash_type " << stash
+                     << " is not supported with the Mean and InvStdDev "
+                        "outputs (only 1, float)",
+           failure();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  int64_t rank = inputType.getRank();
+  SmallVector<int64_t> axes;
+  for (int64_t d = axis < 0 ? axis + rank : axis; d < rank; ++d)
+    axes.push_back(d);
+  SmallVector<NamedAttribute> reduce{
+      n.named("axes", n.b.getDenseI64ArrayAttr(axes)),
+      n.named("keepdims", n.b.getBoolAttr(true))};
+  Type f32 = n.b.getF32Type();
+  Value x = input;
+  if (inputType.getElementType() != f32)
+    x = n.buildTyped<CastOp>(RankedTensorType::get(inputType.getShape(), f32),
+                             x);
+  FailureOr<Value> mean = n.build<ReduceMeanOp>(x, reduce);
+  if (failed(mean))
+    return failure();
+  FailureOr<Value> d = n.build<SubOp>({x, *mean});
+  if (failed(d))
+    return failure();
+  FailureOr<Value> sq = n.build<MulOp>({*d, *d});
+  if (failed(sq))
+    return failure();
+  FailureOr<Value> var = n.build<ReduceMeanOp>(*sq, reduce);
+  if (failed(var))
+    return failure();
+  Value eps = n.constant(
+      DenseElementsAttr::get(RankedTensorType::get({}, f32), epsilon));
+  FailureOr<Value> sum = n.build<AddOp>({*var, eps});
+  if (failed(sum))
+    return failure();
+  FailureOr<Value> std = n.build<SqrtOp>(*sum);
+  if (failed(std))
+    return failure();
+  FailureOr<Value> inv = n.build<ReciprocalOp>(*std);
+  if (failed(inv))
+    return failure();
+  return std::make_pair(*mean, *inv);
+}
+
+const OpConverter *onnx_import::lookupConverter(StringRef domain,
+                                                StringRef opType,
                                                 int64_t opset) {
   static const llvm::StringMap<const OpConverter *> table = [] {
     llvm::StringMap<const OpConverter *> t;
@@ -857,6 +1047,9 @@ const OpConverter *onnx_import::lookupConverter(StringRef opType,
       t[e.opType] = &e.converter;
     return t;
   }();
-  const OpConverter *c = table.lookup(opType);
+  // Other domains' ops are keyed "domain.OpType".
+  const OpConverter *c = table.lookup(domain.empty() || domain == "ai.onnx"
+                                          ? opType.str()
+                                          : (domain + "." + opType).str());
   return c && c->sinceVersion <= opset ? c : nullptr;
 }

@@ -444,11 +444,48 @@ def losses(g):
                   [c.op("LogSoftmax", [x], axis=1), labels]), [])
 
 
+def composed(g):
+    """The ops memfit writes as other ops (lib/Import/OnnxComposedOps.cpp)
+    and Einsum's contractions, whose gradients are those ops' rules."""
+    c = g.case("abs_sign")
+    x = c.param(c.away([3, 4]), "x")
+    c.output(c.op("Mul", [c.op("Abs", [x]), c.op("Sign", [x])]), [3, 4])
+    c = g.case("clip")  # values away from the bounds
+    x = c.param(c.away([3, 4], 0.2, 0.4) + np.asarray([0, 1, 0, -1], F32), "x")
+    c.output(c.op("Clip", [x, c.const(np.float32(-0.5), "lo"),
+                           c.const(np.float32(0.5), "hi")]), [3, 4])
+    c = g.case("softplus_mish")
+    x = c.param(c.f([3, 4], -4, 4), "x")
+    c.output(c.op("Mul", [c.op("Softplus", [x]), c.op("Mish", [x])]), [3, 4])
+    c = g.case("hard_sigmoid_swish")  # alpha x + beta away from 0 and 1
+    x = c.param(c.away([3, 4], 0.2, 2.0) + np.asarray([0, 0, 4, -4], F32),
+                "x")
+    c.output(c.op("Add", [c.op("HardSigmoid", [x], alpha=0.3, beta=0.4),
+                          c.op("HardSwish", [x])]), [3, 4])
+    c = g.case("tile")
+    x = c.param(c.f([2, 3]), "x")
+    c.output(c.op("Tile", [x, c.const([2, 3], "repeats", I64)]), [4, 9])
+    c = g.case("pad")
+    x = c.param(c.f([3, 4]), "x")
+    pads = c.const([1, 2, 2, -1], "pads", I64)
+    c.output(c.op("Add", [c.op("Pad", [x, pads, c.const(np.float32(0.5), "v")]),
+                          c.op("Add", [c.op("Pad", [x, pads], mode="reflect"),
+                                       c.op("Pad", [x, pads], mode="edge")])]),
+             [6, 5])
+    c = g.case("einsum_contract")
+    a = c.param(c.f([2, 3, 4]), "a")
+    b = c.param(c.f([2, 4, 5]), "b")
+    d = c.param(c.f([5]), "d")
+    y = c.op("Einsum", [a, b], equation="bij,bjk->bik")
+    c.output(c.op("Einsum", [y, d, a], equation="bik,k,bij->bj"), [2, 4])
+
+
 GROUPS = [("unary", 20, unary), ("elementwise", 17, elementwise_more),
           ("binary", 17, binary), ("pow", 17, pow_), ("matmul", 17, matmul),
           ("gemm", 17, gemm), ("normalization", 17, normalization),
           ("rms_norm", 23, rms_norm), ("reduction", 18, reduction),
-          ("movement", 18, movement), ("losses", 17, losses)]
+          ("movement", 18, movement), ("losses", 17, losses),
+          ("composed", 18, composed)]
 
 
 class Group:
