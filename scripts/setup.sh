@@ -26,7 +26,7 @@ fi
 
 # Python oracles for the tests; pinned so results are reproducible.
 python=${MEMFIT_PYTHON_BIN:-python3}
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, sympy" >/dev/null 2>&1; then
   echo "setup: creating .venv"
   "$python" -m venv .venv
   .venv/bin/pip install -q --upgrade pip

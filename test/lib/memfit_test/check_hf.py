@@ -16,6 +16,13 @@ FIXTURE is <family>_<inputs>_<exporter> (gpt2_mask_ts, llama_ids_dynamo...;
             <family>_<inputs>_train.npz (--data), every step's loss within
             1e-3 (relative) of PyTorch's, and the loss falls.
 
+With --ort-optimized (before the fixtures), each fixture first goes through
+onnxruntime's transformer optimizer (onnxruntime.transformers.optimizer,
+model type gpt2 or bert, 4 heads, hidden size 64), which fuses it into its
+com.microsoft ops (SkipLayerNormalization, FastGelu, BiasGelu); the fused
+file must hold at least one, and it is checked as above except for the
+per-parameter gradients (the training losses check the whole step).
+
 Prints one line per check with the measured error, then `PASS FIXTURE` or
 `FAIL FIXTURE: why`.
 """
@@ -43,8 +50,23 @@ def run(args):
     return done.stdout
 
 
-def forward(memfit_run, hf, workdir, fixture, inputs, extra):
-    path = os.path.join(hf, fixture + ".onnx")
+def ort_optimized(hf, workdir, fixture):
+    """The fixture through onnxruntime's transformer optimizer, and the
+    com.microsoft ops in it."""
+    from onnxruntime.transformers.optimizer import optimize_model
+    family = fixture.split("_")[0]
+    model = optimize_model(os.path.join(hf, fixture + ".onnx"),
+                           model_type=family, num_heads=4, hidden_size=64,
+                           opt_level=0)
+    path = os.path.join(workdir, fixture + "_ortopt.onnx")
+    model.save_model_to_file(path)
+    fused = sorted({n.op_type for n in model.model.graph.node
+                    if n.domain == "com.microsoft"})
+    print(f"{fixture} ort-optimized: com.microsoft ops {', '.join(fused)}")
+    return path, fused
+
+
+def forward(memfit_run, path, workdir, fixture, inputs, extra):
     ref = ort.InferenceSession(path).run(None, inputs)[0]
     run([memfit_run, path, "--quiet", f"--output-dir={workdir}/forward"]
         + input_args(inputs, workdir) + extra)
@@ -66,13 +88,13 @@ def gradients(memfit_run, hf, workdir, fixture, extra):
         f"gradients: {done.stdout[-2000:]}{done.stderr[-2000:]}"]
 
 
-def train(memfit_run, hf, workdir, fixture, manifest, extra):
+def train(memfit_run, hf, path, workdir, fixture, manifest, extra):
     family, inputs, _ = fixture.split("_")
     data = np.load(os.path.join(hf, f"{family}_{inputs}_train.npz"))
     frozen = np.load(os.path.join(hf, fixture + "_grads.npz"))["frozen"]
     opt = manifest["adamw"]
     losses = os.path.join(workdir, "losses.csv")
-    args = [memfit_run, os.path.join(hf, fixture + ".onnx"), "--train",
+    args = [memfit_run, path, "--train",
             "--quiet", "--loss=cross-entropy", f"--steps={manifest['steps']}",
             "--optimizer=adamw", f"--lr={opt['lr']}",
             f"--beta1={opt['betas'][0]}", f"--beta2={opt['betas'][1]}",
@@ -118,6 +140,8 @@ def main():
     if "--" in argv:
         extra = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
+    optimized = "--ort-optimized" in argv
+    argv = [a for a in argv if a != "--ort-optimized"]
     memfit_run, hf, workdir, *fixtures = argv
     manifest = json.load(open(os.path.join(hf, "manifest.json")))
     if fixtures == ["all"]:
@@ -132,10 +156,18 @@ def main():
         feeds = dict(np.load(os.path.join(hf, f"{family}_{inputs}_inputs.npz")))
         work = os.path.join(workdir, fixture)
         os.makedirs(work, exist_ok=True)
+        path = os.path.join(hf, fixture + ".onnx")
         try:
-            failures = forward(memfit_run, hf, work, fixture, feeds, extra)
-            failures += gradients(memfit_run, hf, work, fixture, extra)
-            failures += train(memfit_run, hf, work, fixture, manifest, extra)
+            failures = []
+            if optimized:
+                path, fused = ort_optimized(hf, work, fixture)
+                if not fused:
+                    failures.append("the optimizer fused nothing")
+            failures += forward(memfit_run, path, work, fixture, feeds, extra)
+            if not optimized:
+                failures += gradients(memfit_run, hf, work, fixture, extra)
+            failures += train(memfit_run, hf, path, work, fixture, manifest,
+                              extra)
         except RuntimeError as e:
             failures = [f"memfit-run {e}"]
         if failures:
