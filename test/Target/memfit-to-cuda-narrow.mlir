@@ -8,8 +8,8 @@
 // mask, computation is in int, stores mask (they wrap). i16, u16, u32 and
 // u64 are short, unsigned short, unsigned int and unsigned long long
 // buffers; u16 computes in unsigned int so that products do not overflow.
-// A cast from f64 to f16 rounds once (64-bit integers are refused:
-// emit-errors.mlir). Numerics against ONNX's own test
+// A cast from f64 to f16 rounds once, and so does one from i64 to an 8-bit
+// float (to bf16 it is refused: emit-errors.mlir). Numerics against ONNX's own test
 // data: test/Import/onnx-node-tests.test (the Cast, CastLike and integer
 // cases).
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels \
@@ -93,12 +93,15 @@ func.func @sub_byte(%x: tensor<4xi4>, %y: tensor<4xui2>, %z: tensor<4xf32>) -> (
 // MANIFEST: "dtype": "u16",
 // MANIFEST: "dtype": "i16",
 // MANIFEST: "dtype": "u32",
-func.func @wide_ints(%a: tensor<4xui64>, %b: tensor<4xui16>, %c: tensor<4xi16>, %d: tensor<4xui32>, %e: tensor<4xf64>) -> (tensor<4xui64>, tensor<4xui16>, tensor<4xi16>, tensor<4xui32>, tensor<4xf16>) {
+// CHECK-LABEL: extern "C" __global__ void k5_cast(const long long* __restrict__ in0, unsigned char* __restrict__ out0) {
+// CHECK: const float v1 = (float)memfit_fp_round((double)v0, 3, 7, 448.0, 1, true);
+func.func @wide_ints(%a: tensor<4xui64>, %b: tensor<4xui16>, %c: tensor<4xi16>, %d: tensor<4xui32>, %e: tensor<4xf64>, %f: tensor<4xi64>) -> (tensor<4xui64>, tensor<4xui16>, tensor<4xi16>, tensor<4xui32>, tensor<4xf16>, tensor<4xf8E4M3FN>) {
   %0 = memfit.div %a, %a : tensor<4xui64>, tensor<4xui64> -> tensor<4xui64>
   %1 = memfit.mul %b, %b : tensor<4xui16>, tensor<4xui16> -> tensor<4xui16>
   %2 = memfit.mul %c, %c : tensor<4xi16>, tensor<4xi16> -> tensor<4xi16>
   %3 = memfit.sub %d, %d : tensor<4xui32>, tensor<4xui32> -> tensor<4xui32>
   %4 = memfit.cast %e : tensor<4xf64> to tensor<4xf16>
-  return %0, %1, %2, %3, %4 : tensor<4xui64>, tensor<4xui16>, tensor<4xi16>, tensor<4xui32>, tensor<4xf16>
+  %5 = memfit.cast %f : tensor<4xi64> to tensor<4xf8E4M3FN>
+  return %0, %1, %2, %3, %4, %5 : tensor<4xui64>, tensor<4xui16>, tensor<4xi16>, tensor<4xui32>, tensor<4xf16>, tensor<4xf8E4M3FN>
 }
 

@@ -136,11 +136,12 @@ Expr expr(CastOp op, const Scalar &s) {
     return "(" + s.t + ")" + s.x[0];
   // To a 16-bit or small float: rounded once, to nearest even, from a
   // register that holds the source exactly (a double for f64 and integers
-  // up to 32 bits), and held in a float register. 64-bit integers would
-  // round twice through a double.
+  // up to 32 bits), and held in a float register. A 64-bit integer is
+  // exact in a double up to 2^53, and beyond it overflows f16 and the
+  // small floats whatever the rounding; to bf16 it would round twice.
   unsigned intWidth =
       s.inType.isInteger() ? s.inType.getIntOrFloatBitWidth() : 0;
-  if (intWidth > 32)
+  if (intWidth > 32 && s.type.isBF16())
     return s.writer.error(op) << "casts from " << s.inType << " to " << s.type
                               << " are not supported (they would round "
                                  "twice)",
