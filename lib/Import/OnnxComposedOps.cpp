@@ -437,9 +437,13 @@ LogicalResult onnx_import::convertArgExtreme(NodeContext &n) {
   bool last = n.intAttr("select_last_index", 0);
   Value x = n.input(0);
   Type elt = type.getElementType();
-  if (elt.isInteger(1))
+  // Unsigned values (and bools) compare as i64, whose negation (for the
+  // minimum) does not wrap.
+  if (elt.isUnsignedInteger(64))
+    return n.error() << "ArgMax and ArgMin of " << elt << " are not supported";
+  if (elt.isInteger(1) || elt.isUnsignedInteger())
     x = n.buildTyped<CastOp>(
-        RankedTensorType::get(type.getShape(), n.b.getI32Type()), x);
+        RankedTensorType::get(type.getShape(), n.b.getI64Type()), x);
   auto reduce = [&](Value v) {
     return apply<ReduceMaxOp>(
         n, v,

@@ -295,7 +295,8 @@ TensorLoader::readPackedBytes(const onnx::TensorProto &t, RankedTensorType type,
   // (`bits` 4 or 2) come packed: their bytes are read as uint8 elements.
   int64_t n = type.getNumElements();
   if (bits) {
-    n = (n * bits + 7) / 8;
+    int64_t perByte = 8 / bits;
+    n = n / perByte + (n % perByte != 0);
     eltSize = 1;
   }
   size_t want = static_cast<size_t>(n) * eltSize;
