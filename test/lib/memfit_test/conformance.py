@@ -260,8 +260,16 @@ def compare(got, ref, rtol, atol):
         got = got.view(ref.dtype)
     if got.dtype != ref.dtype:
         return f"dtype {got.dtype}, expected {ref.dtype}"
+    # 16-bit floats within two units in the last place: memfit computes
+    # them in float and rounds once per kernel, the case definitions round
+    # after every NumPy operation, so the two differ by the reference's own
+    # rounding (test_attention_4d_causal_fp16_expanded: memfit is within
+    # 4.0e-4 of the exact result, the expected output within 4.9e-4, and
+    # they differ by 2 ulps, 1.2e-3 relative).
     if ref.dtype.name == "bfloat16":
         rtol = max(rtol, 2 ** -6)
+    if ref.dtype == np.float16:
+        rtol = max(rtol, 2 ** -9)
     if ref.dtype.name in ML_DTYPES:
         wide = np.int8 if "int" in ref.dtype.name else np.float32
         got, ref = got.astype(wide), ref.astype(wide)
