@@ -195,7 +195,6 @@ LogicalResult convertTile(NodeContext &n);
 LogicalResult convertPad(NodeContext &n);
 template <bool isMax> LogicalResult convertArgExtreme(NodeContext &n);
 template <bool simplified> LogicalResult convertSkipNorm(NodeContext &n);
-LogicalResult convertSimplifiedLayerNorm(NodeContext &n);
 template <GeluApproximation approximation>
 LogicalResult convertFusedGelu(NodeContext &n);
 

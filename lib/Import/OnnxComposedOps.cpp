@@ -4,12 +4,12 @@
 // has: they get shape inference, folding, kernels, fusion and gradients
 // from those. Abs, Sign, Clip, Softplus, HardSigmoid, HardSwish, Mish and
 // Mod are element-wise chains; Tile and Pad move data with Reshape,
-// Expand, Gather and Concat; ArgMax and ArgMin reduce the positions of the
-// extremes; Einsum contracts with MatMul. onnxruntime's fused forms
-// (SkipLayerNormalization, SkipSimplifiedLayerNormalization,
-// SimplifiedLayerNormalization, FastGelu, BiasGelu, Gelu of com.microsoft,
-// what its transformer optimizer writes) are the sums and normalizations
-// they fuse.
+// Expand, Slice, Gather and Concat; ArgMax and ArgMin reduce the positions of
+// the extremes. onnxruntime's fused forms (SkipLayerNormalization,
+// SkipSimplifiedLayerNormalization, FastGelu, BiasGelu, Gelu of
+// com.microsoft, what its transformer optimizer writes) are the sums,
+// normalizations and GELUs they fuse (its SimplifiedLayerNormalization is
+// RMSNormalization's converter, in OnnxOps.cpp). Einsum is in OnnxOps.cpp.
 //
 //===----------------------------------------------------------------------===//
 
@@ -315,7 +315,10 @@ LogicalResult onnx_import::convertPad(NodeContext &n) {
     int64_t axis = axes[k], before = (*pads)[k], after = (*pads)[k + count];
     Shape shape(cast<RankedTensorType>(x.getType()).getShape());
     int64_t size = shape[axis];
-    // Crop first: negative pads remove positions.
+    // Crop first: negative pads remove positions, at most the axis' size.
+    if (before < -size || after < -size)
+      return n.error() << "pads crop axis " << axis << " of size " << size
+                       << " by more than its size";
     if (before < 0 || after < 0) {
       int64_t start = std::max<int64_t>(-before, 0);
       int64_t end = size - std::max<int64_t>(-after, 0);
@@ -510,6 +513,16 @@ template LogicalResult onnx_import::convertArgExtreme<false>(NodeContext &);
 template <bool simplified>
 LogicalResult onnx_import::convertSkipNorm(NodeContext &n) {
   int64_t biasIndex = simplified ? 3 : 4;
+  // gamma, beta and bias are vectors over the hidden (last) dimension.
+  RankedTensorType type = n.inputType(0);
+  if (type.getRank() < 1)
+    return n.error() << "the input must have rank >= 1";
+  int64_t hidden = type.getDimSize(type.getRank() - 1);
+  for (int64_t i = 2; i < n.numInputs(); ++i)
+    if (n.hasInput(i) && n.inputType(i).getShape() != ArrayRef(hidden))
+      return n.error() << "input " << i << " has shape "
+                       << shapeToString(n.inputType(i).getShape())
+                       << ", expected [" << hidden << "] (the hidden size)";
   FailureOr<Value> s = apply<AddOp>(n, {n.input(0), n.input(1)});
   if (succeeded(s) && n.hasInput(biasIndex))
     s = apply<AddOp>(n, {*s, n.input(biasIndex)});
@@ -550,21 +563,6 @@ LogicalResult onnx_import::convertSkipNorm(NodeContext &n) {
 
 template LogicalResult onnx_import::convertSkipNorm<true>(NodeContext &);
 template LogicalResult onnx_import::convertSkipNorm<false>(NodeContext &);
-
-/// SimplifiedLayerNormalization (onnxruntime's RMSNorm, in the default
-/// domain): RMSNorm over the axes from `axis` on.
-LogicalResult onnx_import::convertSimplifiedLayerNorm(NodeContext &n) {
-  if (n.hasOutput(1))
-    return n.error() << "the inverse standard deviation output is not "
-                        "supported";
-  Value r = RMSNormOp::create(
-      n.b, n.loc, n.inputType(0), ValueRange{n.input(0), n.input(1)},
-      ArrayRef<NamedAttribute>{
-          n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", -1))),
-          n.named("epsilon",
-                  n.b.getF32FloatAttr(n.floatAttr("epsilon", 1e-5f)))});
-  return n.setResults(r);
-}
 
 /// FastGelu (the tanh approximation), BiasGelu and Gelu (erf) of
 /// com.microsoft: Gelu of the input plus the optional bias.

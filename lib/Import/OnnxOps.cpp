@@ -937,9 +937,10 @@ const Entry kTable[] = {
     {"Pad", {13, 2, 4, convertPad}},
     {"ArgMax", {13, 1, 1, convertArgExtreme<true>}},
     {"ArgMin", {13, 1, 1, convertArgExtreme<false>}},
-    // onnxruntime's own: SimplifiedLayerNormalization is registered in the
-    // default domain at opset 1, the rest in com.microsoft.
-    {"SimplifiedLayerNormalization", {1, 2, 2, convertSimplifiedLayerNorm}},
+    // onnxruntime's own: SimplifiedLayerNormalization (RMSNormalization's
+    // inputs and attributes) is registered in the default domain at opset
+    // 1, the rest in com.microsoft.
+    {"SimplifiedLayerNormalization", {1, 2, 2, convertRMSNorm}},
     {"com.microsoft.SkipLayerNormalization", {1, 3, 5, convertSkipNorm<false>}},
     {"com.microsoft.SkipSimplifiedLayerNormalization",
      {1, 3, 4, convertSkipNorm<true>}},
