@@ -7,7 +7,9 @@
 # The libraries are static: a consumer links MLIR, ONNX's protobuf classes,
 # GLPK and OpenBLAS too. memfitConfig.cmake finds MLIR, protobuf and ONNX
 # as this build did; GLPK and OpenBLAS are named by the absolute paths this
-# build found (the same Debian packages on the consumer's machine).
+# build found (the same Debian packages on the consumer's machine). In a
+# sanitizer build (MEMFIT_SANITIZE) the exported libraries carry the
+# -fsanitize link options, so a consumer links the sanitizer runtimes.
 
 include(CMakePackageConfigHelpers)
 
@@ -36,6 +38,13 @@ foreach(entry ${MEMFIT_EXPORTED_LIBRARIES})
   set_target_properties(${target} PROPERTIES EXPORT_NAME ${export_name})
   target_include_directories(${target} INTERFACE $<INSTALL_INTERFACE:include>)
   add_library(memfit::${export_name} ALIAS ${target})
+  # The sanitizer build's libraries call into the sanitizer runtimes: a
+  # consumer's link needs the same -fsanitize flags (and the same compiler).
+  # The build tree has them from add_link_options already.
+  foreach(sanitizer ${MEMFIT_SANITIZE})
+    target_link_options(${target} INTERFACE
+      $<INSTALL_INTERFACE:-fsanitize=${sanitizer}>)
+  endforeach()
   list(APPEND memfit_targets ${target})
 endforeach()
 

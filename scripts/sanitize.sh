@@ -4,9 +4,11 @@
 # lit suite on it: any sanitizer report fails the test that triggered it.
 #   scripts/sanitize.sh [lit arguments...]   (default: the whole suite)
 # Slow: the build takes tens of minutes on two cores, and the suite runs
-# two to three times slower than in the normal build. JOBS sets ninja's
+# about three times slower than in the normal build. JOBS sets ninja's
 # parallelism. Leak detection is off: MLIR and LLVM keep process-lifetime
 # allocations (registries, uniqued storage) that LeakSanitizer reports.
+# A report aborts the process (abort_on_error=1): a test that expects a tool
+# to fail (`not ...`) would take a sanitizer's exit status 1 for it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 [ -x .venv/bin/python ] || scripts/setup.sh # packages and .venv
@@ -24,8 +26,8 @@ if [ ! -f build-asan/build.ninja ]; then
 fi
 ninja -C build-asan -j"${JOBS:-2}"
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0:allocator_may_return_null=1}
-export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=1:allocator_may_return_null=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:abort_on_error=1}
 if [ $# -eq 0 ]; then
   set -- build-asan/test
 fi
