@@ -42,6 +42,9 @@ ninja -C build-fuzz -j"${JOBS:-2}" memfit-import-fuzz
 # External data resolves next to model.onnx in this folder: one small
 # weights file, so that locations, offsets and lengths are exercised.
 mkdir -p build-fuzz/corpus build-fuzz/artifacts build-fuzz/model
+# Artifacts of earlier runs were copied to fuzz/corpus/regressions then (and
+# renamed there once fixed): only this run's count.
+rm -f build-fuzz/artifacts/{crash,timeout,oom,leak}-*
 head -c 4096 /dev/zero > build-fuzz/model/weights.bin
 
 export MEMFIT_FUZZ_MODEL_DIR="$PWD/build-fuzz/model"
