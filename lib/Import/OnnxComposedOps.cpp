@@ -40,12 +40,6 @@ Value scalar(NodeContext &n, Type elt, double value) {
   return n.constant(DenseElementsAttr::get(type, attr));
 }
 
-template <typename OpTy>
-FailureOr<Value> apply(NodeContext &n, ValueRange operands,
-                       ArrayRef<NamedAttribute> attrs = {}) {
-  return n.build<OpTy>(operands, attrs);
-}
-
 Type eltOf(Value v) {
   return cast<RankedTensorType>(v.getType()).getElementType();
 }
@@ -55,10 +49,10 @@ Type eltOf(Value v) {
 FailureOr<Value> absOf(NodeContext &n, Value x) {
   if (eltOf(x).isUnsignedInteger())
     return x;
-  FailureOr<Value> neg = apply<NegOp>(n, x);
+  FailureOr<Value> neg = n.build<NegOp>(x);
   if (failed(neg))
     return failure();
-  return apply<MaxOp>(n, {x, *neg});
+  return n.build<MaxOp>({x, *neg});
 }
 
 /// log(1 + exp(x)) without overflow: max(x, 0) + log(1 + exp(-|x|)).
@@ -67,35 +61,35 @@ FailureOr<Value> softplusOf(NodeContext &n, Value x) {
   FailureOr<Value> a = absOf(n, x);
   if (failed(a))
     return failure();
-  FailureOr<Value> e = apply<NegOp>(n, *a);
+  FailureOr<Value> e = n.build<NegOp>(*a);
   if (succeeded(e))
-    e = apply<ExpOp>(n, *e);
+    e = n.build<ExpOp>(*e);
   if (succeeded(e))
-    e = apply<AddOp>(n, {*e, scalar(n, elt, 1.0)});
+    e = n.build<AddOp>({*e, scalar(n, elt, 1.0)});
   if (succeeded(e))
-    e = apply<LogOp>(n, *e);
-  FailureOr<Value> r = apply<ReluOp>(n, x);
+    e = n.build<LogOp>(*e);
+  FailureOr<Value> r = n.build<ReluOp>(x);
   if (failed(e) || failed(r))
     return failure();
-  return apply<AddOp>(n, {*r, *e});
+  return n.build<AddOp>({*r, *e});
 }
 
 /// min(max(x, lo), hi), either bound optional.
 FailureOr<Value> clipOf(NodeContext &n, Value x, Value lo, Value hi) {
   FailureOr<Value> r = x;
   if (lo)
-    r = apply<MaxOp>(n, {*r, lo});
+    r = n.build<MaxOp>({*r, lo});
   if (succeeded(r) && hi)
-    r = apply<MinOp>(n, {*r, hi});
+    r = n.build<MinOp>({*r, hi});
   return r;
 }
 
 FailureOr<Value> hardSigmoidOf(NodeContext &n, Value x, double alpha,
                                double beta) {
   Type elt = eltOf(x);
-  FailureOr<Value> r = apply<MulOp>(n, {x, scalar(n, elt, alpha)});
+  FailureOr<Value> r = n.build<MulOp>({x, scalar(n, elt, alpha)});
   if (succeeded(r))
-    r = apply<AddOp>(n, {*r, scalar(n, elt, beta)});
+    r = n.build<AddOp>({*r, scalar(n, elt, beta)});
   if (failed(r))
     return failure();
   return clipOf(n, *r, scalar(n, elt, 0.0), scalar(n, elt, 1.0));
@@ -120,22 +114,22 @@ LogicalResult onnx_import::convertSign(NodeContext &n) {
   Value x = n.input(0);
   Type elt = eltOf(x);
   Value zero = scalar(n, elt, 0.0);
-  FailureOr<Value> pos = apply<GreaterOp>(n, {x, zero});
+  FailureOr<Value> pos = n.build<GreaterOp>({x, zero});
   if (succeeded(pos))
     pos = asNumber(n, *pos, elt);
   if (failed(pos))
     return failure();
   if (elt.isUnsignedInteger())
     return n.setResults(*pos);
-  FailureOr<Value> neg = apply<LessOp>(n, {x, zero});
+  FailureOr<Value> neg = n.build<LessOp>({x, zero});
   if (succeeded(neg))
     neg = asNumber(n, *neg, elt);
   FailureOr<Value> r =
-      failed(neg) ? FailureOr<Value>(failure()) : apply<SubOp>(n, {*pos, *neg});
+      failed(neg) ? FailureOr<Value>(failure()) : n.build<SubOp>({*pos, *neg});
   if (succeeded(r) && isa<FloatType>(elt)) {
-    FailureOr<Value> nan = apply<IsNaNOp>(n, x);
+    FailureOr<Value> nan = n.build<IsNaNOp>(x);
     r = failed(nan) ? FailureOr<Value>(failure())
-                    : apply<WhereOp>(n, {*nan, x, *r});
+                    : n.build<WhereOp>({*nan, x, *r});
   }
   return failed(r) ? failure() : n.setResults(*r);
 }
@@ -177,7 +171,7 @@ LogicalResult onnx_import::convertHardSigmoid(NodeContext &n) {
 LogicalResult onnx_import::convertHardSwish(NodeContext &n) {
   FailureOr<Value> s = hardSigmoidOf(n, n.input(0), 1.0 / 6.0, 0.5);
   FailureOr<Value> r = failed(s) ? FailureOr<Value>(failure())
-                                 : apply<MulOp>(n, {n.input(0), *s});
+                                 : n.build<MulOp>({n.input(0), *s});
   return failed(r) ? failure() : n.setResults(*r);
 }
 
@@ -185,9 +179,9 @@ LogicalResult onnx_import::convertHardSwish(NodeContext &n) {
 LogicalResult onnx_import::convertMish(NodeContext &n) {
   FailureOr<Value> s = softplusOf(n, n.input(0));
   if (succeeded(s))
-    s = apply<TanhOp>(n, *s);
+    s = n.build<TanhOp>(*s);
   FailureOr<Value> r = failed(s) ? FailureOr<Value>(failure())
-                                 : apply<MulOp>(n, {n.input(0), *s});
+                                 : n.build<MulOp>({n.input(0), *s});
   return failed(r) ? failure() : n.setResults(*r);
 }
 
@@ -203,28 +197,28 @@ LogicalResult onnx_import::convertMod(NodeContext &n) {
     return n.error() << "Mod of " << elt
                      << " is not supported (integers only; memfit has no "
                         "floating-point remainder)";
-  FailureOr<Value> r = apply<DivOp>(n, {a, b});
+  FailureOr<Value> r = n.build<DivOp>({a, b});
   if (succeeded(r))
-    r = apply<MulOp>(n, {*r, b});
+    r = n.build<MulOp>({*r, b});
   if (succeeded(r))
-    r = apply<SubOp>(n, {a, *r});
+    r = n.build<SubOp>({a, *r});
   if (failed(r) || fmod || elt.isUnsignedInteger())
     return failed(r) ? failure() : n.setResults(*r);
   Value zero = scalar(n, elt, 0.0);
-  FailureOr<Value> nonzero = apply<EqualOp>(n, {*r, zero});
+  FailureOr<Value> nonzero = n.build<EqualOp>({*r, zero});
   if (succeeded(nonzero))
-    nonzero = apply<NotOp>(n, *nonzero);
-  FailureOr<Value> rNeg = apply<LessOp>(n, {*r, zero});
-  FailureOr<Value> bNeg = apply<LessOp>(n, {b, zero});
+    nonzero = n.build<NotOp>(*nonzero);
+  FailureOr<Value> rNeg = n.build<LessOp>({*r, zero});
+  FailureOr<Value> bNeg = n.build<LessOp>({b, zero});
   if (failed(nonzero) || failed(rNeg) || failed(bNeg))
     return failure();
-  FailureOr<Value> differ = apply<XorOp>(n, {*rNeg, *bNeg});
+  FailureOr<Value> differ = n.build<XorOp>({*rNeg, *bNeg});
   if (succeeded(differ))
-    differ = apply<AndOp>(n, {*nonzero, *differ});
-  FailureOr<Value> moved = apply<AddOp>(n, {*r, b});
+    differ = n.build<AndOp>({*nonzero, *differ});
+  FailureOr<Value> moved = n.build<AddOp>({*r, b});
   if (failed(differ) || failed(moved))
     return failure();
-  FailureOr<Value> result = apply<WhereOp>(n, {*differ, *moved, *r});
+  FailureOr<Value> result = n.build<WhereOp>({*differ, *moved, *r});
   return failed(result) ? failure() : n.setResults(*result);
 }
 
@@ -325,12 +319,11 @@ LogicalResult onnx_import::convertPad(NodeContext &n) {
       if (end < start)
         return n.error() << "pads crop axis " << axis << " of size " << size
                          << " below zero";
-      FailureOr<Value> s =
-          apply<SliceOp>(n, x,
-                         {n.named("starts", n.b.getDenseI64ArrayAttr({start})),
-                          n.named("ends", n.b.getDenseI64ArrayAttr({end})),
-                          n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
-                          n.named("steps", n.b.getDenseI64ArrayAttr({1}))});
+      FailureOr<Value> s = n.build<SliceOp>(
+          x, {n.named("starts", n.b.getDenseI64ArrayAttr({start})),
+              n.named("ends", n.b.getDenseI64ArrayAttr({end})),
+              n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
+              n.named("steps", n.b.getDenseI64ArrayAttr({1}))});
       if (failed(s))
         return failure();
       x = *s;
@@ -362,12 +355,11 @@ LogicalResult onnx_import::convertPad(NodeContext &n) {
                        << size << " by more than its size";
     // Positions [start, start + length) of x along the axis.
     auto slice = [&](int64_t start, int64_t length) {
-      return apply<SliceOp>(
-          n, x,
-          {n.named("starts", n.b.getDenseI64ArrayAttr({start})),
-           n.named("ends", n.b.getDenseI64ArrayAttr({start + length})),
-           n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
-           n.named("steps", n.b.getDenseI64ArrayAttr({1}))});
+      return n.build<SliceOp>(
+          x, {n.named("starts", n.b.getDenseI64ArrayAttr({start})),
+              n.named("ends", n.b.getDenseI64ArrayAttr({start + length})),
+              n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
+              n.named("steps", n.b.getDenseI64ArrayAttr({1}))});
     };
     auto block = [&](int64_t length, bool atEnd) -> FailureOr<Value> {
       Shape blockShape = shape;
@@ -396,8 +388,8 @@ LogicalResult onnx_import::convertPad(NodeContext &n) {
       auto indexType = RankedTensorType::get({length}, n.b.getI64Type());
       Value indices =
           n.constant(DenseElementsAttr::get(indexType, ArrayRef(positions)));
-      return apply<GatherOp>(n, {x, indices},
-                             {n.named("axis", n.b.getI64IntegerAttr(axis))});
+      return n.build<GatherOp>({x, indices},
+                               {n.named("axis", n.b.getI64IntegerAttr(axis))});
     };
     SmallVector<Value> parts;
     if (before) {
@@ -413,8 +405,8 @@ LogicalResult onnx_import::convertPad(NodeContext &n) {
         return failure();
       parts.push_back(*a);
     }
-    FailureOr<Value> joined = apply<ConcatOp>(
-        n, parts, {n.named("axis", n.b.getI64IntegerAttr(axis))});
+    FailureOr<Value> joined = n.build<ConcatOp>(
+        parts, {n.named("axis", n.b.getI64IntegerAttr(axis))});
     if (failed(joined))
       return failure();
     x = *joined;
@@ -448,24 +440,23 @@ LogicalResult onnx_import::convertArgExtreme(NodeContext &n) {
     x = n.buildTyped<CastOp>(
         RankedTensorType::get(type.getShape(), n.b.getI64Type()), x);
   auto reduce = [&](Value v) {
-    return apply<ReduceMaxOp>(
-        n, v,
-        {n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
-         n.named("keepdims", n.b.getBoolAttr(true))});
+    return n.build<ReduceMaxOp>(
+        v, {n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
+            n.named("keepdims", n.b.getBoolAttr(true))});
   };
   // The extreme: max(x), or -max(-x).
-  FailureOr<Value> extreme = isMax ? FailureOr<Value>(x) : apply<NegOp>(n, x);
+  FailureOr<Value> extreme = isMax ? FailureOr<Value>(x) : n.build<NegOp>(x);
   if (succeeded(extreme))
     extreme = reduce(*extreme);
   if (succeeded(extreme) && !isMax)
-    extreme = apply<NegOp>(n, *extreme);
+    extreme = n.build<NegOp>(*extreme);
   FailureOr<Value> hit = failed(extreme) ? FailureOr<Value>(failure())
-                                         : apply<EqualOp>(n, {x, *extreme});
+                                         : n.build<EqualOp>({x, *extreme});
   // A NaN is the extreme (the reductions propagate it), as in NumPy.
   if (succeeded(hit) && isa<FloatType>(elt)) {
-    FailureOr<Value> nan = apply<IsNaNOp>(n, x);
-    hit = failed(nan) ? FailureOr<Value>(failure())
-                      : apply<OrOp>(n, {*hit, *nan});
+    FailureOr<Value> nan = n.build<IsNaNOp>(x);
+    hit =
+        failed(nan) ? FailureOr<Value>(failure()) : n.build<OrOp>({*hit, *nan});
   }
   if (failed(hit))
     return failure();
@@ -483,11 +474,11 @@ LogicalResult onnx_import::convertArgExtreme(NodeContext &n) {
   Value pos = n.constant(DenseElementsAttr::get(
       RankedTensorType::get(posShape, n.b.getI64Type()), ArrayRef(positions)));
   Value loser = scalar(n, n.b.getI64Type(), last ? -1.0 : -double(size));
-  FailureOr<Value> r = apply<WhereOp>(n, {*hit, pos, loser});
+  FailureOr<Value> r = n.build<WhereOp>({*hit, pos, loser});
   if (succeeded(r))
     r = reduce(*r);
   if (succeeded(r) && !last)
-    r = apply<NegOp>(n, *r);
+    r = n.build<NegOp>(*r);
   if (failed(r))
     return failure();
   if (!keepdims) {
@@ -523,9 +514,9 @@ LogicalResult onnx_import::convertSkipNorm(NodeContext &n) {
       return n.error() << "input " << i << " has shape "
                        << shapeToString(n.inputType(i).getShape())
                        << ", expected [" << hidden << "] (the hidden size)";
-  FailureOr<Value> s = apply<AddOp>(n, {n.input(0), n.input(1)});
+  FailureOr<Value> s = n.build<AddOp>({n.input(0), n.input(1)});
   if (succeeded(s) && n.hasInput(biasIndex))
-    s = apply<AddOp>(n, {*s, n.input(biasIndex)});
+    s = n.build<AddOp>({*s, n.input(biasIndex)});
   if (failed(s))
     return failure();
   float epsilon = n.floatAttr("epsilon", 1e-12f);
@@ -570,7 +561,7 @@ template <GeluApproximation approximation>
 LogicalResult onnx_import::convertFusedGelu(NodeContext &n) {
   FailureOr<Value> x = n.input(0);
   if (n.hasInput(1))
-    x = apply<AddOp>(n, {*x, n.input(1)});
+    x = n.build<AddOp>({*x, n.input(1)});
   if (failed(x))
     return failure();
   Value r = GeluOp::create(

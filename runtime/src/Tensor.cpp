@@ -216,13 +216,6 @@ StatusOr<DType> dtypeFromDescr(const std::string &path,
   if (order == '>' && !oneByte && body != "V2")
     return invalidArgument(path + ": big-endian data ('" + descr +
                            "') is not supported; save it little-endian");
-  // One-byte types have no byte order; NumPy writes '|', accept any prefix.
-  if (body == "i1")
-    return DType::i8;
-  if (body == "u1")
-    return DType::u8;
-  if (body == "b1")
-    return DType::i1;
   if (body == "V1" || body == "V2" || body == "f1") {
     size_t size = body == "V2" ? 2 : 1;
     if (opaque && dtypeIsOpaqueToNumpy(*opaque) && dtypeSize(*opaque) == size)
@@ -234,14 +227,13 @@ StatusOr<DType> dtypeFromDescr(const std::string &path,
         "arrays)" +
         (opaque ? std::string(", not ") + dtypeName(*opaque) : std::string()));
   }
-  if (order == '<' || order == '=') {
-    static const std::pair<const char *, DType> kTypes[] = {
-        {"f4", DType::f32}, {"f8", DType::f64}, {"f2", DType::f16},
-        {"i8", DType::i64}, {"i4", DType::i32}, {"i2", DType::i16},
-        {"u8", DType::u64}, {"u4", DType::u32}, {"u2", DType::u16}};
-    for (auto [name, type] : kTypes)
-      if (body == name)
-        return type;
+  // NumPy's own types: the descr writeNpy writes, in little-endian or native
+  // order; one-byte types have no byte order ('|'), any prefix is accepted.
+  for (DType type : kAllDTypes) {
+    const char *own = npyDescr(type);
+    if (!dtypeIsOpaqueToNumpy(type) && body == own + 1 &&
+        (own[0] == '|' || order == '<' || order == '='))
+      return type;
   }
   return invalidArgument(path + ": unsupported dtype '" + descr +
                          "' (supported: <f4, <f8, <f2, <i8, <i4, <i2, |i1, "

@@ -77,6 +77,14 @@ std::optional<cuda::SmallFloat> cuda::smallFloatOf(Type type) {
   return std::nullopt;
 }
 
+std::optional<cuda::SmallFloat> cuda::roundingFormatOf(Type type) {
+  if (type.isF16())
+    return SmallFloat{5, 10, 15, 65504.0, 0};
+  if (type.isBF16())
+    return SmallFloat{8, 7, 127, 3.3895313892515355e38, 0};
+  return smallFloatOf(type);
+}
+
 std::string cuda::SmallFloat::args(bool withMax) const {
   std::string text = llvm::formatv("{0}, {1}, {2}", ebits, mbits, bias);
   if (withMax)

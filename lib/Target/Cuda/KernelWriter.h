@@ -51,6 +51,9 @@ struct SmallFloat {
   std::string args(bool withMax) const;
 };
 std::optional<SmallFloat> smallFloatOf(Type type);
+/// The format memfit_fp_round rounds to for a cast to `type`: the small
+/// floats', or f16's and bf16's (held in float registers).
+std::optional<SmallFloat> roundingFormatOf(Type type);
 /// Whether `type` is stored as bits in a byte that kernels decode (the
 /// small floats, the 4- and 2-bit integers in a byte's low bits).
 bool isPackedType(Type type);

@@ -131,8 +131,8 @@ Expr expr(CastOp op, const Scalar &s) {
     return "(" + s.x[0] + " != 0)";
   if (s.inType.isInteger(1))
     return "(" + s.x[0] + " ? (" + s.t + ")1 : " + s.zero() + ")";
-  std::optional<SmallFloat> small = smallFloatOf(s.type);
-  if (!small && !isHalfFloat(s.type))
+  std::optional<SmallFloat> format = roundingFormatOf(s.type);
+  if (!format)
     return "(" + s.t + ")" + s.x[0];
   // To a 16-bit or small float: rounded once, to nearest even, from a
   // register that holds the source exactly (a double for f64 and integers
@@ -146,19 +146,16 @@ Expr expr(CastOp op, const Scalar &s) {
                               << " are not supported (they would round "
                                  "twice)",
            failure();
-  if (!small && !s.inType.isF64() && intWidth <= 16)
+  bool half = isHalfFloat(s.type);
+  if (half && !s.inType.isF64() && intWidth <= 16)
     return widen(s.type, narrow(s.type, "(float)" + s.x[0]));
-  if (!small)
-    small = s.type.isF16() ? SmallFloat{5, 10, 15, 65504.0, 0}
-                           : SmallFloat{8, 7, 127, 3.3895313892515355e38, 0};
   // ONNX's saturate (FLOAT8 targets; FLOAT4E2M1 always saturates): values
   // beyond the largest finite one, infinities included, become it.
-  bool saturate =
-      !s.type.isF16() && !s.type.isBF16() && op.getSaturate().value_or(true);
+  bool saturate = !half && op.getSaturate().value_or(true);
   return llvm::formatv("(float)memfit_fp_round((double){0}, {1}, {2}, {3}, "
                        "{4}, {5})",
-                       s.x[0], small->mbits, small->bias,
-                       floatLiteral(small->maxValue, true), small->kind,
+                       s.x[0], format->mbits, format->bias,
+                       floatLiteral(format->maxValue, true), format->kind,
                        saturate ? "true" : "false")
       .str();
 }
