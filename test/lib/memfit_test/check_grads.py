@@ -29,6 +29,8 @@ import sys
 
 import numpy as np
 
+from memfit_test.runner import split_passthrough
+
 REL_TOL = 1e-4
 ZERO_ABS_TOL = 1e-6
 
@@ -63,11 +65,7 @@ def input_args(inputs, workdir):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_passthrough(sys.argv[1:])
     rel_tol, zero_tol = REL_TOL, None
     for flag in [a for a in argv if a.startswith("--")]:
         key, _, value = flag.partition("=")

@@ -37,6 +37,7 @@ import onnxruntime as ort
 
 from memfit_test.check_grads import input_args
 from memfit_test.check_training import read_losses
+from memfit_test.runner import split_passthrough
 
 FORWARD_TOL = 1e-4
 TRAIN_TOL = 1e-3
@@ -135,11 +136,7 @@ def train(memfit_run, hf, path, workdir, fixture, manifest, extra):
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = []
-    if "--" in argv:
-        extra = argv[argv.index("--") + 1:]
-        argv = argv[:argv.index("--")]
+    argv, extra = split_passthrough(sys.argv[1:])
     optimized = "--ort-optimized" in argv
     argv = [a for a in argv if a != "--ort-optimized"]
     memfit_run, hf, workdir, *fixtures = argv

@@ -19,13 +19,14 @@ import onnx
 import onnxruntime as ort
 from onnx import helper
 
+from memfit_test.runner import split_passthrough
+
 TOLERANCE = 1e-4
 
 
 def main():
-    argv = sys.argv[1:]
-    extra = argv[argv.index("--") + 1:] if "--" in argv else []
-    memfit_run, model_path, workdir = argv[:3]
+    argv, extra = split_passthrough(sys.argv[1:])
+    memfit_run, model_path, workdir = argv
     os.makedirs(workdir, exist_ok=True)
     model = onnx.load(model_path)
     inits = {t.name for t in model.graph.initializer}

@@ -55,7 +55,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import warnings
 from collections import Counter, defaultdict
@@ -64,6 +63,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import onnx
 from onnx import numpy_helper
+
+from memfit_test.runner import prepare
 
 SRC_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
                                         ".."))
@@ -512,18 +513,9 @@ def main():
             print(f"{n} ({cases[n].op}, opset {cases[n].opset()})")
         return 0
 
-    tool = shutil.which(args.memfit_run)
-    if not tool:
-        print(f"conformance: memfit-run not found: {args.memfit_run}")
+    env = prepare("conformance", args, keep_cache=True)
+    if env is None:
         return 2
-    args.memfit_run = os.path.abspath(tool)
-    if not args.workdir:
-        args.workdir = tempfile.mkdtemp(prefix="memfit-conformance-")
-    args.workdir = os.path.abspath(args.workdir)
-    os.makedirs(args.workdir, exist_ok=True)
-    env = dict(os.environ)
-    env.setdefault("MEMFIT_CACHE_DIR",
-                   os.path.join(args.workdir, "kernel-cache"))
     print(f"conformance: {len(names)} cases from {where}; workdir "
           f"{args.workdir}")
 

@@ -31,7 +31,6 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import zlib
 from concurrent.futures import ThreadPoolExecutor
@@ -39,6 +38,8 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
+
+from memfit_test.runner import prepare
 
 F32, F64, I64, I32, BOOL = np.float32, np.float64, np.int64, np.int32, np.bool_
 FMIN = float(np.finfo(np.float32).min)
@@ -1567,18 +1568,10 @@ def main():
     except ImportError as e:
         print(f"op-numerics: onnxruntime is needed for the reference: {e}")
         return 2
-    tool = shutil.which(args.memfit_run)
-    if not tool:
-        print(f"op-numerics: memfit-run not found: {args.memfit_run}")
+    env = prepare("op-numerics", args)
+    if env is None:
         return 2
-    args.memfit_run = os.path.abspath(tool)
-    if not args.workdir:
-        args.workdir = tempfile.mkdtemp(prefix="memfit-op-numerics-")
-    args.workdir = os.path.abspath(args.workdir)
-    os.makedirs(args.workdir, exist_ok=True)
     # A fresh kernel cache for every run: each group's kernels go through g++.
-    env = dict(os.environ)
-    env["MEMFIT_CACHE_DIR"] = os.path.join(args.workdir, "kernel-cache")
     shutil.rmtree(env["MEMFIT_CACHE_DIR"], ignore_errors=True)
     print(f"op-numerics: seed {args.seed}, workdir {args.workdir}, "
           f"memfit-run {args.memfit_run}")

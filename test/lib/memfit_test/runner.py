@@ -3,6 +3,7 @@ and one way to run a function written as MLIR text on .npy inputs."""
 import os
 import shutil
 import subprocess
+import tempfile
 
 import numpy as np
 
@@ -44,17 +45,33 @@ def run_function(memfit_run, directory, text, feeds, results, device="host",
             for i in range(results)], None
 
 
-def prepare(check, args):
+def split_passthrough(argv):
+    """(the script's own arguments, the memfit-run flags after `--`)."""
+    if "--" not in argv:
+        return argv, []
+    return argv[:argv.index("--")], argv[argv.index("--") + 1:]
+
+
+def prepare(check, args, keep_cache=False):
     """For a check's parsed `args` with memfit_run and workdir: makes
-    memfit_run the tool's absolute path and workdir absolute and present,
-    and returns the environment to run in (kernels cached under workdir);
-    None, after saying so, when memfit-run is not found."""
+    memfit_run the tool's absolute path and workdir absolute and present
+    (a new temporary directory when it is not given), and returns the
+    environment to run in, kernels cached under workdir (or, with
+    `keep_cache`, in $MEMFIT_CACHE_DIR when that is set); None, after
+    saying so, when memfit-run is not found."""
     tool = shutil.which(args.memfit_run)
     if not tool:
         print(f"{check}: memfit-run not found: {args.memfit_run}")
         return None
     args.memfit_run = os.path.abspath(tool)
+    if not args.workdir:
+        args.workdir = tempfile.mkdtemp(prefix=f"memfit-{check}-")
     args.workdir = os.path.abspath(args.workdir)
     os.makedirs(args.workdir, exist_ok=True)
-    return dict(os.environ,
-                MEMFIT_CACHE_DIR=os.path.join(args.workdir, "kernel-cache"))
+    env = dict(os.environ)
+    cache = os.path.join(args.workdir, "kernel-cache")
+    if keep_cache:
+        env.setdefault("MEMFIT_CACHE_DIR", cache)
+    else:
+        env["MEMFIT_CACHE_DIR"] = cache
+    return env
