@@ -4,10 +4,11 @@
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/Training.h"
 
+#include "mlir/IR/SymbolTable.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/ADT/StringSet.h"
-#include "mlir/IR/SymbolTable.h"
 #include "llvm/Support/FormatVariadic.h"
 
 #include <algorithm>
@@ -388,6 +389,69 @@ private:
     return true;
   }
 
+  /// Whether `kernel`, which writes `written`, reads the old value (`loaded`
+  /// or a view of it) only through element-wise ops of `written`'s shape in
+  /// `written`'s segment, so that each element is read by the thread that
+  /// overwrites it, and no other segment of a multi-tensor kernel reads it. A
+  /// fused kernel can hold transposes or rows elsewhere in its body: the
+  /// optimizer's multi-tensor kernel transposes the tied LM head's gradient
+  /// before it adds it to the embedding's and updates the weight.
+  static bool readsAtWrittenIndex(KernelOp kernel, ArrayRef<Value> loaded,
+                                  Value written) {
+    if (!kernel)
+      return false;
+    auto shape = cast<ShapedType>(written.getType()).getShape();
+    Block &body = kernel.getBodyBlock();
+    // The body's ops that compute `written`'s segment (every result
+    // without kSegmentsAttr).
+    unsigned result = cast<OpResult>(written).getResultNumber();
+    unsigned first = 0, last = kernel->getNumResults();
+    if (auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>(kSegmentsAttr))
+      for (int64_t size : sizes.asArrayRef()) {
+        if (result < first + size) {
+          last = first + size;
+          break;
+        }
+        first += size;
+      }
+    DenseSet<Operation *> computesWritten;
+    SmallVector<Value> work(
+        body.getTerminator()->getOperands().slice(first, last - first));
+    while (!work.empty())
+      if (Operation *def = work.pop_back_val().getDefiningOp())
+        if (computesWritten.insert(def).second)
+          llvm::append_range(work, def->getOperands());
+    auto fromLoaded = [&](Value v) {
+      while (!llvm::is_contained(loaded, v)) {
+        Operation *def = v.getDefiningOp();
+        if (!def || !isBufferView(def))
+          return false;
+        v = def->getOperand(0);
+      }
+      return true;
+    };
+    for (auto [index, operand] : llvm::enumerate(kernel->getOperands()))
+      if (fromLoaded(operand))
+        work.push_back(body.getArgument(index));
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Value v = work.pop_back_val();
+      if (cast<ShapedType>(v.getType()).getShape() != shape)
+        return false;
+      for (Operation *user : v.getUsers()) {
+        if (user->hasTrait<OpTrait::IsTerminator>() ||
+            !seen.insert(user).second)
+          continue;
+        auto opClass = dyn_cast<OpClassInterface>(user);
+        if (!opClass || opClass.getOpClass() != OpClass::ElementWise ||
+            !computesWritten.contains(user))
+          return false;
+        llvm::append_range(work, user->getResults());
+      }
+    }
+    return true;
+  }
+
   /// Puts each value that a memfit.assign stores into the parameter's own
   /// bytes, after checking that nothing reads the old value later.
   LogicalResult placeUpdates() {
@@ -409,7 +473,11 @@ private:
       for (Value loaded : loads.lookup(assign.getName()))
         readers(loaded, stepOf, reads);
       for (auto [reader, readStep] : reads)
-        if (readStep > step || (readStep == step && !isPointwise(reader)))
+        if (readStep > step ||
+            (readStep == step &&
+             !(isPointwise(reader) && !reader->hasAttr(kSegmentsAttr)) &&
+             !readsAtWrittenIndex(dyn_cast<KernelOp>(producer),
+                                  loads.lookup(assign.getName()), value)))
           return assign.emitError()
                  << "cannot update @" << assign.getName()
                  << " in place: step " << readStep
