@@ -3,15 +3,19 @@
 # scripts/device/bundle.sh packed .device/bundle.tar.xz here:
 #   1. the CUDA probe and one fixture on --device=cuda;
 #   2. a GPT-2-small-sized training step on the GPU, fp32 and bf16, with
-#      PyTorch's eager step on the same GPU for scale;
+#      PyTorch's eager step on the same GPU for scale (SKIP_BENCH skips
+#      both, unless TORCH_BENCH keeps PyTorch's; BENCH_TIMEOUT bounds each
+#      memfit step's run, 150 s by default);
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
 #      with COMPRESS_BENCH set, the step keeping 30% of the activation
 #      memory, with and without activations saved compressed; with
 #      LORA_BENCH set, full fine-tuning, LoRA and QLoRA steps; with
-#      FUSE_BENCH set, the fp32 and bf16 steps without and with --fuse;
-#   5. the whole lit suite (LIT_TIMEOUT=0 skips it) with every memfit-run
+#      FUSE_BENCH set, the fp32 and bf16 steps without and with --fuse
+#      (FUSE_BENCH=bf16: the bf16 ones only);
+#   5. the whole lit suite (LIT_TIMEOUT=0 skips it; LIT_FILTER, a regular
+#      expression, keeps the tests whose names match) with every memfit-run
 #      call on the GPU (the tests pin --device=host; a wrapper turns that
 #      into --device=cuda).
 # Logs go to $OUT (the device tool brings them back).
@@ -48,7 +52,7 @@ echo "fixture gpt on cuda: rc $?" | tee -a "$OUT/probe.txt"
 # Training step timings.
 bench() {
   local name=$1; shift
-  timeout 150 build/bin/memfit-run build/bench/gpt2-small.onnx --train \
+  timeout "${BENCH_TIMEOUT:-150}" build/bin/memfit-run build/bench/gpt2-small.onnx --train \
     --loss=cross-entropy --device=cuda --memory-report "$@" \
     > "$OUT/bench-$name.txt" 2>&1
   echo "bench $name: rc $?" >> "$OUT/probe.txt"
@@ -58,8 +62,9 @@ mkdir -p build/bench
 [ -n "${SKIP_BENCH:-}" ] || {
 bench fp32-4x512 --input-shape=input_ids=4x512 --steps=12
 bench bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
-timeout 120 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
 }
+[ -n "${SKIP_BENCH:-}" ] && [ -z "${TORCH_BENCH:-}" ] ||
+  timeout 120 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
 
 # Quantization: codes and 8-bit AdamW against bitsandbytes on the GPU, and
 # the training step with 8-bit states beside fp32 AdamW's.
@@ -109,8 +114,10 @@ fi
 # beside the unfused ones.
 if [ -n "${FUSE_BENCH:-}" ]; then
   [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  [ "$FUSE_BENCH" = bf16 ] || {
   bench unfused-4x512 --input-shape=input_ids=4x512 --steps=12
   bench fused-4x512 --input-shape=input_ids=4x512 --steps=12 --fuse
+  }
   bench unfused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
   bench fused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16 --fuse
 fi
@@ -133,7 +140,7 @@ export LD_LIBRARY_PATH=/work/main/build/cuda-mock/lib:$LD_LIBRARY_PATH
 exec -a "$0" "$(dirname "$0")/memfit-cuda-mock-test.real" "$@"
 WRAP
 chmod +x build/bin/memfit-cuda-mock-test
-[ "${LIT_TIMEOUT:-330}" = 0 ] || timeout "${LIT_TIMEOUT:-330}" "$py" -c "import sys; sys.path.insert(0, '$pkg/lit'); from lit.main import main; main()" -sv -j16 --timeout 240 build/test \
+[ "${LIT_TIMEOUT:-330}" = 0 ] || timeout "${LIT_TIMEOUT:-330}" "$py" -c "import sys; sys.path.insert(0, '$pkg/lit'); from lit.main import main; main()" -sv -j16 --timeout 240 ${LIT_FILTER:+--filter "$LIT_FILTER"} build/test \
   > "$OUT/lit.txt" 2>&1
 echo "lit: rc $?" | tee -a "$OUT/probe.txt"
 grep -E "^(PASS|FAIL|XFAIL|UNSUPPORTED|TIMEOUT)|Passed|Failed" "$OUT/lit.txt" | tail -30
