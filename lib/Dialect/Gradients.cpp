@@ -225,7 +225,7 @@ private:
 //===----------------------------------------------------------------------===//
 
 /// Ops without a float gradient: the leaves (no operands) and the ops with
-/// boolean results.
+/// boolean or index results.
 #define MEMFIT_NO_GRADIENT(OP)                                                 \
   LogicalResult rule(OP, GradBuilder &) { return success(); }
 MEMFIT_NO_GRADIENT(LoadParameterOp)
@@ -240,6 +240,8 @@ MEMFIT_NO_GRADIENT(OrOp)
 MEMFIT_NO_GRADIENT(XorOp)
 MEMFIT_NO_GRADIENT(IsNaNOp)
 MEMFIT_NO_GRADIENT(IsInfOp)
+MEMFIT_NO_GRADIENT(DropoutMaskOp)
+MEMFIT_NO_GRADIENT(TopKIndicesOp)
 #undef MEMFIT_NO_GRADIENT
 
 /// Unary ops whose gradient is `g * f(x, y)`.
@@ -351,9 +353,12 @@ LogicalResult rule(DropoutOp op, GradBuilder &g) {
     g.set(0, g.grad());
     return success();
   }
-  return g.unsupported() << "training-mode dropout (ratio "
-                         << op.getRatio().convertToDouble()
-                         << "): it needs its mask";
+  // The same dropout of the gradient: its mask depends on the attributes
+  // and the element's index alone, so the same elements are kept.
+  g.set(0, DropoutOp::create(g.b, g.loc, g.grad().getType(), g.grad(),
+                             op.getRatioAttr(), op.getSeedAttr(),
+                             op.getStreamAttr()));
+  return success();
 }
 
 LogicalResult rule(CastOp op, GradBuilder &g) {
@@ -837,6 +842,56 @@ LogicalResult rule(GatherOp op, GradBuilder &g) {
   return success();
 }
 
+/// The gradient of scatter_elements and scatter_nd: with `none` each
+/// updated entry's gradient goes to its update and the data's gradient
+/// there is zero; with `add` both get it.
+template <typename ScatterOp, typename GatherOp, typename... Attrs>
+LogicalResult scatterRule(ScatterOp op, GradBuilder &g, Attrs... attrs) {
+  StringRef reduction = op.getReduction();
+  if (reduction != "none" && reduction != "add")
+    return g.unsupported() << op->getName() << " with reduction '" << reduction
+                           << "'";
+  Value grad = g.grad();
+  if (g.needs(0))
+    g.set(0, reduction == "add"
+                 ? grad
+                 : ScatterOp::create(
+                       g.b, g.loc, grad, op.getIndices(),
+                       g.zeros(shapeOf(op.getUpdates()), eltOf(grad)), attrs...,
+                       op.getReductionAttr()));
+  if (g.needs(2))
+    g.set(2, GatherOp::create(g.b, g.loc, grad, op.getIndices(), attrs...));
+  return success();
+}
+
+LogicalResult rule(ScatterElementsOp op, GradBuilder &g) {
+  return scatterRule<ScatterElementsOp, GatherElementsOp>(op, g,
+                                                          op.getAxisAttr());
+}
+
+LogicalResult rule(ScatterNDOp op, GradBuilder &g) {
+  return scatterRule<ScatterNDOp, GatherNDOp>(op, g);
+}
+
+/// The gradient of gather_elements and gather_nd: each gathered entry's
+/// gradient added into a zero tensor of the data's shape at its index.
+LogicalResult rule(GatherElementsOp op, GradBuilder &g) {
+  Value zeros = g.zeros(shapeOf(op.getData()), eltOf(g.grad()));
+  g.set(0,
+        ScatterElementsOp::create(g.b, g.loc, zeros, op.getIndices(), g.grad(),
+                                  op.getAxisAttr(), g.b.getStringAttr("add")));
+  return success();
+}
+
+LogicalResult rule(GatherNDOp op, GradBuilder &g) {
+  if (op.getBatchDims() != 0)
+    return g.unsupported() << "gather_nd with batch_dims " << op.getBatchDims();
+  Value zeros = g.zeros(shapeOf(op.getData()), eltOf(g.grad()));
+  g.set(0, ScatterNDOp::create(g.b, g.loc, zeros, op.getIndices(), g.grad(),
+                               g.b.getStringAttr("add")));
+  return success();
+}
+
 LogicalResult rule(GatherGradOp op, GradBuilder &g) {
   // gather_grad is linear in its gradient operand; its adjoint is gather.
   g.set(0,
@@ -965,7 +1020,7 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
   attach<
       // Leaves and ops with boolean results: no gradient.
       LoadParameterOp, ConstantOp, RangeOp, NotOp, EqualOp, LessOp, GreaterOp,
-      AndOp, OrOp, XorOp, IsNaNOp, IsInfOp,
+      AndOp, OrOp, XorOp, IsNaNOp, IsInfOp, DropoutMaskOp, TopKIndicesOp,
       // Element-wise.
       NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp, SigmoidOp,
       ReluOp, SinOp, CosOp, GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp,
@@ -975,7 +1030,8 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
       // Reductions and data movement.
       ReduceSumOp, ReduceMeanOp, ReduceMaxOp, TransposeOp, ReshapeOp, FlattenOp,
       SqueezeOp, UnsqueezeOp, ExpandOp, ConcatOp, SplitOp, SliceOp, GatherOp,
-      GatherGradOp,
+      GatherGradOp, GatherElementsOp, GatherNDOp, ScatterElementsOp,
+      ScatterNDOp,
       // Losses.
       SoftmaxCrossEntropyLossOp, NegativeLogLikelihoodLossOp,
       SoftmaxCrossEntropyGradOp>(context);

@@ -283,6 +283,13 @@ LogicalResult DropoutOp::verify() {
   return success();
 }
 
+LogicalResult DropoutMaskOp::verify() {
+  float r = getRatio().convertToFloat();
+  if (!(r >= 0.0f && r < 1.0f))
+    return emitOpError("ratio must be in [0, 1), got ") << r;
+  return success();
+}
+
 /// Converts one constant element to `to` with ONNX Cast semantics.
 static Attribute castElement(Attribute a, Type from, Type to) {
   bool toBool = to.isInteger(1);
@@ -1092,6 +1099,50 @@ OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
           (static_cast<int64_t>(d) == axis ? (*values)[which] : i) * strides[d];
     return linear;
   });
+}
+
+LogicalResult
+ScatterElementsOp::inferReturnTypes(MLIRContext *, OptLoc loc, Adaptor adaptor,
+                                    SmallVectorImpl<Type> &types) {
+  if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
+    return emitOptionalError(loc, "scatter_elements needs updates of the "
+                                  "data's element type");
+  Shape shape;
+  if (failed(inferScatterElementsShape(
+          shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
+          shapeOf(adaptor.getUpdates()), adaptor.getAxis(),
+          adaptor.getReduction(), shape, loc)))
+    return failure();
+  if (eltOf(adaptor.getData()).isInteger(1) && adaptor.getReduction() != "none")
+    return emitOptionalError(loc, "scatter_elements of booleans takes no "
+                                  "reduction");
+  return pushTensor(types, shape, eltOf(adaptor.getData()));
+}
+
+LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, OptLoc loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
+    return emitOptionalError(loc, "scatter_nd needs updates of the data's "
+                                  "element type");
+  Shape shape;
+  if (failed(inferScatterNDShape(
+          shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
+          shapeOf(adaptor.getUpdates()), adaptor.getReduction(), shape, loc)))
+    return failure();
+  if (eltOf(adaptor.getData()).isInteger(1) && adaptor.getReduction() != "none")
+    return emitOptionalError(loc, "scatter_nd of booleans takes no reduction");
+  return pushTensor(types, shape, eltOf(adaptor.getData()));
+}
+
+LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,
+                                              Adaptor adaptor,
+                                              SmallVectorImpl<Type> &types) {
+  Shape shape;
+  if (failed(inferTopKShape(shapeOf(adaptor.getInput()), adaptor.getAxis(),
+                            adaptor.getK(), shape, loc)))
+    return failure();
+  return pushTensor(types, shape, IntegerType::get(ctx, 64));
 }
 
 LogicalResult GatherNDOp::inferReturnTypes(MLIRContext *, OptLoc loc,

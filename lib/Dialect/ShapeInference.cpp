@@ -418,6 +418,72 @@ LogicalResult mlir::memfit::inferGatherNDShape(ArrayRef<int64_t> data,
   return success();
 }
 
+static LogicalResult checkReduction(StringRef op, StringRef reduction,
+                                    OptLoc loc) {
+  if (!llvm::is_contained({"none", "add", "mul", "max", "min"}, reduction))
+    return emitOptionalError(loc, op,
+                             " reduction must be none, add, mul, "
+                             "max or min, got '",
+                             reduction, "'");
+  return success();
+}
+
+LogicalResult mlir::memfit::inferScatterElementsShape(
+    ArrayRef<int64_t> data, ArrayRef<int64_t> indices,
+    ArrayRef<int64_t> updates, int64_t axis, StringRef reduction, Shape &result,
+    OptLoc loc) {
+  if (failed(checkReduction("scatter_elements", reduction, loc)))
+    return failure();
+  if (indices != updates)
+    return emitOptionalError(loc,
+                             "scatter_elements needs updates of the "
+                             "indices' shape, got ",
+                             shapeToString(updates), " for indices ",
+                             shapeToString(indices));
+  // The same rules as gather_elements' indices.
+  Shape unused;
+  if (failed(inferGatherElementsShape(data, indices, axis, unused, loc)))
+    return failure();
+  result.assign(data.begin(), data.end());
+  return success();
+}
+
+LogicalResult mlir::memfit::inferScatterNDShape(ArrayRef<int64_t> data,
+                                                ArrayRef<int64_t> indices,
+                                                ArrayRef<int64_t> updates,
+                                                StringRef reduction,
+                                                Shape &result, OptLoc loc) {
+  if (failed(checkReduction("scatter_nd", reduction, loc)))
+    return failure();
+  // The updates have the shape gather_nd would give (batch_dims 0).
+  Shape expected;
+  if (failed(inferGatherNDShape(data, indices, 0, expected, loc)))
+    return failure();
+  if (ArrayRef<int64_t>(expected) != updates)
+    return emitOptionalError(
+        loc, "scatter_nd needs updates of shape ", shapeToString(expected),
+        " for data ", shapeToString(data), " and indices ",
+        shapeToString(indices), ", got ", shapeToString(updates));
+  result.assign(data.begin(), data.end());
+  return success();
+}
+
+LogicalResult mlir::memfit::inferTopKShape(ArrayRef<int64_t> input,
+                                           int64_t axis, int64_t k,
+                                           Shape &result, OptLoc loc) {
+  if (input.empty())
+    return emitOptionalError(loc, "topk needs an input of rank >= 1");
+  FailureOr<int64_t> a = normalizeAxis(axis, input.size(), loc);
+  if (failed(a))
+    return failure();
+  if (k < 0 || k > input[*a])
+    return emitOptionalError(loc, "topk k = ", k, " is outside [0, ", input[*a],
+                             "], the length of axis ", *a);
+  result.assign(input.begin(), input.end());
+  result[*a] = k;
+  return success();
+}
+
 LogicalResult mlir::memfit::inferReshapeShape(ArrayRef<int64_t> shape,
                                               ArrayRef<int64_t> target,
                                               bool allowZero, Shape &result,

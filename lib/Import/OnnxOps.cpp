@@ -11,6 +11,7 @@
 
 #include "mlir/IR/BuiltinAttributes.h"
 #include "llvm/ADT/StringSwitch.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cctype>
 #include <limits>
@@ -70,15 +71,21 @@ LogicalResult convertDropout(NodeContext &n) {
     Value mask = n.constant(DenseElementsAttr::get(maskType, true));
     return n.setResults(SmallVector<Value>{n.input(0), mask});
   }
-  if (n.hasOutput(1))
-    return n.error() << "the mask output of training-mode dropout is not "
-                        "supported";
+  // Each dropout of a graph draws its own stream of random numbers, named
+  // by its (unique) output so that it does not depend on the node order.
   SmallVector<NamedAttribute> attrs{
-      n.named("ratio", n.b.getF32FloatAttr(ratio))};
+      n.named("ratio", n.b.getF32FloatAttr(ratio)),
+      n.named("stream", n.b.getI64IntegerAttr(static_cast<int64_t>(
+                            llvm::xxh3_64bits(n.node.output(0)) >> 1)))};
   if (const onnx::AttributeProto *seed = n.attr("seed"))
     attrs.push_back(n.named("seed", n.b.getI64IntegerAttr(seed->i())));
   Value r = DropoutOp::create(n.b, n.loc, n.inputType(0), n.input(0), attrs);
-  return n.setResults(r);
+  if (!n.hasOutput(1))
+    return n.setResults(r);
+  auto maskType =
+      RankedTensorType::get(n.inputType(0).getShape(), n.b.getI1Type());
+  Value mask = DropoutMaskOp::create(n.b, n.loc, maskType, n.input(0), attrs);
+  return n.setResults(SmallVector<Value>{r, mask});
 }
 
 LogicalResult convertGelu(NodeContext &n) {
@@ -387,6 +394,46 @@ LogicalResult convertGatherND(NodeContext &n) {
       {n.named("batch_dims",
                n.b.getI64IntegerAttr(n.intAttr("batch_dims", 0)))});
   return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertScatterElements(NodeContext &n) {
+  FailureOr<Value> r = n.build<ScatterElementsOp>(
+      {n.input(0), n.input(1), n.input(2)},
+      {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 0))),
+       n.named("reduction",
+               n.b.getStringAttr(n.stringAttr("reduction", "none")))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+LogicalResult convertScatterND(NodeContext &n) {
+  FailureOr<Value> r = n.build<ScatterNDOp>(
+      {n.input(0), n.input(1), n.input(2)},
+      {n.named("reduction",
+               n.b.getStringAttr(n.stringAttr("reduction", "none")))});
+  return failed(r) ? failure() : n.setResults(*r);
+}
+
+/// TopK: the positions, then the values gathered at them. Always sorted
+/// (`sorted = 0` lets any order do).
+LogicalResult convertTopK(NodeContext &n) {
+  FailureOr<SmallVector<int64_t>> k = n.constantInts(1, "k");
+  if (failed(k))
+    return failure();
+  if (k->size() != 1)
+    return n.error() << "k must hold one value, got " << k->size();
+  int64_t axis = n.intAttr("axis", -1);
+  FailureOr<Value> indices = n.build<TopKIndicesOp>(
+      {n.input(0)},
+      {n.named("axis", n.b.getI64IntegerAttr(axis)),
+       n.named("k", n.b.getI64IntegerAttr(k->front())),
+       n.named("largest", n.b.getBoolAttr(n.intAttr("largest", 1) != 0))});
+  if (failed(indices))
+    return failure();
+  FailureOr<Value> values = n.build<GatherElementsOp>(
+      {n.input(0), *indices}, {n.named("axis", n.b.getI64IntegerAttr(axis))});
+  if (failed(values))
+    return failure();
+  return n.setResults(SmallVector<Value>{*values, *indices});
 }
 
 /// LessOrEqual and GreaterOrEqual: the strict comparison or equality (false
@@ -975,6 +1022,9 @@ const Entry kTable[] = {
     {"Gather", {13, 2, 2, convertGather}},
     {"GatherElements", {13, 2, 2, convertGatherElements}},
     {"GatherND", {13, 2, 2, convertGatherND}},
+    {"ScatterElements", {13, 3, 3, convertScatterElements}},
+    {"ScatterND", {13, 3, 3, convertScatterND}},
+    {"TopK", {13, 2, 2, convertTopK}},
     {"Expand", {13, 2, 2, convertExpand}},
     // Shapes and constants.
     {"Shape", {13, 1, 1, convertShape}},

@@ -52,7 +52,8 @@ bool isScalarOp(Operation *op) {
 /// at a mapped index (the CUDA emitter's IndexMapping ops).
 bool isIndexMapping(Operation *op) {
   return isa<TransposeOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
-             CumSumOp, ConcatOp, ExpandOp, RangeOp>(op);
+             ScatterElementsOp, ScatterNDOp, TopKIndicesOp, CumSumOp, ConcatOp,
+             ExpandOp, RangeOp>(op);
 }
 
 /// Whether every op of `kernel` composes in a pointwise kernel.

@@ -138,7 +138,7 @@ func.func @below_peak(%x: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>,
 // A producer result that the consumer broadcasts (a [4] value in a [2x4]
 // kernel) exists at another index: not merged. Neither is one that the
 // consumer's data movement reads (a transpose), nor a softmax (a row
-// kernel), nor dropout (its mask depends on its kernel).
+// kernel), nor dropout (not pure: it draws random numbers).
 // CHECK-LABEL: func.func @not_pointwise
 // CHECK-COUNT-8: memfit.kernel
 // REPORT: memfit-fuse: 8 kernels -> 8

@@ -1,16 +1,5 @@
 // RUN: memfit-opt %s --memfit-autodiff -split-input-file -verify-diagnostics
 
-memfit.parameter @x = dense<1.0> : tensor<2x3xf32>
-func.func @dropout_needs_mask() -> tensor<f32> {
-  %x = memfit.load_parameter @x : tensor<2x3xf32>
-  // expected-error @+1 {{has no gradient rule for training-mode dropout (ratio 1.000000e-01): it needs its mask}}
-  %y = memfit.dropout %x {ratio = 0.1 : f32} : tensor<2x3xf32>
-  %l = memfit.reduce_sum %y {axes = array<i64>, keepdims = false} : tensor<2x3xf32> -> tensor<f32>
-  return %l : tensor<f32>
-}
-
-// -----
-
 memfit.parameter @x = dense<1.0> : tensor<4x3xf32>
 memfit.parameter @w = dense<1.0> : tensor<3xf32>
 func.func @loss_class_weights(%labels: tensor<4xi64>) -> tensor<f32> {

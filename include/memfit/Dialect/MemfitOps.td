@@ -212,16 +212,39 @@ def Memfit_DropoutOp : Memfit_Op<"dropout", "ElementWise", [SameOperandsAndResul
     Zeroes each element with probability `ratio` and scales the rest by
     `1/(1-ratio)`. Only dropout in training mode is an op: the importer
     forwards the input of an inference-mode ONNX Dropout. Not pure: it draws
-    random numbers.
+    random numbers. Which elements it keeps depends on `seed`, `stream` (the
+    importer numbers a graph's dropouts) and the element's index alone, so
+    `memfit.dropout_mask` of the same attributes gives its mask, and its
+    gradient is a dropout of the same attributes.
 
     ```mlir
-    %y = memfit.dropout %x {ratio = 1.000000e-01 : f32} : tensor<2x16x32xf32>
+    %y = memfit.dropout %x {ratio = 1.000000e-01 : f32, stream = 2 : i64} : tensor<2x16x32xf32>
     ```
   }];
   let arguments = (ins Memfit_FloatTensor:$input, F32Attr:$ratio,
-                       OptionalAttr<I64Attr>:$seed);
+                       OptionalAttr<I64Attr>:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Memfit_FloatTensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+def Memfit_DropoutMaskOp : Memfit_Op<"dropout_mask", "ElementWise", [SameOperandsAndResultShape]> {
+  let flopsPerElement = 4;
+  let summary = "the mask of a training-mode dropout (ONNX Dropout's second output)";
+  let description = [{
+    True where `memfit.dropout` of the same `ratio`, `seed` and `stream`
+    keeps the element. Reads only its input's shape.
+
+    ```mlir
+    %m = memfit.dropout_mask %x {ratio = 1.000000e-01 : f32, stream = 2 : i64} : tensor<2x16x32xf32> -> tensor<2x16x32xi1>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input, F32Attr:$ratio,
+                       OptionalAttr<I64Attr>:$seed,
+                       DefaultValuedAttr<I64Attr, "0">:$stream);
+  let results = (outs Memfit_BoolTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 
@@ -742,6 +765,76 @@ def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement"> {
     $data `,` $indices attr-dict `:` type($data) `,` type($indices) `->` type($result)
   }];
   let hasFolder = 1;
+}
+
+def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement"> {
+  let summary = "writes entries at indices along an axis (ONNX ScatterElements)";
+  let description = [{
+    The result is `data` with, for each `j` of `indices` (and `updates`, of
+    the same shape and `data`'s rank), the entry at `j` with its `axis`
+    coordinate replaced by `indices[j]` (negative indices count from the
+    back) set to `updates[j]`, or combined with it by `reduction` (`add`,
+    `mul`, `max`, `min`). With `none`, of updates to one entry the last in
+    row-major order wins. Each result entry looks along `axis` of the
+    updates for the indices that name it.
+
+    ```mlir
+    %r = memfit.scatter_elements %x, %i, %u {axis = 1 : i64} : tensor<2x8xf32>, tensor<2x3xi64>, tensor<2x3xf32> -> tensor<2x8xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$data, Memfit_IndexTensor:$indices,
+                       Memfit_Tensor:$updates,
+                       DefaultValuedAttr<I64Attr, "0">:$axis,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` type($data) `,` type($indices) `,` type($updates) `->` type($result)
+  }];
+}
+
+def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement"> {
+  let summary = "writes slices at index tuples (ONNX ScatterND)";
+  let description = [{
+    With `k` the indices' last dimension, each tuple `indices[m, :]`
+    addresses a slice of `data` over its first `k` axes, which `updates[m]`
+    replaces or combines with by `reduction` (`add`, `mul`, `max`, `min`);
+    `updates` has the shape `indices.shape[:-1] + data.shape[k:]`. Negative
+    indices count from the back. With `none`, of tuples naming one slice the
+    last wins. Each result entry looks through every tuple.
+
+    ```mlir
+    %r = memfit.scatter_nd %x, %i, %u : tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32> -> tensor<4x4xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$data, Memfit_IndexTensor:$indices,
+                       Memfit_Tensor:$updates,
+                       DefaultValuedStrAttr<StrAttr, "none">:$reduction);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = [{
+    $data `,` $indices `,` $updates attr-dict `:` type($data) `,` type($indices) `,` type($updates) `->` type($result)
+  }];
+}
+
+def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement"> {
+  let flopsPerElement = 0;
+  let summary = "the positions of the k largest or smallest entries along an axis (ONNX TopK)";
+  let description = [{
+    The result has the input's shape with `k` entries along `axis`: the
+    positions of the input's `k` largest (`largest`, the default) or
+    smallest entries along it, in order from the first; equal values keep
+    their order (the lower position first) and NaN counts as larger than
+    any number. TopK's values are `memfit.gather_elements` of the input at
+    these positions. Each result entry ranks every entry of its row against
+    every other, so the cost grows with the square of the axis's length.
+
+    ```mlir
+    %i = memfit.topk_indices %x {axis = 1 : i64, k = 2 : i64} : tensor<3x4xf32> -> tensor<3x2xi64>
+    ```
+  }];
+  let arguments = (ins Memfit_NumericTensor:$input, I64Attr:$axis, I64Attr:$k,
+                       DefaultValuedAttr<BoolAttr, "true">:$largest);
+  let results = (outs Memfit_IndexTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 def Memfit_ExpandOp : Memfit_Op<"expand", "DataMovement", [Pure]> {

@@ -70,6 +70,25 @@ LogicalResult inferGatherElementsShape(ArrayRef<int64_t> data,
 LogicalResult inferGatherNDShape(ArrayRef<int64_t> data,
                                  ArrayRef<int64_t> indices, int64_t batchDims,
                                  Shape &result, OptLoc loc);
+/// ONNX ScatterElements: the data's shape; indices and updates of one
+/// shape and the data's rank, no longer than the data along the axes other
+/// than `axis`; `reduction` none, add, mul, max or min.
+LogicalResult inferScatterElementsShape(ArrayRef<int64_t> data,
+                                        ArrayRef<int64_t> indices,
+                                        ArrayRef<int64_t> updates, int64_t axis,
+                                        StringRef reduction, Shape &result,
+                                        OptLoc loc);
+/// ONNX ScatterND: the data's shape; updates of shape
+/// `indices.shape[:-1] + data.shape[k:]` with `k = indices.shape[-1]`.
+LogicalResult inferScatterNDShape(ArrayRef<int64_t> data,
+                                  ArrayRef<int64_t> indices,
+                                  ArrayRef<int64_t> updates,
+                                  StringRef reduction, Shape &result,
+                                  OptLoc loc);
+/// ONNX TopK: the input's shape with `k` (0 to the axis's length) along
+/// `axis`.
+LogicalResult inferTopKShape(ArrayRef<int64_t> input, int64_t axis, int64_t k,
+                             Shape &result, OptLoc loc);
 /// ONNX Reshape: `target` may hold one -1 (inferred) and 0 (copy the input
 /// dimension, unless `allowZero`).
 LogicalResult inferReshapeShape(ArrayRef<int64_t> shape,

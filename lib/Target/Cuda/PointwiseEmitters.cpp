@@ -110,20 +110,29 @@ Expr expr(GeluOp op, const Scalar &s) {
       .str();
 }
 
+/// Whether a dropout of `ratio`, `seed` and `stream` keeps element `idx`:
+/// the same for the dropout, its mask and its gradient, wherever they run.
+template <typename OpTy> std::string dropoutKeeps(OpTy op) {
+  uint64_t seed = static_cast<uint64_t>(op.getSeed().value_or(0)) * 1000003ull +
+                  static_cast<uint64_t>(op.getStream());
+  return llvm::formatv("memfit_dropout_keep({0}ull, idx, {1})", seed,
+                       floatLiteral(op.getRatio().convertToDouble(), false))
+      .str();
+}
+
 Expr expr(DropoutOp op, const Scalar &s) {
   double ratio = op.getRatio().convertToDouble();
   if (ratio <= 0)
     return s.x[0];
-  if (ratio >= 1)
-    return s.zero();
-  // The kernel's index varies the mask between dropouts of one seed.
-  uint64_t seed =
-      op.getSeed().value_or(0) * 1000003ull + s.writer.kernelIndex();
-  return llvm::formatv("(memfit_dropout_keep({0}ull, idx, {1}) ? {2} * {3} : "
-                       "({4})0)",
-                       seed, floatLiteral(ratio, false), s.x[0],
+  return llvm::formatv("({0} ? {1} * {2} : ({3})0)", dropoutKeeps(op), s.x[0],
                        floatLiteral(1.0 / (1.0 - ratio), s.type.isF64()), s.t)
       .str();
+}
+
+Expr expr(DropoutMaskOp op, const Scalar &) {
+  if (op.getRatio().convertToDouble() <= 0)
+    return std::string("true");
+  return dropoutKeeps(op);
 }
 
 Expr expr(CastOp op, const Scalar &s) {
@@ -321,6 +330,21 @@ Expr guarded(Operation *op, StringRef inRange, Expr element) {
       .str();
 }
 
+/// The offset of the entry at the kernel's coordinates (c0, c1, ...) with
+/// coordinate `axis` replaced by the expression `along`.
+std::string offsetAlong(ArrayRef<int64_t> strides, int64_t axis,
+                        StringRef along) {
+  std::string offset;
+  for (size_t d = 0; d < strides.size(); ++d)
+    offset +=
+        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
+                      static_cast<int64_t>(d) == axis ? along.str()
+                                                      : "c" + std::to_string(d),
+                      strides[d])
+            .str();
+  return offset;
+}
+
 Expr mapping(GatherElementsOp op, KernelWriter &w) {
   Shape dataShape = shapeOf(op.getData());
   FailureOr<int64_t> axis =
@@ -328,24 +352,14 @@ Expr mapping(GatherElementsOp op, KernelWriter &w) {
   if (failed(axis))
     return failure();
   Shape indexStrides = stridesOf(shapeOf(op.getIndices()));
-  Shape dataStrides = stridesOf(dataShape);
-  std::string indexOffset, offset, inRange;
-  for (size_t d = 0; d < dataShape.size(); ++d)
-    indexOffset +=
-        llvm::formatv("{0}c{1} * {2}LL", d ? " + " : "", d, indexStrides[d])
-            .str();
-  FailureOr<std::string> g =
-      readIndex(w, op, indexOffset, dataShape[*axis], inRange);
+  std::string inRange;
+  FailureOr<std::string> g = readIndex(
+      w, op, offsetAlong(indexStrides, *axis, "c" + std::to_string(*axis)),
+      dataShape[*axis], inRange);
   if (failed(g))
     return failure();
-  for (size_t d = 0; d < dataShape.size(); ++d)
-    offset += llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
-                            static_cast<int64_t>(d) == *axis
-                                ? *g
-                                : "c" + std::to_string(d),
-                            dataStrides[d])
-                  .str();
-  return guarded(op, inRange, in(w, op, 0, offset));
+  return guarded(op, inRange,
+                 in(w, op, 0, offsetAlong(stridesOf(dataShape), *axis, *g)));
 }
 
 Expr mapping(GatherNDOp op, KernelWriter &w) {
@@ -381,16 +395,8 @@ Expr mapping(CumSumOp op, KernelWriter &w) {
       normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
   if (failed(axis))
     return failure();
-  Shape strides = stridesOf(shape);
   std::string j = w.freshName("j"), sum = w.freshName("s");
-  std::string offset;
-  for (size_t d = 0; d < shape.size(); ++d)
-    offset += llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
-                            static_cast<int64_t>(d) == *axis
-                                ? j
-                                : "c" + std::to_string(d),
-                            strides[d])
-                  .str();
+  std::string offset = offsetAlong(stridesOf(shape), *axis, j);
   // The elements up to this one along the axis (from the end, reversed).
   std::string at = "c" + std::to_string(*axis);
   std::string from = op.getReverse() ? (op.getExclusive() ? at + " + 1" : at)
@@ -405,6 +411,159 @@ Expr mapping(CumSumOp op, KernelWriter &w) {
   w.body() << "  for (long long " << j << " = " << from << "; " << j << " < "
            << to << "; ++" << j << ") " << sum << " += " << *element << ";\n";
   return sum;
+}
+
+/// `v` combined with `u` by a scatter's `reduction` ("none": replaced).
+std::string combine(StringRef reduction, StringRef v, StringRef u) {
+  if (reduction == "add")
+    return llvm::formatv("{0} + {1}", v, u).str();
+  if (reduction == "mul")
+    return llvm::formatv("{0} * {1}", v, u).str();
+  if (reduction == "max")
+    return llvm::formatv("({1} > {0} ? {1} : {0})", v, u).str();
+  if (reduction == "min")
+    return llvm::formatv("({1} < {0} ? {1} : {0})", v, u).str();
+  return u.str();
+}
+
+Expr mapping(ScatterElementsOp op, KernelWriter &w) {
+  Shape dataShape = shapeOf(op.getData());
+  Shape updShape = shapeOf(op.getUpdates());
+  FailureOr<int64_t> axis =
+      normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
+  if (failed(axis))
+    return failure();
+  Shape dataStrides = stridesOf(dataShape), updStrides = stridesOf(updShape);
+  std::string j = w.freshName("j"), v = w.freshName("v");
+  std::string dataOffset, updOffset, within;
+  for (size_t d = 0; d < dataShape.size(); ++d) {
+    std::string c = "c" + std::to_string(d);
+    dataOffset +=
+        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "", c, dataStrides[d])
+            .str();
+    updOffset +=
+        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
+                      static_cast<int64_t>(d) == *axis ? j : c, updStrides[d])
+            .str();
+    // The updates may be shorter than the data along the other axes.
+    if (static_cast<int64_t>(d) != *axis && updShape[d] < dataShape[d])
+      within += llvm::formatv(" && {0} < {1}LL", c, updShape[d]).str();
+  }
+  Expr data = in(w, op, 0, dataOffset);
+  Expr index = in(w, op, 1, updOffset);
+  Expr update = in(w, op, 2, updOffset);
+  if (failed(data) || failed(index) || failed(update))
+    return failure();
+  // The updates along the axis that name this entry, in order.
+  std::string g = w.freshName("g");
+  int64_t extent = dataShape[*axis];
+  w.body() << "  " << *regType(eltOf(op.getResult())) << " " << v << " = "
+           << *data << ";\n";
+  w.body() << "  for (long long " << j << " = 0; " << j << " < "
+           << updShape[*axis] << "LL" << within << "; ++" << j << ") {\n";
+  w.body() << "    long long " << g << " = (long long)" << *index << ";\n";
+  w.body() << "    if (" << g << " < 0) " << g << " += " << extent << "LL;\n";
+  w.body() << "    if (" << g << " == c" << *axis << ") " << v << " = "
+           << combine(op.getReduction(), v, *update) << ";\n";
+  w.body() << "  }\n";
+  return v;
+}
+
+Expr mapping(ScatterNDOp op, KernelWriter &w) {
+  Shape dataShape = shapeOf(op.getData());
+  Shape indexShape = shapeOf(op.getIndices());
+  int64_t k = indexShape.back(), r = dataShape.size();
+  int64_t tuples = 1, slice = 1;
+  for (int64_t e : ArrayRef<int64_t>(indexShape).drop_back())
+    tuples *= e;
+  for (int64_t d = k; d < r; ++d)
+    slice *= dataShape[d];
+  Shape dataStrides = stridesOf(dataShape);
+  std::string m = w.freshName("m"), v = w.freshName("v");
+  std::string dataOffset, sliceOffset = "0LL";
+  for (int64_t d = 0; d < r; ++d) {
+    dataOffset +=
+        llvm::formatv("{0}c{1} * {2}LL", d ? " + " : "", d, dataStrides[d])
+            .str();
+    if (d >= k)
+      sliceOffset += llvm::formatv(" + c{0} * {1}LL", d, dataStrides[d]).str();
+  }
+  Expr data = in(w, op, 0, dataOffset);
+  Expr update =
+      in(w, op, 2,
+         llvm::formatv("{0} * {1}LL + {2}", m, slice, sliceOffset).str());
+  if (failed(data) || failed(update))
+    return failure();
+  w.body() << "  " << *regType(eltOf(op.getResult())) << " " << v << " = "
+           << *data << ";\n";
+  w.body() << "  for (long long " << m << " = 0; " << m << " < " << tuples
+           << "LL; ++" << m << ") {\n";
+  // The tuple names this entry's slice when each of its k indices (negative
+  // ones from the back) is the entry's coordinate.
+  std::string hit;
+  for (int64_t t = 0; t < k; ++t) {
+    Expr index =
+        in(w, op, 1, llvm::formatv("{0} * {1}LL + {2}LL", m, k, t).str());
+    if (failed(index))
+      return failure();
+    std::string g = w.freshName("g");
+    w.body() << "    long long " << g << " = (long long)" << *index << ";\n";
+    w.body() << "    if (" << g << " < 0) " << g << " += " << dataShape[t]
+             << "LL;\n";
+    hit += llvm::formatv("{0}{1} == c{2}", t ? " && " : "", g, t).str();
+  }
+  w.body() << "    if (" << hit << ") " << v << " = "
+           << combine(op.getReduction(), v, *update) << ";\n";
+  w.body() << "  }\n";
+  return v;
+}
+
+Expr mapping(TopKIndicesOp op, KernelWriter &w) {
+  Shape shape = shapeOf(op.getInput());
+  FailureOr<int64_t> axis =
+      normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
+  if (failed(axis))
+    return failure();
+  Shape strides = stridesOf(shape);
+  std::string j = w.freshName("j"), i = w.freshName("i");
+  std::string rank = w.freshName("rank"), found = w.freshName("found");
+  Expr xj = in(w, op, 0, offsetAlong(strides, *axis, j));
+  Expr xi = in(w, op, 0, offsetAlong(strides, *axis, i));
+  if (failed(xj) || failed(xi))
+    return failure();
+  // Entry i comes before entry j when it is larger (smaller), NaN counting
+  // as larger than any number, or equal and earlier.
+  Type elt = eltOf(op.getInput());
+  std::string a = w.freshName("a"), b = w.freshName("b");
+  bool isFloat = isa<FloatType>(elt);
+  std::string nanA = isFloat ? "(" + a + " != " + a + ")" : "false";
+  std::string nanB = isFloat ? "(" + b + " != " + b + ")" : "false";
+  std::string larger =
+      "(" + a + " > " + b + " || (" + nanA + " && !" + nanB + "))";
+  std::string smaller =
+      "(" + a + " < " + b + " || (" + nanB + " && !" + nanA + "))";
+  std::string same =
+      "(" + a + " == " + b + " || (" + nanA + " && " + nanB + "))";
+  std::string before = "(" + std::string(op.getLargest() ? larger : smaller) +
+                       " || (" + same + " && " + i + " < " + j + "))";
+  // The entry whose rank (how many come before it) is this result's
+  // position along the axis.
+  std::string t = *regType(elt);
+  int64_t n = shape[*axis];
+  w.body() << "  long long " << found << " = 0;\n";
+  w.body() << "  for (long long " << j << " = 0; " << j << " < " << n
+           << "LL; ++" << j << ") {\n";
+  w.body() << "    " << t << " " << b << " = " << *xj << ";\n";
+  w.body() << "    long long " << rank << " = 0;\n";
+  w.body() << "    for (long long " << i << " = 0; " << i << " < " << n
+           << "LL; ++" << i << ") {\n";
+  w.body() << "      " << t << " " << a << " = " << *xi << ";\n";
+  w.body() << "      if " << before << " ++" << rank << ";\n";
+  w.body() << "    }\n";
+  w.body() << "    if (" << rank << " == c" << *axis << ") { " << found << " = "
+           << j << "; break; }\n";
+  w.body() << "  }\n";
+  return found;
 }
 
 Expr mapping(ConcatOp op, KernelWriter &w) {
@@ -461,9 +620,10 @@ void attach(MLIRContext *context) {
 void cuda::attachPointwiseEmitters(MLIRContext *context) {
   attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
          TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, IsNaNOp, IsInfOp,
-         GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp, MulOp, DivOp, PowOp,
-         EqualOp, LessOp, GreaterOp, MaxOp, MinOp, AndOp, OrOp, XorOp, WhereOp>(
-      context);
+         GeluOp, DropoutOp, DropoutMaskOp, CastOp, TriluOp, AddOp, SubOp, MulOp,
+         DivOp, PowOp, EqualOp, LessOp, GreaterOp, MaxOp, MinOp, AndOp, OrOp,
+         XorOp, WhereOp>(context);
   attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
-         GatherElementsOp, GatherNDOp, CumSumOp, ConcatOp, RangeOp>(context);
+         GatherElementsOp, GatherNDOp, ScatterElementsOp, ScatterNDOp,
+         TopKIndicesOp, CumSumOp, ConcatOp, RangeOp>(context);
 }

@@ -480,12 +480,46 @@ def composed(g):
     c.output(c.op("Einsum", [y, d, a], equation="bik,k,bij->bj"), [2, 4])
 
 
+def scatter(g):
+    """ScatterElements and ScatterND (none: the updated entries' gradient
+    goes to the updates; add: to both), GatherElements and GatherND (their
+    gradients add into the data at the indices, repeated ones twice), and
+    TopK's values (a gather at the positions it picks)."""
+    c = g.case("scatter_elements")
+    x = c.param(c.f([3, 5]), "x")
+    u = c.param(c.f([3, 2]), "u")
+    idx = c.const(np.asarray([[4, 0], [1, -2], [2, 0]], I64), "i")
+    c.output(c.op("Add", [c.op("ScatterElements", [x, idx, u], axis=1),
+                          c.op("ScatterElements", [x, idx, u], axis=1,
+                               reduction="add")]), [3, 5])
+    c = g.case("scatter_nd")
+    x = c.param(c.f([4, 3]), "x")
+    u = c.param(c.f([2, 3]), "u")
+    idx = c.const(np.asarray([[3], [1]], I64), "i")
+    c.output(c.op("Add", [c.op("ScatterND", [x, idx, u]),
+                          c.op("ScatterND", [x, idx, u], reduction="add")]),
+             [4, 3])
+    c = g.case("gather_elements")
+    x = c.param(c.f([3, 4]), "x")
+    idx = c.const(np.asarray([[0, 3, 3], [1, 1, -1], [2, 0, 1]], I64), "i")
+    c.output(c.op("GatherElements", [x, idx], axis=1), [3, 3])
+    c = g.case("gather_nd")
+    x = c.param(c.f([3, 4]), "x")
+    idx = c.const(np.asarray([[2, 1], [0, 3], [2, 1]], I64), "i")
+    c.output(c.op("GatherND", [x, idx]), [3])
+    c = g.case("topk")  # distinct values, so the positions are stable
+    x = c.param(c.away([3, 6], 0.2, 2.0), "x")
+    values, _ = c.op("TopK", [x, c.const(np.asarray([3], I64), "k")], nout=2,
+                     axis=1)
+    c.output(values, [3, 3])
+
+
 GROUPS = [("unary", 20, unary), ("elementwise", 17, elementwise_more),
           ("binary", 17, binary), ("pow", 17, pow_), ("matmul", 17, matmul),
           ("gemm", 17, gemm), ("normalization", 17, normalization),
           ("rms_norm", 23, rms_norm), ("reduction", 18, reduction),
           ("movement", 18, movement), ("losses", 17, losses),
-          ("composed", 18, composed)]
+          ("composed", 18, composed), ("scatter", 18, scatter)]
 
 
 class Group:
