@@ -413,9 +413,23 @@ LogicalResult rule(DivOp op, GradBuilder &g) {
   return success();
 }
 
+LogicalResult rule(FmodOp op, GradBuilder &g) {
+  // d/da = g; d/db = -g trunc(a / b), trunc(a / b) = (a - y) / b.
+  Value a = op.getLhs(), b = op.getRhs();
+  if (g.needs(0))
+    g.set(0, g.unbroadcastTo(g.grad(), a));
+  if (g.needs(1)) {
+    Value quotient = g.div(g.sub(a, op.getResult()), b);
+    g.set(1, g.neg(g.unbroadcastTo(g.mul(g.grad(), quotient), b)));
+  }
+  return success();
+}
+
 LogicalResult rule(PowOp op, GradBuilder &g) {
   Value x = op.getLhs(), e = op.getRhs(), y = op.getResult();
   Type elt = eltOf(x);
+  if (!isFloat(x))
+    return success(); // an integer power carries no gradient
   if (g.needs(0)) {
     Value dx;
     if (std::optional<double> c = splatValue(e)) {
@@ -1024,7 +1038,7 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
       // Element-wise.
       NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp, TanhOp, SigmoidOp,
       ReluOp, SinOp, CosOp, GeluOp, DropoutOp, CastOp, TriluOp, AddOp, SubOp,
-      MulOp, DivOp, PowOp, MaxOp, MinOp, WhereOp, CumSumOp,
+      MulOp, DivOp, PowOp, FmodOp, MaxOp, MinOp, WhereOp, CumSumOp,
       // Contractions and normalizations.
       MatMulOp, GemmOp, SoftmaxOp, LogSoftmaxOp, LayerNormOp, RMSNormOp,
       // Reductions and data movement.

@@ -453,6 +453,7 @@ MEMFIT_BINARY_INFER(SubOp, "sub", Type(), true)
 MEMFIT_BINARY_INFER(MulOp, "mul", Type(), true)
 MEMFIT_BINARY_INFER(DivOp, "div", Type(), true)
 MEMFIT_BINARY_INFER(PowOp, "pow", Type(), false)
+MEMFIT_BINARY_INFER(FmodOp, "fmod", Type(), true)
 MEMFIT_BINARY_INFER(EqualOp, "equal", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(LessOp, "less", IntegerType::get(ctx, 1), true)
 MEMFIT_BINARY_INFER(GreaterOp, "greater", IntegerType::get(ctx, 1), true)
@@ -505,6 +506,18 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
       },
       [](APFloat a, const APFloat &b) {
         a.divide(b, APFloat::rmNearestTiesToEven);
+        return a;
+      });
+}
+
+OpFoldResult FmodOp::fold(FoldAdaptor adaptor) {
+  return foldArith(
+      adaptor.getOperands(), getType(),
+      [](const APInt &, const APInt &, bool) -> IntResult {
+        return std::nullopt;
+      },
+      [](APFloat a, const APFloat &b) {
+        a.mod(b); // the remainder with a's sign, exact: C's fmod
         return a;
       });
 }

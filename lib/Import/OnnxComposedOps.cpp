@@ -185,23 +185,27 @@ LogicalResult onnx_import::convertMish(NodeContext &n) {
   return failed(r) ? failure() : n.setResults(*r);
 }
 
-/// Mod on integers: the remainder of the truncating division a - (a/b)*b
-/// (fmod = 1, C's %), moved by b where its sign differs from b's (fmod =
-/// 0, Python's %). Floats (fmod = 1 only) are refused: a - trunc(a/b)*b
-/// is not exact, and memfit has no fmod.
+/// Mod: the remainder of the truncating division, a - (a/b)*b on integers
+/// and memfit.fmod on floats (fmod = 1, C's % and fmod), moved by b where
+/// its sign differs from b's (fmod = 0, Python's %).
 LogicalResult onnx_import::convertMod(NodeContext &n) {
   Value a = n.input(0), b = n.input(1);
   Type elt = eltOf(a);
   bool fmod = n.intAttr("fmod", 0);
-  if (!elt.isInteger() || elt.isInteger(1))
-    return n.error() << "Mod of " << elt
-                     << " is not supported (integers only; memfit has no "
-                        "floating-point remainder)";
-  FailureOr<Value> r = n.build<DivOp>({a, b});
-  if (succeeded(r))
-    r = n.build<MulOp>({*r, b});
-  if (succeeded(r))
-    r = n.build<SubOp>({a, *r});
+  if (elt.isInteger(1))
+    return n.error() << "Mod of booleans is not defined";
+  // The remainder with the dividend's sign: C's fmod for floats (ONNX
+  // requires fmod = 1 for them), a - (a / b) * b for integers.
+  FailureOr<Value> r;
+  if (isa<FloatType>(elt)) {
+    r = n.build<FmodOp>({a, b});
+  } else {
+    r = n.build<DivOp>({a, b});
+    if (succeeded(r))
+      r = n.build<MulOp>({*r, b});
+    if (succeeded(r))
+      r = n.build<SubOp>({a, *r});
+  }
   if (failed(r) || fmod || elt.isUnsignedInteger())
     return failed(r) ? failure() : n.setResults(*r);
   Value zero = scalar(n, elt, 0.0);

@@ -2,23 +2,6 @@
 // the rule it checks. Kernels are written by hand where a case needs one.
 // RUN: memfit-translate %s --memfit-to-cuda -verify-diagnostics -split-input-file
 
-// Kernels store f16 and bf16 as __half and __nv_bfloat16 and compute in
-// float; a cast from f64, or from integers up to 32 bits, rounds once from
-// a double, and so does one from a 64-bit integer to f16 or an 8-bit float
-// (beyond 2^53 they overflow). To bf16 a 64-bit integer would round twice
-// (to double, then to 8 bits).
-func.func @half_cast_from_i64(%x: tensor<4xi64>) -> tensor<4xbf16> {
-  %0 = memfit.kernel(%x) : (tensor<4xi64>) -> tensor<4xbf16> {
-  ^bb0(%a: tensor<4xi64>):
-    // expected-error @+1 {{cannot emit CUDA for 'memfit.cast': casts from 'i64' to 'bf16' are not supported (they would round twice)}}
-    %c = memfit.cast %a : tensor<4xi64> to tensor<4xbf16>
-    memfit.yield %c : tensor<4xbf16>
-  }
-  return %0 : tensor<4xbf16>
-}
-
-// -----
-
 // gather_grad accumulates into its result, which in 16 bits would round at
 // every addition.
 func.func @gather_grad_half(%g: tensor<2x3x4xbf16>, %i: tensor<2x3xi64>) -> tensor<5x4xbf16> {

@@ -342,8 +342,12 @@ def Memfit_MulOp : Memfit_BroadcastOp<"mul", "multiplication", Memfit_NumericTen
                                       Memfit_NumericTensor, Memfit_NumericTensor, [Commutative]>;
 def Memfit_DivOp : Memfit_BroadcastOp<"div", "division", Memfit_NumericTensor,
                                       Memfit_NumericTensor, Memfit_NumericTensor>;
-def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
-                                      Memfit_NumericTensor, Memfit_FloatTensor> {
+def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_NumericTensor,
+                                      Memfit_NumericTensor, Memfit_NumericTensor> {
+  // An integer base gives an integer power: exact by repeated squaring for
+  // an integer exponent (wrapping on overflow; 0 for a negative one unless
+  // the base is 1 or -1), pow() in double truncated for a float one, as
+  // onnxruntime.
   let flopsPerElement = 4;
   // fp32, except a small positive integer power (a product of a few
   // factors, as x * x * x in a spelled-out GELU): low where the low type
@@ -353,6 +357,9 @@ def Memfit_PowOp : Memfit_BroadcastOp<"pow", "power", Memfit_FloatTensor,
     ::mlir::memfit::Precision getPrecision();
   }];
 }
+def Memfit_FmodOp : Memfit_BroadcastOp<"fmod", "floating-point remainder, with the dividend's sign (C's fmod, ONNX Mod with fmod = 1)",
+                                       Memfit_FloatTensor, Memfit_FloatTensor,
+                                       Memfit_FloatTensor>;
 def Memfit_EqualOp : Memfit_BroadcastOp<"equal", "equality", Memfit_Tensor,
                                         Memfit_Tensor, Memfit_BoolTensor, [Commutative]> {
   let precision = "Follow";

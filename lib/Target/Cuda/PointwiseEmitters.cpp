@@ -147,23 +147,23 @@ Expr expr(CastOp op, const Scalar &s) {
   // register that holds the source exactly (a double for f64 and integers
   // up to 32 bits), and held in a float register. A 64-bit integer is
   // exact in a double up to 2^53, and beyond it overflows f16 and the
-  // small floats whatever the rounding; to bf16 it would round twice.
+  // small floats whatever the rounding; for bf16 it goes through a double
+  // rounded to odd, which the rounding to bf16 does not round twice.
   unsigned intWidth =
       s.inType.isInteger() ? s.inType.getIntOrFloatBitWidth() : 0;
+  std::string x = s.x[0];
   if (intWidth > 32 && s.type.isBF16())
-    return s.writer.error(op) << "casts from " << s.inType << " to " << s.type
-                              << " are not supported (they would round "
-                                 "twice)",
-           failure();
+    x = (s.inType.isUnsignedInteger() ? "memfit_u64_odd(" : "memfit_i64_odd(") +
+        x + ")";
   bool half = isHalfFloat(s.type);
   if (half && !s.inType.isF64() && intWidth <= 16)
-    return widen(s.type, narrow(s.type, "(float)" + s.x[0]));
+    return widen(s.type, narrow(s.type, "(float)" + x));
   // ONNX's saturate (FLOAT8 targets; FLOAT4E2M1 always saturates): values
   // beyond the largest finite one, infinities included, become it.
   bool saturate = !half && op.getSaturate().value_or(true);
   return llvm::formatv("(float)memfit_fp_round((double){0}, {1}, {2}, {3}, "
                        "{4}, {5})",
-                       s.x[0], format->mbits, format->bias,
+                       x, format->mbits, format->bias,
                        floatLiteral(format->maxValue, true), format->kind,
                        saturate ? "true" : "false")
       .str();
@@ -184,8 +184,16 @@ Expr expr(AddOp, const Scalar &s) { return s.x[0] + " + " + s.x[1]; }
 Expr expr(SubOp, const Scalar &s) { return s.x[0] + " - " + s.x[1]; }
 Expr expr(MulOp, const Scalar &s) { return s.x[0] + " * " + s.x[1]; }
 Expr expr(DivOp, const Scalar &s) { return s.x[0] + " / " + s.x[1]; }
-Expr expr(PowOp, const Scalar &s) {
-  return s.fn("pow") + "(" + s.x[0] + ", " + s.x[1] + ")";
+Expr expr(PowOp op, const Scalar &s) {
+  if (!isa<IntegerType>(s.type))
+    return s.fn("pow") + "(" + s.x[0] + ", " + s.x[1] + ")";
+  if (isa<IntegerType>(eltOf(op.getRhs())))
+    return "(" + s.t + ")memfit_ipow((long long)" + s.x[0] + ", (long long)" +
+           s.x[1] + ")";
+  return "(" + s.t + ")pow((double)" + s.x[0] + ", (double)" + s.x[1] + ")";
+}
+Expr expr(FmodOp, const Scalar &s) {
+  return s.fn("fmod") + "(" + s.x[0] + ", " + s.x[1] + ")";
 }
 Expr expr(EqualOp, const Scalar &s) {
   return "(" + s.x[0] + " == " + s.x[1] + ")";
@@ -621,8 +629,8 @@ void cuda::attachPointwiseEmitters(MLIRContext *context) {
   attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
          TanhOp, SigmoidOp, ReluOp, SinOp, CosOp, NotOp, IsNaNOp, IsInfOp,
          GeluOp, DropoutOp, DropoutMaskOp, CastOp, TriluOp, AddOp, SubOp, MulOp,
-         DivOp, PowOp, EqualOp, LessOp, GreaterOp, MaxOp, MinOp, AndOp, OrOp,
-         XorOp, WhereOp>(context);
+         DivOp, PowOp, FmodOp, EqualOp, LessOp, GreaterOp, MaxOp, MinOp, AndOp,
+         OrOp, XorOp, WhereOp>(context);
   attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
          GatherElementsOp, GatherNDOp, ScatterElementsOp, ScatterNDOp,
          TopKIndicesOp, CumSumOp, ConcatOp, RangeOp>(context);

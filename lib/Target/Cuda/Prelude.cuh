@@ -35,6 +35,16 @@ template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, 
 }
 // Dropout's keep decision: a counter-based hash (splitmix64) of the seed and
 // the element index, compared with the drop ratio.
+// An integer power by repeated squaring, wrapping like the C types (the
+// caller casts to its own); a negative exponent gives 0 unless the base is
+// 1 or -1 (ONNX Pow on integers, as onnxruntime).
+static __device__ __forceinline__ long long memfit_ipow(long long b, long long e) {
+  if (e < 0) return b == 1 ? 1 : (b == -1 ? ((e & 1) ? -1 : 1) : 0);
+  unsigned long long r = 1, x = (unsigned long long)b;
+  while (e) { if (e & 1) r *= x; x *= x; e >>= 1; }
+  return (long long)r;
+}
+
 static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long seed, long long i, float ratio) {
   unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
@@ -50,6 +60,21 @@ static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long se
 // exponent all ones), 1: FN (no infinity, NaN all ones), 2: FNUZ (no
 // infinity, no -0, NaN the sign bit alone), 3: no infinity or NaN
 // (FLOAT4E2M1: saturates, NaN becomes the sign bit alone, as ml_dtypes).
+// A 64-bit integer as a double rounded to odd: exact below 2^53; beyond,
+// the bits a double cannot hold are OR'ed into its lowest bit, so that a
+// later rounding to fewer bits (bf16's 8) rounds once, as if from the
+// integer itself.
+static __device__ __forceinline__ double memfit_u64_odd(unsigned long long u) {
+  int s = 0;
+  while ((u >> s) >= (1ull << 53)) ++s;
+  unsigned long long kept = u >> s;
+  if (s && (u & ((1ull << s) - 1))) kept |= 1;
+  return ldexp((double)kept, s);
+}
+static __device__ __forceinline__ double memfit_i64_odd(long long v) {
+  return v < 0 ? -memfit_u64_odd(0ull - (unsigned long long)v) : memfit_u64_odd((unsigned long long)v);
+}
+
 // memfit_fp_round: x rounded to nearest even in the format, as a double;
 // beyond maxv, maxv when saturating (and always for kind 3), else infinity
 // (kind 0) or NaN.

@@ -446,7 +446,8 @@ def losses(g):
 
 def composed(g):
     """The ops memfit writes as other ops (lib/Import/OnnxComposedOps.cpp)
-    and Einsum's contractions, whose gradients are those ops' rules."""
+    and Einsum's contractions, whose gradients are those ops' rules; Mod
+    of floats (memfit.fmod)."""
     c = g.case("abs_sign")
     x = c.param(c.away([3, 4]), "x")
     c.output(c.op("Mul", [c.op("Abs", [x]), c.op("Sign", [x])]), [3, 4])
@@ -462,6 +463,12 @@ def composed(g):
                 "x")
     c.output(c.op("Add", [c.op("HardSigmoid", [x], alpha=0.3, beta=0.4),
                           c.op("HardSwish", [x])]), [3, 4])
+    c = g.case("mod_float")  # a / b away from integers: fmod is smooth
+    b = np.asarray(c.rng.uniform(1.0, 1.5, size=[3, 4]), F32)
+    q = c.rng.integers(-2, 3, size=[3, 4]) + c.rng.uniform(0.2, 0.8,
+                                                          size=[3, 4])
+    a = c.param(np.asarray(b * q, F32), "a")
+    c.output(c.op("Mod", [a, c.param(b, "b")], fmod=1), [3, 4])
     c = g.case("tile")
     x = c.param(c.f([2, 3]), "x")
     c.output(c.op("Tile", [x, c.const([2, 3], "repeats", I64)]), [4, 9])
