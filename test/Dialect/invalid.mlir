@@ -386,14 +386,6 @@ func.func @div_result_element_type(%x: tensor<2xf32>, %y: tensor<2xf32>) {
 
 // -----
 
-func.func @pow_int_base(%x: tensor<2xi32>, %y: tensor<2xi32>) {
-  // expected-error @+1 {{'memfit.pow' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<2xi32>'}}
-  %0 = memfit.pow %x, %y : tensor<2xi32>, tensor<2xi32> -> tensor<2xi32>
-  return
-}
-
-// -----
-
 func.func @pow_result_element_type(%x: tensor<2xf32>, %y: tensor<2xf16>) {
   // expected-error @+2 {{'memfit.pow' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<2xf16>'}}
   // expected-error @+1 {{'memfit.pow' op failed to infer returned types}}
