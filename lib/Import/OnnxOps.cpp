@@ -72,11 +72,13 @@ LogicalResult convertDropout(NodeContext &n) {
     return n.setResults(SmallVector<Value>{n.input(0), mask});
   }
   // Each dropout of a graph draws its own stream of random numbers, named
-  // by its (unique) output so that it does not depend on the node order.
+  // by its (unique) output so that it does not depend on the node order
+  // (a node without outputs, which nothing reads, by its name).
+  std::string named = n.node.output_size() ? n.node.output(0) : n.name();
   SmallVector<NamedAttribute> attrs{
       n.named("ratio", n.b.getF32FloatAttr(ratio)),
       n.named("stream", n.b.getI64IntegerAttr(static_cast<int64_t>(
-                            llvm::xxh3_64bits(n.node.output(0)) >> 1)))};
+                            llvm::xxh3_64bits(named) >> 1)))};
   if (const onnx::AttributeProto *seed = n.attr("seed"))
     attrs.push_back(n.named("seed", n.b.getI64IntegerAttr(seed->i())));
   Value r = DropoutOp::create(n.b, n.loc, n.inputType(0), n.input(0), attrs);
