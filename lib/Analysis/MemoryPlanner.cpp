@@ -358,10 +358,11 @@ private:
   }
 
   /// Whether a kernel reads and writes element by element at the same
-  /// index, so that a result may overwrite an input in place.
+  /// index, so that a result may overwrite an input in place. Not a kernel
+  /// of several segments: each reads at its own segment's index.
   static bool isPointwise(Operation *op) {
     auto kernel = dyn_cast<KernelOp>(op);
-    if (!kernel)
+    if (!kernel || kernel->hasAttr(kSegmentsAttr))
       return false;
     // Quantize and dequantize of one block size keep to each quantization
     // block: a thread block reads a block's codes and absmax before the
@@ -474,8 +475,7 @@ private:
         readers(loaded, stepOf, reads);
       for (auto [reader, readStep] : reads)
         if (readStep > step ||
-            (readStep == step &&
-             !(isPointwise(reader) && !reader->hasAttr(kSegmentsAttr)) &&
+            (readStep == step && !isPointwise(reader) &&
              !readsAtWrittenIndex(dyn_cast<KernelOp>(producer),
                                   loads.lookup(assign.getName()), value)))
           return assign.emitError()

@@ -276,19 +276,16 @@ OpFoldResult IsInfOp::fold(FoldAdaptor adaptor) {
       });
 }
 
-LogicalResult DropoutOp::verify() {
-  float r = getRatio().convertToFloat();
+template <typename OpTy> static LogicalResult verifyDropoutRatio(OpTy op) {
+  float r = op.getRatio().convertToFloat();
   if (!(r >= 0.0f && r < 1.0f))
-    return emitOpError("ratio must be in [0, 1), got ") << r;
+    return op.emitOpError("ratio must be in [0, 1), got ") << r;
   return success();
 }
 
-LogicalResult DropoutMaskOp::verify() {
-  float r = getRatio().convertToFloat();
-  if (!(r >= 0.0f && r < 1.0f))
-    return emitOpError("ratio must be in [0, 1), got ") << r;
-  return success();
-}
+LogicalResult DropoutOp::verify() { return verifyDropoutRatio(*this); }
+
+LogicalResult DropoutMaskOp::verify() { return verifyDropoutRatio(*this); }
 
 /// Converts one constant element to `to` with ONNX Cast semantics.
 static Attribute castElement(Attribute a, Type from, Type to) {
@@ -1114,38 +1111,51 @@ OpFoldResult GatherElementsOp::fold(FoldAdaptor adaptor) {
   });
 }
 
+/// A scatter's result type: the data's, when the updates have its element
+/// type, `shapeRule` accepts the shapes and booleans take no reduction.
+template <typename Adaptor>
+static LogicalResult
+inferScatter(OptLoc loc, StringRef name, Adaptor adaptor,
+             function_ref<LogicalResult(Shape &)> shapeRule,
+             SmallVectorImpl<Type> &types) {
+  Type elt = eltOf(adaptor.getData());
+  if (eltOf(adaptor.getUpdates()) != elt)
+    return emitOptionalError(loc, name,
+                             " needs updates of the data's "
+                             "element type");
+  Shape shape;
+  if (failed(shapeRule(shape)))
+    return failure();
+  if (elt.isInteger(1) && adaptor.getReduction() != "none")
+    return emitOptionalError(loc, name, " of booleans takes no reduction");
+  return pushTensor(types, shape, elt);
+}
+
 LogicalResult
 ScatterElementsOp::inferReturnTypes(MLIRContext *, OptLoc loc, Adaptor adaptor,
                                     SmallVectorImpl<Type> &types) {
-  if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
-    return emitOptionalError(loc, "scatter_elements needs updates of the "
-                                  "data's element type");
-  Shape shape;
-  if (failed(inferScatterElementsShape(
-          shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
-          shapeOf(adaptor.getUpdates()), adaptor.getAxis(),
-          adaptor.getReduction(), shape, loc)))
-    return failure();
-  if (eltOf(adaptor.getData()).isInteger(1) && adaptor.getReduction() != "none")
-    return emitOptionalError(loc, "scatter_elements of booleans takes no "
-                                  "reduction");
-  return pushTensor(types, shape, eltOf(adaptor.getData()));
+  return inferScatter(
+      loc, "scatter_elements", adaptor,
+      [&](Shape &shape) {
+        return inferScatterElementsShape(
+            shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
+            shapeOf(adaptor.getUpdates()), adaptor.getAxis(),
+            adaptor.getReduction(), shape, loc);
+      },
+      types);
 }
 
 LogicalResult ScatterNDOp::inferReturnTypes(MLIRContext *, OptLoc loc,
                                             Adaptor adaptor,
                                             SmallVectorImpl<Type> &types) {
-  if (eltOf(adaptor.getUpdates()) != eltOf(adaptor.getData()))
-    return emitOptionalError(loc, "scatter_nd needs updates of the data's "
-                                  "element type");
-  Shape shape;
-  if (failed(inferScatterNDShape(
-          shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
-          shapeOf(adaptor.getUpdates()), adaptor.getReduction(), shape, loc)))
-    return failure();
-  if (eltOf(adaptor.getData()).isInteger(1) && adaptor.getReduction() != "none")
-    return emitOptionalError(loc, "scatter_nd of booleans takes no reduction");
-  return pushTensor(types, shape, eltOf(adaptor.getData()));
+  return inferScatter(
+      loc, "scatter_nd", adaptor,
+      [&](Shape &shape) {
+        return inferScatterNDShape(
+            shapeOf(adaptor.getData()), shapeOf(adaptor.getIndices()),
+            shapeOf(adaptor.getUpdates()), adaptor.getReduction(), shape, loc);
+      },
+      types);
 }
 
 LogicalResult TopKIndicesOp::inferReturnTypes(MLIRContext *ctx, OptLoc loc,

@@ -441,37 +441,28 @@ Expr mapping(ScatterElementsOp op, KernelWriter &w) {
       normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
   if (failed(axis))
     return failure();
-  Shape dataStrides = stridesOf(dataShape), updStrides = stridesOf(updShape);
   std::string j = w.freshName("j"), v = w.freshName("v");
-  std::string dataOffset, updOffset, within;
-  for (size_t d = 0; d < dataShape.size(); ++d) {
-    std::string c = "c" + std::to_string(d);
-    dataOffset +=
-        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "", c, dataStrides[d])
-            .str();
-    updOffset +=
-        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
-                      static_cast<int64_t>(d) == *axis ? j : c, updStrides[d])
-            .str();
-    // The updates may be shorter than the data along the other axes.
+  std::string updOffset = offsetAlong(stridesOf(updShape), *axis, j);
+  // The updates may be shorter than the data along the other axes.
+  std::string within;
+  for (size_t d = 0; d < dataShape.size(); ++d)
     if (static_cast<int64_t>(d) != *axis && updShape[d] < dataShape[d])
-      within += llvm::formatv(" && {0} < {1}LL", c, updShape[d]).str();
-  }
-  Expr data = in(w, op, 0, dataOffset);
-  Expr index = in(w, op, 1, updOffset);
+      within += llvm::formatv(" && c{0} < {1}LL", d, updShape[d]).str();
+  Expr data = in(w, op, 0, broadcastOffset(dataShape, dataShape.size(), "c"));
   Expr update = in(w, op, 2, updOffset);
-  if (failed(data) || failed(index) || failed(update))
+  if (failed(data) || failed(update))
     return failure();
   // The updates along the axis that name this entry, in order.
-  std::string g = w.freshName("g");
-  int64_t extent = dataShape[*axis];
   w.body() << "  " << *regType(eltOf(op.getResult())) << " " << v << " = "
            << *data << ";\n";
   w.body() << "  for (long long " << j << " = 0; " << j << " < "
            << updShape[*axis] << "LL" << within << "; ++" << j << ") {\n";
-  w.body() << "    long long " << g << " = (long long)" << *index << ";\n";
-  w.body() << "    if (" << g << " < 0) " << g << " += " << extent << "LL;\n";
-  w.body() << "    if (" << g << " == c" << *axis << ") " << v << " = "
+  std::string inRange; // every position is valid here
+  FailureOr<std::string> g =
+      readIndex(w, op, updOffset, dataShape[*axis], inRange);
+  if (failed(g))
+    return failure();
+  w.body() << "    if (" << *g << " == c" << *axis << ") " << v << " = "
            << combine(op.getReduction(), v, *update) << ";\n";
   w.body() << "  }\n";
   return v;
@@ -488,15 +479,10 @@ Expr mapping(ScatterNDOp op, KernelWriter &w) {
     slice *= dataShape[d];
   Shape dataStrides = stridesOf(dataShape);
   std::string m = w.freshName("m"), v = w.freshName("v");
-  std::string dataOffset, sliceOffset = "0LL";
-  for (int64_t d = 0; d < r; ++d) {
-    dataOffset +=
-        llvm::formatv("{0}c{1} * {2}LL", d ? " + " : "", d, dataStrides[d])
-            .str();
-    if (d >= k)
-      sliceOffset += llvm::formatv(" + c{0} * {1}LL", d, dataStrides[d]).str();
-  }
-  Expr data = in(w, op, 0, dataOffset);
+  std::string sliceOffset = "0LL";
+  for (int64_t d = k; d < r; ++d)
+    sliceOffset += llvm::formatv(" + c{0} * {1}LL", d, dataStrides[d]).str();
+  Expr data = in(w, op, 0, broadcastOffset(dataShape, r, "c"));
   Expr update =
       in(w, op, 2,
          llvm::formatv("{0} * {1}LL + {2}", m, slice, sliceOffset).str());
@@ -508,17 +494,14 @@ Expr mapping(ScatterNDOp op, KernelWriter &w) {
            << "LL; ++" << m << ") {\n";
   // The tuple names this entry's slice when each of its k indices (negative
   // ones from the back) is the entry's coordinate.
-  std::string hit;
+  std::string hit, inRange; // every position is valid here
   for (int64_t t = 0; t < k; ++t) {
-    Expr index =
-        in(w, op, 1, llvm::formatv("{0} * {1}LL + {2}LL", m, k, t).str());
-    if (failed(index))
+    FailureOr<std::string> g =
+        readIndex(w, op, llvm::formatv("{0} * {1}LL + {2}LL", m, k, t).str(),
+                  dataShape[t], inRange);
+    if (failed(g))
       return failure();
-    std::string g = w.freshName("g");
-    w.body() << "    long long " << g << " = (long long)" << *index << ";\n";
-    w.body() << "    if (" << g << " < 0) " << g << " += " << dataShape[t]
-             << "LL;\n";
-    hit += llvm::formatv("{0}{1} == c{2}", t ? " && " : "", g, t).str();
+    hit += llvm::formatv("{0}{1} == c{2}", t ? " && " : "", *g, t).str();
   }
   w.body() << "    if (" << hit << ") " << v << " = "
            << combine(op.getReduction(), v, *update) << ";\n";
