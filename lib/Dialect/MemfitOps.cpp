@@ -672,6 +672,27 @@ LogicalResult MatMulOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   Shape shape;
   if (failed(inferMatMulShape(*a, *b, shape, loc)))
     return failure();
+  if (DenseI64ArrayAttr permAttr = adaptor.getResultPermAttr()) {
+    ArrayRef<int64_t> perm = permAttr.asArrayRef();
+    int64_t rank = shape.size();
+    SmallVector<bool> seen(rank, false);
+    bool valid = static_cast<int64_t>(perm.size()) == rank;
+    for (int64_t d : perm) {
+      valid = valid && d >= 0 && d < rank && !seen[d];
+      if (valid)
+        seen[d] = true;
+    }
+    if (!valid || a->size() < 2 || b->size() < 2 || perm.back() != rank - 1)
+      return emitOptionalError(
+          loc, "result_perm must permute the ", rank,
+          " dimensions of a product of operands of rank 2 or more and keep "
+          "the last one last, got [",
+          perm, "]");
+    Shape permuted;
+    for (int64_t d : perm)
+      permuted.push_back(shape[d]);
+    shape = std::move(permuted);
+  }
   return pushTensor(types, shape, eltOf(lhs));
 }
 
@@ -808,6 +829,33 @@ LogicalResult ReshapeOp::verify() {
     return emitOpError("cannot reshape ")
            << in << " (" << in.getNumElements() << " elements) to " << out
            << " (" << out.getNumElements() << " elements)";
+  return success();
+}
+
+LogicalResult StridedViewOp::verify() {
+  RankedTensorType in = getInput().getType(), out = getType();
+  if (in.getElementType() != out.getElementType())
+    return emitOpError("element type changes from ")
+           << in.getElementType() << " to " << out.getElementType();
+  ArrayRef<int64_t> strides = getStrides();
+  if (static_cast<int64_t>(strides.size()) != out.getRank())
+    return emitOpError("has ") << strides.size() << " strides for a result of "
+                               << "rank " << out.getRank();
+  if (getOffset() < 0 || llvm::any_of(strides, [](int64_t s) { return s < 0; }))
+    return emitOpError("offset and strides must not be negative");
+  int64_t last = getOffset();
+  if (out.getNumElements() > 0)
+    for (auto [size, stride] : llvm::zip(out.getShape(), strides))
+      last += (size - 1) * stride;
+  if (out.getNumElements() > 0 && last >= in.getNumElements())
+    return emitOpError("reads element ")
+           << last << " of an input of " << in.getNumElements() << " elements";
+  for (Operation *user : getResult().getUsers())
+    if (!isa<MatMulOp>(user))
+      return emitOpError("is read by '")
+             << user->getName()
+             << "': only memfit.matmul reads a strided view (its library "
+                "call's strides)";
   return success();
 }
 

@@ -678,7 +678,7 @@ struct MemfitFusePass
     } else {
       // (op(A) op(B))^T = op(B)^T op(A)^T in each batch.
       auto matmul =
-          MatMulOp::create(builder, producer->getLoc(), type, b, a, !tb, !ta);
+          MatMulOp::create(builder, producer->getLoc(), b, a, !tb, !ta);
       transposed = matmul.getResult();
     }
     // The step's attributes, and the transpose's (a gradient's

@@ -28,6 +28,7 @@
 #include "memfit/runtime/Nvrtc.h"
 
 #include <array>
+#include <limits>
 #include <chrono>
 #include <optional>
 #include <unordered_map>
@@ -102,7 +103,7 @@ struct BatchPlan {
   size_t outerRank = 0;
   int64_t outerCount = 1;
   int64_t innerCount = 1;
-  int64_t strideA = 0, strideB = 0; // elements between inner matrices
+  std::array<int64_t, 3> strides{0, 0, 0}; // A, B, out: between inner matrices
 };
 
 /// The single stride of an operand over batch dimensions [first, rank):
@@ -134,16 +135,21 @@ BatchPlan planBatch(const Contraction &contraction) {
       inner *= shape[i];
     if (inner > INT32_MAX) // CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT is int32_t
       continue;
-    std::optional<int64_t> strideA =
-        flatStride(shape, contraction.batchStridesA, first);
-    std::optional<int64_t> strideB =
-        flatStride(shape, contraction.batchStridesB, first);
-    if (!strideA || !strideB)
+    std::optional<int64_t> strides[3];
+    for (int o = 0; o < 3; ++o)
+      strides[o] = flatStride(
+          shape, contraction.batchStrides(Contraction::Operand(o)), first);
+    if (!strides[0] || !strides[1] || !strides[2])
+      continue;
+    // cuBLASLt's strided batch is for output matrices that do not overlap
+    // (each [m rows of ld] after the previous): matrices that interleave
+    // (attention heads written merged) are looped over instead.
+    if (inner > 1 && *strides[2] < contraction.ld[2] * contraction.m)
       continue;
     plan.outerRank = first;
     plan.innerCount = inner;
-    plan.strideA = inner > 1 ? *strideA : 0;
-    plan.strideB = inner > 1 ? *strideB : 0;
+    for (int o = 0; o < 3; ++o)
+      plan.strides[o] = inner > 1 ? *strides[o] : 0;
     break;
   }
   for (size_t i = 0; i < plan.outerRank; ++i)
@@ -584,23 +590,29 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
   MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                     CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond);
 
+  // A row-major matrix's rows are ld apart: its column-major transpose's
+  // columns are.
+  const int64_t ldA = contraction.ld[0], ldB = contraction.ld[1],
+                ldOut = contraction.ld[2];
   if (contraction.transB)
     MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, k, n,
-                      k);
+                      ldB);
   else
     MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, n, k,
-                      n);
+                      ldB);
   if (contraction.transA)
     MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, m, k,
-                      m);
+                      ldA);
   else
     MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, k, m,
-                      k);
-  MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.out, type.data, n, m, n);
+                      ldA);
+  MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.out, type.data, n, m,
+                    ldOut);
 
   if (batch.innerCount > 1) {
     const int32_t count = static_cast<int32_t>(batch.innerCount);
-    const int64_t strides[3] = {batch.strideB, batch.strideA, m * n};
+    const int64_t strides[3] = {batch.strides[1], batch.strides[0],
+                                batch.strides[2]};
     cublasLtMatrixLayout_t layouts[3] = {plan.first, plan.second, plan.out};
     for (int i = 0; i < 3; ++i) {
       MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutSetAttribute, layouts[i],
@@ -659,7 +671,9 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
   for (int64_t value :
        {int64_t(contraction.dtype), contraction.m, contraction.n, contraction.k,
         int64_t(contraction.transA), int64_t(contraction.transB),
-        batch.innerCount, batch.strideA, batch.strideB, int64_t(alignFirst),
+        contraction.ld[0], contraction.ld[1], contraction.ld[2],
+        batch.innerCount, batch.strides[0], batch.strides[1], batch.strides[2],
+        int64_t(alignFirst),
         int64_t(alignSecond), int64_t(alignOut)})
     key += std::to_string(value) + ",";
   auto it = plans_.find(key);
@@ -681,75 +695,85 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
   const ElementType type = *typeOr;
   const std::vector<int64_t> &shape = contraction.batchShape;
   if (contraction.batchStridesA.size() != shape.size() ||
-      contraction.batchStridesB.size() != shape.size())
+      contraction.batchStridesB.size() != shape.size() ||
+      contraction.batchStridesOut.size() != shape.size())
     return invalidArgument(context +
                            ": batch strides do not match the batch rank " +
                            std::to_string(shape.size()));
   const int64_t m = contraction.m, n = contraction.n, k = contraction.k;
   if (m < 0 || n < 0 || k < 0)
     return invalidArgument(context + ": negative dimension");
-
-  // The extent of each operand, so that no matrix reaches outside the
-  // allocation whatever the manifest says.
   int64_t count = 1;
-  uint64_t lastA = 0, lastB = 0; // element offset of the last batch matrix
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] < 0 || contraction.batchStridesA[i] < 0 ||
-        contraction.batchStridesB[i] < 0)
+        contraction.batchStridesB[i] < 0 || contraction.batchStridesOut[i] < 0)
       return invalidArgument(context + ": negative batch size or stride");
     count *= shape[i];
-    if (shape[i] > 0) {
-      lastA += uint64_t(shape[i] - 1) * uint64_t(contraction.batchStridesA[i]);
-      lastB += uint64_t(shape[i] - 1) * uint64_t(contraction.batchStridesB[i]);
-    }
   }
+  for (int o = 0; o < 3; ++o)
+    if (contraction.offsets[o] < 0 || contraction.ld[o] < 0)
+      return invalidArgument(context + ": negative offset or leading "
+                                        "dimension");
   if (count == 0 || m == 0 || n == 0)
     return Status::ok();
   const uint64_t e = type.bytes;
-  MEMFIT_RT_RETURN_IF_ERROR(
-      checkRange("operand A", a, (lastA + uint64_t(m * k)) * e)
-          .withContext(context));
-  MEMFIT_RT_RETURN_IF_ERROR(
-      checkRange("operand B", b, (lastB + uint64_t(k * n)) * e)
-          .withContext(context));
-  MEMFIT_RT_RETURN_IF_ERROR(
-      checkRange("the output", out, uint64_t(count * m * n) * e)
-          .withContext(context));
-  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
-
   if (k == 0) {
-    // An empty sum: out = beta * out.
+    // An empty sum: out = beta * out, on a packed output.
+    Contraction packed = contraction;
+    packed.setPackedLayout();
+    if (packed.ld[2] != contraction.ld[2] || contraction.offsets[2] != 0 ||
+        packed.batchStridesOut != contraction.batchStridesOut)
+      return invalidArgument(context + ": k = 0 with a strided output");
     if (contraction.beta == 1.0f)
       return Status::ok();
     if (contraction.beta != 0.0f)
       return invalidArgument(context + ": k = 0 with beta other than 0 or 1");
+    MEMFIT_RT_RETURN_IF_ERROR(
+        checkRange("the output", out, uint64_t(count * m * n) * e)
+            .withContext(context));
+    MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
     MEMFIT_RT_RETURN_IF_ERROR(synchronize()); // cuMemsetD8 is not on stream_
     MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemsetD8, base_ + out, 0,
                               uint64_t(count * m * n) * e);
     return Status::ok();
   }
+  for (int o = 0; o < 3; ++o)
+    if (contraction.ld[o] <
+        std::max<int64_t>(1, contraction.storedColumns(Contraction::Operand(o))))
+      return invalidArgument(context + ": rows closer than their length");
+
+  // The extent of each operand, so that no matrix reaches outside the
+  // allocation whatever the manifest says.
+  const char *roles[3] = {"operand A", "operand B", "the output"};
+  const uint64_t starts[3] = {a, b, out};
+  for (int o = 0; o < 3; ++o) {
+    uint64_t span = operandSpan(contraction, Contraction::Operand(o)), bytes;
+    if (__builtin_mul_overflow(span, e, &bytes))
+      bytes = std::numeric_limits<uint64_t>::max();
+    MEMFIT_RT_RETURN_IF_ERROR(
+        checkRange(roles[o], starts[o], bytes).withContext(context));
+  }
+  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   if (!blasLt_) // prepareKernels creates it when the manifest has contractions
     MEMFIT_RT_RETURN_IF_ERROR(initBlasLt());
 
   const BatchPlan batch = planBatch(contraction);
-  // Every address cuBLASLt will see: the bases, the strides within the
-  // strided batch and the offsets of the looped dimensions.
-  std::vector<uint64_t> addressesA = {base_ + a}, addressesB = {base_ + b},
-                        addressesOut = {base_ + out};
-  if (batch.innerCount > 1) {
-    addressesA.push_back(uint64_t(batch.strideA) * e);
-    addressesB.push_back(uint64_t(batch.strideB) * e);
-    addressesOut.push_back(uint64_t(m * n) * e);
+  // Every address cuBLASLt will see: the matrices' first elements, the
+  // strides within the strided batch and the offsets of the looped
+  // dimensions.
+  std::vector<uint64_t> addresses[3];
+  for (int o = 0; o < 3; ++o) {
+    addresses[o].push_back(base_ + starts[o] +
+                           uint64_t(contraction.offsets[o]) * e);
+    if (batch.innerCount > 1)
+      addresses[o].push_back(uint64_t(batch.strides[o]) * e);
+    for (size_t i = 0; i < batch.outerRank; ++i)
+      addresses[o].push_back(
+          uint64_t(contraction.batchStrides(Contraction::Operand(o))[i]) * e);
   }
-  for (size_t i = 0; i < batch.outerRank; ++i) {
-    addressesA.push_back(uint64_t(contraction.batchStridesA[i]) * e);
-    addressesB.push_back(uint64_t(contraction.batchStridesB[i]) * e);
-  }
-  if (batch.outerCount > 1)
-    addressesOut.push_back(uint64_t(batch.innerCount * m * n) * e);
   StatusOr<MatmulPlan *> planOr =
-      getPlan(contraction, type, batch, commonAlignment(addressesB),
-              commonAlignment(addressesA), commonAlignment(addressesOut));
+      getPlan(contraction, type, batch, commonAlignment(addresses[1]),
+              commonAlignment(addresses[0]), commonAlignment(addresses[2]));
   if (!planOr)
     return planOr.status();
   const MatmulPlan &plan = **planOr;
@@ -764,15 +788,16 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
   std::vector<int64_t> index(batch.outerRank, 0);
   for (int64_t outer = 0; outer < batch.outerCount; ++outer) {
     // The offsets of this outer index; the inner batch is strided.
-    uint64_t offsetA = 0, offsetB = 0;
-    for (size_t i = 0; i < batch.outerRank; ++i) {
-      offsetA += uint64_t(index[i] * contraction.batchStridesA[i]);
-      offsetB += uint64_t(index[i] * contraction.batchStridesB[i]);
+    CUdeviceptr pointers[3];
+    for (int o = 0; o < 3; ++o) {
+      uint64_t offset = uint64_t(contraction.offsets[o]);
+      for (size_t i = 0; i < batch.outerRank; ++i)
+        offset += uint64_t(index[i] *
+                           contraction.batchStrides(Contraction::Operand(o))[i]);
+      pointers[o] = base_ + starts[o] + offset * e;
     }
-    const CUdeviceptr pointerA = base_ + a + offsetA * e;
-    const CUdeviceptr pointerB = base_ + b + offsetB * e;
-    const CUdeviceptr pointerOut =
-        base_ + out + uint64_t(outer * batch.innerCount * m * n) * e;
+    const CUdeviceptr pointerA = pointers[0], pointerB = pointers[1],
+                      pointerOut = pointers[2];
     MEMFIT_RT_RETURN_IF_ERROR(
         lt_->check(lt_->cublasLtMatmul(
                        blasLt_, plan.desc, alpha,

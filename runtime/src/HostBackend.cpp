@@ -267,37 +267,29 @@ private:
 // Contractions
 //===----------------------------------------------------------------------===//
 
-/// Calls gemm(a, b, out) for every batch index with the operands' offsets.
+/// Calls gemm(a, b, out) for every batch index with the three matrices'
+/// element offsets in their buffers.
 template <typename Gemm> void forEachBatch(const Contraction &c, Gemm gemm) {
   size_t rank = c.batchShape.size();
   std::vector<int64_t> index(rank, 0);
   int64_t batches = 1;
   for (int64_t d : c.batchShape)
     batches *= d;
-  int64_t a = 0, b = 0;
-  for (int64_t out = 0; out < batches; ++out) {
-    gemm(a, b, out * c.m * c.n);
+  std::array<int64_t, 3> at = c.offsets;
+  for (int64_t i = 0; i < batches; ++i) {
+    gemm(at[0], at[1], at[2]);
     // Odometer increment of the batch index, updating the offsets.
     for (size_t d = rank; d-- > 0;) {
       ++index[d];
-      a += c.batchStridesA[d];
-      b += c.batchStridesB[d];
+      for (int o = 0; o < 3; ++o)
+        at[o] += c.batchStrides(Contraction::Operand(o))[d];
       if (index[d] < c.batchShape[d])
         break;
-      a -= c.batchStridesA[d] * index[d];
-      b -= c.batchStridesB[d] * index[d];
+      for (int o = 0; o < 3; ++o)
+        at[o] -= c.batchStrides(Contraction::Operand(o))[d] * index[d];
       index[d] = 0;
     }
   }
-}
-
-/// Elements an operand spans (validate() checked it fits its buffer).
-int64_t operandSpan(const Contraction &c, const std::vector<int64_t> &strides,
-                    int64_t matrix) {
-  int64_t span = matrix;
-  for (size_t d = 0; d < c.batchShape.size(); ++d)
-    span += (c.batchShape[d] - 1) * strides[d];
-  return span;
 }
 
 template <typename T>
@@ -305,19 +297,22 @@ void gemmBatched(const Contraction &c, const T *a, const T *b, T *out) {
   CBLAS_TRANSPOSE ta = c.transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = c.transB ? CblasTrans : CblasNoTrans;
   blasint m = blasint(c.m), n = blasint(c.n), k = blasint(c.k);
-  blasint lda = c.transA ? m : k, ldb = c.transB ? k : n;
+  blasint lda = blasint(c.ld[0]), ldb = blasint(c.ld[1]),
+          ldc = blasint(c.ld[2]);
   forEachBatch(c, [&](int64_t offA, int64_t offB, int64_t offOut) {
     if constexpr (std::is_same_v<T, float>)
       cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, c.alpha, a + offA, lda,
-                  b + offB, ldb, c.beta, out + offOut, n);
+                  b + offB, ldb, c.beta, out + offOut, ldc);
     else
       cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, c.alpha, a + offA, lda,
-                  b + offB, ldb, c.beta, out + offOut, n);
+                  b + offB, ldb, c.beta, out + offOut, ldc);
   });
 }
 
 /// f16 and bf16: converted to f32, multiplied with f32 accumulation (as
-/// cuBLAS does with a 32-bit compute type), rounded back.
+/// cuBLAS does with a 32-bit compute type), rounded back. Only the output's
+/// own elements are written back: a strided output leaves the elements
+/// between its rows and matrices as they were.
 void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
               uint16_t *out) {
   bool bf16 = c.dtype == DType::bf16;
@@ -327,16 +322,17 @@ void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
       v[i] = bf16 ? bf16ToFloat(p[i]) : halfToFloat(p[i]);
     return v;
   };
-  int64_t outCount = c.m * c.n;
-  for (int64_t d : c.batchShape)
-    outCount *= d;
-  std::vector<float> fa = widen(a, operandSpan(c, c.batchStridesA, c.m * c.k));
-  std::vector<float> fb = widen(b, operandSpan(c, c.batchStridesB, c.k * c.n));
-  std::vector<float> fo = c.beta != 0.0f ? widen(out, outCount)
-                                         : std::vector<float>(outCount, 0.0f);
+  std::vector<float> fa = widen(a, operandSpan(c, Contraction::A));
+  std::vector<float> fb = widen(b, operandSpan(c, Contraction::B));
+  std::vector<float> fo = widen(out, operandSpan(c, Contraction::Out));
   gemmBatched<float>(c, fa.data(), fb.data(), fo.data());
-  for (int64_t i = 0; i < outCount; ++i)
-    out[i] = bf16 ? floatToBf16(fo[i]) : floatToHalf(fo[i]);
+  forEachBatch(c, [&](int64_t, int64_t, int64_t offOut) {
+    for (int64_t i = 0; i < c.m; ++i)
+      for (int64_t j = 0; j < c.n; ++j) {
+        int64_t e = offOut + i * c.ld[2] + j;
+        out[e] = bf16 ? floatToBf16(fo[e]) : floatToHalf(fo[e]);
+      }
+  });
 }
 
 //===----------------------------------------------------------------------===//

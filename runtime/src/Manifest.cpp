@@ -194,6 +194,21 @@ bool mulOverflows(uint64_t a, uint64_t b, uint64_t &out) {
 
 } // namespace
 
+uint64_t operandSpan(const Contraction &c, Contraction::Operand o) {
+  constexpr uint64_t kMax = std::numeric_limits<uint64_t>::max();
+  uint64_t span = uint64_t(c.offsets[o]) + uint64_t(c.storedColumns(o)), step;
+  if (mulOverflows(uint64_t(c.storedRows(o) - 1), uint64_t(c.ld[o]), step) ||
+      __builtin_add_overflow(span, step, &span))
+    return kMax;
+  const std::vector<int64_t> &strides = c.batchStrides(o);
+  for (size_t d = 0; d < c.batchShape.size(); ++d)
+    if (mulOverflows(uint64_t(c.batchShape[d] - 1), uint64_t(strides[d]),
+                     step) ||
+        __builtin_add_overflow(span, step, &span))
+      return kMax;
+  return span;
+}
+
 //===----------------------------------------------------------------------===//
 // Manifest::validate
 //===----------------------------------------------------------------------===//
@@ -277,37 +292,42 @@ Status validateContraction(const Contraction &c, size_t i) {
                            std::to_string(c.m) + ", " + std::to_string(c.n) +
                            ", " + std::to_string(c.k) + ")");
   if (c.batchStridesA.size() != c.batchShape.size() ||
-      c.batchStridesB.size() != c.batchShape.size())
+      c.batchStridesB.size() != c.batchShape.size() ||
+      c.batchStridesOut.size() != c.batchShape.size())
     return invalidArgument(
         where + ": batchShape has " + std::to_string(c.batchShape.size()) +
         " dimensions but batchStridesA has " +
-        std::to_string(c.batchStridesA.size()) + " and batchStridesB " +
-        std::to_string(c.batchStridesB.size()));
+        std::to_string(c.batchStridesA.size()) + ", batchStridesB " +
+        std::to_string(c.batchStridesB.size()) + " and batchStridesOut " +
+        std::to_string(c.batchStridesOut.size()));
   for (size_t d = 0; d < c.batchShape.size(); ++d) {
     if (c.batchShape[d] < 1)
       return invalidArgument(where + ": batchShape " + shapeText(c.batchShape) +
                              " has a dimension below 1");
-    if (c.batchStridesA[d] < 0 || c.batchStridesB[d] < 0)
+    if (c.batchStridesA[d] < 0 || c.batchStridesB[d] < 0 ||
+        c.batchStridesOut[d] < 0)
       return invalidArgument(where + ": negative batch stride");
+    // Distinct batch entries must not write the same elements.
+    if (c.batchShape[d] > 1 && c.batchStridesOut[d] == 0)
+      return invalidArgument(where + ": out is broadcast over batch "
+                                     "dimension " +
+                             std::to_string(d));
+  }
+  const char *roles[3] = {"A", "B", "out"};
+  for (int o = 0; o < 3; ++o) {
+    auto operand = static_cast<Contraction::Operand>(o);
+    if (c.offsets[o] < 0)
+      return invalidArgument(where + ": negative offset of " + roles[o]);
+    if (c.ld[o] < c.storedColumns(operand))
+      return invalidArgument(where + ": the rows of " + roles[o] + " are " +
+                             std::to_string(c.ld[o]) +
+                             " elements apart, fewer than their " +
+                             std::to_string(c.storedColumns(operand)) +
+                             " columns");
   }
   if (!std::isfinite(c.alpha) || !std::isfinite(c.beta))
     return invalidArgument(where + ": alpha and beta must be finite");
   return Status::ok();
-}
-
-/// Elements an operand spans: the last batch element's offset plus one
-/// matrix. Saturates instead of overflowing.
-uint64_t operandSpan(const Contraction &c, const std::vector<int64_t> &strides,
-                     uint64_t matrix) {
-  uint64_t span = matrix;
-  for (size_t d = 0; d < c.batchShape.size(); ++d) {
-    uint64_t step;
-    if (mulOverflows(uint64_t(c.batchShape[d] - 1), uint64_t(strides[d]),
-                     step) ||
-        __builtin_add_overflow(span, step, &span))
-      return std::numeric_limits<uint64_t>::max();
-  }
-  return span;
 }
 
 Status validateContractionStep(const Manifest &m, const Step &s,
@@ -317,30 +337,20 @@ Status validateContractionStep(const Manifest &m, const Step &s,
   if (s.buffers.size() != 3)
     return invalidArgument(label + ": expected 3 buffers {A, B, out}, got " +
                            std::to_string(s.buffers.size()));
-  uint64_t batch = 1;
-  for (int64_t d : c.batchShape)
-    if (mulOverflows(batch, uint64_t(d), batch))
-      return invalidArgument(label + ": batch size overflows");
-  uint64_t mk = uint64_t(c.m) * uint64_t(c.k),
-           kn = uint64_t(c.k) * uint64_t(c.n);
-  uint64_t outElements;
-  if (mulOverflows(batch, uint64_t(c.m) * uint64_t(c.n), outElements))
-    return invalidArgument(label + ": output size overflows");
   const char *roles[3] = {"A", "B", "out"};
-  uint64_t needed[3] = {operandSpan(c, c.batchStridesA, mk),
-                        operandSpan(c, c.batchStridesB, kn), outElements};
   for (int r = 0; r < 3; ++r) {
+    uint64_t needed = operandSpan(c, static_cast<Contraction::Operand>(r));
     const Buffer &b = m.buffers[s.buffers[r]];
     if (b.dtype != c.dtype)
       return invalidArgument(label + ": " + roles[r] + " is " +
                              bufferLabel(m, s.buffers[r]) + " of " +
                              dtypeName(b.dtype) + " but the contraction is " +
                              dtypeName(c.dtype));
-    if (bufferElements(b) < needed[r])
+    if (bufferElements(b) < needed)
       return invalidArgument(
           label + ": " + roles[r] + " is " + bufferLabel(m, s.buffers[r]) +
           " of " + std::to_string(bufferElements(b)) +
-          " elements but the contraction spans " + std::to_string(needed[r]));
+          " elements but the contraction spans " + std::to_string(needed));
   }
   return Status::ok();
 }

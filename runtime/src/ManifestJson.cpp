@@ -11,6 +11,7 @@
 
 #include "Json.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -105,6 +106,9 @@ std::string manifestToJson(const Manifest &m) {
     o.set("batchShape", intArray(c.batchShape));
     o.set("batchStridesA", intArray(c.batchStridesA));
     o.set("batchStridesB", intArray(c.batchStridesB));
+    o.set("batchStridesOut", intArray(c.batchStridesOut));
+    o.set("offsets", intArray(c.offsets));
+    o.set("ld", intArray(c.ld));
     o.set("onnxNodes", stringArray(c.onnxNodes));
     contractions.push(std::move(o));
   }
@@ -392,7 +396,8 @@ Status readKernel(const ObjectReader &r, Kernel &k) {
 Status readContraction(const ObjectReader &r, Contraction &c) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "dtype", "m", "n", "k", "transA", "transB", "alpha", "beta",
-       "batchShape", "batchStridesA", "batchStridesB", "onnxNodes"}));
+       "batchShape", "batchStridesA", "batchStridesB", "batchStridesOut",
+       "offsets", "ld", "onnxNodes"}));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
   MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", c.dtype));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("m", c.m));
@@ -405,6 +410,16 @@ Status readContraction(const ObjectReader &r, Contraction &c) {
   MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchShape", c.batchShape));
   MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchStridesA", c.batchStridesA));
   MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchStridesB", c.batchStridesB));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integers("batchStridesOut", c.batchStridesOut));
+  for (const char *field : {"offsets", "ld"}) {
+    std::vector<int64_t> values;
+    MEMFIT_RT_RETURN_IF_ERROR(r.integers(field, values));
+    if (values.size() != 3)
+      return r.error(field, "expected 3 integers (A, B, out), got " +
+                                std::to_string(values.size()));
+    std::copy(values.begin(), values.end(),
+              (field[0] == 'o' ? c.offsets : c.ld).begin());
+  }
   return r.strings("onnxNodes", c.onnxNodes);
 }
 

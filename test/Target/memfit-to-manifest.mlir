@@ -61,6 +61,9 @@
 // CHECK-NEXT: "batchShape": [2, 3],
 // CHECK-NEXT: "batchStridesA": [32, 0],
 // CHECK-NEXT: "batchStridesB": [0, 40],
+// CHECK-NEXT: "batchStridesOut": [60, 20],
+// CHECK-NEXT: "offsets": [0, 0, 0],
+// CHECK-NEXT: "ld": [8, 5, 5],
 // CHECK-NEXT: "onnxNodes": [
 // CHECK-NEXT: "mm"
 // CHECK-NEXT: ]
@@ -268,6 +271,9 @@ func.func @gemm_bias(%a: tensor<2x8xf32> {onnx.name = "a"}) -> (tensor<2x6xf32> 
 // CHECK: "batchShape": [],
 // CHECK-NEXT: "batchStridesA": [],
 // CHECK-NEXT: "batchStridesB": [],
+// CHECK-NEXT: "batchStridesOut": [],
+// CHECK-NEXT: "offsets": [0, 0, 0],
+// CHECK-NEXT: "ld": [8, 5, 5],
 // CHECK-NEXT: "onnxNodes": [
 // CHECK-NEXT: "vecmat"
 // CHECK: "name": "c1_matmul",

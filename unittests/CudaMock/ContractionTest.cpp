@@ -112,6 +112,7 @@ Case makeCase(const char *name, int64_t m, int64_t n, int64_t k, bool transA,
   c.batchShape = std::move(shape);
   c.batchStridesA = std::move(stridesA);
   c.batchStridesB = std::move(stridesB);
+  c.setPackedLayout();
   test.matmuls = matmuls;
   test.batchCount = batchCount;
   return test;
@@ -131,6 +132,12 @@ void runCase(Backend &backend, const Case &test, std::mt19937 &rng) {
       lastB += (c.batchShape[i] - 1) * c.batchStridesB[i];
     }
   }
+  // The elements each operand spans (packed when there is nothing to
+  // compute, where a span is not defined).
+  auto span = [&](Contraction::Operand o, int64_t packed) {
+    bool empty = c.m == 0 || c.n == 0 || c.k == 0 || count == 0;
+    return empty ? size_t(packed) : size_t(operandSpan(c, o));
+  };
   auto fill = [&](size_t elements, bool nan) {
     std::vector<uint8_t> bytes(elements * e);
     std::uniform_real_distribution<double> uniform(-1.0, 1.0);
@@ -140,9 +147,10 @@ void runCase(Backend &backend, const Case &test, std::mt19937 &rng) {
              &bytes[i * e]);
     return bytes;
   };
-  std::vector<uint8_t> a = fill(size_t(lastA + c.m * c.k), false);
-  std::vector<uint8_t> b = fill(size_t(lastB + c.k * c.n), false);
-  std::vector<uint8_t> out = fill(size_t(count * c.m * c.n), c.beta == 0.0f);
+  std::vector<uint8_t> a = fill(span(Contraction::A, lastA + c.m * c.k), false);
+  std::vector<uint8_t> b = fill(span(Contraction::B, lastB + c.k * c.n), false);
+  std::vector<uint8_t> out =
+      fill(span(Contraction::Out, count * c.m * c.n), c.beta == 0.0f);
   CHECK_OK(backend.upload(test.a, a.data(), a.size()));
   CHECK_OK(backend.upload(test.b, b.data(), b.size()));
   CHECK_OK(backend.upload(test.out, out.data(), out.size()));
@@ -157,23 +165,30 @@ void runCase(Backend &backend, const Case &test, std::mt19937 &rng) {
     return decode(c.dtype, &bytes[size_t(index) * e]);
   };
   double worst = 0;
+  std::vector<bool> written(out.size() / e, false);
   std::vector<int64_t> index(c.batchShape.size(), 0);
   for (int64_t batch = 0; batch < count; ++batch) {
-    int64_t offsetA = 0, offsetB = 0;
+    int64_t offsetA = c.offsets[0], offsetB = c.offsets[1],
+            offsetOut = c.offsets[2];
     for (size_t d = 0; d < index.size(); ++d) {
       offsetA += index[d] * c.batchStridesA[d];
       offsetB += index[d] * c.batchStridesB[d];
+      offsetOut += index[d] * c.batchStridesOut[d];
     }
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
         double sum = 0;
         for (int64_t p = 0; p < c.k; ++p) {
-          // A is [m, k] ([k, m] if transA), B [k, n] ([n, k] if transB).
-          double av = at(a, offsetA + (c.transA ? p * c.m + i : i * c.k + p));
-          double bv = at(b, offsetB + (c.transB ? j * c.k + p : p * c.n + j));
+          // A is [m, k] ([k, m] if transA), B [k, n] ([n, k] if transB),
+          // their rows ld apart.
+          double av = at(a, offsetA + (c.transA ? p * c.ld[0] + i
+                                                : i * c.ld[0] + p));
+          double bv = at(b, offsetB + (c.transB ? j * c.ld[1] + p
+                                                : p * c.ld[1] + j));
           sum += av * bv;
         }
-        int64_t o = (batch * c.m + i) * c.n + j;
+        int64_t o = offsetOut + i * c.ld[2] + j;
+        written[size_t(o)] = true;
         double expected = c.alpha * sum;
         if (c.beta != 0.0f)
           expected += double(c.beta) * at(out, o);
@@ -187,6 +202,14 @@ void runCase(Backend &backend, const Case &test, std::mt19937 &rng) {
       index[d] = 0;
     }
   }
+  // What the output's rows and matrices leave out keeps its bytes.
+  bool kept = true;
+  if (c.k > 0)
+    for (size_t i = 0; i < written.size(); ++i)
+      kept = kept && (written[i] ||
+                      std::memcmp(&out[i * e], &result[i * e], e) == 0);
+  check(kept, __FILE__, __LINE__,
+        "contraction '" + c.name + "' wrote outside its output's matrices");
   check(worst <= tolerance(c.dtype), __FILE__, __LINE__,
         "contraction '" + c.name + "' (" + dtypeName(c.dtype) +
             "): relative error " + std::to_string(worst));
@@ -223,6 +246,7 @@ void testErrors(Backend &backend) {
 
   c = plain("too_big");
   c.m = c.n = c.k = 4096;
+  c.setPackedLayout();
   CHECK_ERROR(backend.runContraction(c, kA, kB, kOut),
               "contraction 'too_big': operand A of 67108864 bytes at offset "
               "0 is outside the allocation of 1048576 bytes");
@@ -233,6 +257,7 @@ void testErrors(Backend &backend) {
   c.batchShape = {2, 3};
   c.batchStridesA = {15};
   c.batchStridesB = {20, 0};
+  c.batchStridesOut = {12, 0};
   CHECK_ERROR(backend.runContraction(c, kA, kB, kOut),
               "contraction 'rank': batch strides do not match the batch "
               "rank 2");
@@ -244,6 +269,7 @@ void testErrors(Backend &backend) {
   c.batchShape = {2};
   c.batchStridesA = {-15};
   c.batchStridesB = {20};
+  c.batchStridesOut = {12};
   CHECK_ERROR(backend.runContraction(c, kA, kB, kOut),
               "negative batch size or stride");
   c = plain("k0");
@@ -379,6 +405,34 @@ void runContractionTests() {
   Case bf16 = makeCase("bf16", 4, 3, 7, false, true, {3}, {28}, {21}, 1, 3);
   bf16.c.dtype = DType::bf16;
   cases.push_back(bf16);
+  // Views (memfit.strided_view): attention heads read from a QKV
+  // projection [2, 4, 3 * 15] in place, S = Q K^T with K's rows apart
+  // (a loop over the outer batch dimension, whose stride is not the inner
+  // one's times its extent).
+  Case heads = makeCase("heads_qk", 4, 4, 5, false, true, {2, 3}, {180, 5},
+                        {180, 5}, 2, 3);
+  heads.c.offsets = {0, 15, 0};
+  heads.c.ld = {45, 45, 4};
+  cases.push_back(heads);
+  // ctx = P V written with the heads merged back (result_perm 0, 2, 1, 3):
+  // out [2, 4, 3, 5], rows 15 apart, heads 5 apart.
+  // Its output matrices interleave (each head's rows are 15 apart, the
+  // heads 5): one cublasLtMatmul per matrix, as cuBLASLt's strided batch
+  // is documented for matrices that do not overlap.
+  Case merge = makeCase("heads_merge", 4, 5, 4, false, false, {2, 3},
+                        {48, 16}, {180, 5}, 6, 1);
+  merge.c.offsets = {0, 30, 0};
+  merge.c.ld = {4, 45, 15};
+  merge.c.batchStridesOut = {60, 5};
+  cases.push_back(merge);
+  // An output at an offset with rows apart: the elements between keep
+  // their bytes (NaN, as beta is 0).
+  Case gapped = makeCase("gapped_out", 3, 4, 5, true, false, {2}, {15}, {20},
+                         1, 2);
+  gapped.c.offsets = {1, 2, 3};
+  gapped.c.ld = {4, 4, 6};
+  gapped.c.batchStridesOut = {19};
+  cases.push_back(gapped);
   // k = 0: out = beta * out without cuBLASLt (zeroed for beta 0).
   cases.push_back(
       makeCase("k0_beta0", 3, 4, 0, false, false, {2}, {0}, {0}, 0, 1));

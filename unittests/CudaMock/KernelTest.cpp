@@ -293,6 +293,7 @@ void runKernelTests() {
     Contraction c;
     c.name = "square";
     c.m = c.n = c.k = 4;
+    c.setPackedLayout();
     CHECK_OK(backend->runContraction(c, 0, 64, 128));
     mockcuda::takeEvents();
     backend.reset();
@@ -402,6 +403,7 @@ Executable sessionExecutable() {
   xw.m = 2;
   xw.n = 4;
   xw.k = 3;
+  xw.setPackedLayout();
   m.contractions = {xw};
   m.entries = {{"main",
                 {{StepKind::Contraction, 0, {2, 0, 3}},

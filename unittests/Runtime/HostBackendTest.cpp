@@ -356,7 +356,8 @@ void testCompileErrors() {
   }
 }
 
-/// out[b] = alpha * op(A[b]) op(B[b]) + beta * out[b] with loops.
+/// out[b] = alpha * op(A[b]) op(B[b]) + beta * out[b] with loops, each
+/// matrix at its offset and batch strides, its rows ld apart.
 std::vector<double> naiveContraction(const Contraction &c,
                                      const std::vector<double> &a,
                                      const std::vector<double> &b,
@@ -366,21 +367,25 @@ std::vector<double> naiveContraction(const Contraction &c,
   for (int64_t d : c.batchShape)
     batches *= d;
   for (int64_t batch = 0; batch < batches; ++batch) {
-    int64_t offA = 0, offB = 0, rest = batch;
+    int64_t offA = c.offsets[0], offB = c.offsets[1], offOut = c.offsets[2],
+            rest = batch;
     for (size_t d = c.batchShape.size(); d-- > 0;) {
       offA += (rest % c.batchShape[d]) * c.batchStridesA[d];
       offB += (rest % c.batchShape[d]) * c.batchStridesB[d];
+      offOut += (rest % c.batchShape[d]) * c.batchStridesOut[d];
       rest /= c.batchShape[d];
     }
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
         double sum = 0;
         for (int64_t k = 0; k < c.k; ++k) {
-          double x = c.transA ? a[offA + k * c.m + i] : a[offA + i * c.k + k];
-          double y = c.transB ? b[offB + j * c.k + k] : b[offB + k * c.n + j];
+          double x = c.transA ? a[offA + k * c.ld[0] + i]
+                              : a[offA + i * c.ld[0] + k];
+          double y = c.transB ? b[offB + j * c.ld[1] + k]
+                              : b[offB + k * c.ld[1] + j];
           sum += x * y;
         }
-        double &r = result[batch * c.m * c.n + i * c.n + j];
+        double &r = result[offOut + i * c.ld[2] + j];
         r = c.alpha * sum + c.beta * r;
       }
   }
@@ -444,7 +449,11 @@ void testContractions() {
   CHECK_OK(b.allocate(1 << 20));
 
   for (DType type : {DType::f32, DType::f64, DType::f16, DType::bf16}) {
-    for (int variant = 0; variant < 4; ++variant) {
+    // Variants 0-3: packed, each pair of transpose flags (3 with beta).
+    // 4-7: the same as views: offsets, rows apart, out's batch strided
+    // like the heads merged back ([2, 3] batch of 3 x 5 written into rows
+    // of 3 * 5 + 2 elements), so the elements between are kept.
+    for (int variant = 0; variant < 8; ++variant) {
       Contraction c;
       c.name = "mm";
       c.dtype = type;
@@ -454,24 +463,36 @@ void testContractions() {
       c.transA = variant & 1;
       c.transB = variant & 2;
       c.alpha = 0.5f;
-      c.beta = variant == 3 ? 0.25f : 0.0f;
+      c.beta = (variant & 3) == 3 ? 0.25f : 0.0f;
       // Batch [2, 3]: A varies over both, B is broadcast over the first.
       c.batchShape = {2, 3};
       c.batchStridesA = {3 * 12, 12};
       c.batchStridesB = {0, 20};
-      std::vector<double> a = eighths(72, 1), bm = eighths(60, 2),
-                          out = eighths(90, 3);
+      c.setPackedLayout();
+      if (variant >= 4) {
+        c.offsets = {2, 1, 3};
+        c.ld = {c.storedColumns(Contraction::A) + 3,
+                c.storedColumns(Contraction::B) + 1, 3 * 5 + 2};
+        c.batchStridesA = {3 * 4 * c.ld[0], 4 * c.ld[0] + 1};
+        c.batchStridesB = {0, 5 * c.ld[1]};
+        c.batchStridesOut = {3 * c.ld[2], 5};
+      }
+      size_t spans[3];
+      for (int o = 0; o < 3; ++o)
+        spans[o] = operandSpan(c, Contraction::Operand(o));
+      std::vector<double> a = eighths(spans[0], 1), bm = eighths(spans[1], 2),
+                          out = eighths(spans[2], 3);
       store(b, type, 0, a);
       store(b, type, 4096, bm);
       store(b, type, 8192, out);
       if (!CHECK_OK(b.runContraction(c, 0, 4096, 8192)))
         continue;
       std::vector<double> expected = naiveContraction(c, a, bm, out);
-      std::vector<double> got = load(b, type, 8192, 90);
+      std::vector<double> got = load(b, type, 8192, spans[2]);
       double tolerance =
           type == DType::bf16 ? 2e-2 : (type == DType::f16 ? 2e-3 : 1e-6);
       bool ok = true;
-      for (size_t i = 0; i < 90; ++i)
+      for (size_t i = 0; i < spans[2]; ++i)
         ok = ok && std::fabs(got[i] - expected[i]) <=
                        tolerance * (1 + std::fabs(expected[i]));
       CHECK(ok);

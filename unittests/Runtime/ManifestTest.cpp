@@ -51,6 +51,7 @@ Manifest sampleManifest() {
   c.batchShape = {2};
   c.batchStridesA = {8};
   c.batchStridesB = {0};
+  c.setPackedLayout();
   c.onnxNodes = {"/MatMul"};
   m.contractions = {c};
   m.trainableParameters = 3;
@@ -87,7 +88,9 @@ bool sameContraction(const Contraction &a, const Contraction &b) {
          a.k == b.k && a.transA == b.transA && a.transB == b.transB &&
          a.alpha == b.alpha && a.beta == b.beta &&
          a.batchShape == b.batchShape && a.batchStridesA == b.batchStridesA &&
-         a.batchStridesB == b.batchStridesB && a.onnxNodes == b.onnxNodes;
+         a.batchStridesB == b.batchStridesB &&
+         a.batchStridesOut == b.batchStridesOut && a.offsets == b.offsets &&
+         a.ld == b.ld && a.onnxNodes == b.onnxNodes;
 }
 
 template <typename T, typename Eq>
@@ -293,7 +296,18 @@ void testValidate() {
       "A is buffer 1 ('x') of 16 elements but the contraction spans 40");
   checkInvalid([](Manifest &m) { m.contractions[0].batchStridesB = {}; },
                "contractions[0] ('mm'): batchShape has 1 dimensions but "
-               "batchStridesA has 1 and batchStridesB 0");
+               "batchStridesA has 1, batchStridesB 0 and batchStridesOut 1");
+  checkInvalid([](Manifest &m) { m.contractions[0].offsets[0] = 1; },
+               "A is buffer 1 ('x') of 16 elements but the contraction spans "
+               "17");
+  checkInvalid([](Manifest &m) { m.contractions[0].ld[1] = 3; },
+               "contractions[0] ('mm'): the rows of B are 3 elements apart, "
+               "fewer than their 4 columns");
+  checkInvalid([](Manifest &m) { m.contractions[0].batchStridesOut = {0}; },
+               "contractions[0] ('mm'): out is broadcast over batch "
+               "dimension 0");
+  checkInvalid([](Manifest &m) { m.contractions[0].offsets[2] = -1; },
+               "contractions[0] ('mm'): negative offset of out");
   checkInvalid([](Manifest &m) { m.contractions[0].k = 0; },
                "contractions[0] ('mm'): m, n, k must be positive");
   checkInvalid(

@@ -112,6 +112,8 @@ Executable sampleExecutable() {
   yv.batchShape = {2, 3};
   yv.batchStridesA = {72, 24};
   yv.batchStridesB = {0, 20};
+  xw.setPackedLayout();
+  yv.setPackedLayout();
   m.contractions = {xw, yv};
 
   m.entries = {{"main",

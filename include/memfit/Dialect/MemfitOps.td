@@ -414,17 +414,31 @@ def Memfit_MatMulOp : Memfit_InferredOp<"matmul", "Contraction",
     dimension removed from the result, as numpy.matmul. With `trans_a` or
     `trans_b` (set by memfit-fuse, after autodiff), an operand of rank 2 or
     more is read with its last two dimensions swapped: the library's
-    transpose flag instead of a transposed copy.
+    transpose flag instead of a transposed copy. With `result_perm` (also
+    memfit-fuse's) the result is the product transposed by that permutation,
+    written in place by the library call (its leading dimension and batch
+    strides): the permutation keeps the last dimension last and needs
+    operands of rank 2 or more.
 
     ```mlir
     %y = memfit.matmul %x, %w : tensor<2x16x32xf32>, tensor<32x96xf32> -> tensor<2x16x96xf32>
     %s = memfit.matmul %q, %k {trans_b = true} : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32> -> tensor<2x4x16x16xf32>
+    %c = memfit.matmul %p, %v {result_perm = array<i64: 0, 2, 1, 3>} : tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32> -> tensor<2x16x4x8xf32>
     ```
   }];
   let arguments = (ins Memfit_NumericTensor:$lhs, Memfit_NumericTensor:$rhs,
                        DefaultValuedAttr<BoolAttr, "false">:$trans_a,
-                       DefaultValuedAttr<BoolAttr, "false">:$trans_b);
+                       DefaultValuedAttr<BoolAttr, "false">:$trans_b,
+                       OptionalAttr<DenseI64ArrayAttr>:$result_perm);
   let results = (outs Memfit_NumericTensor:$result);
+  let builders = [
+    OpBuilder<(ins "Value":$lhs, "Value":$rhs,
+                   CArg<"bool", "false">:$transA,
+                   CArg<"bool", "false">:$transB), [{
+      build($_builder, $_state, lhs, rhs, transA, transB,
+            ::mlir::DenseI64ArrayAttr());
+    }]>
+  ];
   let assemblyFormat = [{
     $lhs `,` $rhs attr-dict `:` type($lhs) `,` type($rhs) `->` type($result)
   }];
@@ -634,6 +648,28 @@ def Memfit_UnsqueezeOp : Memfit_InferredOp<"unsqueeze", "DataMovement", [Memfit_
   let results = (outs Memfit_Tensor:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasFolder = 1;
+}
+
+def Memfit_StridedViewOp : Memfit_Op<"strided_view", "DataMovement", [Pure, Memfit_BufferView]> {
+  let summary = "a contraction operand read in place from a larger tensor";
+  let description = [{
+    The result's element at index `i` is the input's element at flat
+    (row-major) position `offset + sum(i[d] * strides[d])`: a slice, a
+    permutation, or a slice of a permutation of the input's bytes, read in
+    place. memfit-fuse makes these for the operands of matmuls that were
+    copies (the attention heads split off a QKV projection); only matmuls
+    read them, as their library call's offsets, leading dimensions and
+    batch strides, and the memory plan gives them the input's buffer.
+
+    ```mlir
+    %k = memfit.strided_view %qkv {offset = 256 : i64, strides = array<i64: 98304, 64, 768, 1>} : tensor<4x128x768xf32> -> tensor<4x4x128x64xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_Tensor:$input, I64Attr:$offset,
+                       DenseI64ArrayAttr:$strides);
+  let results = (outs Memfit_Tensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let hasVerifier = 1;
 }
 
 def Memfit_ConcatOp : Memfit_InferredOp<"concat", "DataMovement"> {

@@ -299,45 +299,110 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
   return success();
 }
 
+/// Row-major element strides of `shape`.
+static SmallVector<int64_t> packedStrides(ArrayRef<int64_t> shape) {
+  SmallVector<int64_t> strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
 LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   SmallVector<int64_t> lhs(op.getLhs().getType().getShape());
   SmallVector<int64_t> rhs(op.getRhs().getType().getShape());
-  if (lhs.size() == 1)
-    lhs.insert(lhs.begin(), 1);
-  if (rhs.size() == 1)
-    rhs.push_back(1);
+  // Where each operand's elements are: a strided view's offset and
+  // strides in its input's buffer, else packed. A 1-D operand is promoted
+  // to a matrix (no view or result_perm has one).
+  auto layout = [](Value v, ArrayRef<int64_t> shape,
+                   int64_t &offset) -> SmallVector<int64_t> {
+    offset = 0;
+    if (auto view = v.getDefiningOp<StridedViewOp>()) {
+      offset = view.getOffset();
+      return SmallVector<int64_t>(view.getStrides());
+    }
+    return packedStrides(shape);
+  };
   rt::Contraction c;
+  SmallVector<int64_t> lhsStrides = layout(op.getLhs(), lhs, c.offsets[0]);
+  SmallVector<int64_t> rhsStrides = layout(op.getRhs(), rhs, c.offsets[1]);
+  if (lhs.size() == 1) {
+    lhs.insert(lhs.begin(), 1);
+    lhsStrides.insert(lhsStrides.begin(), lhs.back());
+  }
+  if (rhs.size() == 1) {
+    rhs.push_back(1);
+    rhsStrides.push_back(1);
+  }
   // A transposed operand's matrix is stored [k, m] ([n, k]); the library
-  // reads it with its transpose flag.
+  // reads it with its transpose flag. A matrix whose columns are apart
+  // and whose rows are adjacent (a view of a transpose) is the transpose
+  // of a stored one: the flag flips.
   c.transA = op.getTransA();
   c.transB = op.getTransB();
+  auto leading = [&](SmallVector<int64_t> &shape, SmallVector<int64_t> &strides,
+                     bool &trans, int64_t &ld) -> LogicalResult {
+    size_t r = shape.size();
+    if (strides[r - 1] != 1 && shape[r - 1] > 1) {
+      if (strides[r - 2] != 1 && shape[r - 2] > 1)
+        return op.emitError() << "a contraction operand with neither its rows "
+                                 "nor its columns adjacent is not supported";
+      std::swap(shape[r - 1], shape[r - 2]);
+      std::swap(strides[r - 1], strides[r - 2]);
+      trans = !trans;
+    }
+    ld = shape[r - 2] <= 1 ? std::max<int64_t>(shape[r - 1], 1)
+                           : strides[r - 2];
+    if (ld < shape[r - 1])
+      return op.emitError() << "a contraction operand whose rows overlap "
+                               "(rows "
+                            << ld << " elements apart, " << shape[r - 1]
+                            << " columns) is not supported";
+    return success();
+  };
+  if (failed(leading(lhs, lhsStrides, c.transA, c.ld[0])) ||
+      failed(leading(rhs, rhsStrides, c.transB, c.ld[1])))
+    return failure();
   c.m = lhs[lhs.size() - (c.transA ? 1 : 2)];
   c.k = lhs[lhs.size() - (c.transA ? 2 : 1)];
   c.n = rhs[rhs.size() - (c.transB ? 2 : 1)];
-  ArrayRef<int64_t> lhsBatch = ArrayRef<int64_t>(lhs).drop_back(2);
-  ArrayRef<int64_t> rhsBatch = ArrayRef<int64_t>(rhs).drop_back(2);
-  size_t rank = std::max(lhsBatch.size(), rhsBatch.size());
-  // Element stride of each batch dimension of an operand, 0 where it is
-  // broadcast (missing or of size 1).
-  auto strides = [&](ArrayRef<int64_t> batch, int64_t matrix) {
+  size_t rank = std::max(lhs.size(), rhs.size()) - 2;
+  // Each operand's stride of each batch dimension, 0 where it is broadcast
+  // (missing or of size 1).
+  auto batchStrides = [&](ArrayRef<int64_t> shape, ArrayRef<int64_t> strides) {
     SmallVector<int64_t> result(rank, 0);
-    int64_t stride = matrix;
-    for (int64_t d = batch.size() - 1; d >= 0; --d) {
-      size_t out = rank - batch.size() + d;
-      result[out] = batch[d] == 1 ? 0 : stride;
-      stride *= batch[d];
-    }
+    size_t batch = shape.size() - 2;
+    for (size_t d = 0; d < batch; ++d)
+      result[rank - batch + d] = shape[d] == 1 ? 0 : strides[d];
     return result;
   };
   for (size_t d = 0; d < rank; ++d) {
-    int64_t l = d + lhsBatch.size() >= rank ? lhsBatch[d + lhsBatch.size() - rank] : 1;
-    int64_t r = d + rhsBatch.size() >= rank ? rhsBatch[d + rhsBatch.size() - rank] : 1;
-    c.batchShape.push_back(std::max(l, r));
+    auto extent = [&](ArrayRef<int64_t> shape) -> int64_t {
+      size_t batch = shape.size() - 2;
+      return d + batch >= rank ? shape[d + batch - rank] : 1;
+    };
+    c.batchShape.push_back(std::max(extent(lhs), extent(rhs)));
   }
-  auto a = strides(lhsBatch, c.m * c.k);
-  auto b = strides(rhsBatch, c.k * c.n);
+  auto a = batchStrides(lhs, lhsStrides);
+  auto b = batchStrides(rhs, rhsStrides);
   c.batchStridesA.assign(a.begin(), a.end());
   c.batchStridesB.assign(b.begin(), b.end());
+  // The result: packed, or the product's dimensions transposed by
+  // result_perm (which keeps the columns last; its operands have rank 2 or
+  // more): each product dimension's stride is its place's in the result.
+  if (std::optional<ArrayRef<int64_t>> perm = op.getResultPerm()) {
+    SmallVector<int64_t> placed = packedStrides(op.getType().getShape());
+    SmallVector<int64_t> product(placed.size());
+    for (auto [place, d] : llvm::enumerate(*perm))
+      product[d] = placed[place];
+    c.ld[2] = c.m <= 1 ? c.n : product[rank];
+    for (size_t d = 0; d < rank; ++d)
+      c.batchStridesOut.push_back(c.batchShape[d] == 1 ? 0 : product[d]);
+  } else {
+    int64_t ldA = c.ld[0], ldB = c.ld[1];
+    c.setPackedLayout();
+    c.ld[0] = ldA;
+    c.ld[1] = ldB;
+  }
   return addContraction(op, std::move(c), op.getLhs(), op.getRhs(),
                         op.getResult());
 }
@@ -351,6 +416,7 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
   c.m = c.transA ? a[1] : a[0];
   c.k = c.transA ? a[0] : a[1];
   c.n = c.transB ? b[0] : b[1];
+  c.setPackedLayout();
   c.alpha = op.getAlpha().convertToFloat();
   c.beta = 0.0f;
   if (Value bias = op.getC()) {

@@ -110,23 +110,57 @@ struct Kernel {
 
 /// out[b] = alpha * op(A[b]) x op(B[b]) + beta * out[b], row-major, for every
 /// batch index b of batchShape. A is [m, k] ([k, m] when transA), B is
-/// [k, n] ([n, k] when transB), out is [m, n] and contiguous over batches.
-/// batchStridesA/B give, per batch dimension, the element stride of A/B
-/// (0 where that operand is broadcast).
+/// [k, n] ([n, k] when transB), out is [m, n]. batchStridesA/B/Out give,
+/// per batch dimension, the element stride of A/B/out (0 where an operand
+/// is broadcast). Each matrix starts at its offset (elements) in its buffer
+/// and its rows are ld elements apart: a view reads or writes a slice or a
+/// permutation of a larger tensor in place (the attention heads of a QKV
+/// projection, the heads merged back).
 struct Contraction {
+  enum Operand { A = 0, B = 1, Out = 2 };
   std::string name;
   DType dtype = DType::f32;
   int64_t m = 0, n = 0, k = 0;
   bool transA = false, transB = false;
   float alpha = 1.0f, beta = 0.0f;
   std::vector<int64_t> batchShape;
-  std::vector<int64_t> batchStridesA, batchStridesB;
+  std::vector<int64_t> batchStridesA, batchStridesB, batchStridesOut;
+  std::array<int64_t, 3> offsets{0, 0, 0};
+  std::array<int64_t, 3> ld{0, 0, 0};
   std::vector<std::string> onnxNodes;
+
+  /// Rows and columns of an operand's matrix as stored.
+  int64_t storedRows(Operand o) const {
+    return o == A ? (transA ? k : m) : o == B ? (transB ? n : k) : m;
+  }
+  int64_t storedColumns(Operand o) const {
+    return o == A ? (transA ? m : k) : o == B ? (transB ? k : n) : n;
+  }
+  const std::vector<int64_t> &batchStrides(Operand o) const {
+    return o == A ? batchStridesA : o == B ? batchStridesB : batchStridesOut;
+  }
+  /// Packed rows for A, B and out, and out packed over the batch (m * n
+  /// elements apart, 0 over dimensions of extent 1).
+  void setPackedLayout() {
+    for (Operand o : {A, B, Out})
+      ld[o] = storedColumns(o);
+    batchStridesOut.assign(batchShape.size(), 0);
+    int64_t stride = m * n;
+    for (size_t d = batchShape.size(); d-- > 0;) {
+      batchStridesOut[d] = batchShape[d] == 1 ? 0 : stride;
+      stride *= batchShape[d];
+    }
+  }
 };
 
 enum class StepKind { Kernel, Contraction };
 /// "kernel", "contraction".
 const char *stepKindName(StepKind kind);
+
+/// Elements an operand of `c` spans from its buffer's start: its offset,
+/// the last batch matrix's offset, its last row's offset and one row.
+/// Saturates at UINT64_MAX instead of overflowing.
+uint64_t operandSpan(const Contraction &c, Contraction::Operand operand);
 
 /// One entry of the call sequence. Kernel steps pass `buffers` as the
 /// kernel's parameters; contraction steps pass {A, B, out}.
