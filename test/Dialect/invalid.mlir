@@ -469,6 +469,50 @@ func.func @matmul_contraction_mismatch(%x: tensor<2x3xf32>, %y: tensor<4x5xf32>)
 
 // -----
 
+func.func @matmul_result_perm_moves_columns(%x: tensor<2x3x4xf32>, %y: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{result_perm must permute the 3 dimensions of a product of operands of rank 2 or more and keep the last one last, got [2, 1, 0]}}
+  // expected-error @+1 {{'memfit.matmul' op failed to infer returned types}}
+  %0 = memfit.matmul %x, %y {result_perm = array<i64: 2, 1, 0>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<5x3x2xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_result_perm_not_permutation(%x: tensor<2x3x4xf32>, %y: tensor<2x4x5xf32>) {
+  // expected-error @+2 {{result_perm must permute the 3 dimensions}}
+  // expected-error @+1 {{'memfit.matmul' op failed to infer returned types}}
+  %0 = memfit.matmul %x, %y {result_perm = array<i64: 0, 0, 2>} : tensor<2x3x4xf32>, tensor<2x4x5xf32> -> tensor<2x2x5xf32>
+  return
+}
+
+// -----
+
+func.func @strided_view_read_by_kernel(%x: tensor<4x6xf32>) -> tensor<2x3xf32> {
+  // expected-error @+1 {{'memfit.strided_view' op is read by 'memfit.exp': only memfit.matmul reads a strided view (its library call's strides)}}
+  %v = memfit.strided_view %x {offset = 1 : i64, strides = array<i64: 12, 2>} : tensor<4x6xf32> -> tensor<2x3xf32>
+  %e = memfit.exp %v : tensor<2x3xf32>
+  return %e : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @strided_view_out_of_range(%x: tensor<4x6xf32>, %y: tensor<3x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'memfit.strided_view' op reads element 30 of an input of 24 elements}}
+  %v = memfit.strided_view %x {offset = 6 : i64, strides = array<i64: 12, 6>} : tensor<4x6xf32> -> tensor<2x3xf32>
+  %m = memfit.matmul %v, %y : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+  return %m : tensor<2x2xf32>
+}
+
+// -----
+
+func.func @strided_view_rank(%x: tensor<4x6xf32>) {
+  // expected-error @+1 {{'memfit.strided_view' op has 1 strides for a result of rank 2}}
+  %v = memfit.strided_view %x {offset = 0 : i64, strides = array<i64: 6>} : tensor<4x6xf32> -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
 func.func @matmul_transposed_vector(%x: tensor<8xf32>, %y: tensor<8x5xf32>) {
   // expected-error @+2 {{a transposed matmul operand needs rank >= 2, got 8}}
   // expected-error @+1 {{'memfit.matmul' op failed to infer returned types}}

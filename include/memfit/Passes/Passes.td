@@ -107,6 +107,17 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     Not across an in-place update of the source, and not when the copy
     stays and the source would live longer.
 
+    Views (`views`): a matmul operand that kernels only transposed or split
+    off another value (through reshapes; the attention heads split off a
+    QKV projection, the heads of the output's gradient) becomes a
+    `memfit.strided_view` of that value, which the library call reads in
+    place (an offset, a leading dimension and batch strides), when every
+    reader of those kernels' results takes a view (the copies go) and no
+    in-place update writes the value in between. A kernel that only
+    transposes a float matmul's result, which nothing else reads, keeping
+    the last dimension last, becomes the matmul's `result_perm` (the heads
+    merged back are written in place).
+
     Producer-consumer fusion: a kernel is merged into the kernel that first
     reads its results, which then computes both in one pass over memory and
     also yields the results that later ops read; the intermediates that
@@ -186,6 +197,10 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     Option<"multiTensor", "multi-tensor", "bool", /*default=*/"true",
            "Run consecutive independent pointwise kernels (the optimizer's "
            "updates) as one multi-tensor kernel">,
+    Option<"views", "views", "bool", /*default=*/"true",
+           "Read matmul operands that were transposed or split copies in "
+           "place (strided views) and write transposed results in place "
+           "(result_perm)">,
   ];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }

@@ -289,6 +289,10 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
   step.kind = rt::StepKind::Contraction;
   step.index = manifest.contractions.size();
   for (Value value : {a, b, out}) {
+    // A strided view's offset and strides are the contraction's: it passes
+    // the buffer of the value viewed.
+    if (auto view = value.getDefiningOp<StridedViewOp>())
+      value = view.getInput();
     FailureOr<uint32_t> id = bufferId(value);
     if (failed(id))
       return failure();

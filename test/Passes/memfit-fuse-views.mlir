@@ -1,0 +1,190 @@
+// memfit-fuse views (`views`, on by default): a matmul operand that kernels
+// only transposed or split off another value becomes a memfit.strided_view
+// of that value, and a kernel that only transposes a matmul's result
+// (keeping the last dimension last) becomes the matmul's result_perm. The
+// library call reads and writes those in place (the manifest's offsets, ld
+// and batch strides); the copies go.
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false views=false' | FileCheck %s --check-prefix=OFF
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | memfit-translate -split-input-file --memfit-to-manifest | FileCheck %s --check-prefix=MANIFEST
+
+// Attention as exporters write it: the QKV projection [2, 8, 3 * 2 * 4]
+// reshaped to [2, 8, 3, 2, 4], its heads moved forward and split into Q, K
+// and V; S = Q K^T, O = S V, O's heads merged back and projected. Q, K and
+// V become views of the projection (K read transposed: the flag flips),
+// O is written merged (result_perm), and no kernel is left but the
+// projections'.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[X:.+]]: tensor<2x8x16xf32>, %[[W:.+]]: tensor<16x24xf32>, %[[P:.+]]: tensor<8x8xf32>)
+// CHECK-NEXT: %[[QKV:.+]] = memfit.matmul %[[X]], %[[W]] : tensor<2x8x16xf32>, tensor<16x24xf32> -> tensor<2x8x24xf32>
+// CHECK-NEXT: %[[Q:.+]] = memfit.strided_view %[[QKV]] {offset = 0 : i64, strides = array<i64: 192, 4, 24, 1>} : tensor<2x8x24xf32> -> tensor<2x2x8x4xf32>
+// CHECK-NEXT: %[[K:.+]] = memfit.strided_view %[[QKV]] {offset = 8 : i64, strides = array<i64: 192, 4, 24, 1>} : tensor<2x8x24xf32> -> tensor<2x2x8x4xf32>
+// CHECK-NEXT: %[[S:.+]] = memfit.matmul %[[Q]], %[[K]] {trans_b = true} : tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x8xf32>
+// CHECK-NEXT: %[[V:.+]] = memfit.strided_view %[[QKV]] {offset = 16 : i64, strides = array<i64: 192, 4, 24, 1>} : tensor<2x8x24xf32> -> tensor<2x2x8x4xf32>
+// CHECK-NEXT: %[[O:.+]] = memfit.matmul %[[S]], %[[V]] {result_perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x8x2x4xf32>
+// CHECK-NEXT: %[[M:.+]] = memfit.reshape %[[O]] : tensor<2x8x2x4xf32> to tensor<2x8x8xf32>
+// CHECK-NEXT: %[[Y:.+]] = memfit.matmul %[[M]], %[[P]]
+// CHECK-NEXT: return %[[Y]]
+// OFF-LABEL: func.func @attention
+// OFF-COUNT-3: memfit.transpose
+// OFF: memfit.split
+// OFF-NOT: strided_view
+// OFF-NOT: result_perm
+// The contractions as the library calls them: Q at offset 0 with rows 24
+// apart and heads 4 apart, K at 8 read transposed, V at 16; O's rows 8
+// apart in the merged [2, 8, 8], its heads 4 apart and its batches 64.
+// MANIFEST-LABEL: "contractions": [
+// MANIFEST: "name": "c1_matmul",
+// MANIFEST: "m": 8,
+// MANIFEST-NEXT: "n": 8,
+// MANIFEST-NEXT: "k": 4,
+// MANIFEST-NEXT: "transA": false,
+// MANIFEST-NEXT: "transB": true,
+// MANIFEST: "batchShape": [2, 2],
+// MANIFEST-NEXT: "batchStridesA": [192, 4],
+// MANIFEST-NEXT: "batchStridesB": [192, 4],
+// MANIFEST-NEXT: "batchStridesOut": [128, 64],
+// MANIFEST-NEXT: "offsets": [0, 8, 0],
+// MANIFEST-NEXT: "ld": [24, 24, 8],
+// MANIFEST: "name": "c2_matmul",
+// MANIFEST: "m": 8,
+// MANIFEST-NEXT: "n": 4,
+// MANIFEST-NEXT: "k": 8,
+// MANIFEST-NEXT: "transA": false,
+// MANIFEST-NEXT: "transB": false,
+// MANIFEST: "batchShape": [2, 2],
+// MANIFEST-NEXT: "batchStridesA": [128, 64],
+// MANIFEST-NEXT: "batchStridesB": [192, 4],
+// MANIFEST-NEXT: "batchStridesOut": [64, 4],
+// MANIFEST-NEXT: "offsets": [0, 16, 0],
+// MANIFEST-NEXT: "ld": [8, 24, 8],
+func.func @attention(%x: tensor<2x8x16xf32>, %w: tensor<16x24xf32>, %p: tensor<8x8xf32>) -> tensor<2x8x8xf32> {
+  %qkv = memfit.matmul %x, %w : tensor<2x8x16xf32>, tensor<16x24xf32> -> tensor<2x8x24xf32>
+  %r = memfit.reshape %qkv : tensor<2x8x24xf32> to tensor<2x8x3x2x4xf32>
+  %t = memfit.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x8x3x2x4xf32> -> tensor<3x2x2x8x4xf32>
+  %s:3 = memfit.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x8x4xf32> -> tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>
+  %q = memfit.squeeze %s#0 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %k = memfit.squeeze %s#1 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %v = memfit.squeeze %s#2 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %kt = memfit.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x8x4xf32> -> tensor<2x2x4x8xf32>
+  %scores = memfit.matmul %q, %kt : tensor<2x2x8x4xf32>, tensor<2x2x4x8xf32> -> tensor<2x2x8x8xf32>
+  %o = memfit.matmul %scores, %v : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %ot = memfit.transpose %o {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x8x4xf32> -> tensor<2x8x2x4xf32>
+  %m = memfit.reshape %ot : tensor<2x8x2x4xf32> to tensor<2x8x8xf32>
+  %y = memfit.matmul %m, %p : tensor<2x8x8xf32>, tensor<8x8xf32> -> tensor<2x8x8xf32>
+  return %y : tensor<2x8x8xf32>
+}
+
+// -----
+
+// A split whose piece an element-wise kernel also reads keeps its copies
+// (the view would not remove them, and the projection would live longer).
+// CHECK-LABEL: func.func @other_reader
+// CHECK: memfit.transpose
+// CHECK: memfit.split
+// CHECK-NOT: memfit.strided_view
+// CHECK: return
+func.func @other_reader(%qkv: tensor<2x8x16xf32>, %w: tensor<2x4x8xf32>) -> (tensor<2x2x8x4xf32>, tensor<2x2x8x8xf32>) {
+  %r = memfit.reshape %qkv : tensor<2x8x16xf32> to tensor<2x8x2x2x4xf32>
+  %t = memfit.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x8x2x2x4xf32> -> tensor<2x2x2x8x4xf32>
+  %s:2 = memfit.split %t {axis = 0 : i64, sizes = array<i64: 1, 1>} : tensor<2x2x2x8x4xf32> -> tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>
+  %q = memfit.squeeze %s#0 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %k = memfit.squeeze %s#1 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %e = memfit.exp %q : tensor<2x2x8x4xf32>
+  %p = memfit.matmul %k, %w : tensor<2x2x8x4xf32>, tensor<2x4x8xf32> -> tensor<2x2x8x8xf32>
+  return %e, %p : tensor<2x2x8x4xf32>, tensor<2x2x8x8xf32>
+}
+
+// -----
+
+// A transposed result that another op also reads stays a copy; a transpose
+// that moves the last dimension is not a result_perm (the library writes
+// rows of adjacent columns).
+// CHECK-LABEL: func.func @results
+// CHECK-NOT: result_perm
+// CHECK: memfit.transpose {{.*}}perm = array<i64: 0, 2, 1, 3>
+// CHECK-NOT: result_perm
+// CHECK: memfit.transpose {{.*}}perm = array<i64: 3, 1, 2, 0>
+// CHECK-NOT: result_perm
+// CHECK: return
+func.func @results(%a: tensor<2x3x8x4xf32>, %b: tensor<2x3x4x5xf32>) -> (tensor<2x8x3x5xf32>, tensor<2x3x8x5xf32>, tensor<5x3x8x2xf32>) {
+  %c = memfit.matmul %a, %b : tensor<2x3x8x4xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x8x5xf32>
+  %t = memfit.transpose %c {perm = array<i64: 0, 2, 1, 3>} : tensor<2x3x8x5xf32> -> tensor<2x8x3x5xf32>
+  %d = memfit.matmul %a, %b : tensor<2x3x8x4xf32>, tensor<2x3x4x5xf32> -> tensor<2x3x8x5xf32>
+  %u = memfit.transpose %d {perm = array<i64: 3, 1, 2, 0>} : tensor<2x3x8x5xf32> -> tensor<5x3x8x2xf32>
+  return %t, %c, %u : tensor<2x8x3x5xf32>, tensor<2x3x8x5xf32>, tensor<5x3x8x2xf32>
+}
+
+// -----
+
+// The view reads a parameter that an in-place update writes between the
+// copy and the matmul: the copy stays (it holds the old value).
+// CHECK-LABEL: func.func @updated
+// CHECK: memfit.transpose
+// CHECK-NOT: memfit.strided_view
+// CHECK: return
+memfit.parameter @w = dense<1.0> : tensor<2x4x3xf32>
+func.func @updated(%x: tensor<4x3x5xf32>) -> tensor<4x2x5xf32> {
+  %w = memfit.load_parameter @w : tensor<2x4x3xf32>
+  %t = memfit.transpose %w {perm = array<i64: 1, 0, 2>} : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+  %n = memfit.neg %w : tensor<2x4x3xf32>
+  memfit.assign @w, %n : tensor<2x4x3xf32>
+  %y = memfit.matmul %t, %x : tensor<4x2x3xf32>, tensor<4x3x5xf32> -> tensor<4x2x5xf32>
+  return %y : tensor<4x2x5xf32>
+}
+
+// -----
+
+// The same with the update after the matmul: the matmul reads W's rows in
+// place, the heads' dimension 12 apart.
+// CHECK-LABEL: func.func @updated_later
+// CHECK: %[[W:.+]] = memfit.load_parameter @w
+// CHECK-NEXT: %[[V:.+]] = memfit.strided_view %[[W]] {offset = 0 : i64, strides = array<i64: 3, 12, 1>} : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+// CHECK-NEXT: memfit.matmul %[[V]]
+// CHECK-NOT: memfit.transpose
+// CHECK: memfit.assign @w
+memfit.parameter @w = dense<1.0> : tensor<2x4x3xf32>
+func.func @updated_later(%x: tensor<4x3x5xf32>) -> tensor<4x2x5xf32> {
+  %w = memfit.load_parameter @w : tensor<2x4x3xf32>
+  %t = memfit.transpose %w {perm = array<i64: 1, 0, 2>} : tensor<2x4x3xf32> -> tensor<4x2x3xf32>
+  %y = memfit.matmul %t, %x : tensor<4x2x3xf32>, tensor<4x3x5xf32> -> tensor<4x2x5xf32>
+  %n = memfit.neg %w : tensor<2x4x3xf32>
+  memfit.assign @w, %n : tensor<2x4x3xf32>
+  return %y : tensor<4x2x5xf32>
+}
+
+// -----
+
+// The gradients of Q, K and V joined and moved back into the projection's
+// layout (as autodiff writes the split's and transpose's gradients): each
+// matmul writes its result with its heads merged (result_perm), and one
+// kernel concatenates them along the transposed axis; the concatenation
+// in the heads' layout is not stored.
+// CHECK-LABEL: func.func @joined_gradients
+// CHECK: %[[DQ:.+]] = memfit.matmul %{{.+}}, %{{.+}} {result_perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x8x2x4xf32>
+// CHECK-NEXT: %[[RQ:.+]] = memfit.reshape %[[DQ]] : tensor<2x8x2x4xf32> to tensor<2x8x1x2x4xf32>
+// CHECK: %[[DK:.+]] = memfit.matmul %{{.+}}, %{{.+}} {result_perm = array<i64: 0, 2, 1, 3>, trans_a = true}
+// CHECK-NEXT: %[[RK:.+]] = memfit.reshape %[[DK]]
+// CHECK: %[[DV:.+]] = memfit.matmul %{{.+}}, %{{.+}} {result_perm = array<i64: 0, 2, 1, 3>, trans_a = true}
+// CHECK-NEXT: %[[RV:.+]] = memfit.reshape %[[DV]]
+// CHECK-NEXT: %[[J:.+]] = memfit.kernel(%[[RQ]], %[[RK]], %[[RV]])
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.concat {{.*}}{axis = 2 : i64} : tensor<2x8x1x2x4xf32>, tensor<2x8x1x2x4xf32>, tensor<2x8x1x2x4xf32> -> tensor<2x8x3x2x4xf32>
+// CHECK-NEXT: memfit.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: memfit.reshape %[[J]] : tensor<2x8x3x2x4xf32> to tensor<2x8x24xf32>
+// CHECK-NOT: memfit.transpose
+// CHECK: return
+func.func @joined_gradients(%ds: tensor<2x2x8x8xf32>, %k: tensor<2x2x8x4xf32>, %q: tensor<2x2x8x4xf32>, %p: tensor<2x2x8x8xf32>, %do: tensor<2x2x8x4xf32>, %w: tensor<16x24xf32>) -> tensor<2x8x16xf32> {
+  %dq = memfit.matmul %ds, %k : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %dk = memfit.matmul %ds, %q {trans_a = true} : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %dv = memfit.matmul %p, %do {trans_a = true} : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %rq = memfit.reshape %dq : tensor<2x2x8x4xf32> to tensor<1x2x2x8x4xf32>
+  %rk = memfit.reshape %dk : tensor<2x2x8x4xf32> to tensor<1x2x2x8x4xf32>
+  %rv = memfit.reshape %dv : tensor<2x2x8x4xf32> to tensor<1x2x2x8x4xf32>
+  %j = memfit.concat %rq, %rk, %rv {axis = 0 : i64} : tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32> -> tensor<3x2x2x8x4xf32>
+  %t = memfit.transpose %j {perm = array<i64: 1, 3, 0, 2, 4>} : tensor<3x2x2x8x4xf32> -> tensor<2x8x3x2x4xf32>
+  %g = memfit.reshape %t : tensor<2x8x3x2x4xf32> to tensor<2x8x24xf32>
+  %dx = memfit.matmul %g, %w {trans_b = true} : tensor<2x8x24xf32>, tensor<16x24xf32> -> tensor<2x8x16xf32>
+  return %dx : tensor<2x8x16xf32>
+}
