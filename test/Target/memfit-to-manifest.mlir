@@ -13,7 +13,7 @@
 // x (256, 0..1) overlaps both -> @1024 (992 aligned up). Peak 1024 + 256.
 // Buffers are numbered in the order the steps name them: A, B, result.
 // CHECK-LABEL: "schema": "memfit-executable"
-// CHECK-NEXT: "version": 3,
+// CHECK-NEXT: "version": 4,
 // CHECK-NEXT: "model": "",
 // CHECK-NEXT: "weightsBytes": 0,
 // CHECK-NEXT: "arenaBytes": 1280,

@@ -191,11 +191,11 @@ void testJsonErrors() {
                  "manifest: kernels[0].block: expected 3 integers");
   checkJsonError("\"schema\": \"memfit-executable\"", "\"schema\": \"other\"",
                  "manifest: schema: expected \"memfit-executable\"");
-  checkJsonError("\"version\": 3", "\"version\": 2",
-                 "manifest: version: this runtime reads version 3, the "
-                 "executable is version 2 (recompile it with this memfit)");
-  checkJsonError("\"version\": 3", "\"version\": 4",
-                 "the executable is version 4 (use the memfit that wrote it)");
+  checkJsonError("\"version\": 4", "\"version\": 3",
+                 "manifest: version: this runtime reads version 4, the "
+                 "executable is version 3 (recompile it with this memfit)");
+  checkJsonError("\"version\": 4", "\"version\": 5",
+                 "the executable is version 5 (use the memfit that wrote it)");
   checkJsonError("\"dtype\": \"bf16\"", "\"dtype\": \"f128\"",
                  "manifest: buffers[4].dtype: unknown dtype 'f128'");
   checkJsonError(

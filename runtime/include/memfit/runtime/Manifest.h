@@ -239,7 +239,7 @@ struct InputRange {
 };
 
 struct Manifest {
-  static constexpr int kVersion = 3;
+  static constexpr int kVersion = 4;
   std::string model;       // the model file it was compiled from
   std::string source;      // CUDA C++ of every kernel
   uint64_t weightsBytes = 0;
