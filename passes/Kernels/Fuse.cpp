@@ -1007,8 +1007,15 @@ struct MemfitFusePass
     if (static_cast<int64_t>(induced.size()) != rank ||
         induced.back() != rank - 1)
       return {};
+    return withResultPerm(b, matmul, induced);
+  }
+
+  /// `matmul` writing its result further transposed by `perm` (composed
+  /// with its result_perm), at `b`'s point, with its attributes.
+  static MatMulOp withResultPerm(OpBuilder &b, MatMulOp matmul,
+                                 ArrayRef<int64_t> perm) {
     SmallVector<int64_t> composed;
-    for (int64_t d : induced)
+    for (int64_t d : perm)
       composed.push_back(matmul.getResultPerm() ? (*matmul.getResultPerm())[d]
                                                 : d);
     auto permuted = MatMulOp::create(b, matmul.getLoc(), matmul.getLhs(),
@@ -1129,17 +1136,9 @@ struct MemfitFusePass
         matmul.getRhs().getType().getRank() < 2 ||
         perm.back() != static_cast<int64_t>(perm.size()) - 1)
       return false;
-    SmallVector<int64_t> composed;
-    for (int64_t d : perm)
-      composed.push_back(matmul.getResultPerm() ? (*matmul.getResultPerm())[d]
-                                                : d);
     OpBuilder b(matmul);
-    auto permuted = MatMulOp::create(
-        b, matmul.getLoc(), matmul.getLhs(), matmul.getRhs(),
-        matmul.getTransA(), matmul.getTransB(),
-        b.getDenseI64ArrayAttr(composed));
-    for (Operation *from :
-         {matmul.getOperation(), kernel.getOperation(), transpose.getOperation()})
+    MatMulOp permuted = withResultPerm(b, matmul, perm);
+    for (Operation *from : {kernel.getOperation(), transpose.getOperation()})
       copyMemfitAttrs(from, permuted);
     kernel->getResult(0).replaceAllUsesWith(permuted.getResult());
     kernel->erase();

@@ -12,6 +12,7 @@
 #include "memfit/Target/Cuda/EmitCuda.h"
 
 #include "KernelEmitter.h"
+#include "KernelWriter.h"
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Dialect/MemfitOps.h"
@@ -303,32 +304,23 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
   return success();
 }
 
-/// Row-major element strides of `shape`.
-static SmallVector<int64_t> packedStrides(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   SmallVector<int64_t> lhs(op.getLhs().getType().getShape());
   SmallVector<int64_t> rhs(op.getRhs().getType().getShape());
   // Where each operand's elements are: a strided view's offset and
   // strides in its input's buffer, else packed. A 1-D operand is promoted
   // to a matrix (no view or result_perm has one).
-  auto layout = [](Value v, ArrayRef<int64_t> shape,
-                   int64_t &offset) -> SmallVector<int64_t> {
+  auto layout = [](Value v, ArrayRef<int64_t> shape, int64_t &offset) -> Shape {
     offset = 0;
     if (auto view = v.getDefiningOp<StridedViewOp>()) {
       offset = view.getOffset();
-      return SmallVector<int64_t>(view.getStrides());
+      return Shape(view.getStrides());
     }
-    return packedStrides(shape);
+    return cuda::stridesOf(shape);
   };
   rt::Contraction c;
-  SmallVector<int64_t> lhsStrides = layout(op.getLhs(), lhs, c.offsets[0]);
-  SmallVector<int64_t> rhsStrides = layout(op.getRhs(), rhs, c.offsets[1]);
+  Shape lhsStrides = layout(op.getLhs(), lhs, c.offsets[0]);
+  Shape rhsStrides = layout(op.getRhs(), rhs, c.offsets[1]);
   if (lhs.size() == 1) {
     lhs.insert(lhs.begin(), 1);
     lhsStrides.insert(lhsStrides.begin(), lhs.back());
@@ -343,8 +335,8 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   // of a stored one: the flag flips.
   c.transA = op.getTransA();
   c.transB = op.getTransB();
-  auto leading = [&](SmallVector<int64_t> &shape, SmallVector<int64_t> &strides,
-                     bool &trans, int64_t &ld) -> LogicalResult {
+  auto leading = [&](SmallVector<int64_t> &shape, Shape &strides, bool &trans,
+                     int64_t &ld) -> LogicalResult {
     size_t r = shape.size();
     if (strides[r - 1] != 1 && shape[r - 1] > 1) {
       if (strides[r - 2] != 1 && shape[r - 2] > 1)
@@ -394,7 +386,7 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   // result_perm (which keeps the columns last; its operands have rank 2 or
   // more): each product dimension's stride is its place's in the result.
   if (std::optional<ArrayRef<int64_t>> perm = op.getResultPerm()) {
-    SmallVector<int64_t> placed = packedStrides(op.getType().getShape());
+    Shape placed = cuda::stridesOf(op.getType().getShape());
     SmallVector<int64_t> product(placed.size());
     for (auto [place, d] : llvm::enumerate(*perm))
       product[d] = placed[place];
