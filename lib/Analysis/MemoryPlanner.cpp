@@ -225,7 +225,7 @@ public:
     if (failed(collect()))
       return failure();
     computeLiveRanges();
-    if (failed(placeUpdates()))
+    if (failed(checkAccumulations()) || failed(placeUpdates()))
       return failure();
     classifyTraining();
     layoutWeights();
@@ -297,8 +297,18 @@ private:
         plan.bufferOf[op.getResult(0)] = plan.bufferOf.lookup(op.getOperand(0));
       } else if (isScheduledStep(&op)) {
         plan.schedule.push_back(&op);
-        for (Value result : op.getResults())
-          addBuffer(result, BufferRegion::Arena, BufferCategory::Activation);
+        auto kernel = dyn_cast<KernelOp>(op);
+        for (OpResult result : op.getResults()) {
+          // A result accumulated in place lives in its input's buffer.
+          Value tied =
+              kernel ? kernel.getTiedInput(result.getResultNumber()) : Value();
+          if (tied) {
+            plan.bufferOf[result] = plan.bufferOf.lookup(tied);
+            accumulations.push_back({kernel, tied});
+          } else {
+            addBuffer(result, BufferRegion::Arena, BufferCategory::Activation);
+          }
+        }
       } else if (isa<func::ReturnOp>(op)) {
         for (Value operand : op.getOperands()) {
           PlannedBuffer &buffer = plan.buffers[plan.bufferOf.lookup(operand)];
@@ -453,6 +463,38 @@ private:
     return true;
   }
 
+  /// Checks that each result accumulated in place may overwrite its
+  /// input: a step's result in the arena that no other step reads at or
+  /// after the accumulation (through views).
+  LogicalResult checkAccumulations() {
+    if (accumulations.empty())
+      return success();
+    DenseMap<Operation *, int64_t> stepOf;
+    for (auto [index, op] : llvm::enumerate(plan.schedule))
+      stepOf[op] = index + 1;
+    for (auto [kernel, init] : accumulations) {
+      Value root = bufferRoot(init);
+      const PlannedBuffer &buffer = plan.buffers[plan.bufferOf.lookup(root)];
+      // (The sum may be the function's result: an output.)
+      if (buffer.region != BufferRegion::Arena ||
+          buffer.category == BufferCategory::Input ||
+          !stepOf.count(root.getDefiningOp()))
+        return kernel.emitError()
+               << "cannot accumulate in place into a value that is not a "
+                  "step's result in the arena (an argument, a parameter or "
+                  "a constant)";
+      int64_t step = stepOf.lookup(kernel);
+      SmallVector<std::pair<Operation *, int64_t>> reads;
+      readers(root, stepOf, reads);
+      for (auto [reader, readStep] : reads)
+        if (reader != kernel.getOperation() && readStep >= step)
+          return kernel.emitError()
+                 << "cannot accumulate in place: step " << readStep
+                 << " reads the value that step " << step << " adds to";
+    }
+    return success();
+  }
+
   /// Puts each value that a memfit.assign stores into the parameter's own
   /// bytes, after checking that nothing reads the old value later.
   LogicalResult placeUpdates() {
@@ -464,11 +506,12 @@ private:
     for (AssignOp assign : assigns) {
       Value value = assign.getValue();
       Operation *producer = value.getDefiningOp();
-      if (!producer || !stepOf.count(producer) || !value.hasOneUse())
+      if (!producer || !stepOf.count(producer) || !value.hasOneUse() ||
+          plan.buffers[plan.bufferOf.lookup(value)].value != value)
         return assign.emitError()
                << "cannot update @" << assign.getName()
-               << " in place: its new value must be a kernel result used "
-                  "only by the assignment";
+               << " in place: its new value must be a kernel result in a "
+                  "buffer of its own, used only by the assignment";
       int64_t step = stepOf.lookup(producer);
       SmallVector<std::pair<Operation *, int64_t>> reads;
       for (Value loaded : loads.lookup(assign.getName()))
@@ -628,6 +671,8 @@ private:
   llvm::StringMap<SmallVector<Value>> loads;
   llvm::StringSet<> assigned;
   SmallVector<AssignOp> assigns;
+  /// Kernels that accumulate a result in place, with the input written.
+  SmallVector<std::pair<KernelOp, Value>> accumulations;
   DenseMap<unsigned, StringRef> updates; // buffer -> parameter it updates
 };
 

@@ -156,9 +156,26 @@ OpCost NegativeLogLikelihoodLossOp::getCost() {
   return {getFlopsPerElement() * targets, bytes};
 }
 
+/// The bytes a gather_grad into another value reads (and as many it
+/// writes) of it: the rows it adds to, one per index and at most every row
+/// of the axis (a repeated index adds to a row in cache).
+static int64_t accumulatedBytes(GatherGradOp op) {
+  ArrayRef<int64_t> shape = op.getType().getShape();
+  int64_t axis = op.getAxis();
+  int64_t rows = std::min(numElements(op.getIndices().getType()), shape[axis]);
+  int64_t perRow =
+      numElements(op.getType()) / std::max<int64_t>(shape[axis], 1);
+  return rows * perRow * elementBytes(op.getType().getElementType());
+}
+
 OpCost GatherGradOp::getCost() {
-  // One addition per gradient element.
-  return {numElements(getGrad().getType()), movedBytes(*this)};
+  // One addition per gradient element. Accumulating in place reads and
+  // writes only the rows it adds to.
+  int64_t flops = numElements(getGrad().getType());
+  if (!getInit())
+    return {flops, movedBytes(*this)};
+  return {flops, readBytes(getGrad()) + readBytes(getIndices()) +
+                     2 * accumulatedBytes(*this)};
 }
 
 /// Bytes a kernel reads of one of its inputs: all of them, unless the body
@@ -168,6 +185,12 @@ static int64_t kernelInputBytes(BlockArgument input) {
   int64_t selected = 0;
   for (OpOperand &use : input.getUses()) {
     Operation *user = use.getOwner();
+    // The rows a gather_grad adds to in place.
+    if (auto scatter = dyn_cast<GatherGradOp>(user);
+        scatter && &use == &scatter.getInitMutable()[0]) {
+      selected += accumulatedBytes(scatter);
+      continue;
+    }
     auto gather = dyn_cast<GatherOp>(user);
     bool selects =
         (gather && &use == &gather.getDataMutable()) || isa<SliceOp>(user);
@@ -186,7 +209,13 @@ OpCost KernelOp::getCost() {
     cost.flops += estimateCost(&op).flops;
   for (BlockArgument input : getBodyBlock().getArguments())
     cost.bytes += kernelInputBytes(input);
-  for (Type type : getResultTypes())
-    cost.bytes += typeBytes(type);
+  for (OpResult result : getResults()) {
+    Value yielded =
+        getBodyBlock().getTerminator()->getOperand(result.getResultNumber());
+    auto scatter = yielded.getDefiningOp<GatherGradOp>();
+    cost.bytes += getTiedInput(result.getResultNumber())
+                      ? accumulatedBytes(scatter)
+                      : typeBytes(result.getType());
+  }
   return cost;
 }

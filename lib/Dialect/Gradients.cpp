@@ -830,7 +830,7 @@ LogicalResult rule(SliceOp op, GradBuilder &g) {
         g.b, g.loc, DenseElementsAttr::get(indexType, ArrayRef(positions)));
     shape[d] = extent;
     v = GatherGradOp::create(g.b, g.loc, RankedTensorType::get(shape, elt), v,
-                             indices, static_cast<uint64_t>(d));
+                             indices, static_cast<uint64_t>(d), Value());
   }
   g.set(0, v);
   return success();
@@ -847,12 +847,12 @@ LogicalResult rule(GatherOp op, GradBuilder &g) {
     Value sum = GatherGradOp::create(
         g.b, g.loc, RankedTensorType::get(dataType.getShape(), f32),
         g.cast(g.grad(), f32, "gradient"), op.getIndices(),
-        static_cast<uint64_t>(axis));
+        static_cast<uint64_t>(axis), Value());
     g.set(0, g.cast(sum, elt, "gradient"));
     return success();
   }
   g.set(0, GatherGradOp::create(g.b, g.loc, dataType, g.grad(), op.getIndices(),
-                                static_cast<uint64_t>(axis)));
+                                static_cast<uint64_t>(axis), Value()));
   return success();
 }
 
@@ -908,8 +908,11 @@ LogicalResult rule(GatherNDOp op, GradBuilder &g) {
 
 LogicalResult rule(GatherGradOp op, GradBuilder &g) {
   // gather_grad is linear in its gradient operand; its adjoint is gather.
+  // What it accumulates into passes through.
   g.set(0,
         GatherOp::create(g.b, g.loc, g.grad(), op.getIndices(), op.getAxis()));
+  if (op.getInit())
+    g.set(2, g.grad());
   return success();
 }
 

@@ -106,6 +106,9 @@ LogicalResult GatherGradOp::verify() {
     return emitOpError("gradient shape ") << grad
            << " does not match gather of the result along axis " << axis
            << " by indices " << indices;
+  if (Value init = getInit(); init && init.getType() != result)
+    return emitOpError("accumulates into ")
+           << init.getType() << " but its result is " << result;
   return success();
 }
 
@@ -1375,6 +1378,24 @@ LogicalResult KernelOp::verify() {
       return emitOpError() << "cannot contain '" << op.getName()
                            << "': kernels hold element-wise, normalization, "
                               "reduction, data-movement and loss ops";
+    // An in-place accumulation needs a buffer to write into: a kernel
+    // input, whose buffer becomes the result's.
+    if (auto scatter = dyn_cast<GatherGradOp>(op); scatter && scatter.getInit())
+      if (!isa<BlockArgument>(scatter.getInit()) ||
+          !llvm::hasSingleElement(scatter->getUses()) ||
+          !isa<YieldOp>(*scatter->user_begin()))
+        return emitOpError() << "a gather_grad into another value must "
+                                "accumulate into a kernel input and be "
+                                "yielded, nothing else reading it";
   }
   return success();
+}
+
+Value KernelOp::getTiedInput(unsigned index) {
+  Value yielded = getBodyBlock().getTerminator()->getOperand(index);
+  auto scatter = yielded.getDefiningOp<GatherGradOp>();
+  if (!scatter || !scatter.getInit())
+    return {};
+  auto arg = dyn_cast<BlockArgument>(scatter.getInit());
+  return arg ? getInputs()[arg.getArgNumber()] : Value();
 }

@@ -1231,3 +1231,26 @@ func.func @cumsum_axis(%x: tensor<2x3xf32>) {
   %0 = memfit.cumsum %x {axis = 2 : i64} : tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @gather_grad_into_type(%dy: tensor<2x4xf32>, %i: tensor<2xi64>, %g: tensor<6x4xf32>) {
+  // expected-error @+1 {{'memfit.gather_grad' op accumulates into 'tensor<6x4xf32>' but its result is 'tensor<5x4xf32>'}}
+  %0 = memfit.gather_grad %dy, %i into %g {axis = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>, tensor<6x4xf32>) -> tensor<5x4xf32>
+  return
+}
+
+// -----
+
+// In a kernel, the value added to must be an input (a buffer to write in
+// place), and the sum must be yielded and read by nothing else.
+func.func @gather_grad_into_computed(%dy: tensor<2x4xf32>, %i: tensor<2xi64>, %x: tensor<5x4xf32>) {
+  // expected-error @+1 {{'memfit.kernel' op a gather_grad into another value must accumulate into a kernel input and be yielded, nothing else reading it}}
+  %0 = memfit.kernel(%dy, %i, %x) : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2xi64>, %c: tensor<5x4xf32>):
+    %e = memfit.exp %c : tensor<5x4xf32>
+    %r = memfit.gather_grad %a, %b into %e {axis = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32>
+    memfit.yield %r : tensor<5x4xf32>
+  }
+  return
+}

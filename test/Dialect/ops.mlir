@@ -833,3 +833,16 @@ func.func @max_min_cumsum(%x: tensor<2x16xf32>, %b: tensor<16xf32>, %i: tensor<2
   %2 = memfit.cumsum %i {axis = -1 : i64, exclusive = true, reverse = true} : tensor<2x16xi64>
   return %0, %1, %2 : tensor<2x16xf32>, tensor<2x16xi64>, tensor<2x16xi64>
 }
+
+// -----
+
+// gather_grad scatters rows into zeros, or into another value.
+// CHECK-LABEL: func.func @gather_grad
+// CHECK-SAME: (%[[DY:.+]]: tensor<2x16x32xf32>, %[[I:.+]]: tensor<2x16xi64>, %[[G:.+]]: tensor<96x32xf32>)
+// CHECK: memfit.gather_grad %[[DY]], %[[I]] {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<96x32xf32>
+// CHECK: memfit.gather_grad %[[DY]], %[[I]] into %[[G]] {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>, tensor<96x32xf32>) -> tensor<96x32xf32>
+func.func @gather_grad(%dy: tensor<2x16x32xf32>, %i: tensor<2x16xi64>, %g: tensor<96x32xf32>) -> (tensor<96x32xf32>, tensor<96x32xf32>) {
+  %0 = memfit.gather_grad %dy, %i {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<96x32xf32>
+  %1 = memfit.gather_grad %dy, %i into %g {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>, tensor<96x32xf32>) -> tensor<96x32xf32>
+  return %0, %1 : tensor<96x32xf32>, tensor<96x32xf32>
+}

@@ -88,3 +88,69 @@ func.func @other_segment(%g: tensor<4xf32>) {
   memfit.assign @b, %u#1 : tensor<4xf32>
   return
 }
+
+// -----
+
+// A gather_grad into a kernel input (memfit-fuse's accumulation of a tied
+// embedding's rows) writes the input's buffer in place: here a function
+// argument, which the step must leave intact.
+func.func @accumulate_into_argument(%dy: tensor<2x4xf32>, %ids: tensor<2xi64>, %g: tensor<5x4xf32>) -> tensor<5x4xf32> {
+  // expected-error @+1 {{cannot accumulate in place into a value that is not a step's result in the arena (an argument, a parameter or a constant)}}
+  %s = memfit.kernel(%dy, %ids, %g) : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2xi64>, %c: tensor<5x4xf32>):
+    %r = memfit.gather_grad %a, %b into %c {axis = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32>
+    memfit.yield %r : tensor<5x4xf32>
+  }
+  return %s : tensor<5x4xf32>
+}
+
+// -----
+
+// The value added to is read again after the accumulation (through a
+// reshape): its old contents are gone by then.
+func.func @accumulate_then_read(%dy: tensor<2x4xf32>, %ids: tensor<2xi64>, %x: tensor<5x4xf32>) -> (tensor<5x4xf32>, tensor<20xf32>) {
+  %g = memfit.kernel(%x) : (tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<5x4xf32>):
+    %e = memfit.exp %a : tensor<5x4xf32>
+    memfit.yield %e : tensor<5x4xf32>
+  }
+  %v = memfit.reshape %g : tensor<5x4xf32> to tensor<20xf32>
+  // expected-error @+1 {{cannot accumulate in place: step 3 reads the value that step 2 adds to}}
+  %s = memfit.kernel(%dy, %ids, %g) : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2xi64>, %c: tensor<5x4xf32>):
+    %r = memfit.gather_grad %a, %b into %c {axis = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32>
+    memfit.yield %r : tensor<5x4xf32>
+  }
+  %n = memfit.kernel(%v) : (tensor<20xf32>) -> tensor<20xf32> {
+  ^bb0(%a: tensor<20xf32>):
+    %e = memfit.neg %a : tensor<20xf32>
+    memfit.yield %e : tensor<20xf32>
+  }
+  return %s, %n : tensor<5x4xf32>, tensor<20xf32>
+}
+
+// -----
+
+// Read before the accumulation and not after: the sum takes the value's
+// buffer (buffer 3, live from step 1 to the end), no buffer of its own.
+// CHECK-LABEL: memory plan for @accumulate_in_place: 3 steps, 5 buffers
+// CHECK: buffer 3: arena outputs offset {{[0-9]+}} bytes 80 steps 1..4 memfit.kernel
+// CHECK-NEXT: buffer 4: arena outputs offset {{[0-9]+}} bytes 80 steps 2..4 memfit.kernel
+func.func @accumulate_in_place(%dy: tensor<2x4xf32>, %ids: tensor<2xi64>, %x: tensor<5x4xf32>) -> (tensor<5x4xf32>, tensor<5x4xf32>) {
+  %g = memfit.kernel(%x) : (tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<5x4xf32>):
+    %e = memfit.exp %a : tensor<5x4xf32>
+    memfit.yield %e : tensor<5x4xf32>
+  }
+  %n = memfit.kernel(%g) : (tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<5x4xf32>):
+    %e = memfit.neg %a : tensor<5x4xf32>
+    memfit.yield %e : tensor<5x4xf32>
+  }
+  %s = memfit.kernel(%dy, %ids, %g) : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32> {
+  ^bb0(%a: tensor<2x4xf32>, %b: tensor<2xi64>, %c: tensor<5x4xf32>):
+    %r = memfit.gather_grad %a, %b into %c {axis = 0 : i64} : (tensor<2x4xf32>, tensor<2xi64>, tensor<5x4xf32>) -> tensor<5x4xf32>
+    memfit.yield %r : tensor<5x4xf32>
+  }
+  return %s, %n : tensor<5x4xf32>, tensor<5x4xf32>
+}

@@ -123,6 +123,26 @@ func.func @gather(%ids: tensor<2x3xi64>) -> tensor<f32> {
 
 // -----
 
+// gather_grad is linear: its gradient gathers the rows back, and what it
+// accumulates into gets the gradient as it is.
+// CHECK-LABEL: func.func @gather_grad_into
+// CHECK-SAME: (%[[IDS:.+]]: tensor<2x3xi64>)
+// CHECK: %[[G:.+]] = memfit.mul
+// CHECK-DAG: %[[DY:.+]] = memfit.gather %[[G]], %[[IDS]] {memfit.backward{{.*}}} : tensor<10x4xf32>, tensor<2x3xi64> -> tensor<2x3x4xf32>
+// CHECK-DAG: return %{{.+}}, %[[DY]], %[[G]]
+memfit.parameter @dy = dense<1.0> : tensor<2x3x4xf32>
+memfit.parameter @acc = dense<2.0> : tensor<10x4xf32>
+func.func @gather_grad_into(%ids: tensor<2x3xi64>) -> tensor<f32> {
+  %dy = memfit.load_parameter @dy : tensor<2x3x4xf32>
+  %acc = memfit.load_parameter @acc : tensor<10x4xf32>
+  %s = memfit.gather_grad %dy, %ids into %acc {axis = 0 : i64} : (tensor<2x3x4xf32>, tensor<2x3xi64>, tensor<10x4xf32>) -> tensor<10x4xf32>
+  %e = memfit.exp %s : tensor<10x4xf32>
+  %l = memfit.reduce_sum %e {axes = array<i64>, keepdims = false} : tensor<10x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
+
+// -----
+
 // expand sums over the broadcast dimensions; squeeze and unsqueeze
 // reshape back.
 // CHECK-LABEL: func.func @expand_squeeze

@@ -959,24 +959,35 @@ def Memfit_NegativeLogLikelihoodLossOp
 
 def Memfit_GatherGradOp : Memfit_Op<"gather_grad", "DataMovement",
     [Pure, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
-  let summary = "the adjoint of gather: scatter-adds rows into zeros";
+  let summary = "the adjoint of gather: scatter-adds rows into zeros or "
+                "into another gradient";
   let description = [{
     The gradient of `memfit.gather` with respect to its data: a tensor of
-    the result type, zero everywhere except that for every index position
-    `j`, `grad[..., j, ...]` is added at `result[..., indices[j], ...]`
-    along `axis`. Negative indices count from the end of the axis, as in
-    gather; out-of-range indices contribute nothing. Repeated indices add
-    up in index order, so the result is deterministic.
+    the result type, zero everywhere (or `init` where it is given) except
+    that for every index position `j`, `grad[..., j, ...]` is added at
+    `result[..., indices[j], ...]` along `axis`. Negative indices count
+    from the end of the axis, as in gather; out-of-range indices contribute
+    nothing. Repeated indices add up in index order, so the result is
+    deterministic.
+
+    With `into %init` the rows are added to `init`, in place: the memory
+    plan gives the result `init`'s buffer, and the kernel reads and writes
+    only the rows that the indices select. Nothing may read `init` after
+    it, and `init` must be a step's result (not an argument, a parameter or
+    a constant). memfit-fuse writes it for a tied embedding, whose
+    gradient is the LM head's plus the embedding's scattered rows.
 
     ```mlir
     %dw = memfit.gather_grad %dy, %ids {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>) -> tensor<96x32xf32>
+    %dt = memfit.gather_grad %dy, %ids into %dhead {axis = 0 : i64} : (tensor<2x16x32xf32>, tensor<2x16xi64>, tensor<96x32xf32>) -> tensor<96x32xf32>
     ```
   }];
   let arguments = (ins Memfit_FloatTensor:$grad, Memfit_IndexTensor:$indices,
-                       I64Attr:$axis);
+                       I64Attr:$axis, Optional<Memfit_FloatTensor>:$init);
   let results = (outs Memfit_FloatTensor:$result);
   let assemblyFormat = [{
-    $grad `,` $indices attr-dict `:` functional-type(operands, results)
+    $grad `,` $indices (`into` $init^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -1130,6 +1141,9 @@ def Memfit_KernelOp : Op<Memfit_Dialect, "kernel",
     ::mlir::Block &getBodyBlock() { return getBody().front(); }
     /// The ops of the body, without the terminator.
     auto getBodyOps() { return getBodyBlock().without_terminator(); }
+    /// The input whose buffer result `index` is written into in place (a
+    /// `memfit.gather_grad ... into` of that input), else null.
+    ::mlir::Value getTiedInput(unsigned index);
   }];
 }
 

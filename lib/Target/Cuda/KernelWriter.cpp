@@ -503,10 +503,15 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
   out << "extern \"C\" __global__ void " << info.name << "(";
   bool first = true;
   // A kernel whose results memfit.assign stores writes over the parameters
-  // and states it reads (the memory plan updates them in place): its
-  // pointers alias, so they must not be declared __restrict__.
-  bool inPlace = llvm::any_of(kernel->getUsers(),
-                              [](Operation *user) { return isa<AssignOp>(user); });
+  // and states it reads (the memory plan updates them in place), and one
+  // that accumulates a result into an input, has pointers that alias: they
+  // must not be declared __restrict__.
+  bool inPlace =
+      llvm::any_of(kernel->getUsers(),
+                   [](Operation *user) { return isa<AssignOp>(user); }) ||
+      llvm::any_of(llvm::seq(kernel->getNumResults()), [&](unsigned i) {
+        return static_cast<bool>(kernel.getTiedInput(i));
+      });
   const char *pointer = inPlace ? "* " : "* __restrict__ ";
   for (BlockArgument arg : kernel.getBodyBlock().getArguments()) {
     FailureOr<std::string> t = cType(eltOf(arg));

@@ -5,7 +5,8 @@
 //  - split: one thread per input element, which it writes to the result
 //    that holds it;
 //  - gather_grad: one thread per column along the axis, adding the
-//    gradient in index order (deterministic, no atomics).
+//    gradient in index order (deterministic, no atomics), into zeros or in
+//    place into the buffer it accumulates into.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,8 +65,9 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
            failure();
   raw_ostream &os = w.body();
   int64_t columns = outer * inner;
-  // Thread t owns column (o, i) of the result along the axis: it zeroes it,
-  // then adds every index position's gradient in order.
+  // Thread t owns column (o, i) of the result along the axis: it zeroes it
+  // (unless the result accumulates into its init, whose buffer the memory
+  // plan gives it), then adds every index position's gradient in order.
   os << "  const long long t = (long long)blockIdx.x * blockDim.x + "
         "threadIdx.x;\n";
   os << "  if (t >= " << columns << "LL) return;\n";
@@ -73,8 +75,9 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
      << "LL, i = t % " << std::max<int64_t>(inner, 1) << "LL;\n";
   os << "  const long long base = o * " << extent * inner << "LL + i;\n";
   os << "  const long long gbase = o * " << count * inner << "LL + i;\n";
-  os << "  for (long long d = 0; d < " << extent << "LL; ++d) out0[base + d * "
-     << inner << "LL] = (" << *t << ")0;\n";
+  if (!op.getInit())
+    os << "  for (long long d = 0; d < " << extent
+       << "LL; ++d) out0[base + d * " << inner << "LL] = (" << *t << ")0;\n";
   FailureOr<std::string> index = w.load(op.getIndices(), "j", op);
   FailureOr<std::string> grad = w.load(
       op.getGrad(), llvm::formatv("gbase + j * {0}LL", inner).str(), op);
