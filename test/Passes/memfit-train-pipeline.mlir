@@ -99,7 +99,7 @@
 // FUSE-NEXT: memfit-raise{report=},
 // FUSE-NEXT: memfit-tie-parameters,
 // FUSE: memfit-remat{activation-fraction=0.000000e+00 budget=614400
-// FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
+// FUSE-NEXT: memfit-fuse{accumulate=true budget=614400 max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
 // PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse=true fuse-max-ops=4'
 // --fusion-report: every step with its bytes, FLOPs, ops and ONNX nodes

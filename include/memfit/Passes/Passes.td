@@ -201,6 +201,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "Read matmul operands that were transposed or split copies in "
            "place (strided views) and write transposed results in place "
            "(result_perm)">,
+    Option<"accumulate", "accumulate", "bool", /*default=*/"true",
+           "Add scattered rows (gather_grad) in place into the gradient "
+           "that they are summed with (a tied embedding's)">,
   ];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
