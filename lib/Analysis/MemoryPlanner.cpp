@@ -325,10 +325,16 @@ private:
     return success();
   }
 
-  void computeLiveRanges() {
+  /// Each scheduled step's number (from 1; 0 is before the first).
+  DenseMap<Operation *, int64_t> stepNumbers() const {
     DenseMap<Operation *, int64_t> stepOf;
     for (auto [index, op] : llvm::enumerate(plan.schedule))
       stepOf[op] = index + 1;
+    return stepOf;
+  }
+
+  void computeLiveRanges() {
+    DenseMap<Operation *, int64_t> stepOf = stepNumbers();
     int64_t end = plan.schedule.size() + 1;
     for (PlannedBuffer &buffer : plan.buffers) {
       Operation *def = buffer.value.getDefiningOp();
@@ -469,9 +475,7 @@ private:
   LogicalResult checkAccumulations() {
     if (accumulations.empty())
       return success();
-    DenseMap<Operation *, int64_t> stepOf;
-    for (auto [index, op] : llvm::enumerate(plan.schedule))
-      stepOf[op] = index + 1;
+    DenseMap<Operation *, int64_t> stepOf = stepNumbers();
     for (auto [kernel, init] : accumulations) {
       Value root = bufferRoot(init);
       const PlannedBuffer &buffer = plan.buffers[plan.bufferOf.lookup(root)];
@@ -500,9 +504,7 @@ private:
   LogicalResult placeUpdates() {
     if (assigns.empty())
       return success();
-    DenseMap<Operation *, int64_t> stepOf;
-    for (auto [index, op] : llvm::enumerate(plan.schedule))
-      stepOf[op] = index + 1;
+    DenseMap<Operation *, int64_t> stepOf = stepNumbers();
     for (AssignOp assign : assigns) {
       Value value = assign.getValue();
       Operation *producer = value.getDefiningOp();

@@ -479,8 +479,6 @@ struct MemfitFusePass
     for (func::FuncOp func : definedFunctions(module)) {
       before += kernelCount(func);
       foldTransposes(func);
-      if (accumulate)
-        accumulateScatters(func);
       fuseFunction(func);
       if (views)
         viewContractionOperands(func);
@@ -708,69 +706,6 @@ struct MemfitFusePass
       if (transposed.use_empty())
         kernel->erase();
       schedule.reset();
-    }
-  }
-
-  /// A kernel that only adds a scatter of rows (a kernel holding one
-  /// gather_grad) to another step's result, which nothing else reads,
-  /// becomes the gather_grad accumulating into that result in place, at the
-  /// scatter's place: a tied embedding's gradient is the LM head's gradient
-  /// with the embedding's rows added, and neither the zeros the rows were
-  /// scattered into nor the sum is stored. Not for a sum that memfit.assign
-  /// stores (the memory plan updates a parameter in a buffer of its own).
-  static void accumulateScatters(func::FuncOp func) {
-    for (KernelOp add :
-         llvm::make_early_inc_range(func.getBody().getOps<KernelOp>())) {
-      auto ops = add.getBodyOps();
-      if (!llvm::hasSingleElement(ops) || add->getNumResults() != 1 ||
-          llvm::any_of(add->getUsers(),
-                       [](Operation *user) { return isa<AssignOp>(user); }))
-        continue;
-      auto sum = dyn_cast<AddOp>(*ops.begin());
-      Type type = add->getResult(0).getType();
-      if (!sum || sum.getLhs().getType() != type ||
-          sum.getRhs().getType() != type)
-        continue;
-      for (unsigned side : {0u, 1u}) {
-        auto rowsArg = dyn_cast<BlockArgument>(sum->getOperand(side));
-        auto otherArg = dyn_cast<BlockArgument>(sum->getOperand(1 - side));
-        if (!rowsArg || !otherArg)
-          break;
-        Value rows = add.getInputs()[rowsArg.getArgNumber()];
-        Value other = add.getInputs()[otherArg.getArgNumber()];
-        auto scatterKernel = rows.getDefiningOp<KernelOp>();
-        if (!scatterKernel || !rows.hasOneUse() ||
-            !llvm::hasSingleElement(scatterKernel.getBodyOps()))
-          continue;
-        auto scatter =
-            dyn_cast<GatherGradOp>(*scatterKernel.getBodyOps().begin());
-        Operation *def = other.getDefiningOp();
-        if (!scatter || scatter.getInit() || !def || !other.hasOneUse() ||
-            isBufferView(def) || isa<LoadParameterOp, ConstantOp>(def) ||
-            !def->isBeforeInBlock(scatterKernel))
-          continue;
-        OpBuilder b(scatterKernel);
-        SmallVector<Value> inputs(scatterKernel.getInputs());
-        inputs.push_back(other);
-        Location loc = b.getFusedLoc({scatterKernel.getLoc(), add.getLoc()});
-        auto merged = KernelOp::create(b, loc, TypeRange{type}, inputs);
-        copyMemfitAttrs(add, merged);
-        Block *body = b.createBlock(&merged.getBody());
-        for (Value input : inputs)
-          body->addArgument(input.getType(), input.getLoc());
-        IRMapping map;
-        map.map(scatterKernel.getBodyBlock().getArguments(),
-                body->getArguments().drop_back());
-        auto accumulated = cast<GatherGradOp>(b.clone(*scatter, map));
-        accumulated.getInitMutable().assign(body->getArguments().back());
-        accumulated->setLoc(b.getFusedLoc({scatter.getLoc(), sum.getLoc()}));
-        copyMemfitAttrs(sum, accumulated);
-        YieldOp::create(b, loc, accumulated.getResult());
-        add->getResult(0).replaceAllUsesWith(merged->getResult(0));
-        add->erase();
-        scatterKernel->erase();
-        break;
-      }
     }
   }
 

@@ -47,6 +47,31 @@ def MemfitFormKernelsPass : Pass<"memfit-form-kernels", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
+def MemfitAccumulatePass : Pass<"memfit-accumulate", "::mlir::func::FuncOp"> {
+  let summary = "Adds scattered rows in place into the gradient they are "
+                "summed with";
+  let description = [{
+    Runs after `memfit-form-kernels`; the training pipeline runs it before
+    `memfit-remat` when fusion is on, so that remat plans the step that
+    runs. A kernel that only adds a scatter of rows (a kernel holding one
+    `memfit.gather_grad`) to another step's result, which nothing else
+    reads, becomes `memfit.gather_grad ... into` that result, at the
+    scatter's place. A tied embedding's gradient is the LM head's weight
+    gradient plus the embedding's rows, which autodiff scatters into a
+    zeroed full-size tensor before a second kernel adds the two; after the
+    rewrite the memory plan gives the sum the LM head gradient's buffer
+    and the kernel reads and writes only the rows its indices select.
+    Not for a sum that `memfit.assign` stores (a parameter's update has a
+    buffer of its own), nor into an argument, a parameter or a constant.
+
+    ```
+    memfit-opt model.onnx --input-shape=batch=2,seq=16 \
+        '--memfit-train-pipeline=loss=cross-entropy' --memfit-accumulate
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+}
+
 def MemfitRaisePass : Pass<"memfit-raise", "::mlir::ModuleOp"> {
   let summary = "Raises spelled-out GELU, RMSNorm, LayerNorm and softmax to "
                 "the named ops";
@@ -201,9 +226,6 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "Read matmul operands that were transposed or split copies in "
            "place (strided views) and write transposed results in place "
            "(result_perm)">,
-    Option<"accumulate", "accumulate", "bool", /*default=*/"true",
-           "Add scattered rows (gather_grad) in place into the gradient "
-           "that they are summed with (a tied embedding's)">,
   ];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }

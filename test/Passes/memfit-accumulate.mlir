@@ -1,15 +1,18 @@
-// memfit-fuse accumulation (`accumulate`, on by default): a kernel that
-// only adds a scatter of rows (memfit.gather_grad) to another step's result
-// that nothing else reads becomes `gather_grad ... into` that result, at the
-// scatter's place. A tied embedding's gradient is the LM head's plus the
-// embedding's rows: the memory plan gives the sum the LM head gradient's
-// buffer, and the kernel reads and writes only the rows its indices select,
-// so neither the zeros the rows were scattered into nor the sum is stored.
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | FileCheck %s
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false accumulate=false' | FileCheck %s --check-prefix=OFF
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' --memfit-memory-plan=buffers=true -o /dev/null | FileCheck %s --check-prefix=PLAN
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' --memfit-op-cost -o /dev/null | FileCheck %s --check-prefix=COST
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | memfit-translate -split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
+// memfit-accumulate (run by the training pipeline before memfit-remat when
+// fusion is on): a kernel that only adds a scatter of rows
+// (memfit.gather_grad) to another step's result that nothing else reads
+// becomes `gather_grad ... into` that result, at the scatter's place. A tied
+// embedding's gradient is the LM head's plus the embedding's rows: the
+// memory plan gives the sum the LM head gradient's buffer, and the kernel
+// reads and writes only the rows its indices select, so neither the zeros
+// the rows were scattered into nor the sum is stored. memfit-fuse keeps the
+// accumulation as it is (a kernel of its own).
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-accumulate | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-accumulate '--memfit-fuse=multi-tensor=false' | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | FileCheck %s --check-prefix=OFF
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-accumulate --memfit-memory-plan=buffers=true -o /dev/null | FileCheck %s --check-prefix=PLAN
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-accumulate --memfit-op-cost -o /dev/null | FileCheck %s --check-prefix=COST
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-accumulate | memfit-translate -split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // The LM head's gradient (a gemm) plus the embedding's rows, then read by
 // the next step. One kernel accumulates the rows into the gemm's result.
