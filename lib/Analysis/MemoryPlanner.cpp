@@ -119,11 +119,22 @@ bool mlir::memfit::isBufferView(Operation *op) {
   return op->hasTrait<OpTrait::memfit::BufferView>();
 }
 
+/// The input that `value`, a kernel's result, is written into in place,
+/// else null.
+static Value tiedInputOf(Value value) {
+  auto result = dyn_cast<OpResult>(value);
+  auto kernel = result ? dyn_cast<KernelOp>(result.getOwner()) : KernelOp();
+  return kernel ? kernel.getTiedInput(result.getResultNumber()) : Value();
+}
+
 Value mlir::memfit::bufferRoot(Value value) {
   while (Operation *def = value.getDefiningOp()) {
-    if (!isBufferView(def))
+    if (isBufferView(def))
+      value = def->getOperand(0);
+    else if (Value tied = tiedInputOf(value))
+      value = tied;
+    else
       break;
-    value = def->getOperand(0);
   }
   return value;
 }
@@ -135,6 +146,19 @@ void mlir::memfit::collectViewReaders(Value value,
       collectViewReaders(user->getResult(0), readers);
     else
       readers.push_back(user);
+  }
+}
+
+void mlir::memfit::collectBufferReaders(Value value,
+                                        SmallVectorImpl<Operation *> &readers) {
+  SmallVector<Operation *> direct;
+  collectViewReaders(value, direct);
+  Value root = bufferRoot(value);
+  for (Operation *reader : direct) {
+    readers.push_back(reader);
+    for (OpResult result : reader->getResults())
+      if (Value tied = tiedInputOf(result); tied && bufferRoot(tied) == root)
+        collectBufferReaders(result, readers);
   }
 }
 
@@ -487,9 +511,18 @@ private:
                << "cannot accumulate in place into a value that is not a "
                   "step's result in the arena (an argument, a parameter or "
                   "a constant)";
+      // The value written over, with the views of it (an earlier value of
+      // the buffer that it was accumulated into is checked with that
+      // accumulation).
+      Value overwritten = init;
+      while (Operation *def = overwritten.getDefiningOp()) {
+        if (!isBufferView(def))
+          break;
+        overwritten = def->getOperand(0);
+      }
       int64_t step = stepOf.lookup(kernel);
       SmallVector<std::pair<Operation *, int64_t>> reads;
-      readers(root, stepOf, reads);
+      readers(overwritten, stepOf, reads);
       for (auto [reader, readStep] : reads)
         if (reader != kernel.getOperation() && readStep >= step)
           return kernel.emitError()

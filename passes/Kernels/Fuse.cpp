@@ -31,6 +31,7 @@
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITFUSEPASS
+#define GEN_PASS_DEF_MEMFITFOLDTRANSPOSESPASS
 #include "memfit/Passes/Passes.h.inc"
 } // namespace mlir::memfit
 
@@ -355,10 +356,9 @@ traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
   return std::make_pair(v, *layout);
 }
 
-
 /// What the rewrites know of a function's schedule (its op order): each
 /// op's position, where in-place updates are, and the last reader of each
-/// buffer (through its views).
+/// buffer (through its views and what is accumulated into it in place).
 struct Schedule {
   explicit Schedule(Block &block) {
     int64_t next = 0;
@@ -386,7 +386,7 @@ struct Schedule {
   /// storage may hold the new one.
   void noteReaders(Value value) {
     SmallVector<Operation *> readers;
-    collectViewReaders(value, readers);
+    collectBufferReaders(value, readers);
     lastUse[value] = 0;
     for (Operation *reader : readers)
       lastUse[value] = std::max(lastUse[value], position.lookup(reader));
@@ -423,8 +423,11 @@ struct Schedule {
           outsideArena(op.getResult(0)))
         continue;
       int64_t at = position.lookup(&op);
+      // A result written in place into an input is in that input's bytes,
+      // which live until its last reader.
       for (Value result : op.getResults())
-        if (isa<RankedTensorType>(result.getType()))
+        if (isa<RankedTensorType>(result.getType()) &&
+            bufferRoot(result) == result)
           add(at, std::max(at, lastUse.lookup(result)), bytesOf(result));
     }
     peak = live.empty() ? 0 : *llvm::max_element(live);
@@ -638,7 +641,7 @@ struct MemfitFusePass
   /// transpose flags, and a contraction whose result only a transpose reads
   /// computes the transpose itself (C^T = op(B)^T op(A)^T): the library
   /// reads the operand in place, no transposed copy is made.
-  void foldTransposes(func::FuncOp func) {
+  static void foldTransposes(func::FuncOp func) {
     Block &block = func.getBody().front();
     std::optional<Schedule> schedule(std::in_place, block);
     llvm::SmallPtrSet<Operation *, 8> erased;
@@ -1612,6 +1615,16 @@ struct MemfitFusePass
     consumer->erase();
     producer->erase();
     return merged;
+  }
+};
+
+/// memfit-fuse's first rewrite on its own, which the training pipeline runs
+/// before memfit-remat: remat then plans the step without the copies.
+struct MemfitFoldTransposesPass
+    : public mlir::memfit::impl::MemfitFoldTransposesPassBase<
+          MemfitFoldTransposesPass> {
+  void runOnOperation() override {
+    MemfitFusePass::foldTransposes(getOperation());
   }
 };
 

@@ -308,7 +308,7 @@ static StepGraph buildStepGraph(func::FuncOp func,
   auto readersOf = [&](Value value, int &lastStep, bool &returned,
                        bool &assigned, SmallVectorImpl<int> &steps) {
     SmallVector<Operation *> readers;
-    collectViewReaders(value, readers);
+    collectBufferReaders(value, readers);
     for (Operation *reader : readers) {
       if (isa<func::ReturnOp>(reader))
         returned = true;
@@ -346,7 +346,9 @@ static StepGraph buildStepGraph(func::FuncOp func,
       bool resultAssigned = false;
       readersOf(result, lastUse, returned, resultAssigned, readerSteps);
       assigned |= resultAssigned;
-      if (!resultAssigned)
+      // A result written in place into an input takes no bytes of its own:
+      // the input's range runs to the result's last reader.
+      if (!resultAssigned && bufferRoot(result) == result)
         bytes += arenaBytes(result);
       for (int reader : readerSteps) {
         if (reader < numForward) {

@@ -92,8 +92,9 @@
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --frozen='onnx::MatMul*' --quantize-weights=nf4 --double-quant --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTWEIGHTS
 // PRINTWEIGHTS: '--memfit-train-pipeline=loss=cross-entropy frozen=onnx::MatMul* quantize-weights=nf4 double-quant=true'
 // Fusion: memfit-raise runs first, before autodiff (the raised ops' rules
-// save less), memfit-accumulate after memfit-form-kernels (remat plans the
-// step with the rows added in place), and memfit-fuse last, after
+// save less), memfit-fold-transposes and memfit-accumulate after
+// memfit-form-kernels (remat plans the step without the transposed copies
+// and with the rows added in place), and memfit-fuse last, after
 // memfit-remat, with remat's budget; memfit-run's flags print as the
 // pipeline's options.
 // RUN: memfit-opt %s --memfit-train-pipeline='budget=600KiB fuse=true fuse-max-ops=5' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSE
@@ -101,6 +102,7 @@
 // FUSE-NEXT: memfit-raise{report=},
 // FUSE-NEXT: memfit-tie-parameters,
 // FUSE: memfit-form-kernels,
+// FUSE-NEXT: memfit-fold-transposes,
 // FUSE-NEXT: memfit-accumulate
 // FUSE: memfit-remat{activation-fraction=0.000000e+00 budget=614400
 // FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}

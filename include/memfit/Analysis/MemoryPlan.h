@@ -129,11 +129,19 @@ bool isScheduledStep(Operation *op);
 /// of their own.
 bool isBufferView(Operation *op);
 
-/// The value whose buffer `value` shares (through views).
+/// The value whose buffer `value` shares: through views, and through the
+/// results that kernels write in place into an input
+/// (KernelOp::getTiedInput, memfit-accumulate's).
 Value bufferRoot(Value value);
 
 /// The ops that read `value` or a view of it (views themselves excluded).
 void collectViewReaders(Value value, SmallVectorImpl<Operation *> &readers);
+
+/// The ops that read `value`'s buffer while it holds `value` or what is
+/// written into it in place: collectViewReaders, and for a kernel that
+/// writes a result in place into `value` (or a view of it), that result's
+/// readers in turn.
+void collectBufferReaders(Value value, SmallVectorImpl<Operation *> &readers);
 
 /// The ONNX node of a step (onnxNodeName of its location, else of the
 /// first op of a kernel's body that has one), or "".

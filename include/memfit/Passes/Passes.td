@@ -47,6 +47,30 @@ def MemfitFormKernelsPass : Pass<"memfit-form-kernels", "::mlir::func::FuncOp"> 
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
+def MemfitFoldTransposesPass
+    : Pass<"memfit-fold-transposes", "::mlir::func::FuncOp"> {
+  let summary = "Folds transposes into the contractions that read or write "
+                "them (memfit-fuse's first rewrite on its own)";
+  let description = [{
+    Runs after `memfit-form-kernels`; the training pipeline runs it before
+    `memfit-remat` when fusion is on, so that remat plans (and checks its
+    budget on) the step without the transposed copies, and memfit-fuse runs
+    it again after remat. The rewrite is memfit-fuse's "transposes into
+    contractions": a kernel that only transposes a matrix (or swaps the
+    last two dimensions of a batch) that contractions read becomes their
+    transpose flags, and a transpose of a contraction's result that nothing
+    else reads becomes the contraction with its operands swapped. The tied
+    LM head reads the embedding as it is, and its weight gradient is
+    computed in the embedding's layout.
+
+    ```
+    memfit-opt model.onnx --input-shape=batch=2,seq=16 \
+        '--memfit-train-pipeline=loss=cross-entropy' --memfit-fold-transposes
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+}
+
 def MemfitAccumulatePass : Pass<"memfit-accumulate", "::mlir::func::FuncOp"> {
   let summary = "Adds scattered rows in place into the gradient they are "
                 "summed with";
