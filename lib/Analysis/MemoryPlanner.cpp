@@ -127,15 +127,20 @@ static Value tiedInputOf(Value value) {
   return kernel ? kernel.getTiedInput(result.getResultNumber()) : Value();
 }
 
-Value mlir::memfit::bufferRoot(Value value) {
+/// The value that `value` views (through views only).
+static Value viewRoot(Value value) {
   while (Operation *def = value.getDefiningOp()) {
-    if (isBufferView(def))
-      value = def->getOperand(0);
-    else if (Value tied = tiedInputOf(value))
-      value = tied;
-    else
+    if (!isBufferView(def))
       break;
+    value = def->getOperand(0);
   }
+  return value;
+}
+
+Value mlir::memfit::bufferRoot(Value value) {
+  value = viewRoot(value);
+  while (Value tied = tiedInputOf(value))
+    value = viewRoot(tied);
   return value;
 }
 
@@ -321,14 +326,11 @@ private:
         plan.bufferOf[op.getResult(0)] = plan.bufferOf.lookup(op.getOperand(0));
       } else if (isScheduledStep(&op)) {
         plan.schedule.push_back(&op);
-        auto kernel = dyn_cast<KernelOp>(op);
         for (OpResult result : op.getResults()) {
           // A result accumulated in place lives in its input's buffer.
-          Value tied =
-              kernel ? kernel.getTiedInput(result.getResultNumber()) : Value();
-          if (tied) {
+          if (Value tied = tiedInputOf(result)) {
             plan.bufferOf[result] = plan.bufferOf.lookup(tied);
-            accumulations.push_back({kernel, tied});
+            accumulations.push_back({cast<KernelOp>(op), tied});
           } else {
             addBuffer(result, BufferRegion::Arena, BufferCategory::Activation);
           }
@@ -514,15 +516,9 @@ private:
       // The value written over, with the views of it (an earlier value of
       // the buffer that it was accumulated into is checked with that
       // accumulation).
-      Value overwritten = init;
-      while (Operation *def = overwritten.getDefiningOp()) {
-        if (!isBufferView(def))
-          break;
-        overwritten = def->getOperand(0);
-      }
       int64_t step = stepOf.lookup(kernel);
       SmallVector<std::pair<Operation *, int64_t>> reads;
-      readers(overwritten, stepOf, reads);
+      readers(viewRoot(init), stepOf, reads);
       for (auto [reader, readStep] : reads)
         if (reader != kernel.getOperation() && readStep >= step)
           return kernel.emitError()

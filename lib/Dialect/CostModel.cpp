@@ -209,13 +209,13 @@ OpCost KernelOp::getCost() {
     cost.flops += estimateCost(&op).flops;
   for (BlockArgument input : getBodyBlock().getArguments())
     cost.bytes += kernelInputBytes(input);
-  for (OpResult result : getResults()) {
-    Value yielded =
-        getBodyBlock().getTerminator()->getOperand(result.getResultNumber());
+  // A result accumulated in place (a yielded gather_grad into a kernel
+  // input, as the verifier requires) writes only the rows it adds to.
+  for (auto [type, yielded] : llvm::zip(
+           getResultTypes(), getBodyBlock().getTerminator()->getOperands())) {
     auto scatter = yielded.getDefiningOp<GatherGradOp>();
-    cost.bytes += getTiedInput(result.getResultNumber())
-                      ? accumulatedBytes(scatter)
-                      : typeBytes(result.getType());
+    cost.bytes += scatter && scatter.getInit() ? accumulatedBytes(scatter)
+                                               : typeBytes(type);
   }
   return cost;
 }

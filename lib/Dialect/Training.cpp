@@ -81,3 +81,9 @@ ParameterOp mlir::memfit::addTrainingState(SymbolTable &symbols,
   symbols.insert(state);
   return state;
 }
+
+void mlir::memfit::copyMemfitAttrs(Operation *from, Operation *to) {
+  for (NamedAttribute attr : from->getAttrs())
+    if (attr.getName().getValue().starts_with("memfit."))
+      to->setAttr(attr.getName(), attr.getValue());
+}

@@ -10,6 +10,7 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Training.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -26,14 +27,6 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 namespace {
-
-/// Copies the `memfit.*` attributes of `from` (backward, gradient_of: what
-/// the planner and the reports know of a step) onto `to`.
-void copyMemfitAttributes(Operation *from, Operation *to) {
-  for (NamedAttribute attr : from->getAttrs())
-    if (attr.getName().getValue().starts_with("memfit."))
-      to->setAttr(attr.getName(), attr.getValue());
-}
 
 /// A kernel that only adds a scatter of rows (a kernel holding one
 /// gather_grad) to another step's result, which nothing else reads,
@@ -78,7 +71,7 @@ void accumulateScatters(func::FuncOp func) {
       inputs.push_back(other);
       Location loc = b.getFusedLoc({scatterKernel.getLoc(), add.getLoc()});
       auto merged = KernelOp::create(b, loc, TypeRange{type}, inputs);
-      copyMemfitAttributes(add, merged);
+      copyMemfitAttrs(add, merged);
       Block *body = b.createBlock(&merged.getBody());
       for (Value input : inputs)
         body->addArgument(input.getType(), input.getLoc());
@@ -88,7 +81,7 @@ void accumulateScatters(func::FuncOp func) {
       auto accumulated = cast<GatherGradOp>(b.clone(*scatter, map));
       accumulated.getInitMutable().assign(body->getArguments().back());
       accumulated->setLoc(b.getFusedLoc({scatter.getLoc(), sum.getLoc()}));
-      copyMemfitAttributes(sum, accumulated);
+      copyMemfitAttrs(sum, accumulated);
       YieldOp::create(b, loc, accumulated.getResult());
       add->getResult(0).replaceAllUsesWith(merged->getResult(0));
       add->erase();

@@ -182,14 +182,6 @@ struct MergedKernel {
   Block *body = nullptr;
 };
 
-/// Copies the `memfit.*` attributes of `from` (what the planner and the
-/// reports know of a step: backward, saved, gradient_of) onto `to`.
-void copyMemfitAttrs(Operation *from, Operation *to) {
-  for (NamedAttribute attr : from->getAttrs())
-    if (attr.getName().getValue().starts_with("memfit."))
-      to->setAttr(attr.getName(), attr.getValue());
-}
-
 Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
   if (cast<RankedTensorType>(x.getType()).getShape() == shape)
     return x;

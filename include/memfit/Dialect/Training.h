@@ -107,6 +107,11 @@ bool isTrainableCandidate(ParameterOp param);
 /// module).
 StringRef parameterRole(ParameterOp param);
 
+/// Copies the `memfit.*` attributes of `from` (what the planner and the
+/// reports know of a step: backward, saved, gradient_of) onto `to`, for a
+/// rewrite that replaces `from` by `to`.
+void copyMemfitAttrs(Operation *from, Operation *to);
+
 } // namespace mlir::memfit
 
 #endif // MEMFIT_DIALECT_TRAINING_H
