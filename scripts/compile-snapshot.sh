@@ -36,6 +36,21 @@ for family in gpt bert llama; do
       --remat=auto --activation-fraction=0.5 --remat-report="$out/$stem.train-auto.report"
     run "$stem.train-sgd-accumulate" "$model" $shape --train --loss=cross-entropy \
       --optimizer=sgd --momentum=0.9 --nesterov --clip-norm=1 --accumulate=2 --remat=none
+    # Fusion, mixed precision, quantization and LoRA: every pass of the
+    # training pipeline runs in at least one configuration.
+    run "$stem.forward-fuse" "$model" $shape --fuse
+    run "$stem.train-fuse" "$model" $shape --train --loss=cross-entropy \
+      --remat=checkpoint-layers --fuse
+    run "$stem.train-fuse-bf16" "$model" $shape --train --loss=cross-entropy \
+      --remat=none --fuse --precision=bf16
+    run "$stem.train-fp16" "$model" $shape --train --loss=cross-entropy \
+      --remat=none --precision=fp16
+    run "$stem.train-8bit-compress" "$model" $shape --train --loss=cross-entropy \
+      --optimizer=adamw8bit --remat=auto --activation-fraction=0.5 --compress-activations
+    run "$stem.train-qlora" "$model" $shape --train --loss=cross-entropy \
+      --lora-rank=4 --lora-targets=all-linear --quantize-weights=nf4 --double-quant \
+      --remat=none
+    run "$stem.forward-int8" "$model" $shape --quantize-weights=int8
   done
 done
 # The pass's own run time is the one line that differs between two runs.
