@@ -5,14 +5,6 @@
 using namespace mlir;
 using namespace mlir::memfit;
 
-/// Row-major strides of `shape`.
-SmallVector<int64_t> constfold::stridesOf(ArrayRef<int64_t> shape) {
-  SmallVector<int64_t> strides(shape.size(), 1);
-  for (int64_t i = static_cast<int64_t>(shape.size()) - 2; i >= 0; --i)
-    strides[i] = strides[i + 1] * shape[i + 1];
-  return strides;
-}
-
 /// Builds the `resultType` constant whose element at each multi-index is
 /// `src[index(multiIndex)]`. Fails (null) when the result is too large.
 Attribute constfold::remapElements(DenseElementsAttr src,

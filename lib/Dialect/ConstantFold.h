@@ -11,6 +11,8 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinAttributes.h"
+#include "memfit/Dialect/ShapeInference.h"
+
 #include "mlir/IR/BuiltinTypes.h"
 
 #include <optional>
@@ -25,9 +27,6 @@ constexpr int64_t kMaxFoldElements = 1 << 14;
 inline DenseElementsAttr getDense(Attribute a) {
   return dyn_cast_if_present<DenseElementsAttr>(a);
 }
-
-/// Row-major strides of `shape`.
-SmallVector<int64_t> stridesOf(ArrayRef<int64_t> shape);
 
 /// Builds the `resultType` constant whose element at each multi-index is
 /// `src[index(multiIndex)]`. Fails (null) when the result is too large.

@@ -87,8 +87,6 @@ Value mlir::memfit::splatConstant(OpBuilder &builder, Location loc,
 namespace {
 
 RankedTensorType typeOf(Value v) { return cast<RankedTensorType>(v.getType()); }
-ArrayRef<int64_t> shapeOf(Value v) { return typeOf(v).getShape(); }
-Type eltOf(Value v) { return typeOf(v).getElementType(); }
 bool isFloat(Value v) { return isa<FloatType>(eltOf(v)); }
 
 /// Normalized reduction axes; empty `axes` means all of them.

@@ -32,16 +32,14 @@ bool mlir::memfit::kernelTakesLiterals(Operation *op) {
          (opClass == OpClass::ElementWise || opClass == OpClass::DataMovement);
 }
 
+bool mlir::memfit::isIndexMapping(Operation *op) {
+  return op->hasTrait<OpTrait::memfit::IndexMapping>();
+}
+
 //===----------------------------------------------------------------------===//
 // Helpers
 //===----------------------------------------------------------------------===//
 
-static ArrayRef<int64_t> shapeOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getShape();
-}
-static Type eltOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
 static LogicalResult pushTensor(SmallVectorImpl<Type> &types,
                                 ArrayRef<int64_t> shape, Type elt) {
   types.push_back(RankedTensorType::get(shape, elt));

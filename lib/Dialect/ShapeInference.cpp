@@ -43,6 +43,21 @@ int64_t mlir::memfit::getNumElements(ArrayRef<int64_t> shape) {
   return n;
 }
 
+ArrayRef<int64_t> mlir::memfit::shapeOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getShape();
+}
+
+Type mlir::memfit::eltOf(Value value) {
+  return cast<RankedTensorType>(value.getType()).getElementType();
+}
+
+Shape mlir::memfit::stridesOf(ArrayRef<int64_t> shape) {
+  Shape strides(shape.size(), 1);
+  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
+    strides[d] = strides[d + 1] * shape[d + 1];
+  return strides;
+}
+
 FailureOr<int64_t> mlir::memfit::normalizeAxis(int64_t axis, int64_t rank,
                                                OptLoc loc, StringRef what) {
   if (axis < -rank || axis >= rank) {

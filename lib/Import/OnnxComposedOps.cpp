@@ -40,10 +40,6 @@ Value scalar(NodeContext &n, Type elt, double value) {
   return n.constant(DenseElementsAttr::get(type, attr));
 }
 
-Type eltOf(Value v) {
-  return cast<RankedTensorType>(v.getType()).getElementType();
-}
-
 /// |x|: max(x, -x) (NaN stays NaN; the gradient at 0 is 0); unsigned
 /// integers are their own magnitude.
 FailureOr<Value> absOf(NodeContext &n, Value x) {

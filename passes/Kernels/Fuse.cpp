@@ -49,14 +49,6 @@ bool isScalarOp(Operation *op) {
          isPure(op);
 }
 
-/// Data movement that a pointwise kernel writes as a read of a kernel input
-/// at a mapped index (the CUDA emitter's IndexMapping ops).
-bool isIndexMapping(Operation *op) {
-  return isa<TransposeOp, SliceOp, GatherOp, GatherElementsOp, GatherNDOp,
-             ScatterElementsOp, ScatterNDOp, TopKIndicesOp, CumSumOp, ConcatOp,
-             ExpandOp, RangeOp>(op);
-}
-
 /// Whether every op of `kernel` composes in a pointwise kernel.
 bool isPointwise(KernelOp kernel) {
   if (kernel->getNumResults() == 0)

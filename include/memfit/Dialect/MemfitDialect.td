@@ -98,6 +98,15 @@ def Memfit_BufferView : TraitList<[Memfit_RunsNothing, Memfit_BufferViewTrait]>;
 // by kernelTakesLiterals.
 def Memfit_KernelReadsBuffers : Memfit_OpTrait<"KernelReadsBuffers">;
 
+// The op computes each element of its result from its index alone: it
+// reads its operands at indices mapped from the result's (a transpose, a
+// slice, a gather, a concatenation) or computes the value from the index
+// (range). A pointwise kernel composes such ops with element-wise ones at
+// its own index; memfit-fuse merges kernels by it and the CUDA emitter
+// writes the ops of this trait in its IndexMapping style. Queried by
+// isIndexMapping.
+def Memfit_IndexMapping : Memfit_OpTrait<"IndexMapping">;
+
 //===----------------------------------------------------------------------===//
 // Base op classes
 //===----------------------------------------------------------------------===//

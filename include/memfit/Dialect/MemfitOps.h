@@ -36,6 +36,11 @@ namespace mlir::memfit {
 /// kernels read their operands as buffers.
 bool kernelTakesLiterals(Operation *op);
 
+/// Whether `op` computes each result element from its index alone
+/// (IndexMapping: transpose, slice, gathers, scatters, concat, expand,
+/// range, ...), so that a pointwise kernel composes it at its own index.
+bool isIndexMapping(Operation *op);
+
 /// On a memfit.kernel that runs several independent pointwise kernels as
 /// one launch (memfit-fuse's multi-tensor kernels): how many results each
 /// segment yields, in order. A segment's results share one shape, its

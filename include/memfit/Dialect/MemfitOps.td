@@ -75,7 +75,7 @@ def Memfit_ConstantOp : Memfit_Op<"constant", "Constant",
   let hasFolder = 1;
 }
 
-def Memfit_RangeOp : Memfit_Op<"range", "Constant", [Pure]> {
+def Memfit_RangeOp : Memfit_Op<"range", "Constant", [Pure, Memfit_IndexMapping]> {
   let summary = "an arithmetic sequence (ONNX Range)";
   let description = [{
     `result[i] = start + i * delta` for `i` in `[0, n)`, where `n` is the
@@ -572,7 +572,7 @@ def Memfit_ReduceMaxOp : Memfit_ReduceOp<"reduce_max", "the maximum">;
 // Data movement
 //===----------------------------------------------------------------------===//
 
-def Memfit_TransposeOp : Memfit_InferredOp<"transpose", "DataMovement"> {
+def Memfit_TransposeOp : Memfit_InferredOp<"transpose", "DataMovement", [Memfit_IndexMapping]> {
   let summary = "permutes dimensions";
   let description = [{
     Output dimension `i` is input dimension `perm[i]`.
@@ -672,7 +672,7 @@ def Memfit_StridedViewOp : Memfit_Op<"strided_view", "DataMovement", [Pure, Memf
   let hasVerifier = 1;
 }
 
-def Memfit_ConcatOp : Memfit_InferredOp<"concat", "DataMovement"> {
+def Memfit_ConcatOp : Memfit_InferredOp<"concat", "DataMovement", [Memfit_IndexMapping]> {
   let summary = "joins tensors along an axis";
   let description = [{
     All inputs agree but on `axis`.
@@ -704,7 +704,7 @@ def Memfit_SplitOp : Memfit_InferredOp<"split", "DataMovement", [Memfit_KernelRe
 }
 
 def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement",
-    [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+    [Memfit_IndexMapping, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "strided slice (ONNX Slice)";
   let description = [{
     For each listed axis, takes `starts[i]` to `ends[i]` (exclusive) by
@@ -724,7 +724,7 @@ def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement",
 }
 
 def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
-    [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+    [Memfit_IndexMapping, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "selects entries along an axis by index (ONNX Gather)";
   let description = [{
     Embedding lookups and index selection: the result shape is
@@ -744,7 +744,7 @@ def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
   let hasFolder = 1;
 }
 
-def Memfit_CumSumOp : Memfit_Op<"cumsum", "DataMovement", [Pure, SameOperandsAndResultType]> {
+def Memfit_CumSumOp : Memfit_Op<"cumsum", "DataMovement", [Pure, SameOperandsAndResultType, Memfit_IndexMapping]> {
   let flopsPerElement = 1;
   let summary = "cumulative sum along an axis (ONNX CumSum)";
   let description = [{
@@ -765,7 +765,7 @@ def Memfit_CumSumOp : Memfit_Op<"cumsum", "DataMovement", [Pure, SameOperandsAnd
   let hasFolder = 1;
 }
 
-def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement"> {
+def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement", [Memfit_IndexMapping]> {
   let summary = "selects one entry per index along an axis (ONNX GatherElements)";
   let description = [{
     The result has the indices' shape; the entry at `i` is `data` at `i`
@@ -787,7 +787,7 @@ def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement
   let hasFolder = 1;
 }
 
-def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement"> {
+def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_IndexMapping]> {
   let summary = "selects slices by index tuples (ONNX GatherND)";
   let description = [{
     With `b = batch_dims` and `k` the indices' last dimension, each tuple
@@ -810,7 +810,7 @@ def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement"> {
   let hasFolder = 1;
 }
 
-def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement"> {
+def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement", [Memfit_IndexMapping]> {
   let summary = "writes entries at indices along an axis (ONNX ScatterElements)";
   let description = [{
     The result is `data` with, for each `j` of `indices` (and `updates`, of
@@ -835,7 +835,7 @@ def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMoveme
   }];
 }
 
-def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement"> {
+def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit_IndexMapping]> {
   let summary = "writes slices at index tuples (ONNX ScatterND)";
   let description = [{
     With `k` the indices' last dimension, each tuple `indices[m, :]`
@@ -858,7 +858,7 @@ def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement"> {
   }];
 }
 
-def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement"> {
+def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement", [Memfit_IndexMapping]> {
   let flopsPerElement = 0;
   let summary = "the positions of the k largest or smallest entries along an axis (ONNX TopK)";
   let description = [{
@@ -880,7 +880,7 @@ def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement"> {
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
-def Memfit_ExpandOp : Memfit_Op<"expand", "DataMovement", [Pure]> {
+def Memfit_ExpandOp : Memfit_Op<"expand", "DataMovement", [Pure, Memfit_IndexMapping]> {
   let summary = "broadcasts a tensor to a larger shape (ONNX Expand)";
   let description = [{
     The result shape is the broadcast of the input shape with the ONNX shape

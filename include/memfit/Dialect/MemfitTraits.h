@@ -28,6 +28,11 @@ template <typename ConcreteType>
 class KernelReadsBuffers : public TraitBase<ConcreteType, KernelReadsBuffers> {
 };
 
+/// The op computes each result element from its index alone, reading its
+/// operands at mapped indices (or none: range); see MemfitDialect.td.
+template <typename ConcreteType>
+class IndexMapping : public TraitBase<ConcreteType, IndexMapping> {};
+
 } // namespace mlir::OpTrait::memfit
 
 #endif // MEMFIT_DIALECT_MEMFITTRAITS_H

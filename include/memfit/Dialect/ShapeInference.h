@@ -12,6 +12,7 @@
 
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Location.h"
+#include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -21,6 +22,12 @@ namespace mlir::memfit {
 
 using Shape = SmallVector<int64_t, 4>;
 using OptLoc = std::optional<Location>;
+
+/// The shape and the element type of `value`, a ranked tensor.
+ArrayRef<int64_t> shapeOf(Value value);
+Type eltOf(Value value);
+/// Row-major strides of `shape`, in elements.
+Shape stridesOf(ArrayRef<int64_t> shape);
 
 /// Maps `axis` in [-rank, rank) to [0, rank).
 FailureOr<int64_t> normalizeAxis(int64_t axis, int64_t rank, OptLoc loc,

@@ -40,20 +40,6 @@ using namespace mlir::memfit::cuda;
 // Text of shapes, types and attributes
 //===----------------------------------------------------------------------===//
 
-Shape cuda::shapeOf(Value value) {
-  return Shape(cast<RankedTensorType>(value.getType()).getShape());
-}
-Type cuda::eltOf(Value value) {
-  return cast<RankedTensorType>(value.getType()).getElementType();
-}
-
-Shape cuda::stridesOf(ArrayRef<int64_t> shape) {
-  Shape strides(shape.size(), 1);
-  for (int64_t d = static_cast<int64_t>(shape.size()) - 2; d >= 0; --d)
-    strides[d] = strides[d + 1] * shape[d + 1];
-  return strides;
-}
-
 int64_t cuda::product(ArrayRef<int64_t> values) {
   int64_t result = 1;
   for (int64_t v : values)

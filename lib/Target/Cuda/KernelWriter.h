@@ -35,10 +35,6 @@ constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
 // Text of shapes, types and attributes
 //===----------------------------------------------------------------------===//
 
-Shape shapeOf(Value value);
-Type eltOf(Value value);
-/// Row-major strides of `shape`.
-Shape stridesOf(ArrayRef<int64_t> shape);
 int64_t product(ArrayRef<int64_t> values);
 
 /// A small float format that Prelude.cuh's memfit_fp_round, _encode and

@@ -594,6 +594,9 @@ Expr mapping(RangeOp op, KernelWriter &w) {
 
 template <typename OpTy>
 struct IndexMappingModel : ScalarEmitterModel<IndexMappingModel<OpTy>, OpTy> {
+  static_assert(OpTy::template hasTrait<OpTrait::memfit::IndexMapping>(),
+                "an op emitted as an index mapping has the dialect's "
+                "IndexMapping trait, which memfit-fuse reads");
   EmitStyle getEmitStyle(Operation *) const { return EmitStyle::IndexMapping; }
   FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
                                     ArrayRef<std::string>) const {
