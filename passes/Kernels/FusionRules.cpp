@@ -1,0 +1,196 @@
+//===- FusionRules.cpp - the rules memfit-fuse's rewrites share -----------===//
+//
+// Which ops compose in a pointwise kernel, what counts against max-ops,
+// which buffers live outside the arena, which parameters a kernel reads and
+// updates, a kernel assembled from others, and the function's schedule
+// with the bytes live at each step (FusionRules.h).
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusionRules.h"
+
+#include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Dialect/ShapeInference.h"
+
+#include "mlir/IR/Builders.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/STLExtras.h"
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+namespace mlir::memfit::fusion {
+
+bool isScalarOp(Operation *op) {
+  auto opClass = dyn_cast<OpClassInterface>(op);
+  return opClass && opClass.getOpClass() == OpClass::ElementWise && isPure(op);
+}
+
+bool isPointwise(KernelOp kernel) {
+  if (kernel->getNumResults() == 0)
+    return false;
+  ArrayRef<int64_t> shape =
+      cast<RankedTensorType>(kernel->getResult(0).getType()).getShape();
+  if (llvm::any_of(kernel->getResultTypes(), [&](Type t) {
+        return cast<RankedTensorType>(t).getShape() != shape ||
+               cast<RankedTensorType>(t).getNumElements() == 0;
+      }))
+    return false;
+  return llvm::all_of(kernel.getBodyOps(), [](Operation &op) {
+    return isa<ConstantOp>(op) || isScalarOp(&op) || isIndexMapping(&op);
+  });
+}
+
+int64_t bytesOf(Value value) {
+  return tensorBytes(cast<RankedTensorType>(value.getType()));
+}
+
+int64_t opCount(KernelOp kernel) {
+  return llvm::count_if(kernel.getBodyOps(),
+                        [](Operation &op) { return !isa<ConstantOp>(op); });
+}
+
+bool outsideArena(Value value) {
+  Operation *def = bufferRoot(value).getDefiningOp();
+  return !def || isa<LoadParameterOp, ConstantOp>(def);
+}
+
+void parametersOf(KernelOp kernel, DenseSet<StringAttr> &reads,
+                  DenseSet<StringAttr> &writes) {
+  for (Value input : kernel.getInputs())
+    if (auto load = bufferRoot(input).getDefiningOp<LoadParameterOp>())
+      reads.insert(load.getNameAttr().getAttr());
+  for (Operation *user : kernel->getUsers())
+    if (auto assign = dyn_cast<AssignOp>(user))
+      writes.insert(assign.getNameAttr().getAttr());
+}
+
+bool updatesWhatItReads(KernelOp a, KernelOp b) {
+  DenseSet<StringAttr> reads, writes;
+  parametersOf(a, reads, writes);
+  parametersOf(b, reads, writes);
+  return llvm::any_of(writes, [&](StringAttr p) { return reads.contains(p); });
+}
+
+//===----------------------------------------------------------------------===//
+// MergedKernel
+//===----------------------------------------------------------------------===//
+
+void MergedKernel::addInput(Value v) {
+  if (index.try_emplace(v, inputs.size()).second)
+    inputs.push_back(v);
+}
+
+KernelOp MergedKernel::create(OpBuilder &builder, Location loc,
+                              TypeRange types) {
+  auto kernel = KernelOp::create(builder, loc, types, inputs);
+  body = builder.createBlock(&kernel.getBody());
+  for (Value v : inputs)
+    body->addArgument(v.getType(), v.getLoc());
+  builder.setInsertionPointToStart(body);
+  return kernel;
+}
+
+SmallVector<Value> MergedKernel::clone(OpBuilder &builder, KernelOp kernel,
+                                       IRMapping &map) {
+  for (auto [i, v] : llvm::enumerate(kernel.getInputs()))
+    if (!map.contains(kernel.getBodyBlock().getArgument(i)))
+      map.map(kernel.getBodyBlock().getArgument(i),
+              body->getArgument(index.lookup(v)));
+  for (Operation &op : kernel.getBodyOps())
+    builder.clone(op, map);
+  SmallVector<Value> yielded;
+  for (Value v :
+       cast<YieldOp>(kernel.getBodyBlock().getTerminator()).getValues())
+    yielded.push_back(map.lookup(v));
+  return yielded;
+}
+
+//===----------------------------------------------------------------------===//
+// Schedule
+//===----------------------------------------------------------------------===//
+
+Schedule::Schedule(Block &block) {
+  int64_t next = 0;
+  for (Operation &op : block) {
+    if (!isPure(&op) && !isa<KernelOp>(op)) {
+      auto assign = dyn_cast<AssignOp>(op);
+      writes.push_back(
+          {next, assign ? assign.getNameAttr().getAttr() : StringAttr()});
+    }
+    position[&op] = next++;
+  }
+  for (Operation &op : block)
+    noteUses(op);
+}
+
+void Schedule::noteUses(Operation &op) {
+  for (Value operand : op.getOperands())
+    lastUse[bufferRoot(operand)] =
+        std::max(lastUse.lookup(bufferRoot(operand)), position.lookup(&op));
+}
+
+void Schedule::noteReaders(Value value) {
+  SmallVector<Operation *> readers;
+  collectBufferReaders(value, readers);
+  lastUse[value] = 0;
+  for (Operation *reader : readers)
+    lastUse[value] = std::max(lastUse[value], position.lookup(reader));
+}
+
+bool Schedule::writeBetween(int64_t from, int64_t to, ValueRange reads) const {
+  SmallVector<StringAttr> read;
+  for (Value value : reads)
+    if (auto load = bufferRoot(value).getDefiningOp<LoadParameterOp>())
+      read.push_back(load.getNameAttr().getAttr());
+  return llvm::any_of(writes, [&](const Write &w) {
+    return w.at > from && w.at < to &&
+           (!w.parameter || llvm::is_contained(read, w.parameter));
+  });
+}
+
+void Schedule::computeLive(Block &block) {
+  live.assign(position.size() + 1, 0);
+  auto add = [&](int64_t from, int64_t to, int64_t bytes) {
+    for (int64_t p = std::max<int64_t>(from, 0);
+         p <= std::min<int64_t>(to, live.size() - 1); ++p)
+      live[p] += bytes;
+  };
+  for (BlockArgument arg : block.getArguments())
+    if (isa<RankedTensorType>(arg.getType()))
+      add(0, live.size() - 1, bytesOf(arg));
+  for (Operation &op : block) {
+    if (op.getNumResults() == 0 || isBufferView(&op) ||
+        outsideArena(op.getResult(0)))
+      continue;
+    int64_t at = position.lookup(&op);
+    // A result written in place into an input is in that input's bytes,
+    // which live until its last reader.
+    for (Value result : op.getResults())
+      if (isa<RankedTensorType>(result.getType()) &&
+          bufferRoot(result) == result)
+        add(at, std::max(at, lastUse.lookup(result)), bytesOf(result));
+  }
+  peak = live.empty() ? 0 : *llvm::max_element(live);
+}
+
+bool Schedule::fitsPeak(ArrayRef<LiveChange> changes, int64_t lo,
+                        int64_t hi) const {
+  for (int64_t p = lo; p <= hi; ++p) {
+    int64_t bytes = live[p];
+    for (const LiveChange &c : changes)
+      if (p >= c.from && p <= c.to)
+        bytes += c.bytes;
+    if (bytes > peak)
+      return false;
+  }
+  return true;
+}
+
+void Schedule::apply(ArrayRef<LiveChange> changes) {
+  for (const LiveChange &c : changes)
+    for (int64_t p = c.from; p <= c.to; ++p)
+      live[p] += c.bytes;
+}
+
+} // namespace mlir::memfit::fusion

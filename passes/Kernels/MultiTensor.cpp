@@ -1,0 +1,180 @@
+//===- MultiTensor.cpp - the optimizer's updates as one kernel ------------===//
+//
+// memfit-fuse's `multi-tensor` rewrite: a run of pointwise kernels whose
+// results are all stored in place by memfit.assign (the optimizer's update
+// of each parameter), independent of each other, becomes one kernel of
+// several segments (memfit.segments) at the last kernel's place: one
+// launch instead of one per parameter.
+//
+//===----------------------------------------------------------------------===//
+
+#include "FusionRules.h"
+
+#include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Training.h"
+
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::fusion;
+
+namespace {
+
+/// Whether every result of `kernel` is stored by memfit.assign: it
+/// writes parameters or states in place, not the arena.
+bool updatesInPlace(KernelOp kernel) {
+  return llvm::all_of(kernel->getResults(), [](Value result) {
+    return result.hasOneUse() && isa<AssignOp>(*result.getUsers().begin());
+  });
+}
+
+/// Runs of pointwise kernels that update parameters or states in place
+/// (updatesInPlace) with only parameter loads, constants and in-place
+/// updates between them, none reading another's results or a
+/// parameter that another updates (in one launch, the read would race
+/// with the write), with the same memfit attributes, of at most `maxOps` ops
+/// (0: no limit).
+SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
+                                                 int64_t maxOps) {
+  // CUDA passes at most 4 KB of kernel parameters; pointers are 8 bytes.
+  constexpr int64_t kMaxPointers = 400;
+  SmallVector<SmallVector<KernelOp>> groups;
+  SmallVector<KernelOp> group;
+  llvm::SmallPtrSet<Operation *, 16> members;
+  DenseSet<StringAttr> reads, writes;
+  llvm::SmallPtrSet<Value, 32> inputs;
+  int64_t pointers = 0, ops = 0;
+  auto close = [&] {
+    if (group.size() > 1)
+      groups.push_back(group);
+    group.clear();
+    members.clear();
+    reads.clear();
+    writes.clear();
+    inputs.clear();
+    pointers = ops = 0;
+  };
+  auto memfitAttrs = [](Operation *op) {
+    SmallVector<NamedAttribute> attrs;
+    for (NamedAttribute attr : op->getAttrs())
+      if (attr.getName().getValue().starts_with("memfit."))
+        attrs.push_back(attr);
+    return attrs;
+  };
+  for (Operation &op : func.getBody().front()) {
+    if (isa<LoadParameterOp, ConstantOp, AssignOp>(op))
+      continue;
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (!kernel || !isPointwise(kernel) || !updatesInPlace(kernel)) {
+      close();
+      continue;
+    }
+    DenseSet<StringAttr> kernelReads, kernelWrites;
+    parametersOf(kernel, kernelReads, kernelWrites);
+    int64_t kernelOps = opCount(kernel);
+    int64_t newInputs = llvm::count_if(
+        kernel.getInputs(), [&](Value v) { return !inputs.contains(v); });
+    bool independent =
+        llvm::none_of(
+            kernel.getInputs(),
+            [&](Value v) { return members.contains(v.getDefiningOp()); }) &&
+        llvm::none_of(kernelReads,
+                      [&](StringAttr p) { return writes.contains(p); }) &&
+        llvm::none_of(kernelWrites, [&](StringAttr p) {
+          return reads.contains(p) || writes.contains(p);
+        });
+    bool fits =
+        pointers + newInputs + kernel->getNumResults() <= kMaxPointers &&
+        (maxOps <= 0 || ops + kernelOps <= maxOps);
+    if (!group.empty() && (!independent || !fits ||
+                           memfitAttrs(kernel) != memfitAttrs(group.front())))
+      close();
+    group.push_back(kernel);
+    members.insert(kernel);
+    reads.insert(kernelReads.begin(), kernelReads.end());
+    writes.insert(kernelWrites.begin(), kernelWrites.end());
+    for (Value v : kernel.getInputs())
+      if (inputs.insert(v).second)
+        ++pointers;
+    pointers += kernel->getNumResults();
+    ops += kernelOps;
+  }
+  close();
+  return groups;
+}
+
+/// One kernel at the last of `group`'s place that runs each as a
+/// segment; the updates of their results move after it.
+void mergeSegments(ArrayRef<KernelOp> group) {
+  MergedKernel parts;
+  SmallVector<Type> types;
+  SmallVector<int64_t> sizes;
+  for (KernelOp kernel : group) {
+    for (Value v : kernel.getInputs())
+      parts.addInput(v);
+    llvm::append_range(types, kernel->getResultTypes());
+    sizes.push_back(kernel->getNumResults());
+  }
+  KernelOp last = group.back();
+  OpBuilder builder(last);
+  KernelOp merged = parts.create(builder, last.getLoc(), types);
+  copyMemfitAttrs(group.front(), merged);
+  merged->setAttr(kSegmentsAttr, builder.getDenseI64ArrayAttr(sizes));
+  SmallVector<Value> yielded;
+  for (KernelOp kernel : group) {
+    IRMapping map;
+    llvm::append_range(yielded, parts.clone(builder, kernel, map));
+  }
+  YieldOp::create(builder, last.getLoc(), yielded);
+
+  unsigned next = 0;
+  for (KernelOp kernel : group)
+    for (OpResult result : kernel->getResults())
+      result.replaceAllUsesWith(merged->getResult(next++));
+  // The updates of the earlier kernels' results (and anything else that
+  // reads them) now follow the merged kernel, in their order.
+  SmallVector<Operation *> early;
+  for (Operation *user : merged->getUsers())
+    if (user->isBeforeInBlock(merged))
+      early.push_back(user);
+  llvm::sort(early,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  early.erase(std::unique(early.begin(), early.end()), early.end());
+  Operation *after = merged;
+  for (Operation *op : early) {
+    op->moveAfter(after);
+    after = op;
+  }
+  for (KernelOp kernel : group)
+    kernel->erase();
+}
+
+} // namespace
+
+LogicalResult fusion::fuseSegments(ModuleOp module, int64_t maxOps) {
+  OwningOpRef<ModuleOp> unmerged = module.clone();
+  bool merged = false;
+  for (func::FuncOp func : definedFunctions(module))
+    for (SmallVector<KernelOp> &group : segmentGroups(func, maxOps)) {
+      mergeSegments(group);
+      merged = true;
+    }
+  if (!merged)
+    return success();
+  auto total = [](ModuleOp m) -> FailureOr<int64_t> {
+    FailureOr<ModulePlan> plan = planModule(m, definedFunctions(m));
+    if (failed(plan))
+      return failure();
+    return plan->weightsBytes + plan->arenaBytes;
+  };
+  FailureOr<int64_t> with = total(module), without = total(*unmerged);
+  if (failed(with) || failed(without))
+    return failure();
+  if (*with > *without)
+    module.getBodyRegion().takeBody(unmerged->getBodyRegion());
+  return success();
+}
