@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FusionRules.h"
+
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/Training.h"
@@ -67,19 +69,19 @@ void accumulateScatters(func::FuncOp func) {
           !def->isBeforeInBlock(scatterKernel))
         continue;
       OpBuilder b(scatterKernel);
-      SmallVector<Value> inputs(scatterKernel.getInputs());
-      inputs.push_back(other);
+      fusion::MergedKernel parts;
+      for (Value input : scatterKernel.getInputs())
+        parts.addInput(input);
+      parts.addInput(other);
       Location loc = b.getFusedLoc({scatterKernel.getLoc(), add.getLoc()});
-      auto merged = KernelOp::create(b, loc, TypeRange{type}, inputs);
+      KernelOp merged = parts.create(b, loc, TypeRange{type});
       copyMemfitAttrs(add, merged);
-      Block *body = b.createBlock(&merged.getBody());
-      for (Value input : inputs)
-        body->addArgument(input.getType(), input.getLoc());
       IRMapping map;
-      map.map(scatterKernel.getBodyBlock().getArguments(),
-              body->getArguments().drop_back());
-      auto accumulated = cast<GatherGradOp>(b.clone(*scatter, map));
-      accumulated.getInitMutable().assign(body->getArguments().back());
+      parts.clone(b, scatterKernel, map);
+      auto accumulated =
+          map.lookup(scatter.getResult()).getDefiningOp<GatherGradOp>();
+      accumulated.getInitMutable().assign(
+          parts.body->getArgument(parts.index.lookup(other)));
       accumulated->setLoc(b.getFusedLoc({scatter.getLoc(), sum.getLoc()}));
       copyMemfitAttrs(sum, accumulated);
       YieldOp::create(b, loc, accumulated.getResult());
