@@ -19,9 +19,11 @@ using namespace mlir::memfit;
 
 namespace {
 
-/// Whether `op` becomes generated code.
+/// Whether `op` becomes generated code: an op computed from its index
+/// (IndexMapping: range too, whose class is Constant) or of a class that
+/// computes.
 bool needsKernel(Operation *op) {
-  if (isa<RangeOp>(op))
+  if (isIndexMapping(op))
     return true;
   auto opClass = dyn_cast<OpClassInterface>(op);
   if (!opClass || isBufferView(op))
@@ -53,7 +55,7 @@ bool isSplatConstant(Value value) {
 void wrapInKernel(Operation *op, OpBuilder &builder) {
   llvm::SetVector<Value> inputs;
   SmallVector<Operation *> splats;
-  bool literals = isa<RangeOp>(op) || kernelTakesLiterals(op);
+  bool literals = kernelTakesLiterals(op);
   for (Value operand : op->getOperands()) {
     if (literals && isSplatConstant(operand))
       splats.push_back(operand.getDefiningOp());
