@@ -316,7 +316,7 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
       offset = view.getOffset();
       return Shape(view.getStrides());
     }
-    return cuda::stridesOf(shape);
+    return stridesOf(shape);
   };
   rt::Contraction c;
   Shape lhsStrides = layout(op.getLhs(), lhs, c.offsets[0]);
@@ -386,7 +386,7 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   // result_perm (which keeps the columns last; its operands have rank 2 or
   // more): each product dimension's stride is its place's in the result.
   if (std::optional<ArrayRef<int64_t>> perm = op.getResultPerm()) {
-    Shape placed = cuda::stridesOf(op.getType().getShape());
+    Shape placed = stridesOf(op.getType().getShape());
     SmallVector<int64_t> product(placed.size());
     for (auto [place, d] : llvm::enumerate(*perm))
       product[d] = placed[place];

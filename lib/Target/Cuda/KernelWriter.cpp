@@ -584,7 +584,7 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
   // Values computed in the kernel exist at the kernel's index only (a row
   // kernel's row values, once per row).
   if (value.getDefiningOp() && !value.getDefiningOp<ConstantOp>() &&
-      !rowValues.contains(value) && shapeOf(value) != domainShape)
+      !rowValues.contains(value) && shapeOf(value) != ArrayRef<int64_t>(domainShape))
     return error(value.getDefiningOp())
                << "an intermediate value of shape "
                << shapeToString(shapeOf(value))
@@ -606,7 +606,7 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
     return names[value] = *text;
   }
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    Shape shape = shapeOf(arg);
+    Shape shape(shapeOf(arg));
     if (!isBroadcastableTo(shape, domainShape))
       return error(kernel) << "input " << arg.getArgNumber() << " of shape "
                            << shapeToString(shape)
@@ -651,7 +651,7 @@ LogicalResult KernelWriter::emitScalarOp(Operation *op) {
   auto emitter = dyn_cast<KernelEmitterOpInterface>(op);
   if (emitter && emitter.getEmitStyle() == EmitStyle::IndexMapping) {
     // Their index mappings are written for the kernel's own coordinates.
-    if (shapeOf(op->getResult(0)) != domainShape)
+    if (shapeOf(op->getResult(0)) != ArrayRef<int64_t>(domainShape))
       return error(op) << "a data-movement result of shape "
                        << shapeToString(shapeOf(op->getResult(0)))
                        << " inside a kernel of shape "
@@ -690,9 +690,9 @@ LogicalResult KernelWriter::emitPointwise() {
   }
   if (auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>(kSegmentsAttr))
     return emitSegments(sizes.asArrayRef());
-  domainShape = shapeOf(results[0]);
+  domainShape = Shape(shapeOf(results[0]));
   for (Value result : results)
-    if (shapeOf(result) != domainShape)
+    if (shapeOf(result) != ArrayRef<int64_t>(domainShape))
       return error(kernel) << "results of different shapes need a split",
              failure();
 
@@ -748,7 +748,7 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
       return success();
     }
     ValueRange values = yield.getValues().slice(firsts[lo], sizes[lo]);
-    domainShape = shapeOf(values[0]);
+    domainShape = Shape(shapeOf(values[0]));
     // The ops this segment's results depend on.
     llvm::SmallPtrSet<Operation *, 32> needed;
     SmallVector<Value> work(values.begin(), values.end());
@@ -971,7 +971,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
       }
       continue;
     }
-    if (shapeOf(result) == frame.full)
+    if (shapeOf(result) == ArrayRef<int64_t>(frame.full))
       continue; // computed in the loops that read it
     if (failed(emitScalarOp(&op)))
       return failure();
@@ -981,7 +981,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
   auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
   SmallVector<unsigned> full, rows;
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-    if (shapeOf(value) == frame.full)
+    if (shapeOf(value) == ArrayRef<int64_t>(frame.full))
       full.push_back(i);
     else if (frame.isRowShape(shapeOf(value)))
       rows.push_back(i);
@@ -1028,10 +1028,10 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
 LogicalResult
 KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
   QuantizeOp first = quantizes.front();
-  domainShape = shapeOf(first.getInput());
+  domainShape = Shape(shapeOf(first.getInput()));
   int64_t blockSize = static_cast<int64_t>(first.getBlockSize());
   for (QuantizeOp q : quantizes)
-    if (shapeOf(q.getInput()) != domainShape ||
+    if (shapeOf(q.getInput()) != ArrayRef<int64_t>(domainShape) ||
         static_cast<int64_t>(q.getBlockSize()) != blockSize)
       return error(q) << "the quantize ops of one kernel need one input shape "
                          "and one block size",
@@ -1052,7 +1052,7 @@ KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
     outOf.try_emplace(value, i);
     if (!value.getDefiningOp<QuantizeOp>()) {
-      if (shapeOf(value) != domainShape)
+      if (shapeOf(value) != ArrayRef<int64_t>(domainShape))
         return error(kernel)
                    << "a result of shape " << shapeToString(shapeOf(value))
                    << " beside quantized values of shape "
