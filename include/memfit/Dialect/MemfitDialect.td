@@ -125,7 +125,7 @@ class Memfit_Op<string mnemonic, string opClass, list<Trait> traits = []>
   int flopsPerElement = 1;
   // The precision requirement (OpClassInterface): "Low", "Fp32" or
   // "Follow"; empty for the class's default; "Custom" when the op defines
-  // getPrecision() itself (in extraDecls and MemfitOps.cpp).
+  // getPrecision() itself (in extraDecls and its family's .cpp).
   string precision = "";
   let extraClassDeclaration = [{
     ::mlir::memfit::OpClass getOpClass() {

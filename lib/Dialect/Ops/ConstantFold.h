@@ -1,6 +1,6 @@
 //===- ConstantFold.h - folding over constant operands ---------*- C++ -*-===//
 //
-// Helpers the op folders of MemfitOps.cpp share: element-wise evaluation
+// Helpers the op folders of lib/Dialect/Ops share: element-wise evaluation
 // with broadcasting and re-indexing of constant tensors, both bounded so a
 // fold never materializes a large tensor.
 //

@@ -1,0 +1,96 @@
+//===- LossOps.td - losses and the loss gradient -----------*- tablegen -*-===//
+//
+// Ops of class Loss: the ONNX losses and softmax_cross_entropy_grad, the
+// gradient memfit-autodiff builds for softmax cross-entropy.
+//
+// Part of MemfitOps.td, which includes it after the classes every family
+// uses (Memfit_Op, Memfit_InferredOp). The C++ of these ops (inference,
+// verifiers, folders) is in lib/Dialect/Ops/LossOps.cpp, their gradient
+// rules in lib/Dialect/Gradients/LossGradients.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_DIALECT_OPS_LOSSOPS_TD
+#define MEMFIT_DIALECT_OPS_LOSSOPS_TD
+
+def Memfit_SoftmaxCrossEntropyLossOp
+    : Memfit_InferredOp<"softmax_cross_entropy_loss", "Loss"> {
+  let flopsPerElement = 5;
+  let summary = "softmax cross-entropy against integer labels";
+  let description = [{
+    ONNX SoftmaxCrossEntropyLoss: `scores` is `[N, C, d1, ...]`, `labels` is
+    `[N, d1, ...]`; optional per-class `weights` of shape `[C]`. Labels equal
+    to `ignore_index` contribute nothing. `reduction` is `none` (result
+    shaped like the labels), `sum` or `mean` (scalar; the mean divides by the
+    total weight of the labels not ignored).
+
+    ```mlir
+    %l = memfit.softmax_cross_entropy_loss mean %logits, %labels {ignore_index = -100 : i64} : (tensor<32x96xf32>, tensor<32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction, Memfit_FloatTensor:$scores,
+                       Memfit_IndexTensor:$labels,
+                       Optional<Memfit_FloatTensor>:$weights,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $scores `,` $labels (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Memfit_NegativeLogLikelihoodLossOp
+    : Memfit_InferredOp<"negative_log_likelihood_loss", "Loss",
+        [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+  // Per target: it picks one input element per target (weight, sum).
+  let flopsPerElement = 2;
+  let summary = "negative log-likelihood against integer targets";
+  let description = [{
+    ONNX NegativeLogLikelihoodLoss: `input` holds log-probabilities
+    `[N, C, d1, ...]`, `target` is `[N, d1, ...]`; weights, `ignore_index` and
+    `reduction` as in `softmax_cross_entropy_loss`.
+
+    ```mlir
+    %l = memfit.negative_log_likelihood_loss mean %logp, %target : (tensor<32x96xf32>, tensor<32xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction, Memfit_FloatTensor:$input,
+                       Memfit_IndexTensor:$target,
+                       Optional<Memfit_FloatTensor>:$weights,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $input `,` $target (`,` $weights^)? attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Memfit_SoftmaxCrossEntropyGradOp
+    : Memfit_Op<"softmax_cross_entropy_grad", "Loss", [Pure]> {
+  // The softmax again, the one-hot subtraction, the scaling by the loss
+  // gradient.
+  let flopsPerElement = 7;
+  let summary = "the gradient of softmax cross-entropy with respect to the scores";
+  let description = [{
+    For 2-D `scores` `[N, C]` and `labels` `[N]`: row `n` of the result is
+    `(softmax(scores[n]) - onehot(labels[n])) * g` where `g` is the loss
+    gradient `dloss` (a scalar for `sum` and `mean`, `[N]` for `none`),
+    divided by the number of labels not equal to `ignore_index` for `mean`.
+    Rows whose label is `ignore_index` are zero.
+
+    ```mlir
+    %d = memfit.softmax_cross_entropy_grad mean %logits, %labels, %g {ignore_index = -100 : i64} : (tensor<32x96xf32>, tensor<32xi64>, tensor<f32>) -> tensor<32x96xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction, Memfit_FloatTensor:$scores,
+                       Memfit_IndexTensor:$labels, Memfit_FloatTensor:$dloss,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $scores `,` $labels `,` $dloss attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // MEMFIT_DIALECT_OPS_LOSSOPS_TD
