@@ -100,6 +100,7 @@ expectedAttributeType(StringRef name) {
   return std::nullopt;
 }
 
+/// The name of an AttributeProto type, for diagnostics.
 static std::string attributeTypeName(int type) {
   if (onnx::AttributeProto_AttributeType_IsValid(type))
     return onnx::AttributeProto_AttributeType_Name(
