@@ -26,9 +26,9 @@ namespace memfit {
 
 /// The ONNX opsets of the default domain that the importer understands.
 /// Opsets 24 to 28 only add element types (float8e8m0, int2, float6, ...)
-/// to the ops of lib/Import/OnnxOps.cpp, and Range 27 a stash_type for
-/// 16-bit floats; raise the bound only after checking every op of that
-/// table against the new opset's changes.
+/// to the ops of the importer's table (lib/Import/OnnxOpTable.cpp), and
+/// Range 27 a stash_type for 16-bit floats; raise the bound only after
+/// checking every op of that table against the new opset's changes.
 inline constexpr int64_t kMinOnnxOpset = 13;
 inline constexpr int64_t kMaxOnnxOpset = 28;
 

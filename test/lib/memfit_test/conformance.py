@@ -14,9 +14,10 @@ importer converts, and every other case whose model uses only such ops:
 Cases come from DIR (`--data`, laid out as onnx/backend/test/data/node),
 else from the onnx package's data/node directory where the package ships
 it, else from the package's case definitions (onnx.backend.test.case.node,
-which generate the same models and data). "Supported" is the op table of
-lib/Import/OnnxOps.cpp; BASELINE_OPS is that table at commit c9e86de, before
-this suite existed, so that progress is measured on the same ops.
+which generate the same models and data). "Supported" is the importer's
+op table (the converters that lib/Import/Onnx*Ops.cpp register);
+BASELINE_OPS is that table at commit c9e86de, before this suite existed, so
+that progress is measured on the same ops.
 
 Each case is written to WORKDIR/cases/<case>/ (model.onnx, one .npy per
 input) and run with `memfit-run --device=host --output-dir`; every graph
@@ -68,7 +69,7 @@ from memfit_test.runner import prepare
 
 SRC_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..",
                                         ".."))
-OPS_CPP = os.path.join(SRC_ROOT, "lib", "Import", "OnnxOps.cpp")
+IMPORT_DIR = os.path.join(SRC_ROOT, "lib", "Import")
 
 # lib/Import/OnnxOps.cpp's op table at c9e86de.
 BASELINE_OPS = frozenset("""
@@ -83,12 +84,15 @@ SoftmaxCrossEntropyLoss NegativeLogLikelihoodLoss
 BEGIN, END = "<!-- conformance:begin -->", "<!-- conformance:end -->"
 
 
-def supported_ops(path=OPS_CPP):
-    """The op types of the importer's table: `{"Add", {13, ...`."""
-    with open(path) as f:
-        text = f.read()
-    table = text[text.index("const Entry kTable[]"):]
-    return frozenset(re.findall(r'\{"([A-Za-z]+)",\s*\{', table))
+def supported_ops(directory=IMPORT_DIR):
+    """The op types of the default domain in the importer's table: each
+    `table.onOp("Add", 13, ...` of the converter files Onnx*Ops.cpp (ops
+    of other domains are named "domain.OpType")."""
+    ops = set()
+    for path in glob.glob(os.path.join(directory, "Onnx*Ops.cpp")):
+        with open(path) as f:
+            ops.update(re.findall(r'\bonOp\("([A-Za-z]+)",', f.read()))
+    return frozenset(ops)
 
 
 # ---------------------------------------------------------------------------
