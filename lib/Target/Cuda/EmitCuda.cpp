@@ -11,14 +11,14 @@
 
 #include "memfit/Target/Cuda/EmitCuda.h"
 
+#include "ElementTypes.h"
 #include "KernelEmitter.h"
-#include "KernelWriter.h"
+#include "KernelEmitterInterface.h"
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
-#include "memfit/Target/Cuda/KernelEmitterInterface.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"
@@ -316,7 +316,7 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
       offset = view.getOffset();
       return Shape(view.getStrides());
     }
-    return cuda::stridesOf(shape);
+    return stridesOf(shape);
   };
   rt::Contraction c;
   Shape lhsStrides = layout(op.getLhs(), lhs, c.offsets[0]);
@@ -386,7 +386,7 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
   // result_perm (which keeps the columns last; its operands have rank 2 or
   // more): each product dimension's stride is its place's in the result.
   if (std::optional<ArrayRef<int64_t>> perm = op.getResultPerm()) {
-    Shape placed = cuda::stridesOf(op.getType().getShape());
+    Shape placed = stridesOf(op.getType().getShape());
     SmallVector<int64_t> product(placed.size());
     for (auto [place, d] : llvm::enumerate(*perm))
       product[d] = placed[place];

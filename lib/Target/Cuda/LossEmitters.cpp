@@ -38,7 +38,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   raw_ostream &os = w.body();
   bool d = type.isF64();
   int64_t classes = shape[1];
-  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(2));
+  int64_t inner = getNumElements(ArrayRef<int64_t>(shape).drop_front(2));
   int64_t rows = shape[0] * inner;
   std::string x = w.param(scores);
   auto xAt = [&](StringRef c) {
@@ -86,9 +86,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   };
 
   if (reduction == LossReduction::None) {
-    os << "  const long long r = (long long)blockIdx.x * blockDim.x + "
-          "threadIdx.x;\n";
-    os << "  if (r >= " << rows << "LL) return;\n";
+    writeThreadIndex(os, "r", rows);
     writeRow("  ");
     os << "  (void)w;\n";
     os << "  out0[r] = " << narrow(eltOf(op->getResult(0)), "loss") << ";\n";

@@ -1,13 +1,15 @@
 //===- KernelEmitterInterface.h - CUDA emission per op ------------*- C++ -*-===//
 //
-// KernelEmitterOpInterface (see its description in
-// KernelEmitterInterface.td) and the registration of its models for the
-// memfit ops.
+// Internal to the CUDA target. KernelEmitterOpInterface (see its
+// description in KernelEmitterInterface.td) and the registration of its
+// models for the memfit ops. The interface is private to the target: its
+// methods take the target's KernelWriter, and only the target's emitters
+// implement it and only its writer calls it.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MEMFIT_TARGET_CUDA_KERNELEMITTERINTERFACE_H
-#define MEMFIT_TARGET_CUDA_KERNELEMITTERINTERFACE_H
+#ifndef MEMFIT_LIB_TARGET_CUDA_KERNELEMITTERINTERFACE_H
+#define MEMFIT_LIB_TARGET_CUDA_KERNELEMITTERINTERFACE_H
 
 #include "mlir/IR/OpDefinition.h"
 
@@ -18,7 +20,7 @@ class DialectRegistry;
 
 namespace memfit::cuda {
 
-/// The writer of one kernel's CUDA C++ (lib/Target/Cuda/KernelWriter.h).
+/// The writer of one kernel's CUDA C++ (KernelWriter.h).
 class KernelWriter;
 
 /// How an op is emitted; see KernelEmitterOpInterface.
@@ -32,6 +34,8 @@ void registerKernelEmitterInterfaces(DialectRegistry &registry);
 } // namespace memfit::cuda
 } // namespace mlir
 
-#include "memfit/Target/Cuda/KernelEmitterInterface.h.inc"
+/// Generated from KernelEmitterInterface.td into this directory's build
+/// tree.
+#include "KernelEmitterInterface.h.inc"
 
-#endif // MEMFIT_TARGET_CUDA_KERNELEMITTERINTERFACE_H
+#endif // MEMFIT_LIB_TARGET_CUDA_KERNELEMITTERINTERFACE_H
