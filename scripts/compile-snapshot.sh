@@ -3,7 +3,10 @@
 # and writes each executable (manifest.json, kernels.cu) plus the remat
 # report under OUT, so that two builds of memfit can be compared with
 # `diff -r OUT1 OUT2`: a refactoring that must not change the emitted CUDA,
-# the memory plan or the remat decisions shows an empty diff.
+# the memory plan or the remat decisions shows an empty diff. Each one is
+# compiled twice, the second time with another heap layout (glibc's malloc
+# tunables), and must come out the same: a compile whose output depends on
+# where the allocator puts things fails here.
 #   scripts/compile-snapshot.sh BUILD_BIN_DIR OUT
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -21,6 +24,22 @@ run() {
     return 1
   fi
   rm -f "$out/$name/weights.bin"
+  local again="$out/.again"
+  rm -rf "$again"
+  local args=("$@")
+  for i in "${!args[@]}"; do
+    case ${args[$i]} in --remat-report=*) args[$i]=--remat-report="$again.report" ;; esac
+  done
+  GLIBC_TUNABLES=glibc.malloc.tcache_count=0:glibc.malloc.mmap_threshold=65536:glibc.malloc.top_pad=300000 \
+    "$bin/memfit-run" "${args[@]}" --compile-only --quiet --save-executable="$again" \
+    >/dev/null 2>&1
+  for f in kernels.cu manifest.json; do
+    if ! cmp -s "$out/$name/$f" "$again/$f"; then
+      echo "compile-snapshot: $name: $f differs with another heap layout" >&2
+      return 1
+    fi
+  done
+  rm -rf "$again" "$again.report"
 }
 for family in gpt bert llama; do
   for exporter in ts dynamo; do

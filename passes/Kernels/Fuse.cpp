@@ -1330,14 +1330,20 @@ struct MemfitFusePass
       changed = false;
       // Kernels merged in this round are looked at in the next.
       SmallVector<KernelOp> kernels(block.getOps<KernelOp>());
+      // The kernels merged away are unlinked, and destroyed only when the
+      // round ends: a kernel made in the round never takes the address of
+      // one in `kernels` or `erased`, so what merges does not depend on
+      // where the allocator puts ops (it did: a merged kernel that reused a
+      // merged-away one's memory was taken for it and skipped).
       llvm::SmallPtrSet<Operation *, 16> erased;
+      SmallVector<Operation *> unlinked;
       auto merge = [&](KernelOp first, KernelOp second) {
         int64_t at = position[second];
         position.erase(second);
         position.erase(first);
         erased.insert(first);
         erased.insert(second);
-        KernelOp merged = fuseInto(first, second);
+        KernelOp merged = fuseInto(first, second, unlinked);
         position[merged] = at;
         schedule.noteUses(*merged);
         for (Value result : merged->getResults())
@@ -1369,6 +1375,8 @@ struct MemfitFusePass
           break;
         }
       }
+      for (Operation *op : unlinked)
+        op->destroy();
     }
   }
 
@@ -1557,8 +1565,10 @@ struct MemfitFusePass
 
   /// A kernel at `consumer`'s place that computes `producer`'s body, then
   /// `consumer`'s, and yields `consumer`'s results, then those of
-  /// `producer`'s results that other ops read.
-  static KernelOp fuseInto(KernelOp producer, KernelOp consumer) {
+  /// `producer`'s results that other ops read. The two are unlinked from
+  /// the block and added to `unlinked`, for the caller to destroy.
+  static KernelOp fuseInto(KernelOp producer, KernelOp consumer,
+                           SmallVectorImpl<Operation *> &unlinked) {
     MergedKernel parts;
     for (Value v : producer.getInputs())
       parts.addInput(v);
@@ -1596,8 +1606,11 @@ struct MemfitFusePass
     consumer->replaceAllUsesWith(merged->getResults().take_front(n));
     for (auto [i, result] : llvm::enumerate(kept))
       result.replaceAllUsesWith(merged->getResult(n + i));
-    consumer->erase();
-    producer->erase();
+    for (Operation *op : {consumer.getOperation(), producer.getOperation()}) {
+      op->dropAllReferences();
+      op->remove();
+      unlinked.push_back(op);
+    }
     return merged;
   }
 };

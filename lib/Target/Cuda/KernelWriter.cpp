@@ -209,7 +209,8 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
   // Values computed in the kernel exist at the kernel's index only (a row
   // kernel's row values, once per row).
   if (value.getDefiningOp() && !value.getDefiningOp<ConstantOp>() &&
-      !rowValues.contains(value) && shapeOf(value) != domainShape)
+      !rowValues.contains(value) &&
+      shapeOf(value) != ArrayRef<int64_t>(domainShape))
     return error(value.getDefiningOp())
                << "an intermediate value of shape "
                << shapeToString(shapeOf(value))
@@ -231,7 +232,7 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
     return names[value] = *text;
   }
   if (auto arg = dyn_cast<BlockArgument>(value)) {
-    Shape shape = shapeOf(arg);
+    Shape shape(shapeOf(arg));
     if (!isBroadcastableTo(shape, domainShape))
       return error(kernel) << "input " << arg.getArgNumber() << " of shape "
                            << shapeToString(shape)
@@ -276,7 +277,7 @@ LogicalResult KernelWriter::emitScalarOp(Operation *op) {
   auto emitter = dyn_cast<KernelEmitterOpInterface>(op);
   if (emitter && emitter.getEmitStyle() == EmitStyle::IndexMapping) {
     // Their index mappings are written for the kernel's own coordinates.
-    if (shapeOf(op->getResult(0)) != domainShape)
+    if (shapeOf(op->getResult(0)) != ArrayRef<int64_t>(domainShape))
       return error(op) << "a data-movement result of shape "
                        << shapeToString(shapeOf(op->getResult(0)))
                        << " inside a kernel of shape "
@@ -315,9 +316,9 @@ LogicalResult KernelWriter::emitPointwise() {
   }
   if (auto sizes = kernel->getAttrOfType<DenseI64ArrayAttr>(kSegmentsAttr))
     return emitSegments(sizes.asArrayRef());
-  domainShape = shapeOf(results[0]);
+  domainShape = Shape(shapeOf(results[0]));
   for (Value result : results)
-    if (shapeOf(result) != domainShape)
+    if (shapeOf(result) != ArrayRef<int64_t>(domainShape))
       return error(kernel) << "results of different shapes need a split",
              failure();
 
@@ -371,7 +372,7 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
       return success();
     }
     ValueRange values = yield.getValues().slice(firsts[lo], sizes[lo]);
-    domainShape = shapeOf(values[0]);
+    domainShape = Shape(shapeOf(values[0]));
     // The ops this segment's results depend on.
     llvm::SmallPtrSet<Operation *, 32> needed;
     SmallVector<Value> work(values.begin(), values.end());

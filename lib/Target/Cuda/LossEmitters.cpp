@@ -28,7 +28,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
                        Value labels, Value weights,
                        std::optional<int64_t> ignoreIndex,
                        LossReduction reduction, bool fromLogits) {
-  Shape shape = shapeOf(scores);
+  Shape shape(shapeOf(scores));
   if (shape.size() < 2)
     return w.error(op) << "scores need rank >= 2", failure();
   Type type = eltOf(scores);
@@ -124,7 +124,7 @@ LogicalResult emitLossTemplate(NegativeLogLikelihoodLossOp op,
 
 /// (softmax(scores[n]) - onehot(labels[n])) * g, one block per row.
 LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
-  Shape shape = shapeOf(op.getScores());
+  Shape shape(shapeOf(op.getScores()));
   int64_t rows = shape[0], classes = shape[1];
   Type type = eltOf(op.getScores());
   FailureOr<std::string> acc = accType(op, type);

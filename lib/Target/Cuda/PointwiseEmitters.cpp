@@ -259,7 +259,7 @@ Expr mapping(TransposeOp op, KernelWriter &w) {
 }
 
 Expr mapping(SliceOp op, KernelWriter &w) {
-  Shape inShape = shapeOf(op.getInput());
+  Shape inShape(shapeOf(op.getInput()));
   SmallVector<SliceDim> dims;
   if (failed(resolveSlice(inShape, op.getStarts(), op.getEnds(), op.getAxes(),
                           op.getSteps(), dims, op.getLoc())))
@@ -274,8 +274,8 @@ Expr mapping(SliceOp op, KernelWriter &w) {
 }
 
 Expr mapping(GatherOp op, KernelWriter &w) {
-  Shape dataShape = shapeOf(op.getData());
-  Shape indexShape = shapeOf(op.getIndices());
+  Shape dataShape(shapeOf(op.getData()));
+  Shape indexShape(shapeOf(op.getIndices()));
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
   if (failed(axis))
@@ -339,7 +339,7 @@ Expr guarded(Operation *op, StringRef inRange, Expr element) {
 }
 
 Expr mapping(GatherElementsOp op, KernelWriter &w) {
-  Shape dataShape = shapeOf(op.getData());
+  Shape dataShape(shapeOf(op.getData()));
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
   if (failed(axis))
@@ -356,8 +356,8 @@ Expr mapping(GatherElementsOp op, KernelWriter &w) {
 }
 
 Expr mapping(GatherNDOp op, KernelWriter &w) {
-  Shape dataShape = shapeOf(op.getData());
-  Shape indexShape = shapeOf(op.getIndices());
+  Shape dataShape(shapeOf(op.getData()));
+  Shape indexShape(shapeOf(op.getIndices()));
   int64_t b = op.getBatchDims(), k = indexShape.back();
   int64_t q = indexShape.size(), r = dataShape.size();
   Shape indexStrides = stridesOf(indexShape);
@@ -383,7 +383,7 @@ Expr mapping(GatherNDOp op, KernelWriter &w) {
 }
 
 Expr mapping(CumSumOp op, KernelWriter &w) {
-  Shape shape = shapeOf(op.getInput());
+  Shape shape(shapeOf(op.getInput()));
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
   if (failed(axis))
@@ -420,8 +420,8 @@ std::string combine(StringRef reduction, StringRef v, StringRef u) {
 }
 
 Expr mapping(ScatterElementsOp op, KernelWriter &w) {
-  Shape dataShape = shapeOf(op.getData());
-  Shape updShape = shapeOf(op.getUpdates());
+  Shape dataShape(shapeOf(op.getData()));
+  Shape updShape(shapeOf(op.getUpdates()));
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), dataShape.size(), op.getLoc());
   if (failed(axis))
@@ -454,8 +454,8 @@ Expr mapping(ScatterElementsOp op, KernelWriter &w) {
 }
 
 Expr mapping(ScatterNDOp op, KernelWriter &w) {
-  Shape dataShape = shapeOf(op.getData());
-  Shape indexShape = shapeOf(op.getIndices());
+  Shape dataShape(shapeOf(op.getData()));
+  Shape indexShape(shapeOf(op.getIndices()));
   int64_t k = indexShape.back(), r = dataShape.size();
   int64_t tuples = 1, slice = 1;
   for (int64_t e : ArrayRef<int64_t>(indexShape).drop_back())
@@ -495,7 +495,7 @@ Expr mapping(ScatterNDOp op, KernelWriter &w) {
 }
 
 Expr mapping(TopKIndicesOp op, KernelWriter &w) {
-  Shape shape = shapeOf(op.getInput());
+  Shape shape(shapeOf(op.getInput()));
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
   if (failed(axis))
@@ -551,7 +551,7 @@ Expr mapping(ConcatOp op, KernelWriter &w) {
   w.body() << "  " << *regType(eltOf(op.getResult())) << " " << v << ";\n";
   int64_t begin = 0;
   for (auto [i, input] : llvm::enumerate(op.getInputs())) {
-    Shape shape = shapeOf(input);
+    Shape shape(shapeOf(input));
     std::string offset = shiftedOffset(shape, *axis, begin);
     int64_t end = begin + shape[*axis];
     bool last = i + 1 == op.getInputs().size();

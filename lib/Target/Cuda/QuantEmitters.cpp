@@ -179,10 +179,10 @@ void cuda::emitQuantTables(raw_ostream &os, ModuleOp module) {
 LogicalResult
 KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
   QuantizeOp first = quantizes.front();
-  domainShape = shapeOf(first.getInput());
+  domainShape = Shape(shapeOf(first.getInput()));
   int64_t blockSize = static_cast<int64_t>(first.getBlockSize());
   for (QuantizeOp q : quantizes)
-    if (shapeOf(q.getInput()) != domainShape ||
+    if (shapeOf(q.getInput()) != ArrayRef<int64_t>(domainShape) ||
         static_cast<int64_t>(q.getBlockSize()) != blockSize)
       return error(q) << "the quantize ops of one kernel need one input shape "
                          "and one block size",
@@ -203,7 +203,7 @@ KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
     outOf.try_emplace(value, i);
     if (!value.getDefiningOp<QuantizeOp>()) {
-      if (shapeOf(value) != domainShape)
+      if (shapeOf(value) != ArrayRef<int64_t>(domainShape))
         return error(kernel)
                    << "a result of shape " << shapeToString(shapeOf(value))
                    << " beside quantized values of shape "

@@ -34,7 +34,7 @@ FailureOr<RowInput> floatRowInput(KernelWriter &w, Operation *op,
                                   int64_t axisAttr) {
   Value input = op->getOperand(0);
   RowInput row;
-  row.shape = shapeOf(input);
+  row.shape = Shape(shapeOf(input));
   FailureOr<int64_t> axis =
       normalizeAxis(axisAttr, row.shape.size(), op->getLoc());
   if (failed(axis))
@@ -96,15 +96,15 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   int64_t rows = getNumElements(ArrayRef<int64_t>(shape).take_front(axis));
   bool d = type.isF64();
   auto paramAt = [&](Value v) {
-    Shape s = shapeOf(v);
+    Shape s(shapeOf(v));
     std::string name = w.param(v);
     if (s == normShape)
       return widen(eltOf(v), name + "[j]");
     return widen(eltOf(v),
                  name + "[" + broadcastOffset(s, normShape.size(), "s") + "]");
   };
-  bool needCoords = shapeOf(scale) != normShape ||
-                    (bias && shapeOf(bias) != normShape);
+  bool needCoords = shapeOf(scale) != ArrayRef<int64_t>(normShape) ||
+                    (bias && shapeOf(bias) != ArrayRef<int64_t>(normShape));
 
   w.writeScratch(acc);
   os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
@@ -147,7 +147,7 @@ enum class ReduceKind { Sum, Mean, Max };
 LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                          ReduceKind kind) {
   Value input = op->getOperand(0);
-  Shape shape = shapeOf(input);
+  Shape shape(shapeOf(input));
   size_t rank = shape.size();
   SmallVector<bool> reduced(rank, axes.empty());
   for (int64_t a : axes) {

@@ -160,7 +160,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
         return failure();
       continue;
     }
-    if (shapeOf(result) == frame.full)
+    if (shapeOf(result) == ArrayRef<int64_t>(frame.full))
       continue; // computed in the loops that read it
     if (failed(emitScalarOp(&op)))
       return failure();
@@ -170,7 +170,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
   auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
   SmallVector<unsigned> full, rows;
   for (auto [i, value] : llvm::enumerate(yield.getValues())) {
-    if (shapeOf(value) == frame.full)
+    if (shapeOf(value) == ArrayRef<int64_t>(frame.full))
       full.push_back(i);
     else if (frame.isRowShape(shapeOf(value)))
       rows.push_back(i);

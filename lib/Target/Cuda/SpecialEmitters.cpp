@@ -21,7 +21,7 @@ using namespace mlir::memfit::cuda;
 namespace {
 
 LogicalResult emitSpecial(SplitOp op, KernelWriter &w) {
-  Shape shape = shapeOf(op.getInput());
+  Shape shape(shapeOf(op.getInput()));
   FailureOr<int64_t> axis =
       normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
   if (failed(axis))
@@ -37,7 +37,7 @@ LogicalResult emitSpecial(SplitOp op, KernelWriter &w) {
      << w.param(op.getInput()) << "[idx];\n";
   int64_t begin = 0;
   for (auto [i, result] : llvm::enumerate(op.getResults())) {
-    Shape outShape = shapeOf(result);
+    Shape outShape(shapeOf(result));
     int64_t end = begin + outShape[*axis];
     os << "  " << (i ? "else " : "") << "if (c" << *axis << " < " << end
        << "LL) out" << i << "[" << shiftedOffset(outShape, *axis, begin)
@@ -49,7 +49,7 @@ LogicalResult emitSpecial(SplitOp op, KernelWriter &w) {
 }
 
 LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
-  Shape shape = shapeOf(op.getResult());
+  Shape shape(shapeOf(op.getResult()));
   int64_t axis = op.getAxis();
   int64_t extent = shape[axis];
   int64_t outer = getNumElements(ArrayRef<int64_t>(shape).take_front(axis));
