@@ -1,4 +1,4 @@
-//===- ElementTypes.h - element types and literals in CUDA C++ ---*- C++ -*-===//
+//===- ElementTypes.h - element types and literals in CUDA C++ --*- C++ -*-===//
 //
 // Internal to the CUDA target. How a kernel stores and computes each
 // element type it supports: the C type of a buffer's elements, the
@@ -37,6 +37,7 @@ struct SmallFloat {
   /// "ebits, mbits, bias[, maxValue], kind" for the prelude's functions.
   std::string args(bool withMax) const;
 };
+/// The format of a small float type; nothing for other types.
 std::optional<SmallFloat> smallFloatOf(Type type);
 /// The format memfit_fp_round rounds to for a cast to `type`: the small
 /// floats', or f16's and bf16's (held in float registers).

@@ -1,4 +1,4 @@
-//===- Indexing.h - index arithmetic of the generated kernels ----*- C++ -*-===//
+//===- Indexing.h - index arithmetic of the generated kernels ---*- C++ -*-===//
 //
 // Internal to the CUDA target. Shapes are static, so a kernel's index
 // arithmetic is written with its sizes and strides as constants: a linear

@@ -1,4 +1,4 @@
-//===- KernelEmitter.h - CUDA C++ of one kernel (internal) -------*- C++ -*-===//
+//===- KernelEmitter.h - CUDA C++ of one kernel (internal) ------*- C++ -*-===//
 //
 // What EmitCuda.cpp calls to write kernels, defined in KernelEmitter.cpp,
 // and how the target names kernels and reports what it cannot emit. The

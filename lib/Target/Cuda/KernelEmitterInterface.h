@@ -1,4 +1,4 @@
-//===- KernelEmitterInterface.h - CUDA emission per op ------------*- C++ -*-===//
+//===- KernelEmitterInterface.h - CUDA emission per op ----------*- C++ -*-===//
 //
 // Internal to the CUDA target. KernelEmitterOpInterface (see its
 // description in KernelEmitterInterface.td) and the registration of its

@@ -1,4 +1,4 @@
-//===- KernelWriter.cpp - CUDA C++ of one kernel ----------------------------===//
+//===- KernelWriter.cpp - CUDA C++ of one kernel --------------------------===//
 //
 // Every kernel is one __global__ function in the subset of CUDA C++ that
 // runtime/KERNELS.md describes, so that NVRTC and the host backend compile

@@ -1,4 +1,4 @@
-//===- KernelWriter.h - the writer the kernel emitters share ------*- C++ -*-===//
+//===- KernelWriter.h - the writer the kernel emitters share ----*- C++ -*-===//
 //
 // Internal to the CUDA target; the header the ops' emitters include.
 // KernelWriter writes one memfit.kernel as a __global__ function: it picks

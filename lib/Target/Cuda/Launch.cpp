@@ -37,6 +37,13 @@ LogicalResult cuda::checkGridLimit(Operation *op, int64_t blocks) {
   return success();
 }
 
+std::string cuda::blockStrideLoop(StringRef var, int64_t count) {
+  return llvm::formatv("  for (long long {0} = threadIdx.x; {0} < {1}LL; {0} "
+                       "+= blockDim.x)",
+                       var, count)
+      .str();
+}
+
 void cuda::writeThreadIndex(raw_ostream &os, StringRef name, int64_t count) {
   os << "  const long long " << name
      << " = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
@@ -77,9 +84,7 @@ void KernelWriter::writeScratch(StringRef acc) {
 
 void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,
                                   StringRef element) {
-  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
-                                   "{0}LL; j += blockDim.x)\n",
-                                   n);
+  std::string loop = blockStrideLoop("j", n) + "\n";
   os << "  " << acc << " m = " << floatLiteral(-INFINITY, type.isF64())
      << ";\n";
   os << loop << "    m = memfit_max(m, " << element << ");\n";

@@ -1,4 +1,4 @@
-//===- Launch.h - launch dimensions of the generated kernels -----*- C++ -*-===//
+//===- Launch.h - launch dimensions of the generated kernels ----*- C++ -*-===//
 //
 // Internal to the CUDA target. Every kernel runs on a 1-D grid of 1-D
 // blocks: pointwise kernels one thread per element in blocks of
@@ -14,6 +14,8 @@
 
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/raw_ostream.h"
+
+#include <string>
 
 namespace mlir {
 class Operation;
@@ -35,6 +37,10 @@ int64_t gridFor(int64_t threads, int64_t block);
 /// Fails with a diagnostic on `op` when a grid of `blocks` exceeds CUDA's
 /// limit.
 LogicalResult checkGridLimit(Operation *op, int64_t blocks);
+/// The header of a loop over `var` in [0, count) whose iterations the
+/// threads of a block share, each striding by the block's size:
+/// `  for (long long var = threadIdx.x; var < countLL; var += blockDim.x)`.
+std::string blockStrideLoop(StringRef var, int64_t count);
 /// Writes `name`, the thread's index in a grid of one thread per element,
 /// and the return of the threads past the `count` elements.
 void writeThreadIndex(raw_ostream &os, StringRef name, int64_t count);

@@ -73,8 +73,7 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   if (logSoftmax)
     os << "  const " << acc << " shift = m + " << mathFn("log", type)
        << "(s);\n";
-  os << "  for (long long j = threadIdx.x; j < " << n
-     << "LL; j += blockDim.x)\n";
+  os << blockStrideLoop("j", n) << "\n";
   os << "    out0[" << at << "] = "
      << narrow(type, logSoftmax ? x + " - shift" : e + "(" + x + " - m) / s")
      << ";\n";
@@ -108,9 +107,7 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
 
   w.writeScratch(acc);
   os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
-  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
-                                   "{0}LL; j += blockDim.x)",
-                                   n);
+  std::string loop = blockStrideLoop("j", n);
   std::string x = loadAs(acc, type, in + "[base + j]");
   if (!rms) {
     os << "  " << acc << " sum = 0;\n";
@@ -182,8 +179,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                                             type.getIntOrFloatBitWidth())
                                             .getSExtValue()));
   os << "  " << *acc << " a = " << init << ";\n";
-  os << "  for (long long j = threadIdx.x; j < " << n
-     << "LL; j += blockDim.x) {\n";
+  os << blockStrideLoop("j", n) << " {\n";
   std::string offset = w.writeRowOffset(indexing, "    ");
   std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
@@ -235,7 +231,8 @@ LogicalResult emitRow(ReduceMaxOp op, KernelWriter &w) {
 // In a fused row kernel (RowProgram.cpp)
 //===----------------------------------------------------------------------===//
 
-/// Terms of a row's reductions, from its element `t`.
+/// The terms of a row's reductions, from its element `t`: `t` itself or
+/// its square.
 std::string asIs(StringRef t) { return t.str(); }
 std::string squared(StringRef t) {
   return "(" + t.str() + ") * (" + t.str() + ")";

@@ -27,7 +27,7 @@ using namespace mlir::memfit::cuda;
 FailureOr<std::string>
 KernelWriter::reduceRow(Value input, bool isMax,
                         function_ref<std::string(StringRef)> term) {
-  StringRef acc = row->acc;
+  const std::string &acc = row->acc;
   bool d = eltOf(input).isF64();
   std::string a = freshName("a");
   os << "  " << acc << " " << a << " = "
@@ -79,8 +79,7 @@ const KernelWriter::RowStats &KernelWriter::rowStatsOf(Operation *op) const {
 LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
   // Full values are computed in the loop (again in each loop that needs
   // them), inputs loaded at each element.
-  os << "  for (long long j = threadIdx.x; j < " << row->frame->length
-     << "LL; j += blockDim.x) {\n";
+  os << blockStrideLoop("j", row->frame->length) << " {\n";
   std::string offset = writeRowOffset(row->indexing, "    ");
   os << "  const long long idx = base + " << offset << ";\n";
   emitCoords(os, row->frame->full, "idx", "c");
