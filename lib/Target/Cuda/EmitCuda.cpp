@@ -11,14 +11,14 @@
 
 #include "memfit/Target/Cuda/EmitCuda.h"
 
+#include "ElementTypes.h"
 #include "KernelEmitter.h"
-#include "KernelWriter.h"
+#include "KernelEmitterInterface.h"
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
-#include "memfit/Target/Cuda/KernelEmitterInterface.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinAttributes.h"

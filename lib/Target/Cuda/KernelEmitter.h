@@ -1,9 +1,11 @@
-//===- KernelEmitter.h - CUDA C++ of one kernel (internal) -------*- C++ -*-===//
+//===- KernelEmitter.h - CUDA C++ of one kernel (internal) ------*- C++ -*-===//
 //
-// What EmitCuda.cpp calls to write kernels; defined in KernelWriter.cpp.
-// The ops' emitters are KernelEmitterOpInterface models (PointwiseEmitters,
-// RowEmitters, LossEmitters, SpecialEmitters), which emitExecutable
-// registers on the module's context before it writes the first kernel.
+// What EmitCuda.cpp calls to write kernels, defined in KernelEmitter.cpp,
+// and how the target names kernels and reports what it cannot emit. The
+// ops' emitters are KernelEmitterOpInterface models (PointwiseEmitters,
+// RowEmitters, LossEmitters, SpecialEmitters, QuantEmitters), which
+// emitExecutable registers on the module's context before it writes the
+// first kernel.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,6 +16,9 @@
 #include "memfit/runtime/Manifest.h"
 
 #include "llvm/Support/raw_ostream.h"
+
+#include <string>
+#include <vector>
 
 namespace mlir::memfit {
 namespace rt = ::memfit::rt;
@@ -46,11 +51,18 @@ FailureOr<rt::Kernel> emitBroadcastCopy(Operation *op, unsigned index,
                                         RankedTensorType to,
                                         llvm::raw_ostream &os);
 
-/// Whether `type` is f16 or bf16: stored in 16 bits, computed in fp32.
-bool isHalfFloat(Type type);
-
 /// The ONNX node names in a location (NameLoc, possibly fused).
 void collectNodeNames(Location loc, std::vector<std::string> &names);
+/// ONNX node names for a kernel's `//` comment: control characters and
+/// backslashes (which would continue the comment onto the next line) are
+/// replaced.
+std::string nodeList(ArrayRef<std::string> nodes);
+/// The op's name without the dialect prefix, for a kernel's name.
+std::string opLabel(Operation *op);
+
+/// `cannot emit CUDA for '<op>': ` on `op`, to be continued with the
+/// reason.
+InFlightDiagnostic cannotEmit(Operation *op);
 
 } // namespace mlir::memfit::cuda
 

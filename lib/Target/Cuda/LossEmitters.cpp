@@ -38,7 +38,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   raw_ostream &os = w.body();
   bool d = type.isF64();
   int64_t classes = shape[1];
-  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(2));
+  int64_t inner = getNumElements(ArrayRef<int64_t>(shape).drop_front(2));
   int64_t rows = shape[0] * inner;
   std::string x = w.param(scores);
   auto xAt = [&](StringRef c) {
@@ -86,9 +86,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   };
 
   if (reduction == LossReduction::None) {
-    os << "  const long long r = (long long)blockIdx.x * blockDim.x + "
-          "threadIdx.x;\n";
-    os << "  if (r >= " << rows << "LL) return;\n";
+    writeThreadIndex(os, "r", rows);
     writeRow("  ");
     os << "  (void)w;\n";
     os << "  out0[r] = " << narrow(eltOf(op->getResult(0)), "loss") << ";\n";
@@ -97,8 +95,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   }
   w.writeScratch(*acc);
   os << "  " << *acc << " total = 0, weight = 0;\n";
-  os << "  for (long long r = threadIdx.x; r < " << rows
-     << "LL; r += blockDim.x) {\n";
+  os << blockStrideLoop("r", rows) << " {\n";
   writeRow("    ");
   os << "    total += loss;\n    weight += w;\n  }\n";
   os << "  total = memfit_block_sum(total, scratch);\n";
@@ -142,9 +139,7 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
     ignoreIndex = static_cast<int64_t>(*op.getIgnoreIndex());
   std::string e = mathFn("exp", type);
   std::string at = loadAs(*acc, type, x + "[base + j]");
-  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
-                                   "{0}LL; j += blockDim.x)",
-                                   classes);
+  std::string loop = blockStrideLoop("j", classes);
 
   w.writeScratch(*acc);
   os << "  const long long row = blockIdx.x;\n";
@@ -158,8 +153,7 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   if (op.getReduction() == LossReduction::Mean) {
     if (ignoreIndex) {
       os << "  " << *acc << " count = 0;\n";
-      os << "  for (long long r = threadIdx.x; r < " << rows
-         << "LL; r += blockDim.x)\n";
+      os << blockStrideLoop("r", rows) << "\n";
       os << "    if ((long long)" << labels << "[r] != "
          << intLiteral(*ignoreIndex) << ") count += " << floatLiteral(1.0, d)
          << ";\n";

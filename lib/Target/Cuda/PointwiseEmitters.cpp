@@ -227,7 +227,7 @@ Expr expr(WhereOp, const Scalar &s) {
 }
 
 template <typename OpTy>
-struct ElementWiseModel : ScalarEmitterModel<ElementWiseModel<OpTy>, OpTy> {
+struct ElementWiseModel : EmitterModel<ElementWiseModel<OpTy>, OpTy> {
   EmitStyle getEmitStyle(Operation *) const { return EmitStyle::ElementWise; }
   FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
                                     ArrayRef<std::string> operands) const {
@@ -251,11 +251,11 @@ Expr mapping(ExpandOp op, KernelWriter &w) {
 
 Expr mapping(TransposeOp op, KernelWriter &w) {
   Shape strides = stridesOf(shapeOf(op.getInput()));
-  std::string offset;
-  for (auto [d, p] : llvm::enumerate(op.getPerm()))
-    offset +=
-        llvm::formatv("{0}c{1} * {2}LL", d ? " + " : "", d, strides[p]).str();
-  return in(w, op, 0, offset.empty() ? "0" : offset);
+  // Result dimension d is input dimension perm[d].
+  Shape permuted;
+  for (int64_t p : op.getPerm())
+    permuted.push_back(strides[p]);
+  return in(w, op, 0, offsetAt("c", permuted));
 }
 
 Expr mapping(SliceOp op, KernelWriter &w) {
@@ -336,21 +336,6 @@ Expr guarded(Operation *op, StringRef inRange, Expr element) {
   return llvm::formatv("(({0}) ? {1} : ({2})0)", inRange, *element,
                        *regType(eltOf(op->getResult(0))))
       .str();
-}
-
-/// The offset of the entry at the kernel's coordinates (c0, c1, ...) with
-/// coordinate `axis` replaced by the expression `along`.
-std::string offsetAlong(ArrayRef<int64_t> strides, int64_t axis,
-                        StringRef along) {
-  std::string offset;
-  for (size_t d = 0; d < strides.size(); ++d)
-    offset +=
-        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
-                      static_cast<int64_t>(d) == axis ? along.str()
-                                                      : "c" + std::to_string(d),
-                      strides[d])
-            .str();
-  return offset;
 }
 
 Expr mapping(GatherElementsOp op, KernelWriter &w) {
@@ -593,7 +578,7 @@ Expr mapping(RangeOp op, KernelWriter &w) {
 }
 
 template <typename OpTy>
-struct IndexMappingModel : ScalarEmitterModel<IndexMappingModel<OpTy>, OpTy> {
+struct IndexMappingModel : EmitterModel<IndexMappingModel<OpTy>, OpTy> {
   static_assert(OpTy::template hasTrait<OpTrait::memfit::IndexMapping>(),
                 "an op emitted as an index mapping has the dialect's "
                 "IndexMapping trait, which memfit-fuse reads");

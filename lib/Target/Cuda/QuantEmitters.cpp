@@ -6,15 +6,16 @@
 // defines the codes; the encoders reproduce quantEncode). Dequantize is an
 // index mapping: the code of the kernel's element looked up in its table
 // and scaled by its block's absmax, so it fuses into whatever reads the
-// values. Quantize is Blockwise: KernelWriter::emitBlockwise runs the
-// element-wise ops before it one thread block per quantization block and
-// calls quantEncodeExpr for the codes.
+// values. Quantize is Blockwise: it ends a pointwise kernel, which
+// KernelWriter::emitBlockwise (here) runs one thread block per
+// quantization block: the element-wise ops before the quantize ops, each
+// block's absmax, then the codes from the scheme's encoder.
 //
 //===----------------------------------------------------------------------===//
 
-#include "KernelEmitter.h"
 #include "KernelWriter.h"
 
+#include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/Quantization.h"
 
 #include "llvm/ADT/SetVector.h"
@@ -105,6 +106,13 @@ void writeScheme(raw_ostream &os, QuantScheme scheme) {
     os << "  return (unsigned char)lo;\n}\n";
 }
 
+/// The code of `value` in a block whose absmax is `absmax` under `scheme`,
+/// as a C expression of type unsigned char.
+std::string quantEncodeExpr(QuantScheme scheme, StringRef value,
+                            StringRef absmax) {
+  return (encoderName(scheme) + "(" + value + ", " + absmax + ")").str();
+}
+
 using Expr = FailureOr<std::string>;
 
 Expr emitDequantize(DequantizeOp op, KernelWriter &w) {
@@ -128,7 +136,7 @@ Expr emitDequantize(DequantizeOp op, KernelWriter &w) {
   return "(" + value + " * " + *absmax + ")";
 }
 
-struct DequantizeModel : ScalarEmitterModel<DequantizeModel, DequantizeOp> {
+struct DequantizeModel : EmitterModel<DequantizeModel, DequantizeOp> {
   EmitStyle getEmitStyle(Operation *) const { return EmitStyle::IndexMapping; }
   FailureOr<std::string> emitScalar(Operation *op, KernelWriter &writer,
                                     ArrayRef<std::string>) const {
@@ -136,7 +144,7 @@ struct DequantizeModel : ScalarEmitterModel<DequantizeModel, DequantizeOp> {
   }
 };
 
-struct QuantizeModel : TemplateEmitterModel<QuantizeModel, QuantizeOp> {
+struct QuantizeModel : EmitterModel<QuantizeModel, QuantizeOp> {
   EmitStyle getEmitStyle(Operation *) const { return EmitStyle::Blockwise; }
   LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
     return writer.error(op) << "quantize ends a pointwise kernel and has no "
@@ -146,11 +154,6 @@ struct QuantizeModel : TemplateEmitterModel<QuantizeModel, QuantizeOp> {
 };
 
 } // namespace
-
-std::string cuda::quantEncodeExpr(QuantScheme scheme, StringRef value,
-                                  StringRef absmax) {
-  return (encoderName(scheme) + "(" + value + ", " + absmax + ")").str();
-}
 
 void cuda::emitQuantTables(raw_ostream &os, ModuleOp module) {
   llvm::SetVector<QuantScheme> schemes;
@@ -167,6 +170,122 @@ void cuda::emitQuantTables(raw_ostream &os, ModuleOp module) {
   for (QuantScheme scheme : schemes)
     writeScheme(os, scheme);
   os << "\n";
+}
+
+//===----------------------------------------------------------------------===//
+// KernelWriter: pointwise kernels that end in quantize ops
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
+  QuantizeOp first = quantizes.front();
+  domainShape = Shape(shapeOf(first.getInput()));
+  int64_t blockSize = static_cast<int64_t>(first.getBlockSize());
+  for (QuantizeOp q : quantizes)
+    if (shapeOf(q.getInput()) != ArrayRef<int64_t>(domainShape) ||
+        static_cast<int64_t>(q.getBlockSize()) != blockSize)
+      return error(q) << "the quantize ops of one kernel need one input shape "
+                         "and one block size",
+             failure();
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isBufferView(&op))
+      return error(&op) << "views are not supported inside kernels", failure();
+    if (auto q = dyn_cast<QuantizeOp>(op))
+      for (OpOperand &use : q->getUses())
+        if (!isa<YieldOp>(use.getOwner()))
+          return error(q) << "quantized codes are used inside their kernel",
+                 failure();
+  }
+  // Where each result goes: out<i>.
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  SmallVector<std::pair<Value, unsigned>> pointwise;
+  DenseMap<Value, unsigned> outOf;
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    outOf.try_emplace(value, i);
+    if (!value.getDefiningOp<QuantizeOp>()) {
+      if (shapeOf(value) != ArrayRef<int64_t>(domainShape))
+        return error(kernel)
+                   << "a result of shape " << shapeToString(shapeOf(value))
+                   << " beside quantized values of shape "
+                   << shapeToString(domainShape),
+               failure();
+      pointwise.push_back({value, i});
+    }
+  }
+
+  int64_t n = getNumElements(domainShape);
+  int64_t threads = rowBlockSize(blockSize);
+  int64_t perThread = (blockSize + threads - 1) / threads;
+  writeScratch("float");
+  os << "  const long long base = (long long)blockIdx.x * " << blockSize
+     << "LL;\n";
+  for (auto [k, q] : llvm::enumerate(quantizes))
+    os << "  float q" << k << "[" << perThread << "];\n  float a" << k
+       << " = 0.0f;\n";
+  std::string loop =
+      llvm::formatv("  for (int e = 0; e < {0}; ++e) {{\n"
+                    "    const long long local = (long long)e * {1} + "
+                    "threadIdx.x;\n"
+                    "    const long long idx = base + local;\n"
+                    "    if (local >= {2}LL || idx >= {3}LL) continue;\n",
+                    perThread, threads, blockSize, n)
+          .str();
+  // Pass 1: the element-wise values, the pointwise results and each
+  // quantized value's block maximum of |x|.
+  os << loop;
+  emitCoords(os, domainShape, "idx", "c", "    ");
+  for (Operation &op : kernel.getBodyOps())
+    if (!isa<QuantizeOp>(op) && failed(emitScalarOp(&op)))
+      return failure();
+  for (auto [value, i] : pointwise) {
+    FailureOr<std::string> s = scalar(value);
+    if (failed(s))
+      return failure();
+    os << "    out" << i << "[idx] = " << narrow(eltOf(value), *s) << ";\n";
+  }
+  for (auto [k, q] : llvm::enumerate(quantizes)) {
+    FailureOr<std::string> s = scalar(q.getInput());
+    if (failed(s))
+      return failure();
+    os << "    q" << k << "[e] = " << *s << ";\n";
+    os << "    a" << k << " = memfit_max(a" << k << ", fabsf(q" << k
+       << "[e]));\n";
+  }
+  os << "  }\n";
+  // Pass 2: the block's absmax, then every code.
+  for (auto [k, q] : llvm::enumerate(quantizes)) {
+    unsigned codesOut = outOf.lookup(q.getCodes());
+    unsigned absmaxOut = outOf.lookup(q.getAbsmax());
+    os << "  a" << k << " = memfit_block_max(a" << k << ", scratch);\n";
+    std::string code =
+        quantEncodeExpr(q.getScheme(), "q" + std::to_string(k) + "[e]",
+                        "a" + std::to_string(k));
+    if (quantCodeBits(q.getScheme()) == 8) {
+      os << loop << "    out" << codesOut << "[idx] = " << code << ";\n  }\n";
+    } else {
+      // Two codes per byte, the first in the high nibble: the block's codes
+      // meet in shared memory first.
+      std::string nibbles = "nibbles" + std::to_string(k);
+      os << "  __shared__ unsigned char " << nibbles << "[" << blockSize
+         << "];\n";
+      os << loop << "    " << nibbles << "[local] = " << code << ";\n  }\n";
+      os << "  __syncthreads();\n";
+      os << llvm::formatv(
+          "  for (long long j = threadIdx.x; 2 * j < {0}LL && base + 2 * j < "
+          "{1}LL; j += {2}) {{\n"
+          "    const unsigned char low = base + 2 * j + 1 < {1}LL ? {3}[2 * j "
+          "+ 1] : 0;\n"
+          "    out{4}[base / 2 + j] = (unsigned char)(({3}[2 * j] << 4) | "
+          "low);\n  }\n",
+          blockSize, n, threads, nibbles, codesOut);
+      os << "  __syncthreads();\n";
+    }
+    os << "  if (threadIdx.x == 0) out" << absmaxOut << "[blockIdx.x] = a" << k
+       << ";\n";
+  }
+  setLaunch(threads, std::max<int64_t>(1, quantBlockCount(n, blockSize)),
+            /*barriers=*/true);
+  return success();
 }
 
 void cuda::attachQuantEmitters(MLIRContext *context) {

@@ -58,8 +58,8 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   auto &[shape, axis, type, acc, in] = *row;
   raw_ostream &os = w.body();
   int64_t n = shape[axis];
-  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
-  int64_t rows = product(shape) / std::max<int64_t>(n, 1);
+  int64_t inner = getNumElements(ArrayRef<int64_t>(shape).drop_front(axis + 1));
+  int64_t rows = getNumElements(shape) / std::max<int64_t>(n, 1);
   std::string at = llvm::formatv("base + j * {0}LL", inner);
   std::string e = mathFn("exp", type);
 
@@ -73,8 +73,7 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   if (logSoftmax)
     os << "  const " << acc << " shift = m + " << mathFn("log", type)
        << "(s);\n";
-  os << "  for (long long j = threadIdx.x; j < " << n
-     << "LL; j += blockDim.x)\n";
+  os << blockStrideLoop("j", n) << "\n";
   os << "    out0[" << at << "] = "
      << narrow(type, logSoftmax ? x + " - shift" : e + "(" + x + " - m) / s")
      << ";\n";
@@ -92,8 +91,8 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   auto &[shape, axis, type, acc, in] = *row;
   raw_ostream &os = w.body();
   Shape normShape(ArrayRef<int64_t>(shape).drop_front(axis));
-  int64_t n = product(normShape);
-  int64_t rows = product(ArrayRef<int64_t>(shape).take_front(axis));
+  int64_t n = getNumElements(normShape);
+  int64_t rows = getNumElements(ArrayRef<int64_t>(shape).take_front(axis));
   bool d = type.isF64();
   auto paramAt = [&](Value v) {
     Shape s(shapeOf(v));
@@ -108,9 +107,7 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
 
   w.writeScratch(acc);
   os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
-  std::string loop = llvm::formatv("  for (long long j = threadIdx.x; j < "
-                                   "{0}LL; j += blockDim.x)",
-                                   n);
+  std::string loop = blockStrideLoop("j", n);
   std::string x = loadAs(acc, type, in + "[base + j]");
   if (!rms) {
     os << "  " << acc << " sum = 0;\n";
@@ -182,8 +179,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                                             type.getIntOrFloatBitWidth())
                                             .getSExtValue()));
   os << "  " << *acc << " a = " << init << ";\n";
-  os << "  for (long long j = threadIdx.x; j < " << n
-     << "LL; j += blockDim.x) {\n";
+  os << blockStrideLoop("j", n) << " {\n";
   std::string offset = w.writeRowOffset(indexing, "    ");
   std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
@@ -231,14 +227,176 @@ LogicalResult emitRow(ReduceMaxOp op, KernelWriter &w) {
   return emitReduce(w, op, op.getAxes(), ReduceKind::Max);
 }
 
+//===----------------------------------------------------------------------===//
+// In a fused row kernel (RowProgram.cpp)
+//===----------------------------------------------------------------------===//
+
+/// The terms of a row's reductions, from its element `t`: `t` itself or
+/// its square.
+std::string asIs(StringRef t) { return t.str(); }
+std::string squared(StringRef t) {
+  return "(" + t.str() + ") * (" + t.str() + ")";
+}
+
+/// A reduction's value per row.
+LogicalResult reduceInRow(KernelWriter &w, Operation *op, ReduceKind kind) {
+  Value input = op->getOperand(0);
+  FailureOr<std::string> a =
+      w.reduceRow(input, /*isMax=*/kind == ReduceKind::Max, asIs);
+  if (failed(a))
+    return failure();
+  std::string value = *a;
+  if (kind == ReduceKind::Mean)
+    value += " / " + floatLiteral(static_cast<double>(w.rowLength()),
+                                  eltOf(input).isF64());
+  w.defineRowValue(op->getResult(0), value);
+  return success();
+}
+
+/// The row statistics of a layer_norm (mean and 1/std) or an rms_norm
+/// (1/rms).
+LogicalResult normStatsInRow(KernelWriter &w, Operation *op, double epsilon,
+                             bool rms) {
+  Value input = op->getOperand(0);
+  Type type = eltOf(input);
+  bool d = type.isF64();
+  std::string n = floatLiteral(static_cast<double>(w.rowLength()), d);
+  KernelWriter::RowStats stats;
+  FailureOr<std::string> sumOfSquares = failure();
+  if (rms) {
+    sumOfSquares = w.reduceRow(input, /*isMax=*/false, squared);
+  } else {
+    FailureOr<std::string> sum = w.reduceRow(input, /*isMax=*/false, asIs);
+    if (failed(sum))
+      return failure();
+    stats.shift = w.rowStatistic(*sum + " / " + n);
+    std::string m = stats.shift;
+    sumOfSquares = w.reduceRow(input, /*isMax=*/false, [&](StringRef t) {
+      return squared(t.str() + " - " + m);
+    });
+  }
+  if (failed(sumOfSquares))
+    return failure();
+  stats.scale = w.rowStatistic(floatLiteral(1.0, d) + " / " +
+                               mathFn("sqrt", type) + "(" + *sumOfSquares +
+                               " / " + n + " + " + floatLiteral(epsilon, d) +
+                               ")");
+  w.setRowStats(op, std::move(stats));
+  return success();
+}
+
+/// The row statistics of a softmax (max and sum of exp) or a log_softmax
+/// (max + log(sum)).
+LogicalResult softmaxStatsInRow(KernelWriter &w, Operation *op,
+                                bool logSoftmax) {
+  Value input = op->getOperand(0);
+  Type type = eltOf(input);
+  std::string e = mathFn("exp", type);
+  FailureOr<std::string> max = w.reduceRow(input, /*isMax=*/true, asIs);
+  if (failed(max))
+    return failure();
+  std::string m = *max;
+  FailureOr<std::string> sum =
+      w.reduceRow(input, /*isMax=*/false, [&](StringRef t) {
+        return e + "(" + t.str() + " - " + m + ")";
+      });
+  if (failed(sum))
+    return failure();
+  KernelWriter::RowStats stats{m, *sum};
+  if (logSoftmax)
+    stats.shift = w.rowStatistic(m + " + " + mathFn("log", type) + "(" +
+                                 *sum + ")");
+  w.setRowStats(op, std::move(stats));
+  return success();
+}
+
+/// Each op's reductions over the row.
+LogicalResult reduceInRow(SoftmaxOp op, KernelWriter &w) {
+  return softmaxStatsInRow(w, op, /*logSoftmax=*/false);
+}
+LogicalResult reduceInRow(LogSoftmaxOp op, KernelWriter &w) {
+  return softmaxStatsInRow(w, op, /*logSoftmax=*/true);
+}
+LogicalResult reduceInRow(LayerNormOp op, KernelWriter &w) {
+  return normStatsInRow(w, op, op.getEpsilon().convertToDouble(),
+                        /*rms=*/false);
+}
+LogicalResult reduceInRow(RMSNormOp op, KernelWriter &w) {
+  return normStatsInRow(w, op, op.getEpsilon().convertToDouble(),
+                        /*rms=*/true);
+}
+LogicalResult reduceInRow(ReduceSumOp op, KernelWriter &w) {
+  return reduceInRow(w, op, ReduceKind::Sum);
+}
+LogicalResult reduceInRow(ReduceMeanOp op, KernelWriter &w) {
+  return reduceInRow(w, op, ReduceKind::Mean);
+}
+LogicalResult reduceInRow(ReduceMaxOp op, KernelWriter &w) {
+  return reduceInRow(w, op, ReduceKind::Max);
+}
+
+using Expr = FailureOr<std::string>;
+
+/// The input's expression `x[0]` in the accumulator type.
+std::string accumulated(KernelWriter &w, ArrayRef<std::string> x) {
+  return "(" + w.rowAcc().str() + ")" + x[0];
+}
+/// Each normalization's and softmax's element from its row statistics and
+/// its operands' expressions `x`.
+Expr elementInRow(LayerNormOp op, KernelWriter &w, ArrayRef<std::string> x) {
+  const KernelWriter::RowStats &stats = w.rowStatsOf(op);
+  return "(" + accumulated(w, x) + " - " + stats.shift + ") * " + stats.scale +
+         " * " + x[1] + (x.size() > 2 ? " + " + x[2] : "");
+}
+Expr elementInRow(RMSNormOp op, KernelWriter &w, ArrayRef<std::string> x) {
+  return "(" + accumulated(w, x) + ") * " + w.rowStatsOf(op).scale + " * " +
+         x[1];
+}
+Expr elementInRow(SoftmaxOp op, KernelWriter &w, ArrayRef<std::string> x) {
+  const KernelWriter::RowStats &stats = w.rowStatsOf(op);
+  return mathFn("exp", eltOf(op->getOperand(0))) + "(" + accumulated(w, x) +
+         " - " + stats.shift + ") / " + stats.scale;
+}
+Expr elementInRow(LogSoftmaxOp op, KernelWriter &w, ArrayRef<std::string> x) {
+  return accumulated(w, x) + " - " + w.rowStatsOf(op).shift;
+}
+
+/// A reduction: its template; in a fused row kernel, its value per row.
+template <typename OpTy>
+struct ReductionModel : TemplateEmitterModel<ReductionModel<OpTy>, OpTy> {
+  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
+    return emitRow(cast<OpTy>(op), writer);
+  }
+  LogicalResult emitRowReduction(Operation *op, KernelWriter &writer) const {
+    return reduceInRow(cast<OpTy>(op), writer);
+  }
+};
+
+/// A normalization or a softmax: its template; in a fused row kernel, its
+/// row statistics and its elements from them.
+template <typename OpTy>
+struct NormalizationModel
+    : TemplateEmitterModel<NormalizationModel<OpTy>, OpTy> {
+  LogicalResult emitTemplate(Operation *op, KernelWriter &writer) const {
+    return emitRow(cast<OpTy>(op), writer);
+  }
+  LogicalResult emitRowReduction(Operation *op, KernelWriter &writer) const {
+    return reduceInRow(cast<OpTy>(op), writer);
+  }
+  Expr emitRowElement(Operation *op, KernelWriter &writer,
+                      ArrayRef<std::string> operands) const {
+    return elementInRow(cast<OpTy>(op), writer, operands);
+  }
+};
+
 } // namespace
 
 void cuda::attachRowEmitters(MLIRContext *context) {
-  SoftmaxOp::attachInterface<TemplateModel<SoftmaxOp, emitRow>>(*context);
-  LogSoftmaxOp::attachInterface<TemplateModel<LogSoftmaxOp, emitRow>>(*context);
-  LayerNormOp::attachInterface<TemplateModel<LayerNormOp, emitRow>>(*context);
-  RMSNormOp::attachInterface<TemplateModel<RMSNormOp, emitRow>>(*context);
-  ReduceSumOp::attachInterface<TemplateModel<ReduceSumOp, emitRow>>(*context);
-  ReduceMeanOp::attachInterface<TemplateModel<ReduceMeanOp, emitRow>>(*context);
-  ReduceMaxOp::attachInterface<TemplateModel<ReduceMaxOp, emitRow>>(*context);
+  SoftmaxOp::attachInterface<NormalizationModel<SoftmaxOp>>(*context);
+  LogSoftmaxOp::attachInterface<NormalizationModel<LogSoftmaxOp>>(*context);
+  LayerNormOp::attachInterface<NormalizationModel<LayerNormOp>>(*context);
+  RMSNormOp::attachInterface<NormalizationModel<RMSNormOp>>(*context);
+  ReduceSumOp::attachInterface<ReductionModel<ReduceSumOp>>(*context);
+  ReduceMeanOp::attachInterface<ReductionModel<ReduceMeanOp>>(*context);
+  ReduceMaxOp::attachInterface<ReductionModel<ReduceMaxOp>>(*context);
 }

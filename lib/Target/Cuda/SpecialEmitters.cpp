@@ -30,10 +30,8 @@ LogicalResult emitSpecial(SplitOp op, KernelWriter &w) {
     return w.error(op) << "unsupported element type " << eltOf(op.getInput()),
            failure();
   raw_ostream &os = w.body();
-  int64_t n = product(shape);
-  os << "  const long long idx = (long long)blockIdx.x * blockDim.x + "
-        "threadIdx.x;\n";
-  os << "  if (idx >= " << n << "LL) return;\n";
+  int64_t n = getNumElements(shape);
+  writeThreadIndex(os, "idx", n);
   emitCoords(os, shape, "idx", "c");
   os << "  const " << *cType(eltOf(op.getInput())) << " v = "
      << w.param(op.getInput()) << "[idx];\n";
@@ -54,9 +52,9 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
   Shape shape(shapeOf(op.getResult()));
   int64_t axis = op.getAxis();
   int64_t extent = shape[axis];
-  int64_t outer = product(ArrayRef<int64_t>(shape).take_front(axis));
-  int64_t inner = product(ArrayRef<int64_t>(shape).drop_front(axis + 1));
-  int64_t count = product(shapeOf(op.getIndices()));
+  int64_t outer = getNumElements(ArrayRef<int64_t>(shape).take_front(axis));
+  int64_t inner = getNumElements(ArrayRef<int64_t>(shape).drop_front(axis + 1));
+  int64_t count = getNumElements(shapeOf(op.getIndices()));
   FailureOr<std::string> t = cType(eltOf(op.getResult()));
   // Accumulating into 16-bit floats would round at every addition.
   if (failed(t) || !isa<FloatType>(eltOf(op.getResult())) ||
@@ -68,9 +66,7 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
   // Thread t owns column (o, i) of the result along the axis: it zeroes it
   // (unless the result accumulates into its init, whose buffer the memory
   // plan gives it), then adds every index position's gradient in order.
-  os << "  const long long t = (long long)blockIdx.x * blockDim.x + "
-        "threadIdx.x;\n";
-  os << "  if (t >= " << columns << "LL) return;\n";
+  writeThreadIndex(os, "t", columns);
   os << "  const long long o = t / " << std::max<int64_t>(inner, 1)
      << "LL, i = t % " << std::max<int64_t>(inner, 1) << "LL;\n";
   os << "  const long long base = o * " << extent * inner << "LL + i;\n";

@@ -34,9 +34,9 @@ struct CudaEmitOptions {
 
 /// Emits `module`'s entry function as an executable. Diagnostics go to the
 /// context's handler and name the op that cannot be emitted. The first call
-/// on a context attaches the ops' CUDA emitters to it
-/// (registerKernelEmitterInterfaces, a registry append): do not call it
-/// from a pass or from several threads on one context.
+/// on a context attaches the ops' CUDA emitters to it (the target's
+/// external models, a registry append): do not call it from a pass or from
+/// several threads on one context.
 LogicalResult emitExecutable(ModuleOp module, const CudaEmitOptions &options,
                              rt::Executable &executable);
 

@@ -1,0 +1,110 @@
+//===- Indexing.cpp - index arithmetic of the generated kernels -----------===//
+//
+// Coordinates and offsets (Indexing.h), and how a row kernel finds the
+// elements of its row (KernelWriter::writeRowBase and writeRowOffset).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Indexing.h"
+
+#include "KernelWriter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
+                      StringRef index, StringRef prefix, StringRef indent) {
+  Shape strides = stridesOf(shape);
+  for (size_t d = 0; d < shape.size(); ++d) {
+    os << indent << "const long long " << prefix << d << " = ";
+    if (d == 0)
+      os << "(" << index << ") / " << strides[d] << "LL;\n";
+    else
+      os << "((" << index << ") / " << strides[d] << "LL) % " << shape[d]
+         << "LL;\n";
+  }
+}
+
+std::string cuda::offsetAt(StringRef prefix, ArrayRef<int64_t> strides) {
+  std::string offset;
+  for (auto [d, stride] : llvm::enumerate(strides))
+    offset +=
+        llvm::formatv("{0}{1}{2} * {3}LL", d ? " + " : "", prefix, d, stride)
+            .str();
+  return offset.empty() ? "0" : offset;
+}
+
+std::string cuda::broadcastOffset(ArrayRef<int64_t> in, size_t outRank,
+                                  StringRef prefix) {
+  Shape strides = stridesOf(in);
+  std::string expr;
+  size_t lead = outRank - in.size();
+  for (size_t d = 0; d < in.size(); ++d) {
+    if (in[d] == 1)
+      continue;
+    if (!expr.empty())
+      expr += " + ";
+    expr += llvm::formatv("{0}{1} * {2}LL", prefix, lead + d, strides[d]).str();
+  }
+  return expr.empty() ? "0" : expr;
+}
+
+std::string cuda::offsetAlong(ArrayRef<int64_t> strides, int64_t axis,
+                              StringRef along) {
+  std::string offset;
+  for (size_t d = 0; d < strides.size(); ++d)
+    offset +=
+        llvm::formatv("{0}{1} * {2}LL", d ? " + " : "",
+                      static_cast<int64_t>(d) == axis ? along.str()
+                                                      : "c" + std::to_string(d),
+                      strides[d])
+            .str();
+  return offset.empty() ? "0" : offset;
+}
+
+std::string cuda::shiftedOffset(ArrayRef<int64_t> shape, int64_t axis,
+                                int64_t begin) {
+  return offsetAlong(stridesOf(shape), axis,
+                     llvm::formatv("(c{0} - {1}LL)", axis, begin).str());
+}
+
+//===----------------------------------------------------------------------===//
+// The elements of a row
+//===----------------------------------------------------------------------===//
+
+KernelWriter::RowIndexing KernelWriter::writeRowBase(ArrayRef<int64_t> shape,
+                                                     ArrayRef<bool> reduced) {
+  size_t rank = shape.size();
+  Shape strides = stridesOf(shape);
+  Shape keptShape, keptStrides;
+  RowIndexing indexing;
+  for (size_t d = 0; d < rank; ++d) {
+    (reduced[d] ? indexing.redShape : keptShape).push_back(shape[d]);
+    (reduced[d] ? indexing.redStrides : keptStrides).push_back(strides[d]);
+  }
+  for (size_t d = 0; d < rank; ++d)
+    if (reduced[d] && shape[d] != 1)
+      for (size_t e = d + 1; e < rank; ++e)
+        indexing.trailing &= reduced[e] || shape[e] == 1;
+  os << "  const long long row = blockIdx.x;\n";
+  std::string base;
+  if (indexing.trailing) {
+    base = llvm::formatv("row * {0}LL", getNumElements(indexing.redShape));
+  } else {
+    emitCoords(os, keptShape, "row", "k");
+    base = offsetAt("k", keptStrides);
+  }
+  os << "  const long long base = " << base << ";\n";
+  return indexing;
+}
+
+std::string KernelWriter::writeRowOffset(const RowIndexing &indexing,
+                                         StringRef indent) {
+  if (indexing.trailing)
+    return "j";
+  emitCoords(os, indexing.redShape, "j", "r", indent);
+  return offsetAt("r", indexing.redStrides);
+}

@@ -1,0 +1,50 @@
+//===- Launch.h - launch dimensions of the generated kernels ----*- C++ -*-===//
+//
+// Internal to the CUDA target. Every kernel runs on a 1-D grid of 1-D
+// blocks: pointwise kernels one thread per element in blocks of
+// kPointwiseBlock, row kernels one block per row whose threads stride over
+// it and combine partial results in shared memory. The KernelWriter sets a
+// kernel's launch with setPointwiseLaunch, setRowLaunch or
+// setSingleBlockLaunch (Launch.cpp).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_LIB_TARGET_CUDA_LAUNCH_H
+#define MEMFIT_LIB_TARGET_CUDA_LAUNCH_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <string>
+
+namespace mlir {
+class Operation;
+} // namespace mlir
+
+namespace mlir::memfit::cuda {
+
+/// Threads per block of a pointwise kernel; the most of a row kernel.
+constexpr int64_t kPointwiseBlock = 256;
+constexpr int64_t kMaxRowBlock = 256;
+/// CUDA's limit on gridDim.x.
+constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
+
+/// The threads of a block that combines `length` elements: a power of two
+/// from a warp (32) up to kMaxRowBlock.
+int64_t rowBlockSize(int64_t length);
+/// The blocks of `block` threads that `threads` threads take; at least one.
+int64_t gridFor(int64_t threads, int64_t block);
+/// Fails with a diagnostic on `op` when a grid of `blocks` exceeds CUDA's
+/// limit.
+LogicalResult checkGridLimit(Operation *op, int64_t blocks);
+/// The header of a loop over `var` in [0, count) whose iterations the
+/// threads of a block share, each striding by the block's size:
+/// `  for (long long var = threadIdx.x; var < countLL; var += blockDim.x)`.
+std::string blockStrideLoop(StringRef var, int64_t count);
+/// Writes `name`, the thread's index in a grid of one thread per element,
+/// and the return of the threads past the `count` elements.
+void writeThreadIndex(raw_ostream &os, StringRef name, int64_t count);
+
+} // namespace mlir::memfit::cuda
+
+#endif // MEMFIT_LIB_TARGET_CUDA_LAUNCH_H

@@ -1,0 +1,210 @@
+//===- RowProgram.cpp - fused row kernels ---------------------------------===//
+//
+// A kernel of memfit-fuse's reductions with their element-wise prologues
+// and epilogues (rowFrameOf) runs one block per row. Row values (one
+// element per row: the reductions' results and what is computed from them)
+// are computed once per block by every thread; full values (the frame's
+// shape) are computed inside each loop over the row's elements that reads
+// them. Each row op writes its own reductions over the row through its
+// KernelEmitterOpInterface model (emitRowReduction, RowEmitters.cpp): a
+// reduction its value per row, a normalization or a softmax the row
+// statistics from which its model's emitRowElement computes its elements.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+//===----------------------------------------------------------------------===//
+// What the row ops' models write with
+//===----------------------------------------------------------------------===//
+
+FailureOr<std::string>
+KernelWriter::reduceRow(Value input, bool isMax,
+                        function_ref<std::string(StringRef)> term) {
+  const std::string &acc = row->acc;
+  bool d = eltOf(input).isF64();
+  std::string a = freshName("a");
+  os << "  " << acc << " " << a << " = "
+     << (isMax ? floatLiteral(-INFINITY, d) : "0") << ";\n";
+  LogicalResult done = writeRowLoop([&]() -> LogicalResult {
+    FailureOr<std::string> x = fullScalar(input);
+    if (failed(x))
+      return failure();
+    std::string element = term("(" + acc + ")" + *x);
+    os << "    " << a << " = "
+       << (isMax ? "memfit_max(" + a + ", " + element + ")"
+                 : a + " + " + element)
+       << ";\n";
+    return success();
+  });
+  if (failed(done))
+    return failure();
+  os << "  " << a << " = "
+     << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << a
+     << ", scratch);\n";
+  return a;
+}
+
+std::string KernelWriter::rowStatistic(StringRef expr) {
+  std::string name = freshName("r");
+  os << "  const " << row->acc << " " << name << " = " << expr << ";\n";
+  return name;
+}
+
+void KernelWriter::defineRowValue(Value value, StringRef expr) {
+  define(value, "(" + *regType(eltOf(value)) + ")(" + expr.str() + ")");
+  rowValues.insert(value);
+}
+
+void KernelWriter::setRowStats(Operation *op, RowStats stats) {
+  rowStats[op] = std::move(stats);
+}
+
+const KernelWriter::RowStats &KernelWriter::rowStatsOf(Operation *op) const {
+  auto it = rowStats.find(op);
+  assert(it != rowStats.end() && "the op's emitRowReduction sets them");
+  return it->second;
+}
+
+//===----------------------------------------------------------------------===//
+// The kernel
+//===----------------------------------------------------------------------===//
+
+LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
+  // Full values are computed in the loop (again in each loop that needs
+  // them), inputs loaded at each element.
+  os << blockStrideLoop("j", row->frame->length) << " {\n";
+  std::string offset = writeRowOffset(row->indexing, "    ");
+  os << "  const long long idx = base + " << offset << ";\n";
+  emitCoords(os, row->frame->full, "idx", "c");
+  DenseMap<Value, std::string> rowNames = names;
+  for (BlockArgument arg : kernel.getBodyBlock().getArguments())
+    names.erase(arg);
+  domainShape = row->frame->full;
+  LogicalResult result = body();
+  names = std::move(rowNames);
+  domainShape = row->kept;
+  os << "  }\n";
+  return result;
+}
+
+LogicalResult KernelWriter::defineFull(Value value) {
+  Operation *def = value.getDefiningOp();
+  if (!def || isa<ConstantOp>(def) || names.count(value) ||
+      rowValues.contains(value))
+    return success();
+  for (Value operand : def->getOperands())
+    if (failed(defineFull(operand)))
+      return failure();
+  if (!rowStats.count(def))
+    return emitScalarOp(def);
+  // A normalization's or softmax's element, from its row statistics.
+  FailureOr<SmallVector<std::string>> operands = scalars(def->getOperands());
+  if (failed(operands))
+    return failure();
+  FailureOr<std::string> expr =
+      cast<KernelEmitterOpInterface>(def).emitRowElement(*this, *operands);
+  if (failed(expr))
+    return failure();
+  define(value, "(" + *regType(eltOf(value)) + ")(" + *expr + ")");
+  return success();
+}
+
+FailureOr<std::string> KernelWriter::fullScalar(Value value) {
+  if (failed(defineFull(value)))
+    return failure();
+  return scalar(value);
+}
+
+LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
+  std::string acc;
+  for (Operation &op : kernel.getBodyOps()) {
+    for (Value result : op.getResults())
+      if (failed(cType(eltOf(result))))
+        return error(&op) << "unsupported element type " << eltOf(result),
+               failure();
+    if (!isRowOp(&op))
+      continue;
+    if (!isa<KernelEmitterOpInterface>(op))
+      return missingModel(&op), failure();
+    FailureOr<std::string> a = accType(&op, eltOf(op.getOperand(0)));
+    if (failed(a))
+      return failure();
+    if (!acc.empty() && acc != *a)
+      return error(&op) << "the reductions of a row kernel accumulate in "
+                           "one type",
+             failure();
+    acc = *a;
+  }
+  Shape kept = frame.keptShape();
+  writeScratch(acc);
+  RowIndexing indexing = writeRowBase(frame.full, frame.reduced);
+  row = RowProgram{&frame, acc, std::move(indexing), kept};
+  // Row values are computed by every thread of the block, at the row's
+  // coordinates in the kept shape.
+  emitCoords(os, kept, "row", "c");
+  domainShape = kept;
+  for (Operation &op : kernel.getBodyOps()) {
+    if (isa<ConstantOp>(op))
+      continue;
+    Value result = op.getResult(0);
+    if (isRowOp(&op)) {
+      if (failed(cast<KernelEmitterOpInterface>(op).emitRowReduction(*this)))
+        return failure();
+      continue;
+    }
+    if (shapeOf(result) == ArrayRef<int64_t>(frame.full))
+      continue; // computed in the loops that read it
+    if (failed(emitScalarOp(&op)))
+      return failure();
+    rowValues.insert(result);
+  }
+
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  SmallVector<unsigned> full, rows;
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    if (shapeOf(value) == ArrayRef<int64_t>(frame.full))
+      full.push_back(i);
+    else if (frame.isRowShape(shapeOf(value)))
+      rows.push_back(i);
+    else
+      return error(kernel) << "result " << i << " of shape "
+                           << shapeToString(shapeOf(value))
+                           << " is neither the row kernel's shape "
+                           << shapeToString(frame.full) << " nor one per row",
+             failure();
+  }
+  if (!full.empty()) {
+    LogicalResult done = writeRowLoop([&]() -> LogicalResult {
+      for (unsigned i : full) {
+        Value value = yield.getValues()[i];
+        FailureOr<std::string> v = fullScalar(value);
+        if (failed(v))
+          return failure();
+        os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";
+      }
+      return success();
+    });
+    if (failed(done))
+      return failure();
+  }
+  if (!rows.empty()) {
+    os << "  if (threadIdx.x == 0) {\n";
+    for (unsigned i : rows) {
+      Value value = yield.getValues()[i];
+      FailureOr<std::string> v = scalar(value);
+      if (failed(v))
+        return failure();
+      os << "    out" << i << "[row] = " << narrow(eltOf(value), *v) << ";\n";
+    }
+    os << "  }\n";
+  }
+  setRowLaunch(frame.length, frame.rows);
+  return success();
+}
