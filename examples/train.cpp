@@ -38,8 +38,8 @@ int main(int argc, char **argv) {
   CompileOptions options;
   options.inputShapes = argv[2];
   options.train = TrainOptions();
-  options.train->loss = "cross-entropy";
-  options.train->optimizer = "adamw";
+  options.train->loss = LossKind::CrossEntropy;
+  options.train->optimizer = OptimizerKind::AdamW;
   rt::StatusOr<rt::Executable> executable = compileModelFile(argv[1], options);
   if (!executable)
     return fail(executable.status());

@@ -39,7 +39,7 @@ constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 RematDecision mlir::memfit::keepEverything(const RematProblem &problem) {
   RematDecision d;
-  d.policy = "none";
+  d.policy = ::memfit::RematPolicy::None;
   d.choice.assign(problem.candidates.size(), kKeep);
   return d;
 }
@@ -48,7 +48,7 @@ RematDecision mlir::memfit::checkpointLayers(const RematProblem &problem) {
   const auto &candidates = problem.candidates;
   int nC = candidates.size();
   RematDecision d;
-  d.policy = "checkpoint-layers";
+  d.policy = ::memfit::RematPolicy::CheckpointLayers;
   d.choice.assign(nC, kKeep);
   d.keptWhy.assign(nC, "");
   bool hasLayers = llvm::any_of(candidates, [](const RematCandidate &c) {
@@ -441,13 +441,13 @@ mlir::memfit::decideAuto(const RematModel &model) {
   SmallVector<RematDecision> plans;
   for (bool directFirst : {true, false}) {
     RematDecision fromNone = greedy(model, none, nullptr, directFirst);
-    fromNone.policy = "auto";
+    fromNone.policy = ::memfit::RematPolicy::Auto;
     plans.push_back(std::move(fromNone));
   }
   RematDecision layers = checkpointLayers(problem);
   if (model.fits(model.evaluate(layers.choice))) {
     RematDecision refined = greedy(model, layers, nullptr);
-    refined.policy = "auto";
+    refined.policy = ::memfit::RematPolicy::Auto;
     plans.push_back(std::move(refined));
   }
   // With compression: from compressing everything that can be, where that
@@ -461,7 +461,7 @@ mlir::memfit::decideAuto(const RematModel &model) {
     }
   if (compressible && model.fits(model.evaluate(compressAll.choice))) {
     RematDecision refined = greedy(model, compressAll, nullptr);
-    refined.policy = "auto";
+    refined.policy = ::memfit::RematPolicy::Auto;
     plans.push_back(std::move(refined));
   }
   for (RematDecision &plan : plans)
@@ -491,7 +491,7 @@ RematEvaluation mlir::memfit::lowestPeak(const RematProblem &problem) {
   impossible.activationCap = -1;
   RematModel downToNothing(impossible);
   RematDecision start = keepEverything(problem);
-  start.policy = "auto";
+  start.policy = ::memfit::RematPolicy::Auto;
   (void)greedy(downToNothing, start, &lowest, /*directFirst=*/true);
   (void)greedy(downToNothing, start, &lowest, /*directFirst=*/false);
   RematEvaluation layers = model.evaluate(checkpointLayers(problem).choice);
@@ -524,7 +524,7 @@ mlir::memfit::decideOptimal(const RematProblem &problem,
     return std::nullopt;
   int nC = problem.candidates.size();
   RematDecision d;
-  d.policy = "optimal";
+  d.policy = ::memfit::RematPolicy::Optimal;
   d.choice.assign(nC, kKeep);
   d.keptWhy.assign(nC, "");
   for (int c = 0; c < nC; ++c) {

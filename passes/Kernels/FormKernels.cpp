@@ -84,7 +84,7 @@ void wrapInKernel(Operation *op, OpBuilder &builder) {
 }
 
 struct MemfitFormKernelsPass
-    : public memfit::impl::MemfitFormKernelsPassBase<MemfitFormKernelsPass> {
+    : public mlir::memfit::impl::MemfitFormKernelsPassBase<MemfitFormKernelsPass> {
   using Base::Base;
 
   void runOnOperation() override {

@@ -18,7 +18,7 @@ using namespace mlir::memfit;
 namespace {
 
 struct MemfitMemoryPlanPass
-    : public memfit::impl::MemfitMemoryPlanPassBase<MemfitMemoryPlanPass> {
+    : public mlir::memfit::impl::MemfitMemoryPlanPassBase<MemfitMemoryPlanPass> {
   using Base::Base;
 
   void runOnOperation() override {

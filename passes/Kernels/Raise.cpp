@@ -302,7 +302,7 @@ Location fusedLoc(ArrayRef<Operation *> ops) {
 }
 
 struct MemfitRaisePass
-    : public memfit::impl::MemfitRaisePassBase<MemfitRaisePass> {
+    : public mlir::memfit::impl::MemfitRaisePassBase<MemfitRaisePass> {
   using MemfitRaisePassBase::MemfitRaisePassBase;
 
   int64_t numGelu = 0, numRmsNorm = 0, numLayerNorm = 0, numSoftmax = 0;

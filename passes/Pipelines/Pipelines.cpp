@@ -18,100 +18,6 @@
 using namespace mlir;
 using namespace mlir::memfit;
 
-namespace {
-
-template <typename Kind> struct KindName {
-  Kind kind;
-  const char *name;
-};
-
-// The one spelling of each kind: the option values, the passes' options and
-// the C++ API's strings.
-constexpr KindName<LossKind> kLossNames[] = {
-    {LossKind::Output, "output"},
-    {LossKind::CrossEntropy, "cross-entropy"},
-    {LossKind::Mse, "mse"}};
-constexpr KindName<OptimizerKind> kOptimizerNames[] = {
-    {OptimizerKind::AdamW, "adamw"},
-    {OptimizerKind::AdamW8bit, "adamw8bit"},
-    {OptimizerKind::Sgd, "sgd"},
-    {OptimizerKind::None, "none"}};
-constexpr KindName<RematPolicy> kRematNames[] = {
-    {RematPolicy::None, "none"},
-    {RematPolicy::CheckpointLayers, "checkpoint-layers"},
-    {RematPolicy::Auto, "auto"},
-    {RematPolicy::Optimal, "optimal"}};
-constexpr KindName<PrecisionKind> kPrecisionNames[] = {
-    {PrecisionKind::Fp32, "fp32"},
-    {PrecisionKind::Bf16, "bf16"},
-    {PrecisionKind::Fp16, "fp16"}};
-constexpr KindName<StateStorage> kStateNames[] = {
-    {StateStorage::Fp32, "fp32"}, {StateStorage::Bits8, "8bit"}};
-constexpr KindName<WeightStorage> kWeightNames[] = {
-    {WeightStorage::None, "none"},
-    {WeightStorage::NF4, "nf4"},
-    {WeightStorage::FP4, "fp4"},
-    {WeightStorage::Int8, "int8"}};
-
-template <typename Kind, size_t N>
-StringRef nameOf(const KindName<Kind> (&names)[N], Kind kind) {
-  for (const KindName<Kind> &entry : names)
-    if (entry.kind == kind)
-      return entry.name;
-  llvm_unreachable("a kind without a name");
-}
-
-template <typename Kind, size_t N>
-std::optional<Kind> kindOf(const KindName<Kind> (&names)[N], StringRef name) {
-  for (const KindName<Kind> &entry : names)
-    if (name == entry.name)
-      return entry.kind;
-  return std::nullopt;
-}
-
-} // namespace
-
-StringRef mlir::memfit::stringifyLossKind(LossKind kind) {
-  return nameOf(kLossNames, kind);
-}
-StringRef mlir::memfit::stringifyOptimizerKind(OptimizerKind kind) {
-  return nameOf(kOptimizerNames, kind);
-}
-StringRef mlir::memfit::stringifyRematPolicy(RematPolicy policy) {
-  return nameOf(kRematNames, policy);
-}
-StringRef mlir::memfit::stringifyPrecisionKind(PrecisionKind kind) {
-  return nameOf(kPrecisionNames, kind);
-}
-std::optional<PrecisionKind>
-mlir::memfit::symbolizePrecisionKind(StringRef name) {
-  return kindOf(kPrecisionNames, name);
-}
-std::optional<LossKind> mlir::memfit::symbolizeLossKind(StringRef name) {
-  return kindOf(kLossNames, name);
-}
-std::optional<OptimizerKind>
-mlir::memfit::symbolizeOptimizerKind(StringRef name) {
-  return kindOf(kOptimizerNames, name);
-}
-std::optional<RematPolicy> mlir::memfit::symbolizeRematPolicy(StringRef name) {
-  return kindOf(kRematNames, name);
-}
-StringRef mlir::memfit::stringifyStateStorage(StateStorage storage) {
-  return nameOf(kStateNames, storage);
-}
-std::optional<StateStorage>
-mlir::memfit::symbolizeStateStorage(StringRef name) {
-  return kindOf(kStateNames, name);
-}
-StringRef mlir::memfit::stringifyWeightStorage(WeightStorage storage) {
-  return nameOf(kWeightNames, storage);
-}
-std::optional<WeightStorage>
-mlir::memfit::symbolizeWeightStorage(StringRef name) {
-  return kindOf(kWeightNames, name);
-}
-
 std::string
 mlir::memfit::resolvedLossScale(const TrainPipelineOptions &options) {
   if (!options.lossScale.empty())
@@ -287,7 +193,7 @@ static void addWeights(function_ref<void(StringRef, const std::string &)> add,
                        const WeightQuantizationOptions &weights) {
   if (weights.quantizeWeights != WeightStorage::None)
     add("quantize-weights",
-        stringifyWeightStorage(weights.quantizeWeights).str());
+        ::memfit::nameOf(weights.quantizeWeights.getValue()));
   if (weights.weightBlockSize != WeightQuantizationOptions::kDefaultBlockSize)
     add("weight-block-size", std::to_string(weights.weightBlockSize));
   if (weights.doubleQuant)
@@ -330,7 +236,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
       add(name, llvm::join(values, ","));
   };
   if (options.loss != defaults.loss)
-    add("loss", stringifyLossKind(options.loss).str());
+    add("loss", ::memfit::nameOf(options.loss.getValue()));
   if (options.ignoreIndex != defaults.ignoreIndex)
     add("ignore-index", std::to_string(options.ignoreIndex));
   list("trainable", options.trainable);
@@ -347,7 +253,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.loraSeed != defaults.loraSeed)
     add("lora-seed", std::to_string(options.loraSeed));
   if (options.precision != defaults.precision)
-    add("precision", stringifyPrecisionKind(options.precision).str());
+    add("precision", ::memfit::nameOf(options.precision.getValue()));
   list("keep-fp32", options.keepFp32);
   string("loss-scale", options.lossScale);
   number("loss-scale-init", options.lossScaleInit, defaults.lossScaleInit);
@@ -358,7 +264,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.lossScaleInterval != defaults.lossScaleInterval)
     add("loss-scale-interval", std::to_string(options.lossScaleInterval));
   if (options.optimizer != defaults.optimizer)
-    add("optimizer", stringifyOptimizerKind(options.optimizer).str());
+    add("optimizer", ::memfit::nameOf(options.optimizer.getValue()));
   number("beta1", options.beta1, defaults.beta1);
   number("beta2", options.beta2, defaults.beta2);
   number("eps", options.eps, defaults.eps);
@@ -371,7 +277,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("accumulate", std::to_string(options.accumulate));
   if (options.optimizerStates != defaults.optimizerStates)
     add("optimizer-states",
-        stringifyStateStorage(options.optimizerStates).str());
+        ::memfit::nameOf(options.optimizerStates.getValue()));
   list("keep-fp32-states", options.keepFp32States);
   if (options.compressActivations)
     add("compress-activations", "true");
@@ -380,7 +286,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   addWeights(add, options.weights);
   addFusion(add, options.fusion);
   if (options.remat != defaults.remat)
-    add("remat", stringifyRematPolicy(options.remat).str());
+    add("remat", ::memfit::nameOf(options.remat.getValue()));
   if (options.budget.getValue().bytes != 0)
     add("budget", std::to_string(options.budget.getValue().bytes));
   number("activation-fraction", options.activationFraction,
@@ -397,7 +303,7 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
 /// memfit-quantize's options for the weights.
 static void setWeights(MemfitQuantizePassOptions &quantize,
                        const WeightQuantizationOptions &weights) {
-  quantize.weights = stringifyWeightStorage(weights.quantizeWeights).str();
+  quantize.weights = weights.quantizeWeights;
   quantize.weightBlockSize = weights.weightBlockSize;
   quantize.doubleQuant = weights.doubleQuant;
 }
@@ -458,13 +364,13 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
 
   if (options.precision != PrecisionKind::Fp32) {
     MemfitMixedPrecisionPassOptions precision;
-    precision.precision = stringifyPrecisionKind(options.precision).str();
+    precision.precision = options.precision;
     precision.keepFp32.assign(options.keepFp32.begin(), options.keepFp32.end());
     pm.addPass(createMemfitMixedPrecisionPass(precision));
   }
 
   MemfitAutodiffPassOptions autodiff;
-  autodiff.loss = stringifyLossKind(options.loss).str();
+  autodiff.loss = options.loss;
   autodiff.ignoreIndex = options.ignoreIndex;
   autodiff.trainable.assign(options.trainable.begin(), options.trainable.end());
   autodiff.frozen.assign(options.frozen.begin(), options.frozen.end());
@@ -475,8 +381,10 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
 
   if (options.optimizer != OptimizerKind::None) {
     MemfitOptimizerPassOptions optimizer;
-    optimizer.optimizer =
-        options.optimizer == OptimizerKind::Sgd ? "sgd" : "adamw";
+    // adamw8bit is AdamW's update rule; memfit-quantize stores its states.
+    optimizer.optimizer = options.optimizer == OptimizerKind::Sgd
+                              ? OptimizerKind::Sgd
+                              : OptimizerKind::AdamW;
     optimizer.beta1 = options.beta1;
     optimizer.beta2 = options.beta2;
     optimizer.eps = options.eps;
@@ -499,14 +407,12 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
       options.weights.quantizeWeights != WeightStorage::None) {
     MemfitQuantizePassOptions quantize;
     quantize.optimizerStates =
-        stringifyStateStorage(states8bit(options) ? StateStorage::Bits8
-                                                  : StateStorage::Fp32)
-            .str();
+        states8bit(options) ? StateStorage::Bits8 : StateStorage::Fp32;
     quantize.keepFp32States.assign(options.keepFp32States.begin(),
                                    options.keepFp32States.end());
     setWeights(quantize, options.weights);
     if (options.compressActivations)
-      quantize.savedActivations = "int8";
+      quantize.savedActivations = ActivationStorage::Int8;
     quantize.activationBlockSize = options.activationBlockSize;
     pm.addPass(createMemfitQuantizePass(quantize));
   }
@@ -522,7 +428,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   }
 
   MemfitRematPassOptions remat;
-  remat.policy = stringifyRematPolicy(options.remat).str();
+  remat.policy = options.remat;
   remat.budget = options.budget;
   remat.activationFraction = options.activationFraction;
   remat.timeLimit = options.rematTimeLimit;

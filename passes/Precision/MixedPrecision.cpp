@@ -197,7 +197,7 @@ LogicalResult PrecisionRewriter::run(func::FuncOp func) {
 }
 
 struct MemfitMixedPrecisionPass
-    : public memfit::impl::MemfitMixedPrecisionPassBase<
+    : public mlir::memfit::impl::MemfitMixedPrecisionPassBase<
           MemfitMixedPrecisionPass> {
   using Base::Base;
 
@@ -205,14 +205,14 @@ struct MemfitMixedPrecisionPass
     ModuleOp module = getOperation();
     MLIRContext *context = module.getContext();
     Type low;
-    if (precision == "bf16")
+    if (precision == ::memfit::PrecisionKind::Bf16)
       low = BFloat16Type::get(context);
-    else if (precision == "fp16")
+    else if (precision == ::memfit::PrecisionKind::Fp16)
       low = Float16Type::get(context);
     else {
       module.emitError("memfit-mixed-precision: precision must be bf16 or "
-                       "fp16, not '")
-          << precision << "'";
+                       "fp16, not ")
+          << ::memfit::nameOf(precision.getValue());
       return signalPassFailure();
     }
     GlobList keep;

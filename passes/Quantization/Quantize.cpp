@@ -105,7 +105,7 @@ struct QuantizedState {
 };
 
 struct MemfitQuantizePass
-    : public memfit::impl::MemfitQuantizePassBase<MemfitQuantizePass> {
+    : public mlir::memfit::impl::MemfitQuantizePassBase<MemfitQuantizePass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -115,9 +115,6 @@ struct MemfitQuantizePass
 
   LogicalResult run() {
     ModuleOp module = getOperation();
-    if (optimizerStates != "fp32" && optimizerStates != "8bit")
-      return module.emitError("optimizer-states must be fp32 or 8bit, got '")
-             << optimizerStates << "'";
     if (stateBlockSize < 1)
       return module.emitError("state-block-size must be positive, got ")
              << static_cast<int64_t>(stateBlockSize);
@@ -128,15 +125,19 @@ struct MemfitQuantizePass
     if (!keep.parse(keepFp32States, "keep-fp32-states", error))
       return module.emitError(error);
     std::optional<QuantScheme> weightScheme;
-    if (weights == "nf4")
+    switch (weights) {
+    case ::memfit::WeightStorage::NF4:
       weightScheme = QuantScheme::NF4;
-    else if (weights == "fp4")
+      break;
+    case ::memfit::WeightStorage::FP4:
       weightScheme = QuantScheme::FP4;
-    else if (weights == "int8")
+      break;
+    case ::memfit::WeightStorage::Int8:
       weightScheme = QuantScheme::Linear;
-    else if (weights != "none")
-      return module.emitError("weights must be none, nf4, fp4 or int8, got '")
-             << weights << "'";
+      break;
+    case ::memfit::WeightStorage::None:
+      break;
+    }
     if (weightScheme && (weightBlockSize < 2 || weightBlockSize % 2))
       return module.emitError("weight-block-size must be even and at least 2, "
                               "got ")
@@ -144,13 +145,10 @@ struct MemfitQuantizePass
     if (doubleQuant && weightScheme != QuantScheme::NF4 &&
         weightScheme != QuantScheme::FP4)
       return module.emitError("double-quant needs weights=nf4 or weights=fp4");
-    if (savedActivations != "fp32" && savedActivations != "int8")
-      return module.emitError("saved-activations must be fp32 or int8, got '")
-             << savedActivations << "'";
     if (activationBlockSize < 1)
       return module.emitError("activation-block-size must be positive, got ")
              << static_cast<int64_t>(activationBlockSize);
-    if (savedActivations == "int8") {
+    if (savedActivations == ::memfit::ActivationStorage::Int8) {
       MLIRContext *ctx = module.getContext();
       NamedAttribute entries[] = {
           NamedAttribute(
@@ -163,7 +161,7 @@ struct MemfitQuantizePass
     SymbolTable symbols(module);
     if (weightScheme && failed(quantizeWeights(module, symbols, *weightScheme)))
       return failure();
-    if (optimizerStates == "fp32")
+    if (optimizerStates == ::memfit::StateStorage::Fp32)
       return success();
 
     SmallVector<QuantizedState> chosen;

@@ -61,7 +61,7 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
   const RematProblem &problem = graph.problem;
   const RematEvaluation &ev = result.after;
   os << "remat report for @" << func::FuncOp(result.func).getSymName()
-     << ": policy " << result.decision.policy;
+     << ": policy " << ::memfit::nameOf(result.decision.policy);
   if (options.budget > 0)
     os << ", budget " << options.budget;
   if (options.activationFraction > 0)

@@ -627,7 +627,7 @@ static void rewrite(StepGraph &graph, const RematDecision &d,
     if (!cand.recomputable)
       why = "not recomputable: " + info.why;
     if (why.empty())
-      why = d.policy == "none"
+      why = d.policy == ::memfit::RematPolicy::None
                 ? "policy none saves every value the backward reads"
                 : llvm::formatv("cheaper to keep: recomputing costs {0} "
                                 "to free {1}",
@@ -664,13 +664,13 @@ struct MemfitRematPass
 std::optional<RematDecision>
 MemfitRematPass::decide(const StepGraph &graph, std::string &note) {
   const RematProblem &problem = graph.problem;
-  if (policy == "none")
+  if (policy == ::memfit::RematPolicy::None)
     return keepEverything(problem);
-  if (policy == "checkpoint-layers")
+  if (policy == ::memfit::RematPolicy::CheckpointLayers)
     return checkpointLayers(problem);
   if (problem.arenaCap < 0 && problem.activationCap < 0)
     return keepEverything(problem);
-  if (policy == "auto")
+  if (policy == ::memfit::RematPolicy::Auto)
     return decideAuto(RematModel(problem));
   int unrecomputable;
   std::optional<RematDecision> d =
@@ -686,13 +686,6 @@ MemfitRematPass::decide(const StepGraph &graph, std::string &note) {
 void MemfitRematPass::runOnOperation() {
   auto start = std::chrono::steady_clock::now();
   ModuleOp module = getOperation();
-  if (policy != "none" && policy != "checkpoint-layers" && policy != "auto" &&
-      policy != "optimal") {
-    mlir::emitError(module.getLoc())
-        << "memfit-remat: unknown policy '" << policy
-        << "' (none, checkpoint-layers, auto or optimal)";
-    return signalPassFailure();
-  }
   // The option parser read the size; 0 is no budget.
   std::optional<int64_t> budgetBytes;
   if (budget.getValue().bytes < 0) {
@@ -728,7 +721,7 @@ void MemfitRematPass::runOnOperation() {
           << request;
       return signalPassFailure();
     }
-    if (policy == "optimal") {
+    if (policy == ::memfit::RematPolicy::Optimal) {
       mlir::emitError(module.getLoc())
           << "memfit-remat: saving activations compressed (memfit-quantize "
           << "saved-activations=int8) needs policy auto: the ILP of policy "
@@ -805,11 +798,13 @@ void MemfitRematPass::runOnOperation() {
       return signalPassFailure();
     int64_t total = plan->weightsBytes + plan->arenaBytes;
     if (budgetBytes && total > *budgetBytes &&
-        (policy == "none" || policy == "checkpoint-layers")) {
+        (policy == ::memfit::RematPolicy::None ||
+         policy == ::memfit::RematPolicy::CheckpointLayers)) {
       // These policies do not look at the budget: deciding again changes
       // nothing.
       mlir::emitError(module.getLoc())
-          << "memfit-remat: policy " << policy << " needs "
+          << "memfit-remat: policy " << ::memfit::nameOf(policy.getValue())
+          << " needs "
           << formatBytes(total) << " (" << total << " bytes: weights "
           << plan->weightsBytes << " + arena " << plan->arenaBytes
           << "), over the budget of " << formatBytes(*budgetBytes) << " ("
@@ -868,7 +863,7 @@ void MemfitRematPass::reportUnmeetable(const FunctionResult &result,
     diag << " with ";
   if (problem.activationCap >= 0)
     diag << "activation-fraction " << activationFraction;
-  diag << " cannot be met by policy " << policy
+  diag << " cannot be met by policy " << ::memfit::nameOf(policy.getValue())
        << ": the smallest peak reachable is "
        << formatBytes(weightsBytes + lowest.peakArena) << " ("
        << weightsBytes + lowest.peakArena << " bytes: weights "

@@ -108,7 +108,7 @@ std::string resultTypes(Operation *op) {
 }
 
 struct MemfitOpCostPass
-    : public memfit::impl::MemfitOpCostPassBase<MemfitOpCostPass> {
+    : public mlir::memfit::impl::MemfitOpCostPassBase<MemfitOpCostPass> {
   using Base::Base;
 
   void runOnOperation() override {

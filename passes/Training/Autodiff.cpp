@@ -34,7 +34,7 @@ using namespace mlir::memfit;
 namespace {
 
 struct MemfitAutodiffPass
-    : public memfit::impl::MemfitAutodiffPassBase<MemfitAutodiffPass> {
+    : public mlir::memfit::impl::MemfitAutodiffPassBase<MemfitAutodiffPass> {
   using Base::Base;
 
   void runOnOperation() override {
@@ -73,7 +73,7 @@ struct MemfitAutodiffPass
     Location loc = func.getLoc();
     if (ret.getNumOperands() == 0)
       return func.emitError("the function has no output to take a loss of");
-    if (loss == "output") {
+    if (loss == ::memfit::LossKind::Output) {
       SmallVector<Value> scalars;
       for (Value value : ret.getOperands()) {
         auto type = cast<RankedTensorType>(value.getType());
@@ -102,7 +102,7 @@ struct MemfitAutodiffPass
           return func.emitError("the function already has an input named '")
                  << name.getValue() << "'";
 
-    if (loss == "mse") {
+    if (loss == ::memfit::LossKind::Mse) {
       Value target = appendNamedArgument(func, outType, "target");
       Value diff = SubOp::create(builder, loc, output, target);
       Value square = MulOp::create(builder, loc, diff, diff);
@@ -111,9 +111,6 @@ struct MemfitAutodiffPass
                                   builder.getBoolAttr(false))
           .getResult();
     }
-    if (loss != "cross-entropy")
-      return func.emitError("unknown loss '")
-             << loss << "'; expected output, cross-entropy or mse";
     if (outType.getRank() < 1)
       return func.emitError("cross-entropy needs class scores, the output is ")
              << outType;

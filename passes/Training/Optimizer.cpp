@@ -59,7 +59,7 @@ Value scalar(OpBuilder &b, Location loc, double value) {
 }
 
 struct MemfitOptimizerPass
-    : public memfit::impl::MemfitOptimizerPassBase<MemfitOptimizerPass> {
+    : public mlir::memfit::impl::MemfitOptimizerPassBase<MemfitOptimizerPass> {
   using Base::Base;
 
   /// One trained parameter and the values its update reads.
@@ -80,9 +80,13 @@ struct MemfitOptimizerPass
 
   LogicalResult run() {
     ModuleOp module = getOperation();
-    if (optimizer != "adamw" && optimizer != "sgd")
-      return module.emitError("unknown optimizer '")
-             << optimizer << "'; expected adamw or sgd";
+    // The update rules; adamw8bit's states are memfit-quantize's.
+    if (optimizer != ::memfit::OptimizerKind::AdamW &&
+        optimizer != ::memfit::OptimizerKind::Sgd)
+      return module.emitError("optimizer ")
+             << ::memfit::nameOf(optimizer.getValue())
+             << " is not an update rule of memfit-optimizer; expected adamw "
+                "or sgd";
     if (accumulate < 1)
       return module.emitError("accumulate must be at least 1, got ")
              << static_cast<int64_t>(accumulate);
@@ -132,7 +136,7 @@ struct MemfitOptimizerPass
                               ">= 1, loss-scale-growth >= 1 and "
                               "loss-scale-backoff in (0, 1)");
 
-    bool adam = optimizer == "adamw";
+    bool adam = optimizer == ::memfit::OptimizerKind::AdamW;
     bool momentumBuffer = !adam && momentum != 0.0;
     if (nesterov && (adam || momentum == 0.0))
       return module.emitError("nesterov needs SGD with momentum");

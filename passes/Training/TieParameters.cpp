@@ -44,7 +44,7 @@ bool isTransposeOf(ArrayRef<char> a, ArrayRef<char> b, int64_t m, int64_t n,
 }
 
 struct MemfitTieParametersPass
-    : public memfit::impl::MemfitTieParametersPassBase<
+    : public mlir::memfit::impl::MemfitTieParametersPassBase<
           MemfitTieParametersPass> {
   using Base::Base;
 

@@ -10,8 +10,10 @@
 // RUN: memfit-opt %s -split-input-file --memfit-mixed-precision=precision=fp16 -verify-diagnostics | FileCheck %s --check-prefix=FP16
 // RUN: memfit-opt %s -split-input-file --memfit-mixed-precision='precision=bf16 keep-fp32=/mlp/*' -verify-diagnostics | FileCheck %s --check-prefix=KEEP
 // RUN: not memfit-opt %s --memfit-mixed-precision=precision=fp8 -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not memfit-opt %s --memfit-mixed-precision=precision=fp32 -o /dev/null 2>&1 | FileCheck %s --check-prefix=FP32
 // RUN: not memfit-opt %s '--memfit-mixed-precision=keep-fp32=[' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADGLOB
-// BAD: error: memfit-mixed-precision: precision must be bf16 or fp16, not 'fp8'
+// BAD: for the --precision option: unknown precision 'fp8'; expected fp32, bf16 or fp16
+// FP32: error: memfit-mixed-precision: precision must be bf16 or fp16, not fp32
 // BADGLOB: error: bad keep-fp32 pattern '[': invalid glob pattern, unmatched '['
 
 memfit.parameter @w = dense<[[1.0, 2.0], [3.0, 4.0]]> : tensor<2x2xf32>

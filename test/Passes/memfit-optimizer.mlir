@@ -7,6 +7,7 @@
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer='loss-scale-interval=3' | FileCheck %s --check-prefix=SCALE
 // RUN: memfit-opt %s -split-input-file --memfit-optimizer='optimizer=sgd clip-norm=1.0' | FileCheck %s --check-prefix=STATIC
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=lion' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=adamw8bit' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-RULE
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='accumulate=0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-ACC
 // RUN: not memfit-opt %s -split-input-file --memfit-optimizer='optimizer=adamw nesterov=true' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BAD-NESTEROV
 
@@ -93,7 +94,8 @@ func.func @main(%x: tensor<4xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name 
 // ACC-NEXT: memfit.assign @w.grad, %[[U]]#3
 // ACC-NEXT: return %[[CLIP]]#0
 
-// BAD: error: unknown optimizer 'lion'; expected adamw or sgd
+// BAD: for the --optimizer option: unknown optimizer 'lion'; expected adamw, adamw8bit, sgd or none
+// BAD-RULE: error: optimizer adamw8bit is not an update rule of memfit-optimizer; expected adamw or sgd
 // BAD-NESTEROV: error: nesterov needs SGD with momentum
 
 // -----

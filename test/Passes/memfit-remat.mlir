@@ -36,7 +36,7 @@
 // TIMELIMIT: error: memfit-remat: time-limit must be positive, got 0.000000e+00
 // NOTIMELINE: error: {{.*}}step.svg
 // BADBUDGET: for the --budget option: '12parsecs' is not a size: expected bytes, or a number with a unit (512MiB, 1.5GiB, 800MB)
-// BADPOLICY: error: memfit-remat: unknown policy 'fastest' (none, checkpoint-layers, auto or optimal)
+// BADPOLICY: for the --policy option: unknown remat policy 'fastest'; expected none, checkpoint-layers, auto or optimal
 
 // A three-block MLP. Each block saves p = x*W (2 KiB, a matmul to get back),
 // g = gelu(p) (2 KiB, one gelu from p) and, but for the last, its output h

@@ -69,7 +69,7 @@ func.func @main(%x: tensor<4x8xf32>, %ids: tensor<4xi64>) -> (tensor<4x8xf32>, t
 // 64 values are under the default min-weight-size of 4096.
 // SMALL-NOT: codes
 
-// BAD: error: weights must be none, nf4, fp4 or int8, got 'int4'
+// BAD: for the --weights option: unknown weight quantization 'int4'; expected none, nf4, fp4 or int8
 // BAD-DQ: error: double-quant needs weights=nf4 or weights=fp4
 // BAD-BLOCK: error: weight-block-size must be even and at least 2, got 5
 

@@ -13,6 +13,7 @@
 #define MEMFIT_ANALYSIS_REMATPOLICIES_H
 
 #include "memfit/Analysis/RematModel.h"
+#include "memfit/Support/OptionKinds.h"
 
 #include <optional>
 #include <string>
@@ -25,7 +26,7 @@ struct RematDecision {
   /// input of RematModel::evaluate).
   llvm::SmallVector<char> choice;
   /// The policy that made it.
-  std::string policy;
+  ::memfit::RematPolicy policy = ::memfit::RematPolicy::None;
   /// Per candidate, when the policy says why it keeps it (else empty).
   llvm::SmallVector<std::string> keptWhy;
 };

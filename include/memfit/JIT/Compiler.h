@@ -19,6 +19,7 @@
 #ifndef MEMFIT_JIT_COMPILER_H
 #define MEMFIT_JIT_COMPILER_H
 
+#include "memfit/Support/OptionKinds.h"
 #include "memfit/runtime/Manifest.h"
 #include "memfit/runtime/Status.h"
 
@@ -41,20 +42,21 @@ namespace memfit {
 /// dimension) for cross-entropy, `target` (the output's shape and type) for
 /// mse, none for "output".
 struct TrainOptions {
-  /// "output" (the model's only output is a float scalar: the loss),
-  /// "cross-entropy" (over the last dimension of the model's first output,
-  /// mean over labels not equal to ignoreIndex) or "mse" (mean over all
-  /// elements of the first output).
-  std::string loss = "output";
+  /// Output (the model's only output is a float scalar: the loss),
+  /// CrossEntropy (over the last dimension of the model's first output,
+  /// mean over labels not equal to ignoreIndex) or Mse (mean over all
+  /// elements of the first output). memfit/Support/OptionKinds.h spells
+  /// each kind (nameOf) and reads what a user types (parseKind).
+  LossKind loss = LossKind::Output;
   int64_t ignoreIndex = -100;
   /// Glob patterns (`*`, `?`) over parameter names. Trainable: float
   /// parameters matching any `trainable` pattern (all when empty) and no
   /// `frozen` pattern.
   std::vector<std::string> trainable, frozen;
-  /// "fp32", or "bf16" / "fp16": contractions and element-wise ops compute
-  /// in the 16-bit type with fp32 master weights (memfit-mixed-precision);
+  /// Fp32, or Bf16 / Fp16: contractions and element-wise ops compute in
+  /// the 16-bit type with fp32 master weights (memfit-mixed-precision);
   /// ops whose ONNX node name matches a `keepFp32` glob stay in fp32.
-  std::string precision = "fp32";
+  PrecisionKind precision = PrecisionKind::Fp32;
   /// LoRA (memfit-lora): with loraRank > 0, adapters of that rank on the
   /// targeted contractions ("attention", "mlp", "all-linear" or globs over
   /// module paths; default attention), scaled by loraAlpha / loraRank
@@ -75,13 +77,13 @@ struct TrainOptions {
   std::string lossScale;
   double lossScaleInit = 65536.0, lossScaleGrowth = 2.0, lossScaleBackoff = 0.5;
   int64_t lossScaleInterval = 2000;
-  /// "adamw", "adamw8bit" (AdamW with 8-bit block-wise states, as
-  /// bitsandbytes' AdamW8bit), "sgd" or "none" (gradients only, see above).
-  std::string optimizer = "adamw";
-  /// "fp32" or "8bit": how optimizer states are stored (memfit-quantize;
-  /// "adamw8bit" implies 8bit). States of fewer than 4096 values, and those
+  /// AdamW, AdamW8bit (AdamW with 8-bit block-wise states, as
+  /// bitsandbytes' AdamW8bit), Sgd or None (gradients only, see above).
+  OptimizerKind optimizer = OptimizerKind::AdamW;
+  /// Fp32 or Bits8: how optimizer states are stored (memfit-quantize;
+  /// AdamW8bit implies Bits8). States of fewer than 4096 values, and those
   /// of parameters matching keepFp32States, stay fp32.
-  std::string optimizerStates = "fp32";
+  StateStorage optimizerStates = StateStorage::Fp32;
   std::vector<std::string> keepFp32States;
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8, weightDecay = 0.01;
   double momentum = 0.0; // SGD
@@ -90,12 +92,12 @@ struct TrainOptions {
   double clipNorm = 0.0;
   /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
-  /// Rematerialization (memfit-remat): "none", "checkpoint-layers", "auto"
-  /// or "optimal"; the peak budget in bytes (0: none; parse what a user
-  /// types with memfit::parseBytes, memfit/runtime/Bytes.h) and/or the
-  /// fraction of the activation memory to keep (0: no limit). "auto" and
-  /// "optimal" change nothing without a budget or fraction.
-  std::string remat = "auto";
+  /// Rematerialization (memfit-remat): None, CheckpointLayers, Auto or
+  /// Optimal; the peak budget in bytes (0: none; parse what a user types
+  /// with memfit::parseBytes, memfit/runtime/Bytes.h) and/or the fraction
+  /// of the activation memory to keep (0: no limit). Auto and Optimal
+  /// change nothing without a budget or fraction.
+  RematPolicy remat = RematPolicy::Auto;
   int64_t budget = 0;
   double activationFraction = 0.0;
   /// remat "auto" may also save a forward value compressed: int8 codes with
@@ -117,10 +119,10 @@ struct TrainOptions {
 /// step the frozen ones, in a forward pass all, when only contractions read
 /// them and they have at least 4096 values.
 struct WeightQuantization {
-  /// "none", "nf4", "fp4" or "int8": quantized at compile time in blocks of
+  /// None, NF4, FP4 or Int8: quantized at compile time in blocks of
   /// blockSize values and dequantized just before each use; doubleQuant
-  /// (nf4, fp4) quantizes their absmax too, as QLoRA.
-  std::string scheme = "none";
+  /// (NF4, FP4) quantizes their absmax too, as QLoRA.
+  WeightStorage scheme = WeightStorage::None;
   int64_t blockSize = 64;
   bool doubleQuant = false;
 };

@@ -4,6 +4,7 @@
 #define MEMFIT_PASSES_PASSES_H
 
 #include "memfit/Support/ByteSize.h"
+#include "memfit/Support/KindOption.h"
 
 #include "mlir/Pass/Pass.h"
 

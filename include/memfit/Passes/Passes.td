@@ -367,7 +367,8 @@ def MemfitMixedPrecisionPass
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let options = [
-    Option<"precision", "precision", "std::string", /*default=*/"\"bf16\"",
+    Option<"precision", "precision", "::memfit::PrecisionKind",
+           /*default=*/"::memfit::PrecisionKind::Bf16",
            "The low type: bf16 or fp16">,
     ListOption<"keepFp32", "keep-fp32", "std::string",
                "Glob patterns of ONNX node names to run in fp32">,
@@ -467,7 +468,8 @@ def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let options = [
-    Option<"loss", "loss", "std::string", /*default=*/"\"output\"",
+    Option<"loss", "loss", "::memfit::LossKind",
+           /*default=*/"::memfit::LossKind::Output",
            "The loss: output, cross-entropy or mse">,
     Option<"ignoreIndex", "ignore-index", "int64_t", /*default=*/"-100",
            "Cross-entropy: labels equal to this contribute nothing">,
@@ -532,8 +534,8 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let options = [
-    Option<"optimizer", "optimizer", "std::string", /*default=*/"\"adamw\"",
-           "adamw or sgd">,
+    Option<"optimizer", "optimizer", "::memfit::OptimizerKind",
+           /*default=*/"::memfit::OptimizerKind::AdamW", "adamw or sgd">,
     Option<"beta1", "beta1", "double", /*default=*/"0.9", "AdamW beta1">,
     Option<"beta2", "beta2", "double", /*default=*/"0.999", "AdamW beta2">,
     Option<"eps", "eps", "double", /*default=*/"1e-8", "AdamW epsilon">,
@@ -612,15 +614,17 @@ def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let options = [
-    Option<"optimizerStates", "optimizer-states", "std::string",
-           /*default=*/"\"fp32\"", "fp32 (unchanged) or 8bit">,
+    Option<"optimizerStates", "optimizer-states", "::memfit::StateStorage",
+           /*default=*/"::memfit::StateStorage::Fp32",
+           "fp32 (unchanged) or 8bit">,
     Option<"stateBlockSize", "state-block-size", "int64_t",
            /*default=*/"256", "Values per absmax of an 8-bit state">,
     Option<"min8bitSize", "min-8bit-size", "int64_t", /*default=*/"4096",
            "States with fewer elements stay fp32">,
     ListOption<"keepFp32States", "keep-fp32-states", "std::string",
                "Glob patterns of parameter names whose states stay fp32">,
-    Option<"weights", "weights", "std::string", /*default=*/"\"none\"",
+    Option<"weights", "weights", "::memfit::WeightStorage",
+           /*default=*/"::memfit::WeightStorage::None",
            "none, nf4, fp4 or int8: how frozen contraction weights are "
            "stored">,
     Option<"weightBlockSize", "weight-block-size", "int64_t",
@@ -629,8 +633,9 @@ def MemfitQuantizePass : Pass<"memfit-quantize", "::mlir::ModuleOp"> {
            "nf4, fp4: quantize the absmax too (8-bit, blocks of 256)">,
     Option<"minWeightSize", "min-weight-size", "int64_t", /*default=*/"4096",
            "Weights with fewer values stay as they are">,
-    Option<"savedActivations", "saved-activations", "std::string",
-           /*default=*/"\"fp32\"", "fp32 (unchanged) or int8: memfit-remat "
+    Option<"savedActivations", "saved-activations",
+           "::memfit::ActivationStorage",
+           /*default=*/"::memfit::ActivationStorage::Fp32", "fp32 (unchanged) or int8: memfit-remat "
            "may keep a saved activation compressed">,
     Option<"activationBlockSize", "activation-block-size", "int64_t",
            /*default=*/"256", "Values per absmax of a compressed activation">,
@@ -657,7 +662,8 @@ def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let options = [
-    Option<"policy", "policy", "std::string", /*default=*/"\"auto\"",
+    Option<"policy", "policy", "::memfit::RematPolicy",
+           /*default=*/"::memfit::RematPolicy::Auto",
            "none, checkpoint-layers, auto or optimal">,
     Option<"budget", "budget", "::mlir::memfit::ByteSize",
            /*default=*/"::mlir::memfit::ByteSize{}",

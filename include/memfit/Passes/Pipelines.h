@@ -24,6 +24,7 @@
 #define MEMFIT_PASSES_PIPELINES_H
 
 #include "memfit/Support/ByteSize.h"
+#include "memfit/Support/KindOption.h"
 
 #include "mlir/Pass/PassOptions.h"
 
@@ -36,23 +37,16 @@ class OpPassManager;
 
 namespace mlir::memfit {
 
-enum class LossKind { Output, CrossEntropy, Mse };
-enum class OptimizerKind { AdamW, AdamW8bit, Sgd, None };
-enum class RematPolicy { None, CheckpointLayers, Auto, Optimal };
-enum class PrecisionKind { Fp32, Bf16, Fp16 };
-enum class StateStorage { Fp32, Bits8 };
-enum class WeightStorage { None, NF4, FP4, Int8 };
-
-/// The names the options, the passes and the C++ API use ("cross-entropy",
-/// "adamw", "checkpoint-layers", ...), and back.
-llvm::StringRef stringifyLossKind(LossKind kind);
-llvm::StringRef stringifyOptimizerKind(OptimizerKind kind);
-llvm::StringRef stringifyRematPolicy(RematPolicy policy);
-llvm::StringRef stringifyPrecisionKind(PrecisionKind kind);
-std::optional<LossKind> symbolizeLossKind(llvm::StringRef name);
-std::optional<OptimizerKind> symbolizeOptimizerKind(llvm::StringRef name);
-std::optional<RematPolicy> symbolizeRematPolicy(llvm::StringRef name);
-std::optional<PrecisionKind> symbolizePrecisionKind(llvm::StringRef name);
+// The kinds the options choose between, with their one spelling
+// (memfit/Support/OptionKinds.h): the C++ API, these options and the
+// passes' own options hold the same enums.
+using ::memfit::ActivationStorage;
+using ::memfit::LossKind;
+using ::memfit::OptimizerKind;
+using ::memfit::PrecisionKind;
+using ::memfit::RematPolicy;
+using ::memfit::StateStorage;
+using ::memfit::WeightStorage;
 
 /// The options of quantized weights (memfit-quantize weights=...), in both
 /// pipelines: frozen weights in a training step, every weight that only
@@ -64,16 +58,8 @@ struct WeightQuantizationOptions {
       : quantizeWeights(
             parent, "quantize-weights",
             llvm::cl::desc("How contraction weights that are not trained are "
-                           "stored"),
-            llvm::cl::init(WeightStorage::None),
-            llvm::cl::values(
-                clEnumValN(WeightStorage::None, "none", "as imported"),
-                clEnumValN(WeightStorage::NF4, "nf4",
-                           "4-bit NormalFloat (QLoRA)"),
-                clEnumValN(WeightStorage::FP4, "fp4",
-                           "4-bit float (bitsandbytes)"),
-                clEnumValN(WeightStorage::Int8, "int8",
-                           "8-bit absmax (linear)"))),
+                           "stored: none, nf4, fp4 or int8"),
+            llvm::cl::init(WeightStorage::None)),
         weightBlockSize(parent, "weight-block-size",
                         llvm::cl::desc("Values per absmax of a quantized "
                                        "weight"),
@@ -121,15 +107,10 @@ struct TrainPipelineOptions
     : public mlir::PassPipelineOptions<TrainPipelineOptions> {
   // The loss (memfit-autodiff).
   Option<LossKind> loss{
-      *this, "loss", llvm::cl::desc("The loss"),
-      llvm::cl::init(LossKind::Output),
-      llvm::cl::values(
-          clEnumValN(LossKind::Output, "output",
-                     "the model's only output, a float scalar"),
-          clEnumValN(LossKind::CrossEntropy, "cross-entropy",
-                     "over the first output's last dimension; adds 'labels'"),
-          clEnumValN(LossKind::Mse, "mse",
-                     "mean squared error of the first output; adds 'target'"))};
+      *this, "loss", llvm::cl::desc("The loss: output (the model's only output), "
+                                      "cross-entropy (adds 'labels') or mse "
+                                      "(adds 'target')"),
+      llvm::cl::init(LossKind::Output)};
   Option<int64_t> ignoreIndex{
       *this, "ignore-index",
       llvm::cl::desc("Cross-entropy: labels equal to this contribute nothing"),
@@ -178,14 +159,9 @@ struct TrainPipelineOptions
   // Mixed precision (memfit-mixed-precision, before memfit-autodiff).
   Option<PrecisionKind> precision{
       *this, "precision",
-      llvm::cl::desc("The type contractions and element-wise ops compute in"),
-      llvm::cl::init(PrecisionKind::Fp32),
-      llvm::cl::values(
-          clEnumValN(PrecisionKind::Fp32, "fp32", "everything in fp32"),
-          clEnumValN(PrecisionKind::Bf16, "bf16",
-                     "bf16 with fp32 master weights"),
-          clEnumValN(PrecisionKind::Fp16, "fp16",
-                     "fp16 with fp32 master weights"))};
+      llvm::cl::desc("The type contractions and element-wise ops compute "
+                     "in: fp32, bf16 or fp16 (fp32 master weights)"),
+      llvm::cl::init(PrecisionKind::Fp32)};
   ListOption<std::string> keepFp32{
       *this, "keep-fp32",
       llvm::cl::desc("Glob patterns of ONNX node names to run in fp32")};
@@ -215,17 +191,9 @@ struct TrainPipelineOptions
 
   // The optimizer (memfit-optimizer).
   Option<OptimizerKind> optimizer{
-      *this, "optimizer", llvm::cl::desc("The parameter update"),
-      llvm::cl::init(OptimizerKind::AdamW),
-      llvm::cl::values(
-          clEnumValN(OptimizerKind::AdamW, "adamw", "AdamW (PyTorch's)"),
-          clEnumValN(OptimizerKind::AdamW8bit, "adamw8bit",
-                     "AdamW with 8-bit block-wise states (bitsandbytes' "
-                     "AdamW8bit): adamw with optimizer-states=8bit"),
-          clEnumValN(OptimizerKind::Sgd, "sgd",
-                     "SGD with optional (Nesterov) momentum"),
-          clEnumValN(OptimizerKind::None, "none",
-                     "no update: the step returns the loss and gradients"))};
+      *this, "optimizer", llvm::cl::desc("The parameter update: adamw, adamw8bit (8-bit "
+                                     "states), sgd or none (the gradients)"),
+      llvm::cl::init(OptimizerKind::AdamW)};
   Option<double> beta1{*this, "beta1", llvm::cl::desc("AdamW beta1"),
                        llvm::cl::init(0.9)};
   Option<double> beta2{*this, "beta2", llvm::cl::desc("AdamW beta2"),
@@ -252,13 +220,9 @@ struct TrainPipelineOptions
   // Quantization (memfit-quantize).
   Option<StateStorage> optimizerStates{
       *this, "optimizer-states",
-      llvm::cl::desc("How optimizer states are stored (adamw8bit: 8bit)"),
-      llvm::cl::init(StateStorage::Fp32),
-      llvm::cl::values(
-          clEnumValN(StateStorage::Fp32, "fp32", "fp32"),
-          clEnumValN(StateStorage::Bits8, "8bit",
-                     "8-bit block-wise dynamic codes, one absmax per 256 "
-                     "values, for states of at least 4096 elements"))};
+      llvm::cl::desc("How optimizer states are stored: fp32 or 8bit "
+                     "(adamw8bit: 8bit)"),
+      llvm::cl::init(StateStorage::Fp32)};
   WeightQuantizationOptions weights{*this};
   FusionOptions fusion{*this};
   ListOption<std::string> keepFp32States{
@@ -279,16 +243,9 @@ struct TrainPipelineOptions
 
   // Rematerialization (memfit-remat).
   Option<RematPolicy> remat{
-      *this, "remat", llvm::cl::desc("Rematerialization policy"),
-      llvm::cl::init(RematPolicy::Auto),
-      llvm::cl::values(
-          clEnumValN(RematPolicy::None, "none", "save every forward value"),
-          clEnumValN(RematPolicy::CheckpointLayers, "checkpoint-layers",
-                     "save layer boundaries, recompute the rest"),
-          clEnumValN(RematPolicy::Auto, "auto",
-                     "cost-aware, to the budget or activation fraction"),
-          clEnumValN(RematPolicy::Optimal, "optimal",
-                     "the ILP's optimum (GLPK), to the budget"))};
+      *this, "remat", llvm::cl::desc("Rematerialization policy: none, "
+                                    "checkpoint-layers, auto or optimal"),
+      llvm::cl::init(RematPolicy::Auto)};
   Option<ByteSize> budget{
       *this, "budget",
       llvm::cl::desc("Peak device memory of the step (weights + arena): "
@@ -321,12 +278,6 @@ struct TrainPipelineOptions
       llvm::cl::desc("Write the memory timeline's data as CSV"),
       llvm::cl::init("")};
 };
-
-/// The spellings of the optimizer-states and quantize-weights values.
-llvm::StringRef stringifyStateStorage(StateStorage storage);
-std::optional<StateStorage> symbolizeStateStorage(llvm::StringRef name);
-llvm::StringRef stringifyWeightStorage(WeightStorage storage);
-std::optional<WeightStorage> symbolizeWeightStorage(llvm::StringRef name);
 
 /// Whether optimizer states are stored in 8 bits (optimizer=adamw8bit or
 /// optimizer-states=8bit).

@@ -1,9 +1,18 @@
 //===- Compiler.cpp - model file to executable -----------------------------===//
+//
+// The driver of the C++ API: imports the model (ONNX or memfit IR), runs
+// the registered pipeline that the options ask for (PipelineOptions.cpp)
+// and emits the executable, with every diagnostic collected into the
+// returned Status. It sits above everything else of the compiler: the
+// importer, the passes and the CUDA target.
+//
+//===----------------------------------------------------------------------===//
 
 #include "memfit/JIT/Compiler.h"
 
+#include "PipelineOptions.h"
+
 #include "memfit/Import/OnnxImporter.h"
-#include "memfit/Passes/Pipelines.h"
 #include "memfit/Target/Cuda/EmitCuda.h"
 
 #include "memfit/Dialect/MemfitOps.h"
@@ -23,139 +32,6 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 namespace memfit {
-
-namespace {
-
-/// Sets `out` from `weights`, or says what is wrong with them.
-rt::Status setWeights(const WeightQuantization &weights,
-                      WeightQuantizationOptions &out) {
-  std::optional<WeightStorage> scheme = symbolizeWeightStorage(weights.scheme);
-  if (!scheme)
-    return rt::invalidArgument("unknown weight quantization '" +
-                               weights.scheme +
-                               "'; expected none, nf4, fp4 or int8");
-  out.quantizeWeights = *scheme;
-  out.weightBlockSize = weights.blockSize;
-  out.doubleQuant = weights.doubleQuant;
-  return rt::Status::ok();
-}
-
-void setFusion(const Fusion &fusion, FusionOptions &out) {
-  out.fuse = fusion.enabled;
-  out.fuseMaxOps = fusion.maxOps;
-  out.fusionReport = fusion.report;
-}
-
-/// The pipeline options of a forward pass, checked.
-rt::StatusOr<std::unique_ptr<ForwardPipelineOptions>>
-forwardOptions(const CompileOptions &compile) {
-  auto options = std::make_unique<ForwardPipelineOptions>();
-  if (rt::Status status = setWeights(compile.weights, options->weights);
-      !status)
-    return status;
-  setFusion(compile.fusion, options->fusion);
-  std::string problem = verifyForwardPipelineOptions(*options);
-  if (!problem.empty())
-    return rt::invalidArgument(problem);
-  return options;
-}
-
-/// The pipeline options of a training step, checked.
-rt::StatusOr<std::unique_ptr<TrainPipelineOptions>>
-pipelineOptions(const TrainOptions &train, const WeightQuantization &weights,
-                const Fusion &fusion) {
-  auto options = std::make_unique<TrainPipelineOptions>();
-  if (rt::Status status = setWeights(weights, options->weights); !status)
-    return status;
-  setFusion(fusion, options->fusion);
-  std::optional<LossKind> loss = symbolizeLossKind(train.loss);
-  std::optional<OptimizerKind> optimizer =
-      symbolizeOptimizerKind(train.optimizer);
-  std::optional<RematPolicy> remat = symbolizeRematPolicy(train.remat);
-  std::optional<PrecisionKind> precision =
-      symbolizePrecisionKind(train.precision);
-  std::optional<StateStorage> states =
-      symbolizeStateStorage(train.optimizerStates);
-  const struct {
-    bool known;
-    const char *what;
-    const std::string &name;
-    const char *expected;
-  } kinds[] = {
-      {loss.has_value(), "loss", train.loss, "output, cross-entropy or mse"},
-      {optimizer.has_value(), "optimizer", train.optimizer,
-       "adamw, adamw8bit, sgd or none"},
-      {remat.has_value(), "remat policy", train.remat,
-       "none, checkpoint-layers, auto or optimal"},
-      {precision.has_value(), "precision", train.precision,
-       "fp32, bf16 or fp16"},
-      {states.has_value(), "optimizer-state storage", train.optimizerStates,
-       "fp32 or 8bit"}};
-  for (const auto &kind : kinds)
-    if (!kind.known)
-      return rt::invalidArgument("unknown " + std::string(kind.what) + " '" +
-                                 kind.name + "'; expected " + kind.expected);
-  options->loss = *loss;
-  options->precision = *precision;
-  options->loraRank = train.loraRank;
-  options->loraAlpha = train.loraAlpha;
-  options->loraTargets = train.loraTargets;
-  options->loraExclude = train.loraExclude;
-  options->loraRslora = train.loraRslora;
-  options->loraDropout = train.loraDropout;
-  options->loraSeed = train.loraSeed;
-  options->keepFp32 = train.keepFp32;
-  options->lossScale = train.lossScale;
-  options->lossScaleInit = train.lossScaleInit;
-  options->lossScaleGrowth = train.lossScaleGrowth;
-  options->lossScaleBackoff = train.lossScaleBackoff;
-  options->lossScaleInterval = train.lossScaleInterval;
-  options->optimizer = *optimizer;
-  options->optimizerStates = *states;
-  options->keepFp32States = train.keepFp32States;
-  options->remat = *remat;
-  options->ignoreIndex = train.ignoreIndex;
-  options->trainable = train.trainable;
-  options->frozen = train.frozen;
-  options->beta1 = train.beta1;
-  options->beta2 = train.beta2;
-  options->eps = train.eps;
-  options->weightDecay = train.weightDecay;
-  options->momentum = train.momentum;
-  options->nesterov = train.nesterov;
-  options->clipNorm = train.clipNorm;
-  options->accumulate = train.accumulate;
-  options->budget = ByteSize{train.budget};
-  options->activationFraction = train.activationFraction;
-  options->compressActivations = train.compressActivations;
-  options->activationBlockSize = train.activationBlockSize;
-  options->rematTimeLimit = train.rematTimeLimit;
-  options->rematReport = train.rematReport;
-  options->rematReportRows = train.rematReportRows;
-  options->timeline = train.timeline;
-  options->timelineData = train.timelineData;
-  std::string problem = verifyTrainPipelineOptions(*options);
-  if (!problem.empty())
-    return rt::invalidArgument(problem);
-  return options;
-}
-
-} // namespace
-
-rt::StatusOr<std::string> pipelineArgument(const CompileOptions &compile) {
-  if (compile.train) {
-    auto options =
-        pipelineOptions(*compile.train, compile.weights, compile.fusion);
-    if (!options)
-      return options.status();
-    return "--memfit-train-pipeline=" + printTrainPipelineOptions(**options);
-  }
-  auto options = forwardOptions(compile);
-  if (!options)
-    return options.status();
-  std::string text = printForwardPipelineOptions(**options);
-  return "--memfit-forward-pipeline" + (text.empty() ? "" : "=" + text);
-}
 
 namespace {
 
@@ -203,6 +79,8 @@ private:
 };
 
 } // namespace
+
+namespace {
 
 /// The values the function's integer inputs may take where they index
 /// something, found on the imported model (before the pipeline wraps ops
@@ -264,6 +142,8 @@ std::vector<rt::InputRange> inputRanges(ModuleOp module) {
   return ranges;
 }
 
+} // namespace
+
 rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
                                               const CompileOptions &options) {
   std::string error;
@@ -304,7 +184,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   std::vector<rt::InputRange> ranges = inputRanges(*module);
   // Cross-entropy training adds a 'labels' input that indexes the classes
   // of the model's first output (its last dimension; see memfit-autodiff).
-  if (options.train && options.train->loss == "cross-entropy")
+  if (options.train && options.train->loss == LossKind::CrossEntropy)
     module->walk([&](func::FuncOp func) {
       ArrayRef<Type> results = func.getFunctionType().getResults();
       auto out = results.empty() ? RankedTensorType()
@@ -323,12 +203,12 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   PassManager pm(&context, ModuleOp::getOperationName());
   if (options.train) {
     auto trainOptions =
-        pipelineOptions(*options.train, options.weights, options.fusion);
+        trainPipelineOptions(*options.train, options.weights, options.fusion);
     if (!trainOptions)
       return trainOptions.status();
     buildTrainPipeline(pm, **trainOptions);
   } else {
-    auto forward = forwardOptions(options);
+    auto forward = forwardPipelineOptions(options);
     if (!forward)
       return forward.status();
     buildForwardPipeline(pm, **forward);
