@@ -1,24 +1,17 @@
 //===- HostBackend.cpp - running the CUDA C++ source on the CPU -----------===//
 //
 // The host backend compiles Manifest::source with the host C++ compiler
-// against the emulation header (host/memfit_cuda_host.h) into a shared
-// object, cached like the CUDA backend's CUBINs, and runs the kernels'
+// against the emulation header (host/memfit_cuda_host.h) into shared
+// objects, cached kernel by kernel (HostKernels.cpp), and runs the kernels'
 // blocks on a pool of worker threads. Contractions go to OpenBLAS.
-//
-// The translation unit it compiles is
-//
-//   <emulation header>
-//   #line 1 "kernels.cu"
-//   <Manifest::source>
-//   extern "C" int memfit_launch_<i>(...) { ... }   one per kernel
-//
-// so compiler errors point at lines of kernels.cu.
 //
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
 #include "Files.h"
 #include "Half.h"
+#include "HostCompiler.h"
+#include "HostKernels.h"
 #include "KernelCache.h"
 
 #define MEMFIT_HOST_ABI_ONLY
@@ -59,122 +52,6 @@ extern const char *const kHostEmulationHeader;
 namespace {
 
 //===----------------------------------------------------------------------===//
-// Running the compiler
-//===----------------------------------------------------------------------===//
-
-std::vector<std::string> splitWords(const std::string &command) {
-  std::vector<std::string> words;
-  std::string word;
-  for (char c : command) {
-    if (c == ' ' || c == '\t' || c == '\n') {
-      if (!word.empty())
-        words.push_back(word);
-      word.clear();
-    } else {
-      word += c;
-    }
-  }
-  if (!word.empty())
-    words.push_back(word);
-  return words;
-}
-
-std::string joinWords(const std::vector<std::string> &words) {
-  std::string s;
-  for (const std::string &w : words)
-    s += (s.empty() ? "" : " ") + w;
-  return s;
-}
-
-struct ProcessResult {
-  int exitCode = 0;
-  std::string output; // stdout and stderr together
-};
-
-/// Runs `argv` with stdin from /dev/null and stdout and stderr captured.
-StatusOr<ProcessResult> runProcess(const std::vector<std::string> &argv) {
-  int pipeFds[2];
-  if (::pipe2(pipeFds, O_CLOEXEC) != 0)
-    return internalError(std::string("pipe: ") + std::strerror(errno));
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 1);
-  posix_spawn_file_actions_adddup2(&actions, pipeFds[1], 2);
-
-  std::vector<char *> args;
-  for (const std::string &a : argv)
-    args.push_back(const_cast<char *>(a.c_str()));
-  args.push_back(nullptr);
-  pid_t pid;
-  int spawned =
-      posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  ::close(pipeFds[1]);
-  if (spawned != 0) {
-    ::close(pipeFds[0]);
-    return unavailable("cannot run '" + argv[0] +
-                       "': " + std::strerror(spawned));
-  }
-  ProcessResult result;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = ::read(pipeFds[0], buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      break;
-    result.output.append(buffer, static_cast<size_t>(n));
-  }
-  ::close(pipeFds[0]);
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  result.exitCode =
-      WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  if (result.exitCode == 127)
-    return unavailable("cannot run '" + argv[0] + "': " + result.output);
-  return result;
-}
-
-/// The first line of `<compiler> --version`, remembered per command.
-StatusOr<std::string>
-compilerVersion(const std::vector<std::string> &compiler) {
-  static std::mutex mutex;
-  static std::map<std::string, std::string> versions;
-  std::string key = joinWords(compiler);
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    auto it = versions.find(key);
-    if (it != versions.end())
-      return it->second;
-  }
-  std::vector<std::string> argv = compiler;
-  argv.push_back("--version");
-  StatusOr<ProcessResult> result = runProcess(argv);
-  if (!result)
-    return result.status();
-  if (result->exitCode != 0)
-    return unavailable("'" + key + " --version' failed: " + result->output);
-  std::string version = result->output.substr(0, result->output.find('\n'));
-  std::lock_guard<std::mutex> lock(mutex);
-  versions[key] = version;
-  return version;
-}
-
-std::string firstLines(const std::string &text, size_t count) {
-  size_t pos = 0;
-  for (size_t line = 0; line < count && pos != std::string::npos; ++line) {
-    pos = text.find('\n', pos);
-    if (pos != std::string::npos)
-      ++pos;
-  }
-  if (pos == std::string::npos || pos >= text.size())
-    return text;
-  return text.substr(0, pos) + "[...]\n";
-}
-
-//===----------------------------------------------------------------------===//
 // Worker threads
 //===----------------------------------------------------------------------===//
 
@@ -207,8 +84,11 @@ public:
 
   unsigned size() const { return static_cast<unsigned>(threads_.size()); }
 
-  /// Called by each worker before it exits.
-  void setExitHook(void (*hook)()) { exitHook_.store(hook); }
+  /// Called by each worker before it exits (set before the first run).
+  void setExitHooks(std::vector<void (*)()> hooks) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    exitHooks_ = std::move(hooks);
+  }
 
   /// Runs task(i) for every i in [0, count) on the workers and waits.
   void run(size_t count, const std::function<void(size_t)> &task) {
@@ -246,8 +126,9 @@ private:
       if (--active_ == 0)
         done_.notify_one();
     }
+    std::vector<void (*)()> hooks = exitHooks_;
     lock.unlock();
-    if (void (*hook)() = exitHook_.load())
+    for (void (*hook)() : hooks)
       hook();
   }
 
@@ -260,7 +141,7 @@ private:
   size_t active_ = 0;
   uint64_t generation_ = 0;
   bool stop_ = false;
-  std::atomic<void (*)()> exitHook_{nullptr};
+  std::vector<void (*)()> exitHooks_;
 };
 
 //===----------------------------------------------------------------------===//
@@ -339,18 +220,14 @@ void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
 // HostBackend
 //===----------------------------------------------------------------------===//
 
-constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC",
-                                         "-shared", "-w"};
-
 class HostBackend final : public Backend {
 public:
   explicit HostBackend(std::vector<std::string> compiler)
       : compiler_(std::move(compiler)) {}
 
   ~HostBackend() override {
-    pool_.reset(); // workers release their state in the library first
-    if (library_)
-      dlclose(library_);
+    pool_.reset(); // workers release their state in the libraries first
+    kernelLibraries_.reset();
     std::free(memory_);
   }
 
@@ -464,11 +341,6 @@ private:
     return Status::ok();
   }
 
-  /// Compiles the wrapper into a fresh temporary directory and returns the
-  /// path of the shared object there; on failure the source is kept.
-  StatusOr<std::string> compile(const std::string &wrapper,
-                                SessionTimings &timings);
-
   struct KernelEntry {
     std::string name;
     memfit_host_launcher launcher = nullptr;
@@ -478,68 +350,16 @@ private:
   std::vector<std::string> compiler_;
   std::string version_;
   std::unique_ptr<WorkerPool> pool_;
-  void *library_ = nullptr;
+  std::unique_ptr<HostKernels> kernelLibraries_;
   std::vector<KernelEntry> kernels_;
   uint8_t *memory_ = nullptr;
   uint64_t allocated_ = 0;
 };
 
-/// The translation unit: header, source, and one launcher per kernel.
-std::string wrapperSource(const Manifest &manifest) {
-  std::string s = "#line 1 \"memfit_cuda_host.h\"\n";
-  s += kHostEmulationHeader;
-  s += "\n#line 1 \"kernels.cu\"\n";
-  s += manifest.source;
-  s += "\n#line 1 \"memfit-host-launchers\"\n";
-  s += "#pragma GCC visibility pop\n";
-  for (size_t i = 0; i < manifest.kernels.size(); ++i) {
-    const Kernel &k = manifest.kernels[i];
-    s += "// kernels[" + std::to_string(i) + "]\n";
-    s += "extern \"C\" int " MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i) +
-         "(const memfit_host_launch *launch, void **args) {\n";
-    s += "  return memfit_host::launch<&" + k.name + ">(launch, args, " +
-         (k.usesBarriers ? "true" : "false") + ");\n}\n";
-  }
-  return s;
-}
-
-StatusOr<std::string> HostBackend::compile(const std::string &wrapper,
-                                           SessionTimings &timings) {
-  StatusOr<std::string> directory = makeTemporaryDirectory("memfit-host-");
-  if (!directory)
-    return directory.status().withContext("host backend");
-  std::string sourcePath = *directory + "/kernels_host.cpp";
-  std::string libraryPath = *directory + "/kernels_host.so";
-  MEMFIT_RT_RETURN_IF_ERROR(
-      writeFile(sourcePath, wrapper.data(), wrapper.size())
-          .withContext("host backend"));
-
-  std::vector<std::string> argv = compiler_;
-  for (const char *flag : kCompileFlags)
-    argv.push_back(flag);
-  argv.insert(argv.end(), {"-o", libraryPath, sourcePath});
-  auto start = std::chrono::steady_clock::now();
-  StatusOr<ProcessResult> result = runProcess(argv);
-  timings.compileSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
-  if (!result) {
-    removeDirectoryAndFiles(*directory);
-    return result.status().withContext("host backend");
-  }
-  if (result->exitCode != 0)
-    return invalidArgument("host backend: compiling the kernels failed (" +
-                           joinWords(argv) + ", exit code " +
-                           std::to_string(result->exitCode) + "):\n" +
-                           firstLines(result->output, 40) +
-                           "(the source is kept at " + sourcePath + ")");
-  return libraryPath;
-}
-
 Status HostBackend::prepareKernels(const Manifest &manifest,
                                    const SessionOptions &options,
                                    SessionTimings &timings) {
-  if (library_)
+  if (kernelLibraries_)
     return internalError("host backend: kernels are already prepared");
   for (size_t i = 0; i < manifest.kernels.size(); ++i)
     if (manifest.kernels[i].sharedBytes != 0)
@@ -554,64 +374,18 @@ Status HostBackend::prepareKernels(const Manifest &manifest,
         "or $MEMFIT_HOST_CXX)");
   version_ = *version;
 
-  std::string wrapper = wrapperSource(manifest);
-  std::string flags;
-  for (const char *flag : kCompileFlags)
-    flags += std::string(" ") + flag;
-  KernelCache cache(options);
-  std::string cachePath =
-      cache.enabled() ? cache.path("host", wrapper, "host" + flags,
-                                   joinWords(compiler_) + "\n" + version_, "so")
-                      : "";
-  timings.cacheHit = false;
-  timings.compileSeconds = 0;
-  std::string libraryPath = cachePath;
-  if (!cachePath.empty() && fileExists(cachePath)) {
-    library_ = dlopen(cachePath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    timings.cacheHit = library_ != nullptr;
-  }
-  if (!library_) {
-    StatusOr<std::string> compiled = compile(wrapper, timings);
-    if (!compiled)
-      return compiled.status();
-    // Load the cached copy, so that sessions share it; the private one
-    // when the cache is off or could not take it.
-    if (!cachePath.empty()) {
-      if (StatusOr<std::string> bytes = readFile(*compiled))
-        cache.store(cachePath, std::vector<char>(bytes->begin(), bytes->end()));
-      if (fileExists(cachePath))
-        library_ = dlopen(cachePath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    }
-    if (!library_) {
-      libraryPath = *compiled;
-      library_ = dlopen(libraryPath.c_str(), RTLD_NOW | RTLD_LOCAL);
-    }
-    std::string directory = compiled->substr(0, compiled->rfind('/'));
-    removeDirectoryAndFiles(directory);
-    if (!library_) {
-      const char *why = dlerror();
-      return internalError("host backend: cannot load " + libraryPath + ": " +
-                           (why ? why : "dlopen failed"));
-    }
-  }
-
-  auto release = reinterpret_cast<memfit_host_release>(
-      dlsym(library_, MEMFIT_HOST_RELEASE_SYMBOL));
-  if (!release)
-    return internalError("host backend: " + libraryPath + " lacks " +
-                         MEMFIT_HOST_RELEASE_SYMBOL);
-  pool_->setExitHook(release);
+  kernelLibraries_ = std::make_unique<HostKernels>();
+  MEMFIT_RT_RETURN_IF_ERROR(loadHostKernels(manifest, compiler_, version_,
+                                            options, timings,
+                                            *kernelLibraries_));
+  pool_->setExitHooks(kernelLibraries_->releases);
   for (size_t i = 0; i < manifest.kernels.size(); ++i) {
     const Kernel &k = manifest.kernels[i];
-    std::string symbol = MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i);
     KernelEntry entry;
     entry.name = k.name;
     entry.grid = k.grid;
     entry.block = k.block;
-    entry.launcher =
-        reinterpret_cast<memfit_host_launcher>(dlsym(library_, symbol.c_str()));
-    if (!entry.launcher)
-      return internalError("host backend: " + libraryPath + " lacks " + symbol);
+    entry.launcher = kernelLibraries_->launchers[i];
     kernels_.push_back(entry);
   }
   return Status::ok();

@@ -1,0 +1,385 @@
+//===- HostKernels.cpp - the host backend's compiled kernels --------------===//
+//
+// Compiling an executable's CUDA C++ with the host C++ compiler against the
+// emulation header, with the per-kernel cache of HostKernels.h. A
+// translation unit is
+//
+//   #line 1 "memfit_cuda_host.h"   <emulation header>
+//   #line 1 "kernels.cu"           <the source before the first kernel>
+//   #line N "kernels.cu"           <a kernel, renamed memfit_k_<key>>  ...
+//   extern "C" int memfit_launch_k<key>(...) { ... }                    ...
+//
+// so compiler errors point at lines of kernels.cu.
+//
+//===----------------------------------------------------------------------===//
+
+#include "HostKernels.h"
+
+#include "Files.h"
+#include "HostCompiler.h"
+#include "KernelCache.h"
+
+#include <algorithm>
+#include <chrono>
+#include <dlfcn.h>
+#include <map>
+#include <optional>
+#include <set>
+
+namespace memfit::rt {
+
+extern const char *const kHostEmulationHeader;
+
+namespace {
+
+constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC",
+                                         "-shared", "-w"};
+constexpr const char *kDefinition = "extern \"C\" __global__ void ";
+/// What a kernel's name is replaced with in its cache key.
+constexpr const char *kNamePlaceholder = "MEMFIT_KERNEL_NAME";
+
+std::string compileFlags() {
+  std::string flags;
+  for (const char *flag : kCompileFlags)
+    flags += std::string(" ") + flag;
+  return flags;
+}
+
+/// The first occurrence of `needle` at the start of a line of `s`, at or
+/// after `from`.
+size_t findAtLineStart(const std::string &s, const std::string &needle,
+                       size_t from = 0) {
+  size_t at = s.find(needle, from);
+  while (at != std::string::npos && at != 0 && s[at - 1] != '\n')
+    at = s.find(needle, at + 1);
+  return at;
+}
+
+/// The start of the comment and blank lines just above the line at `at`
+/// (which describe the kernel defined there), or `at` when there are none.
+size_t commentBlockStart(const std::string &s, size_t at) {
+  while (at > 0) {
+    size_t prevStart = at >= 2 ? s.rfind('\n', at - 2) : std::string::npos;
+    prevStart = prevStart == std::string::npos ? 0 : prevStart + 1;
+    std::string line = s.substr(prevStart, at - 1 - prevStart);
+    if (!line.empty() && line.compare(0, 2, "//") != 0)
+      break;
+    at = prevStart;
+  }
+  return at;
+}
+
+/// An executable's source cut into the part before its first kernel and
+/// one piece per Manifest::kernels entry (its definition to the comments
+/// of the next kernel), each with its name replaced by kNamePlaceholder.
+struct SplitSource {
+  std::string preamble;
+  std::vector<std::string> bodies;
+  /// The line of kernels.cu each body starts at.
+  std::vector<size_t> lines;
+};
+
+/// Nothing when a kernel's definition is not found exactly once at the
+/// start of a line (a source not written by memfit's emitter).
+std::optional<SplitSource> splitSource(const Manifest &manifest) {
+  const std::string &s = manifest.source;
+  size_t count = manifest.kernels.size();
+  if (count == 0)
+    return std::nullopt;
+  std::vector<std::pair<size_t, size_t>> starts; // (offset, kernel)
+  for (size_t i = 0; i < count; ++i) {
+    std::string definition = kDefinition + manifest.kernels[i].name + "(";
+    size_t at = findAtLineStart(s, definition);
+    if (at == std::string::npos ||
+        findAtLineStart(s, definition, at + 1) != std::string::npos)
+      return std::nullopt;
+    starts.emplace_back(at, i);
+  }
+  std::sort(starts.begin(), starts.end());
+  SplitSource split;
+  split.bodies.resize(count);
+  split.lines.resize(count);
+  split.preamble = s.substr(0, commentBlockStart(s, starts.front().first));
+  for (size_t j = 0; j < count; ++j) {
+    auto [at, kernel] = starts[j];
+    size_t end = j + 1 < count ? commentBlockStart(s, starts[j + 1].first)
+                               : s.size();
+    if (end < at)
+      return std::nullopt;
+    std::string body = s.substr(at, end - at);
+    size_t nameAt = std::string(kDefinition).size();
+    body.replace(nameAt, manifest.kernels[kernel].name.size(),
+                 kNamePlaceholder);
+    split.bodies[kernel] = std::move(body);
+    split.lines[kernel] =
+        1 + static_cast<size_t>(std::count(s.begin(), s.begin() + at, '\n'));
+  }
+  return split;
+}
+
+/// The 16 hex digits of a cache path `<dir>/<kind>-<hex>.<ext>`.
+std::string keyOf(const std::string &path) {
+  size_t dot = path.rfind('.');
+  return path.substr(dot - 16, 16);
+}
+
+/// Compiles `source` into a shared object in a fresh temporary directory
+/// and returns its path; on failure the source is kept for the message.
+StatusOr<std::string> compileSource(const std::vector<std::string> &compiler,
+                                    const std::string &source,
+                                    double &seconds) {
+  StatusOr<std::string> directory = makeTemporaryDirectory("memfit-host-");
+  if (!directory)
+    return directory.status().withContext("host backend");
+  std::string sourcePath = *directory + "/kernels_host.cpp";
+  std::string libraryPath = *directory + "/kernels_host.so";
+  MEMFIT_RT_RETURN_IF_ERROR(
+      writeFile(sourcePath, source.data(), source.size())
+          .withContext("host backend"));
+  std::vector<std::string> argv = compiler;
+  for (const char *flag : kCompileFlags)
+    argv.push_back(flag);
+  argv.insert(argv.end(), {"-o", libraryPath, sourcePath});
+  auto start = std::chrono::steady_clock::now();
+  StatusOr<ProcessResult> result = runProcess(argv);
+  seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                           start)
+                 .count();
+  if (!result) {
+    removeDirectoryAndFiles(*directory);
+    return result.status().withContext("host backend");
+  }
+  if (result->exitCode != 0)
+    return invalidArgument("host backend: compiling the kernels failed (" +
+                           joinWords(argv) + ", exit code " +
+                           std::to_string(result->exitCode) + "):\n" +
+                           firstLines(result->output, 40) +
+                           "(the source is kept at " + sourcePath + ")");
+  return libraryPath;
+}
+
+/// Loads shared objects once each and finds their launchers.
+class Loader {
+public:
+  explicit Loader(HostKernels &out) : out_(out) {}
+
+  /// The handle of `path`, loading it (and noting its release) the first
+  /// time.
+  StatusOr<void *> open(const std::string &path) {
+    auto it = handles_.find(path);
+    if (it != handles_.end())
+      return it->second;
+    void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char *why = dlerror();
+      return internalError("host backend: cannot load " + path + ": " +
+                           (why ? why : "dlopen failed"));
+    }
+    out_.libraries.push_back(handle);
+    auto release = reinterpret_cast<memfit_host_release>(
+        dlsym(handle, MEMFIT_HOST_RELEASE_SYMBOL));
+    if (!release)
+      return internalError("host backend: " + path + " lacks " +
+                           MEMFIT_HOST_RELEASE_SYMBOL);
+    out_.releases.push_back(release);
+    handles_[path] = handle;
+    return handle;
+  }
+
+  static memfit_host_launcher find(void *handle, const std::string &symbol) {
+    return reinterpret_cast<memfit_host_launcher>(
+        dlsym(handle, symbol.c_str()));
+  }
+
+private:
+  HostKernels &out_;
+  std::map<std::string, void *> handles_;
+};
+
+/// The launcher's symbol of the kernel whose cache key is `key`.
+std::string launcherOf(const std::string &key) {
+  return MEMFIT_HOST_LAUNCHER_PREFIX + std::string("k") + key;
+}
+
+/// The translation unit of `kernels` (indices into the manifest, one per
+/// distinct key), each renamed after its key.
+std::string batchSource(const Manifest &manifest, const SplitSource &split,
+                        const std::vector<size_t> &kernels,
+                        const std::vector<std::string> &keys) {
+  std::string s = "#line 1 \"memfit_cuda_host.h\"\n";
+  s += kHostEmulationHeader;
+  s += "\n#line 1 \"kernels.cu\"\n";
+  s += split.preamble;
+  for (size_t i : kernels) {
+    std::string body = split.bodies[i];
+    body.replace(std::string(kDefinition).size(),
+                 std::string(kNamePlaceholder).size(), "memfit_k_" + keys[i]);
+    s += "\n#line " + std::to_string(split.lines[i]) + " \"kernels.cu\"\n";
+    s += body;
+  }
+  s += "\n#line 1 \"memfit-host-launchers\"\n";
+  s += "#pragma GCC visibility pop\n";
+  for (size_t i : kernels) {
+    s += "// " + manifest.kernels[i].name + "\n";
+    s += "extern \"C\" int " + launcherOf(keys[i]) +
+         "(const memfit_host_launch *launch, void **args) {\n";
+    s += "  return memfit_host::launch<&memfit_k_" + keys[i] +
+         ">(launch, args, " +
+         (manifest.kernels[i].usesBarriers ? "true" : "false") + ");\n}\n";
+  }
+  return s;
+}
+
+/// The whole source as one translation unit, launchers by kernel index
+/// (for a source splitSource does not recognize).
+std::string wholeSource(const Manifest &manifest) {
+  std::string s = "#line 1 \"memfit_cuda_host.h\"\n";
+  s += kHostEmulationHeader;
+  s += "\n#line 1 \"kernels.cu\"\n";
+  s += manifest.source;
+  s += "\n#line 1 \"memfit-host-launchers\"\n";
+  s += "#pragma GCC visibility pop\n";
+  for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+    const Kernel &k = manifest.kernels[i];
+    s += "extern \"C\" int " MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i) +
+         "(const memfit_host_launch *launch, void **args) {\n";
+    s += "  return memfit_host::launch<&" + k.name + ">(launch, args, " +
+         (k.usesBarriers ? "true" : "false") + ");\n}\n";
+  }
+  return s;
+}
+
+/// Compiles `source` into the cache at `cachePath` (or privately when the
+/// cache cannot take it) and loads it.
+StatusOr<void *> compileAndOpen(const std::vector<std::string> &compiler,
+                                const std::string &source,
+                                const KernelCache &cache,
+                                const std::string &cachePath, Loader &loader,
+                                double &seconds) {
+  StatusOr<std::string> compiled = compileSource(compiler, source, seconds);
+  if (!compiled)
+    return compiled.status();
+  std::string libraryPath = *compiled;
+  if (!cachePath.empty()) {
+    if (StatusOr<std::string> bytes = readFile(*compiled))
+      cache.store(cachePath, std::vector<char>(bytes->begin(), bytes->end()));
+    if (fileExists(cachePath))
+      libraryPath = cachePath;
+  }
+  StatusOr<void *> handle = loader.open(libraryPath);
+  removeDirectoryAndFiles(compiled->substr(0, compiled->rfind('/')));
+  return handle;
+}
+
+} // namespace
+
+HostKernels::~HostKernels() {
+  for (void *library : libraries)
+    dlclose(library);
+}
+
+Status loadHostKernels(const Manifest &manifest,
+                       const std::vector<std::string> &compiler,
+                       const std::string &version,
+                       const SessionOptions &options, SessionTimings &timings,
+                       HostKernels &out) {
+  KernelCache cache(options);
+  std::string compilerId = joinWords(compiler) + "\n" + version;
+  std::string flags = "host" + compileFlags();
+  Loader loader(out);
+  timings.cacheHit = false;
+  timings.compileSeconds = 0;
+  out.launchers.assign(manifest.kernels.size(), nullptr);
+
+  std::optional<SplitSource> split = splitSource(manifest);
+  if (!split) {
+    // One translation unit for the whole source, cached as a whole.
+    std::string source = wholeSource(manifest);
+    std::string cachePath =
+        cache.enabled() ? cache.path("host", source, flags, compilerId, "so")
+                        : "";
+    StatusOr<void *> handle = notFound("not cached");
+    if (!cachePath.empty() && fileExists(cachePath))
+      handle = loader.open(cachePath);
+    timings.cacheHit = static_cast<bool>(handle);
+    if (!handle)
+      handle = compileAndOpen(compiler, source, cache, cachePath, loader,
+                              timings.compileSeconds);
+    if (!handle)
+      return handle.status();
+    for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+      std::string symbol = MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i);
+      out.launchers[i] = Loader::find(*handle, symbol);
+      if (!out.launchers[i])
+        return internalError("host backend: the kernels' library lacks " +
+                             symbol);
+    }
+    return Status::ok();
+  }
+
+  // Each kernel's key: its source without its name, in the context it is
+  // compiled in (header, preamble, compiler, flags).
+  std::string context = compilerId + "\n" +
+                        std::to_string(hashBytes(kHostEmulationHeader,
+                                                 std::char_traits<char>::length(
+                                                     kHostEmulationHeader))) +
+                        "\n" + split->preamble;
+  std::vector<std::string> keys(manifest.kernels.size()), indexPaths(keys.size());
+  KernelCache keyer(SessionOptions{}); // paths only, when the cache is off
+  for (size_t i = 0; i < keys.size(); ++i) {
+    std::string target =
+        flags + (manifest.kernels[i].usesBarriers ? " barriers" : "");
+    std::string path =
+        (cache.enabled() ? cache : keyer)
+            .path("host-kernel", split->bodies[i], target, context, "lib");
+    keys[i] = keyOf(path);
+    indexPaths[i] = cache.enabled() ? path : "";
+  }
+
+  // The kernels compiled before, from the objects their index names.
+  std::vector<size_t> missing;
+  std::set<std::string> missingKeys;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (cache.enabled())
+      if (std::optional<std::vector<char>> index = cache.load(indexPaths[i])) {
+        std::string library =
+            cache.directory() + "/" + std::string(index->begin(), index->end());
+        if (fileExists(library))
+          if (StatusOr<void *> handle = loader.open(library))
+            out.launchers[i] = Loader::find(*handle, launcherOf(keys[i]));
+      }
+    if (!out.launchers[i] && missingKeys.insert(keys[i]).second)
+      missing.push_back(i);
+  }
+  timings.cacheHit = missing.empty();
+  if (missing.empty())
+    return Status::ok();
+
+  // The rest, compiled together, then indexed.
+  std::string source = batchSource(manifest, *split, missing, keys);
+  std::string batchPath =
+      cache.enabled() ? cache.path("host-batch", source, flags, compilerId, "so")
+                      : "";
+  StatusOr<void *> handle = compileAndOpen(compiler, source, cache, batchPath,
+                                           loader, timings.compileSeconds);
+  if (!handle)
+    return handle.status();
+  if (cache.enabled() && fileExists(batchPath)) {
+    std::string name = batchPath.substr(batchPath.rfind('/') + 1);
+    for (size_t i : missing)
+      cache.store(indexPaths[i], std::vector<char>(name.begin(), name.end()));
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (out.launchers[i])
+      continue;
+    out.launchers[i] = Loader::find(*handle, launcherOf(keys[i]));
+    if (!out.launchers[i])
+      return internalError("host backend: the kernels' library lacks " +
+                           launcherOf(keys[i]) + " (kernels[" +
+                           std::to_string(i) + "] '" + manifest.kernels[i].name +
+                           "')");
+  }
+  return Status::ok();
+}
+
+} // namespace memfit::rt
