@@ -29,6 +29,7 @@ set(MEMFIT_EXPORTED_LIBRARIES
   MemfitPipelines:Pipelines
   MemfitTargetCuda:TargetCuda
   MemfitJIT:JIT
+  MemfitFrontend:Frontend
 )
 set(memfit_targets)
 foreach(entry ${MEMFIT_EXPORTED_LIBRARIES})
