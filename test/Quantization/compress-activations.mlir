@@ -32,7 +32,7 @@
 // PLAIN-NEXT: extra FLOPs: 41.0 kFLOP (12.92% of the step's 317.1 kFLOP)
 // PLAIN-NOT: compressed
 // OPTIMAL: error: memfit-remat: saving activations compressed (memfit-quantize saved-activations=int8) needs policy auto: the ILP of policy optimal only keeps or recomputes
-// BADVALUE: error: saved-activations must be fp32 or int8, got 'int4'
+// BADVALUE: for the --saved-activations option: unknown activation storage 'int4'; expected fp32 or int8
 // BADBLOCK: error: activation-block-size must be positive, got 0
 // BADREQUEST: error: memfit-remat: memfit.saved_activations must be {scheme = "int8", block_size = N} with N >= 1, got {block_size = 256 : i64, scheme = "int4"}
 

@@ -77,6 +77,6 @@ func.func @main(%x: tensor<64x80xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.n
 // FP32-NOT: codes
 // FP32: memfit.parameter @w.exp_avg = dense<0.000000e+00> : tensor<64x80xf32>
 
-// BAD: error: optimizer-states must be fp32 or 8bit, got '4bit'
+// BAD: for the --optimizer-states option: unknown optimizer-state storage '4bit'; expected fp32 or 8bit
 // NO-STATES: error: optimizer-states=8bit: the module has no optimizer state; run memfit-optimizer first
 // BAD-GLOB: error: bad keep-fp32-states pattern '['
