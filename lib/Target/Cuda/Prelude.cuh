@@ -12,7 +12,12 @@ template <typename T> static __device__ __forceinline__ T memfit_warp_max(T v) {
   return v;
 }
 // Block-wide reductions: every thread gets the result. `scratch` holds one
-// value per warp; blockDim.x is a multiple of 32.
+// value per warp; blockDim.x is a multiple of 32. The host backend computes
+// the same results at one barrier (memfit_host::blockSum and blockMax).
+#ifdef MEMFIT_CUDA_HOST_H
+template <typename T> static __device__ __forceinline__ T memfit_block_sum(T v, T* scratch) { return memfit_host::blockSum(v); }
+template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, T* scratch) { return memfit_host::blockMax(v); }
+#else
 template <typename T> static __device__ __forceinline__ T memfit_block_sum(T v, T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
   v = memfit_warp_sum(v);
@@ -33,6 +38,7 @@ template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, 
   __syncthreads();
   return v;
 }
+#endif
 // Dropout's keep decision: a counter-based hash (splitmix64) of the seed and
 // the element index, compared with the drop ratio.
 // An integer power by repeated squaring, wrapping like the C types (the

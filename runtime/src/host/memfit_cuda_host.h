@@ -239,6 +239,12 @@ struct ThreadState {
   unsigned char done[kMaxThreads];
   unsigned shuffles[kMaxThreads]; // per thread, selects the slot buffer
   unsigned long long slots[2][kMaxThreads];
+  // Block reductions (blockReduce): per thread, how many it entered; how
+  // many results are computed; the last result of each lane.
+  unsigned collectives[kMaxThreads];
+  unsigned long long values[kMaxThreads]; // each thread's value
+  unsigned computed;
+  unsigned long long results[32];
   void (*body)(void *const *args);
   void *const *bodyArgs;
 };
@@ -374,8 +380,10 @@ static bool runBlockInFibers(ThreadState *s, unsigned count, char *error,
   for (unsigned i = 0; i < count; ++i) {
     s->done[i] = 0;
     s->shuffles[i] = 0;
+    s->collectives[i] = 0;
     startFiber(s, i);
   }
+  s->computed = 0;
   s->inFibers = true;
   for (unsigned barrier = 0;; ++barrier) {
     unsigned first = 0;
@@ -530,6 +538,70 @@ static inline unsigned laneId() {
 }
 static inline unsigned warpBase() {
   return tlsState ? tlsState->current & ~31u : 0;
+}
+
+/// Lane i's value after a butterfly over the 32 values of `x` (xor 16, 8,
+/// 4, 2, 1: x[i] = op(x[i], x[i ^ o])), as a warp's shuffles compute it.
+template <class T, class Op> static inline void butterfly(T *x, Op op) {
+  T y[32];
+  for (unsigned o = 16; o > 0; o >>= 1) {
+    for (unsigned i = 0; i < 32; ++i)
+      y[i] = op(x[i], x[i ^ o]);
+    memcpy(x, y, sizeof(y));
+  }
+}
+
+/// A block-wide reduction at one barrier, with the result of the prelude's
+/// CUDA memfit_block_sum/max to the bit: a butterfly in each warp, lane 0's
+/// value of each warp to lane `warp` of a second butterfly (lanes beyond
+/// the warps hold `pad`, or warp 0's value when `padWithFirst`), and
+/// thread t gets lane t % 32's value. Every thread enters with its value;
+/// the first to pass the barrier computes the results, the others read
+/// them. (The CUDA code switches threads at 12 barriers and shuffles.)
+template <class T, class Op>
+static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
+  static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
+                "block reductions take values of at most 8 bytes");
+  ThreadState *s = tlsState;
+  if (!s || !s->inFibers) {
+    if (s)
+      s->barrierMisuse = true;
+    return v;
+  }
+  unsigned self = s->current;
+  unsigned round = ++s->collectives[self];
+  memcpy(&s->values[self], &v, sizeof(T));
+  yieldFiber(s);
+  s = tlsState;
+  if (s->computed != round) {
+    unsigned warps = s->count / 32;
+    T lanes[32], firsts[32];
+    for (unsigned w = 0; w < warps; ++w) {
+      for (unsigned i = 0; i < 32; ++i)
+        memcpy(&lanes[i], &s->values[w * 32 + i], sizeof(T));
+      butterfly(lanes, op);
+      firsts[w] = lanes[0];
+    }
+    for (unsigned i = 0; i < 32; ++i)
+      lanes[i] = i < warps ? firsts[i] : padWithFirst ? firsts[0] : pad;
+    butterfly(lanes, op);
+    for (unsigned i = 0; i < 32; ++i)
+      memcpy(&s->results[i], &lanes[i], sizeof(T));
+    s->computed = round;
+  }
+  T result;
+  memcpy(&result, &s->results[self & 31], sizeof(T));
+  return result;
+}
+
+/// memfit_block_sum and memfit_block_max of the prelude, on the host.
+template <class T> static inline T blockSum(T v) {
+  return blockReduce(
+      v, [](T a, T b) { return T(a + b); }, T(0), false);
+}
+template <class T> static inline T blockMax(T v) {
+  return blockReduce(
+      v, [](T a, T b) { return (a != a || a > b) ? a : b; }, T(0), true);
 }
 
 } // namespace memfit_host
