@@ -173,21 +173,72 @@ template <typename Gemm> void forEachBatch(const Contraction &c, Gemm gemm) {
   }
 }
 
+/// Runs task(i) for i in [0, count), on the backend's worker threads.
+using ParallelFor =
+    std::function<void(size_t count, const std::function<void(size_t)> &)>;
+
+/// The contraction as single-threaded BLAS calls on the worker threads
+/// (OpenBLAS's own threads are off, so that they do not spin beside the
+/// workers): one task per matrix of the batch, or per panel of rows of
+/// the output when the batch has fewer matrices than workers. A row of the
+/// output is computed as one call computes it, whatever the split.
 template <typename T>
-void gemmBatched(const Contraction &c, const T *a, const T *b, T *out) {
+void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
+                 unsigned workers, const ParallelFor &parallel) {
   CBLAS_TRANSPOSE ta = c.transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = c.transB ? CblasTrans : CblasNoTrans;
-  blasint m = blasint(c.m), n = blasint(c.n), k = blasint(c.k);
+  blasint n = blasint(c.n), k = blasint(c.k);
   blasint lda = blasint(c.ld[0]), ldb = blasint(c.ld[1]),
           ldc = blasint(c.ld[2]);
+  std::vector<std::array<int64_t, 3>> matrices;
   forEachBatch(c, [&](int64_t offA, int64_t offB, int64_t offOut) {
-    if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, m, n, k, c.alpha, a + offA, lda,
-                  b + offB, ldb, c.beta, out + offOut, ldc);
-    else
-      cblas_dgemm(CblasRowMajor, ta, tb, m, n, k, c.alpha, a + offA, lda,
-                  b + offB, ldb, c.beta, out + offOut, ldc);
+    matrices.push_back({offA, offB, offOut});
   });
+  // Below a million multiply-adds, waking the workers costs more than the
+  // products: the calling thread does them, a call per matrix (which gives
+  // what one OpenBLAS thread gives). Above, the matrices go to the workers;
+  // a batch of fewer matrices than workers is split into panels of rows
+  // only when each matrix is large (kSplitWork), where OpenBLAS would have
+  // split it among its threads too (a split changes which of its kernels
+  // small products take, so the last bits of a result).
+  constexpr int64_t kParallelWork = int64_t(1) << 20;
+  constexpr int64_t kSplitWork = int64_t(1) << 24;
+  constexpr int64_t kMinRows = 16;
+  int64_t work = c.m * c.n * c.k;
+  bool parallelWorth =
+      workers > 1 && int64_t(matrices.size()) * work >= kParallelWork;
+  int64_t wanted = int64_t(workers) * 2;
+  int64_t panels = !parallelWorth || work < kSplitWork ||
+                           int64_t(matrices.size()) >= wanted
+                       ? 1
+                       : std::max<int64_t>(
+                             1, std::min<int64_t>(
+                                    (wanted + int64_t(matrices.size()) - 1) /
+                                        int64_t(matrices.size()),
+                                    c.m / kMinRows));
+  int64_t rowsPerPanel = (c.m + panels - 1) / std::max<int64_t>(panels, 1);
+  auto task = [&](size_t t) {
+    const std::array<int64_t, 3> &at = matrices[t / size_t(panels)];
+    int64_t row = int64_t(t % size_t(panels)) * rowsPerPanel;
+    int64_t rows = std::min(rowsPerPanel, c.m - row);
+    if (rows <= 0)
+      return;
+    // Rows of op(A): rows of A, or columns of A when it is transposed.
+    const T *pa = a + at[0] + (c.transA ? row : row * c.ld[0]);
+    T *pc = out + at[2] + row * c.ld[2];
+    if constexpr (std::is_same_v<T, float>)
+      cblas_sgemm(CblasRowMajor, ta, tb, blasint(rows), n, k, c.alpha, pa,
+                  lda, b + at[1], ldb, c.beta, pc, ldc);
+    else
+      cblas_dgemm(CblasRowMajor, ta, tb, blasint(rows), n, k, c.alpha, pa,
+                  lda, b + at[1], ldb, c.beta, pc, ldc);
+  };
+  size_t tasks = matrices.size() * size_t(panels);
+  if (!parallelWorth || tasks == 1)
+    for (size_t t = 0; t < tasks; ++t)
+      task(t);
+  else
+    parallel(tasks, task);
 }
 
 /// f16 and bf16: converted to f32, multiplied with f32 accumulation (as
@@ -195,7 +246,7 @@ void gemmBatched(const Contraction &c, const T *a, const T *b, T *out) {
 /// own elements are written back: a strided output leaves the elements
 /// between its rows and matrices as they were.
 void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
-              uint16_t *out) {
+              uint16_t *out, unsigned workers, const ParallelFor &parallel) {
   bool bf16 = c.dtype == DType::bf16;
   auto widen = [&](const uint16_t *p, int64_t count) {
     std::vector<float> v(static_cast<size_t>(count));
@@ -206,7 +257,7 @@ void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
   std::vector<float> fa = widen(a, operandSpan(c, Contraction::A));
   std::vector<float> fb = widen(b, operandSpan(c, Contraction::B));
   std::vector<float> fo = widen(out, operandSpan(c, Contraction::Out));
-  gemmBatched<float>(c, fa.data(), fb.data(), fo.data());
+  gemmBatched<float>(c, fa.data(), fb.data(), fo.data(), workers, parallel);
   forEachBatch(c, [&](int64_t, int64_t, int64_t offOut) {
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
@@ -304,22 +355,27 @@ public:
 
   Status runContraction(const Contraction &c, uint64_t a, uint64_t b,
                         uint64_t out) override {
+    ParallelFor parallel = [this](size_t count,
+                                  const std::function<void(size_t)> &task) {
+      pool_->run(count, task);
+    };
+    unsigned workers = pool_->size();
     switch (c.dtype) {
     case DType::f32:
       gemmBatched(c, reinterpret_cast<const float *>(memory_ + a),
                   reinterpret_cast<const float *>(memory_ + b),
-                  reinterpret_cast<float *>(memory_ + out));
+                  reinterpret_cast<float *>(memory_ + out), workers, parallel);
       return Status::ok();
     case DType::f64:
       gemmBatched(c, reinterpret_cast<const double *>(memory_ + a),
                   reinterpret_cast<const double *>(memory_ + b),
-                  reinterpret_cast<double *>(memory_ + out));
+                  reinterpret_cast<double *>(memory_ + out), workers, parallel);
       return Status::ok();
     case DType::f16:
     case DType::bf16:
       gemmHalf(c, reinterpret_cast<const uint16_t *>(memory_ + a),
                reinterpret_cast<const uint16_t *>(memory_ + b),
-               reinterpret_cast<uint16_t *>(memory_ + out));
+               reinterpret_cast<uint16_t *>(memory_ + out), workers, parallel);
       return Status::ok();
     default:
       // Session names the step and the contraction.
@@ -447,6 +503,10 @@ createHostBackend(const SessionOptions &options) {
   unsigned threads = options.hostThreads;
   if (threads == 0)
     threads = std::max(1u, std::thread::hardware_concurrency());
+  // The workers run the contractions, one single-threaded BLAS call each
+  // (gemmBatched): OpenBLAS's own threads would spin beside them.
+  static std::once_flag blasThreads;
+  std::call_once(blasThreads, [] { openblas_set_num_threads(1); });
   auto backend = std::make_unique<HostBackend>(std::move(compiler));
   MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(threads));
   return std::unique_ptr<Backend>(std::move(backend));
