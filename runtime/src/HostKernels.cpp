@@ -106,6 +106,24 @@ std::optional<SplitSource> splitSource(const Manifest &manifest) {
                                : s.size();
     if (end < at)
       return std::nullopt;
+    // The kernel ends at the first line that is a lone "}"; only blank
+    // and comment lines may follow it (a helper function between two
+    // kernels would belong to neither: the source is then one unit).
+    size_t closing = s.find("\n}", at);
+    if (closing == std::string::npos || closing >= end)
+      return std::nullopt;
+    size_t after = closing + 2;
+    if (after < s.size() && s[after] != '\n')
+      return std::nullopt;
+    for (size_t line = after; line < end;) {
+      size_t next = s.find('\n', line + 1);
+      next = next == std::string::npos ? s.size() : next;
+      std::string text = s.substr(line, next - line);
+      size_t first = text.find_first_not_of(" \t\n");
+      if (first != std::string::npos && text.compare(first, 2, "//") != 0)
+        return std::nullopt;
+      line = next;
+    }
     std::string body = s.substr(at, end - at);
     size_t nameAt = std::string(kDefinition).size();
     body.replace(nameAt, manifest.kernels[kernel].name.size(),

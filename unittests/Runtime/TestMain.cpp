@@ -16,6 +16,7 @@ int main(int argc, char **argv) {
     test::runManifestTests();
     test::runTensorTests();
     test::runHostBackendTests();
+    test::runHostKernelsTests();
     test::runSessionTests();
     test::runTrainingTests();
     test::runTrainingDataTests();

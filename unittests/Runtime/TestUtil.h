@@ -66,6 +66,7 @@ void runJsonTests();
 void runManifestTests();
 void runTensorTests();
 void runHostBackendTests();
+void runHostKernelsTests();
 void runSessionTests();
 void runTrainingTests();
 void runTrainingDataTests();

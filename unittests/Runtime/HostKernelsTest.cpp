@@ -1,0 +1,339 @@
+//===- HostKernelsTest.cpp - the host backend's per-kernel cache and block
+// reductions
+//
+// Sources laid out as memfit's emitter writes them (a prelude, then each
+// kernel after its comment line): kernels shared between executables are
+// compiled once and found again under another name and index; the host's
+// one-barrier block reductions give the CUDA butterflies' results to the
+// bit; large contractions spread over the workers give the naive product.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "Backend.h"
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <dirent.h>
+#include <limits>
+#include <memory>
+
+namespace memfit::rt::test {
+
+namespace {
+
+// The prelude: the CUDA code of memfit_block_sum/max (as Prelude.cuh has
+// it), which the emulation runs with shuffles and barriers.
+const char *kPrelude = R"cuda(// Helpers shared by the kernels below.
+template <typename T> static __device__ __forceinline__ T op_max(T a, T b) { return (a != a || a > b) ? a : b; }
+template <typename T> static __device__ __forceinline__ T cuda_block_sum(T v, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : (T)0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  __syncthreads();
+  return v;
+}
+template <typename T> static __device__ __forceinline__ T cuda_block_max(T v, T* scratch) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  for (int o = 16; o > 0; o >>= 1) v = op_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < warps ? scratch[lane] : scratch[0];
+  for (int o = 16; o > 0; o >>= 1) v = op_max(v, __shfl_xor_sync(0xffffffffu, v, o));
+  __syncthreads();
+  return v;
+}
+)cuda";
+
+/// A kernel as the emitter writes it: a comment line, the definition.
+std::string kernelText(const std::string &name, const std::string &body) {
+  return "\n// " + name + ": a test kernel\nextern \"C\" __global__ void " +
+         name + body;
+}
+
+const char *kScale = R"((float* __restrict__ out, const float* __restrict__ in) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = 3.0f * in[i];
+}
+)";
+const char *kShift = R"((float* __restrict__ out, const float* __restrict__ in) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = in[i] - 1.0f;
+}
+)";
+const char *kNegate = R"((float* __restrict__ out, const float* __restrict__ in) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = -in[i];
+}
+)";
+
+/// Each thread's block_sum and block_max of the float, double and int64
+/// inputs, by the host's one-barrier reductions (host = true) or by the
+/// CUDA code: out[6 * i + 0..5].
+std::string reductionBody(bool host) {
+  std::string sum = host ? "memfit_host::blockSum" : "cuda_block_sum";
+  std::string max = host ? "memfit_host::blockMax" : "cuda_block_max";
+  auto call = [&](const std::string &f, const std::string &v) {
+    return f + "(" + v + (host ? "" : ", scratch") + ")";
+  };
+  return std::string(R"((double* __restrict__ out, const float* __restrict__ f,
+    const double* __restrict__ d, const long long* __restrict__ n) {
+  __shared__ float scratch[32];
+  __shared__ double dscratch[32];
+  __shared__ long long nscratch[32];
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+)") + "  out[6 * i + 0] = " + call(sum, "f[i]") + ";\n" +
+         "  out[6 * i + 1] = " + call(max, "f[i]") + ";\n" +
+         "  out[6 * i + 2] = " +
+         (host ? sum + "(d[i])" : sum + "(d[i], dscratch)") + ";\n" +
+         "  out[6 * i + 3] = " +
+         (host ? max + "(d[i])" : max + "(d[i], dscratch)") + ";\n" +
+         "  out[6 * i + 4] = (double)" +
+         (host ? sum + "(n[i])" : sum + "(n[i], nscratch)") + ";\n" +
+         "  out[6 * i + 5] = (double)" +
+         (host ? max + "(n[i])" : max + "(n[i], nscratch)") + ";\n}\n";
+}
+
+Kernel kernel(const std::string &name, uint32_t grid, uint32_t block,
+              bool barriers) {
+  Kernel k;
+  k.name = name;
+  k.grid = {grid, 1, 1};
+  k.block = {block, 1, 1};
+  k.usesBarriers = barriers;
+  return k;
+}
+
+/// The files of `dir` whose names start with `prefix`.
+int countFiles(const std::string &dir, const std::string &prefix) {
+  int count = 0;
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d))
+      count += std::string(e->d_name).rfind(prefix, 0) == 0;
+    closedir(d);
+  }
+  return count;
+}
+
+std::unique_ptr<Backend> prepared(const Manifest &m,
+                                  const SessionOptions &options,
+                                  SessionTimings &timings) {
+  StatusOr<std::unique_ptr<Backend>> backend = createHostBackend(options);
+  if (!CHECK_OK(backend.status()) || !CHECK_OK((*backend)->allocate(65536)) ||
+      !CHECK_OK((*backend)->prepareKernels(m, options, timings)))
+    return nullptr;
+  return std::move(*backend);
+}
+
+/// Runs kernels[index] of 256 threads on in = 0..255 and returns out.
+std::vector<float> runElementwise(Backend &b, uint32_t index) {
+  std::vector<float> in(256);
+  for (int i = 0; i < 256; ++i)
+    in[i] = float(i) * 0.5f;
+  CHECK_OK(b.upload(4096, in.data(), in.size() * 4));
+  CHECK_OK(b.launchKernel(index, {0, 4096}));
+  std::vector<float> out(256);
+  CHECK_OK(b.download(0, out.data(), out.size() * 4));
+  return out;
+}
+
+void testKernelCache() {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/cache-per-kernel";
+  options.hostThreads = 2;
+
+  // Two kernels, and the first again under another name.
+  Manifest first;
+  first.source = std::string(kPrelude) + kernelText("k0_scale", kScale) +
+                 kernelText("k1_shift", kShift) +
+                 kernelText("k2_scale", kScale);
+  first.kernels = {kernel("k0_scale", 1, 256, false),
+                   kernel("k1_shift", 1, 256, false),
+                   kernel("k2_scale", 1, 256, false)};
+  SessionTimings timings;
+  std::unique_ptr<Backend> b = prepared(first, options, timings);
+  if (!b)
+    return;
+  CHECK(!timings.cacheHit && timings.compileSeconds > 0);
+  CHECK(countFiles(options.cacheDir, "host-kernel-") == 2);
+  CHECK(countFiles(options.cacheDir, "host-batch-") == 1);
+  std::vector<float> scaled = runElementwise(*b, 0);
+  CHECK(scaled[10] == 15.0f && runElementwise(*b, 2) == scaled);
+  CHECK(runElementwise(*b, 1)[10] == 4.0f);
+
+  // The same kernels at other indices and names, and one new: only the
+  // new one is compiled.
+  Manifest second;
+  second.source = std::string(kPrelude) + kernelText("k0_negate", kNegate) +
+                  kernelText("k1_scale", kScale) +
+                  kernelText("k7_shift", kShift);
+  second.kernels = {kernel("k0_negate", 1, 256, false),
+                    kernel("k1_scale", 1, 256, false),
+                    kernel("k7_shift", 1, 256, false)};
+  b = prepared(second, options, timings);
+  if (!b)
+    return;
+  CHECK(!timings.cacheHit);
+  CHECK(countFiles(options.cacheDir, "host-kernel-") == 3);
+  CHECK(countFiles(options.cacheDir, "host-batch-") == 2);
+  CHECK(runElementwise(*b, 0)[10] == -5.0f);
+  CHECK(runElementwise(*b, 1) == scaled);
+  CHECK(runElementwise(*b, 2)[10] == 4.0f);
+
+  // Everything is found now.
+  b = prepared(second, options, timings);
+  CHECK(b && timings.cacheHit && timings.compileSeconds == 0);
+
+  // Another prelude is another context: compiled again.
+  Manifest other = second;
+  other.source = "// another prelude\n" + second.source;
+  b = prepared(other, options, timings);
+  CHECK(b && !timings.cacheHit);
+  CHECK(countFiles(options.cacheDir, "host-batch-") == 3);
+
+  // A helper between two kernels belongs to neither: the source is one
+  // unit, and runs.
+  Manifest helper;
+  helper.source = std::string(kPrelude) + kernelText("k0_scale", kScale) +
+                  "static __device__ float twice(float x) { return 2 * x; }\n" +
+                  kernelText("k1_twice", R"((float* __restrict__ out, const float* __restrict__ in) {
+  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+  out[i] = twice(in[i]);
+}
+)");
+  helper.kernels = {kernel("k0_scale", 1, 256, false),
+                    kernel("k1_twice", 1, 256, false)};
+  b = prepared(helper, options, timings);
+  if (!b)
+    return;
+  CHECK(countFiles(options.cacheDir, "host-") ==
+        countFiles(options.cacheDir, "host-kernel-") + 4);
+  CHECK(runElementwise(*b, 1)[10] == 10.0f);
+
+  // Without the cache, the same kernels run.
+  options.disableCache = true;
+  b = prepared(second, options, timings);
+  CHECK(b && !timings.cacheHit && runElementwise(*b, 1) == scaled);
+}
+
+void testBlockReductions() {
+  Manifest m;
+  m.source = std::string(kPrelude) + kernelText("k0_host", reductionBody(true)) +
+             kernelText("k1_cuda", reductionBody(false));
+  // Blocks of 32, 96 and 256 threads: one warp, a partial last stage, many.
+  for (uint32_t block : {32u, 96u, 256u}) {
+    m.kernels = {kernel("k0_host", 2, block, true),
+                 kernel("k1_cuda", 2, block, true)};
+    SessionOptions options;
+    options.cacheDir = scratchDirectory() + "/cache-reductions";
+    options.hostThreads = 2;
+    SessionTimings timings;
+    std::unique_ptr<Backend> b = prepared(m, options, timings);
+    if (!b)
+      return;
+    size_t n = 2 * block;
+    std::vector<float> f(n);
+    std::vector<double> d(n);
+    std::vector<long long> ints(n);
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    for (size_t i = 0; i < n; ++i) {
+      // Magnitudes far apart (the order of the sum shows), signed zeros
+      // (max is not symmetric for them), a NaN in the second block.
+      f[i] = (i % 7 == 0 ? 1e8f : 1.0f) * std::sin(float(i) * 0.7f);
+      if (i % 11 == 3)
+        f[i] = (i % 2) ? -0.0f : 0.0f;
+      if (i == n - 5)
+        f[i] = nan;
+      d[i] = double(f[i]) * 1e-3 + double(i);
+      ints[i] = (long long)(i * 2654435761u % 1000) - 500;
+    }
+    CHECK_OK(b->upload(8192, f.data(), n * 4));
+    CHECK_OK(b->upload(16384, d.data(), n * 8));
+    CHECK_OK(b->upload(32768, ints.data(), n * 8));
+    std::vector<double> host(6 * n), cuda(6 * n);
+    // out @40960 (6 doubles a thread), f @8192, d @16384, n @32768.
+    CHECK_OK(b->launchKernel(0, {40960, 8192, 16384, 32768}));
+    CHECK_OK(b->download(40960, host.data(), host.size() * 8));
+    CHECK_OK(b->launchKernel(1, {40960, 8192, 16384, 32768}));
+    CHECK_OK(b->download(40960, cuda.data(), cuda.size() * 8));
+    CHECK(std::memcmp(host.data(), cuda.data(), host.size() * 8) == 0);
+    // Block 0's float sum is a number, block 1's holds the NaN.
+    CHECK(std::isfinite(host[0]) && std::isnan(host[6 * (n - 1)]));
+  }
+}
+
+/// Products large enough to go to the workers (batches of matrices, and
+/// one matrix split into panels of rows), against a naive product.
+void testParallelContractions() {
+  SessionOptions options;
+  options.hostThreads = 3;
+  StatusOr<std::unique_ptr<Backend>> made = createHostBackend(options);
+  if (!CHECK_OK(made.status()))
+    return;
+  Backend &b = **made;
+  struct Shape {
+    int64_t batch, m, n, k;
+    bool transA;
+  };
+  for (Shape s : {Shape{4, 128, 96, 40, false}, Shape{1, 520, 256, 160, true},
+                  Shape{1, 520, 256, 160, false}}) {
+    Contraction c;
+    c.name = "parallel";
+    c.dtype = DType::f32;
+    c.m = s.m;
+    c.n = s.n;
+    c.k = s.k;
+    c.transA = s.transA;
+    c.batchShape = {s.batch};
+    c.alpha = 1.0f;
+    c.beta = 0.0f;
+    c.ld = {s.transA ? s.m : s.k, s.n, s.n};
+    c.batchStridesA = {s.m * s.k};
+    c.batchStridesB = {s.k * s.n};
+    c.batchStridesOut = {s.m * s.n};
+    int64_t sizeA = s.batch * s.m * s.k, sizeB = s.batch * s.k * s.n,
+            sizeOut = s.batch * s.m * s.n;
+    std::vector<float> a(sizeA), bm(sizeB);
+    for (int64_t i = 0; i < sizeA; ++i)
+      a[i] = float((i * 37) % 17) * 0.125f - 1.0f;
+    for (int64_t i = 0; i < sizeB; ++i)
+      bm[i] = float((i * 11) % 13) * 0.25f - 1.5f;
+    uint64_t offA = 0, offB = sizeA * 4, offOut = offB + sizeB * 4;
+    if (!CHECK_OK(b.allocate(offOut + sizeOut * 4)))
+      return;
+    CHECK_OK(b.upload(offA, a.data(), sizeA * 4));
+    CHECK_OK(b.upload(offB, bm.data(), sizeB * 4));
+    CHECK_OK(b.runContraction(c, offA, offB, offOut));
+    std::vector<float> out(sizeOut);
+    CHECK_OK(b.download(offOut, out.data(), sizeOut * 4));
+    bool ok = true;
+    for (int64_t p = 0; p < s.batch; ++p)
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          double sum = 0;
+          for (int64_t q = 0; q < s.k; ++q) {
+            float x = s.transA ? a[p * s.m * s.k + q * s.m + i]
+                               : a[p * s.m * s.k + i * s.k + q];
+            sum += double(x) * bm[p * s.k * s.n + q * s.n + j];
+          }
+          ok = ok && std::fabs(out[p * s.m * s.n + i * s.n + j] - sum) <=
+                         1e-4 * (1 + std::fabs(sum));
+        }
+    CHECK(ok);
+  }
+}
+
+} // namespace
+
+void runHostKernelsTests() {
+  testKernelCache();
+  testBlockReductions();
+  testParallelContractions();
+}
+
+} // namespace memfit::rt::test
