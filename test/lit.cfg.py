@@ -62,6 +62,13 @@ if os.path.exists(os.path.join(config.memfit_tools_dir, "memfit-half-check")):
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
+# lit runs tests side by side on every core: each memfit-run takes one host
+# worker thread (two processes of two workers each on two cores run slower
+# than of one each: every kernel waits for all of its workers). Tests that
+# run several memfit-runs at once pin each to a core (check_training's
+# run_pinned), where the host backend takes the one CPU it may use.
+config.environment["MEMFIT_HOST_THREADS"] = "1"
+
 # Kernels compiled by the tests are cached in the build tree, never in the
 # user's home.
 config.environment["MEMFIT_CACHE_DIR"] = os.path.join(config.memfit_obj_root, "test", "kernel-cache")

@@ -33,6 +33,7 @@
 #include <map>
 #include <mutex>
 #include <pthread.h>
+#include <sched.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <thread>
@@ -502,7 +503,24 @@ createHostBackend(const SessionOptions &options) {
     return invalidArgument("host backend: the host compiler command is empty");
   unsigned threads = options.hostThreads;
   if (threads == 0)
-    threads = std::max(1u, std::thread::hardware_concurrency());
+    if (const char *env = std::getenv("MEMFIT_HOST_THREADS"); env && *env) {
+      char *end = nullptr;
+      unsigned long n = std::strtoul(env, &end, 10);
+      if (*end != '\0' || n == 0 || n > 1024)
+        return invalidArgument(std::string("MEMFIT_HOST_THREADS='") + env +
+                               "': expected a number of threads from 1 to "
+                               "1024");
+      threads = unsigned(n);
+    }
+  if (threads == 0) {
+    // The CPUs this process may run on (taskset, a container's cpuset),
+    // not every CPU of the machine.
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
+      threads = unsigned(CPU_COUNT(&cpus));
+    if (threads == 0)
+      threads = std::max(1u, std::thread::hardware_concurrency());
+  }
   // The workers run the contractions, one single-threaded BLAS call each
   // (gemmBatched): OpenBLAS's own threads would spin beside them.
   static std::once_flag blasThreads;

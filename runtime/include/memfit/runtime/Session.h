@@ -28,7 +28,8 @@ struct SessionOptions {
   /// Host backend: the C++ compiler; empty means $MEMFIT_HOST_CXX, else the
   /// compiler memfit was built with.
   std::string hostCompiler;
-  /// Host backend: worker threads for blocks (0: hardware concurrency).
+  /// Host backend: worker threads for blocks and contractions (0:
+  /// $MEMFIT_HOST_THREADS, else one per CPU the process may run on).
   unsigned hostThreads = 0;
   /// Told about problems the session works around rather than fails on (a
   /// kernel cache it cannot create or write: kernels are compiled without
