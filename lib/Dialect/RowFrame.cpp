@@ -35,60 +35,25 @@ bool RowFrame::isRowShape(ArrayRef<int64_t> shape) const {
   return true;
 }
 
-bool mlir::memfit::isRowOp(Operation *op) {
-  return isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp, LayerNormOp, RMSNormOp,
-             SoftmaxOp, LogSoftmaxOp>(op);
-}
+bool mlir::memfit::isRowOp(Operation *op) { return isa<RowOpInterface>(op); }
 
 std::optional<RowFrame> mlir::memfit::rowFrameOf(Operation *op) {
+  auto rowOp = dyn_cast<RowOpInterface>(op);
+  if (!rowOp)
+    return std::nullopt;
   auto type = dyn_cast<RankedTensorType>(op->getOperand(0).getType());
   if (!type || !isa<FloatType>(type.getElementType()))
     return std::nullopt;
-  int64_t rank = type.getRank();
+  FailureOr<SmallVector<int64_t>> dims = rowOp.getReducedDims();
+  if (failed(dims))
+    return std::nullopt;
   RowFrame frame;
   frame.full = Shape(type.getShape());
-  auto reduceFrom = [&](int64_t axis, bool toEnd) -> bool {
-    FailureOr<int64_t> a = normalizeAxis(axis, rank, std::nullopt);
-    if (failed(a))
-      return false;
-    for (int64_t d = *a; d < (toEnd ? rank : *a + 1); ++d)
-      frame.reduced[d] = true;
-    return true;
-  };
-  ArrayRef<int64_t> axes;
-  bool ok = true;
-  frame.reduced.assign(rank, false);
-  if (auto sum = dyn_cast<ReduceSumOp>(op))
-    axes = sum.getAxes();
-  else if (auto mean = dyn_cast<ReduceMeanOp>(op))
-    axes = mean.getAxes();
-  else if (auto max = dyn_cast<ReduceMaxOp>(op))
-    axes = max.getAxes();
-  // (ODS returns the norms' I64Attr axis as uint64_t.)
-  else if (auto norm = dyn_cast<LayerNormOp>(op))
-    ok = reduceFrom(static_cast<int64_t>(norm.getAxis()), /*toEnd=*/true);
-  else if (auto norm = dyn_cast<RMSNormOp>(op))
-    ok = reduceFrom(static_cast<int64_t>(norm.getAxis()), /*toEnd=*/true);
-  else if (auto softmax = dyn_cast<SoftmaxOp>(op))
-    ok = reduceFrom(softmax.getAxis(), /*toEnd=*/false);
-  else if (auto softmax = dyn_cast<LogSoftmaxOp>(op))
-    ok = reduceFrom(softmax.getAxis(), /*toEnd=*/false);
-  else
-    return std::nullopt;
-  if (!ok)
-    return std::nullopt;
-  if (isa<ReduceSumOp, ReduceMeanOp, ReduceMaxOp>(op)) {
-    if (axes.empty())
-      frame.reduced.assign(rank, true);
-    for (int64_t a : axes) {
-      FailureOr<int64_t> axis = normalizeAxis(a, rank, std::nullopt);
-      if (failed(axis))
-        return std::nullopt;
-      frame.reduced[*axis] = true;
-    }
-  }
+  frame.reduced.assign(type.getRank(), false);
+  for (int64_t d : *dims)
+    frame.reduced[d] = true;
   frame.rows = frame.length = 1;
-  for (int64_t d = 0; d < rank; ++d)
+  for (int64_t d = 0; d < type.getRank(); ++d)
     (frame.reduced[d] ? frame.length : frame.rows) *= frame.full[d];
   if (frame.length <= 1 || frame.rows == 0)
     return std::nullopt;

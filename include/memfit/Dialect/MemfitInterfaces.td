@@ -137,6 +137,26 @@ def Memfit_CostOpInterface : OpInterface<"CostOpInterface"> {
   ];
 }
 
+def Memfit_RowOpInterface : OpInterface<"RowOpInterface"> {
+  let cppNamespace = "::mlir::memfit";
+  let description = [{
+    An op that computes over rows of its first operand: it reduces some of
+    that operand's dimensions (the row) and keeps the others (one row per
+    combination). The reductions, the normalizations and the softmaxes; a
+    row kernel runs one thread block per row (RowFrame.h), memfit-fuse
+    merges row kernels of one frame, the CUDA emitter writes a row
+    template for the op.
+  }];
+  let methods = [
+    InterfaceMethod<[{
+        Returns the dimensions of the first operand that the op reduces, in
+        increasing order, or failure when an axis is out of range.
+      }],
+      "::mlir::FailureOr<::llvm::SmallVector<int64_t>>", "getReducedDims",
+      (ins)>,
+  ];
+}
+
 def Memfit_GradientOpInterface : OpInterface<"GradientOpInterface"> {
   let cppNamespace = "::mlir::memfit";
   let description = [{

@@ -41,14 +41,13 @@ struct RowFrame {
   }
 };
 
-/// Whether `op` computes over rows: a reduction (reduce_sum, reduce_mean,
-/// reduce_max), a normalization (layer_norm, rms_norm) or a softmax
-/// (softmax, log_softmax).
+/// Whether `op` computes over rows (RowOpInterface: the reductions, the
+/// normalizations, the softmaxes).
 bool isRowOp(Operation *op);
 
-/// The frame of a row op over a float value (a normalization reduces the
-/// dimensions from its axis on, a softmax its axis); nothing for other ops
-/// or when it reduces no element or one.
+/// The frame of a row op over a float value (the dimensions it reduces by
+/// RowOpInterface::getReducedDims); nothing for other ops or when it
+/// reduces no element or one.
 std::optional<RowFrame> rowFrameOf(Operation *op);
 
 /// The frame of a row kernel: its row ops share one frame, its other ops

@@ -84,3 +84,63 @@ MEMFIT_REDUCE_INFER(ReduceSumOp)
 MEMFIT_REDUCE_INFER(ReduceMeanOp)
 MEMFIT_REDUCE_INFER(ReduceMaxOp)
 #undef MEMFIT_REDUCE_INFER
+
+//===----------------------------------------------------------------------===//
+// RowOpInterface: the dimensions each row op reduces
+//===----------------------------------------------------------------------===//
+
+/// Dimension `axis` (negative from the back) alone, or with every one after
+/// it when `toEnd`.
+static FailureOr<SmallVector<int64_t>> fromAxis(int64_t axis, Value input,
+                                                bool toEnd) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  FailureOr<int64_t> first = normalizeAxis(axis, rank, std::nullopt);
+  if (failed(first))
+    return failure();
+  SmallVector<int64_t> dims;
+  for (int64_t d = *first; d < (toEnd ? rank : *first + 1); ++d)
+    dims.push_back(d);
+  return dims;
+}
+
+/// A reduction's axes (empty: every dimension), each once, in order.
+static FailureOr<SmallVector<int64_t>> reducedAxes(ArrayRef<int64_t> axes,
+                                                   Value input) {
+  int64_t rank = cast<RankedTensorType>(input.getType()).getRank();
+  SmallVector<bool> reduced(rank, axes.empty());
+  for (int64_t a : axes) {
+    FailureOr<int64_t> axis = normalizeAxis(a, rank, std::nullopt);
+    if (failed(axis))
+      return failure();
+    reduced[*axis] = true;
+  }
+  SmallVector<int64_t> dims;
+  for (int64_t d = 0; d < rank; ++d)
+    if (reduced[d])
+      dims.push_back(d);
+  return dims;
+}
+
+// A softmax reduces its axis, a normalization the dimensions from its axis
+// on (ODS returns the I64Attr axes as uint64_t: cast back).
+FailureOr<SmallVector<int64_t>> SoftmaxOp::getReducedDims() {
+  return fromAxis(static_cast<int64_t>(getAxis()), getInput(), false);
+}
+FailureOr<SmallVector<int64_t>> LogSoftmaxOp::getReducedDims() {
+  return fromAxis(static_cast<int64_t>(getAxis()), getInput(), false);
+}
+FailureOr<SmallVector<int64_t>> LayerNormOp::getReducedDims() {
+  return fromAxis(static_cast<int64_t>(getAxis()), getInput(), true);
+}
+FailureOr<SmallVector<int64_t>> RMSNormOp::getReducedDims() {
+  return fromAxis(static_cast<int64_t>(getAxis()), getInput(), true);
+}
+FailureOr<SmallVector<int64_t>> ReduceSumOp::getReducedDims() {
+  return reducedAxes(getAxes(), getInput());
+}
+FailureOr<SmallVector<int64_t>> ReduceMeanOp::getReducedDims() {
+  return reducedAxes(getAxes(), getInput());
+}
+FailureOr<SmallVector<int64_t>> ReduceMaxOp::getReducedDims() {
+  return reducedAxes(getAxes(), getInput());
+}

@@ -2,7 +2,8 @@
 //
 // Ops that reduce along axes, and so run as row kernels: softmax,
 // log_softmax, layer_norm, rms_norm (class Normalization) and the
-// reductions (class Reduction).
+// reductions (class Reduction). Each says which dimensions it reduces
+// through RowOpInterface (RowFrame.h).
 //
 // Part of MemfitOps.td, which includes it after the classes every family
 // uses (Memfit_Op, Memfit_InferredOp). The C++ of these ops (inference,
@@ -19,7 +20,9 @@
 //===----------------------------------------------------------------------===//
 
 class Memfit_SoftmaxBase<string mnemonic, string what>
-    : Memfit_Op<mnemonic, "Normalization", [Pure, SameOperandsAndResultType]> {
+    : Memfit_Op<mnemonic, "Normalization",
+                [Pure, SameOperandsAndResultType,
+                 DeclareOpInterfaceMethods<Memfit_RowOpInterface>]> {
   let flopsPerElement = 5;
   let summary = what # " along one axis";
   let description = "Computes " # what # [{ along `axis` (ONNX opset 13
@@ -43,7 +46,8 @@ def Memfit_LogSoftmaxOp : Memfit_SoftmaxBase<"log_softmax", "the logarithm of th
 }
 
 def Memfit_LayerNormOp : Memfit_Op<"layer_norm", "Normalization",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>,
+     DeclareOpInterfaceMethods<Memfit_RowOpInterface>]> {
   let flopsPerElement = 5;
   let summary = "layer normalization (ONNX LayerNormalization)";
   let description = [{
@@ -68,7 +72,8 @@ def Memfit_LayerNormOp : Memfit_Op<"layer_norm", "Normalization",
 }
 
 def Memfit_RMSNormOp : Memfit_Op<"rms_norm", "Normalization",
-    [Pure, AllTypesMatch<["input", "result"]>]> {
+    [Pure, AllTypesMatch<["input", "result"]>,
+     DeclareOpInterfaceMethods<Memfit_RowOpInterface>]> {
   let flopsPerElement = 5;
   let summary = "root-mean-square normalization";
   let description = [{
@@ -94,7 +99,8 @@ def Memfit_RMSNormOp : Memfit_Op<"rms_norm", "Normalization",
 //===----------------------------------------------------------------------===//
 
 class Memfit_ReduceOp<string mnemonic, string what>
-    : Memfit_InferredOp<mnemonic, "Reduction"> {
+    : Memfit_InferredOp<mnemonic, "Reduction",
+                        [DeclareOpInterfaceMethods<Memfit_RowOpInterface>]> {
   let summary = what # " over axes";
   let description = "Reduces `input` by " # what # [{ over `axes` (negative
     allowed; empty means all), keeping reduced dimensions as 1 when
