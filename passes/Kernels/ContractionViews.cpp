@@ -150,8 +150,10 @@ traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
       auto split = cast<SplitOp>(op);
       unsigned index = cast<OpResult>(yielded).getResultNumber();
       int64_t rank = split.getInput().getType().getRank();
-      int64_t axis =
-          split.getAxis() < 0 ? split.getAxis() + rank : split.getAxis();
+      // (ODS returns the I64Attr axis as uint64_t; it may count from the end.)
+      int64_t axis = static_cast<int64_t>(split.getAxis());
+      if (axis < 0)
+        axis += rank;
       ArrayRef<int64_t> sizes = split.getSizes();
       int64_t start = 0;
       for (unsigned r = 0; r < index; ++r)
@@ -290,8 +292,9 @@ bool permuteConcatInputs(KernelOp kernel) {
   }
   ArrayRef<int64_t> perm = transpose.getPerm();
   int64_t rank = perm.size();
-  int64_t axis =
-      concat.getAxis() < 0 ? concat.getAxis() + rank : concat.getAxis();
+  int64_t axis = static_cast<int64_t>(concat.getAxis());
+  if (axis < 0)
+    axis += rank;
   int64_t newAxis = llvm::find(perm, axis) - perm.begin();
   OpBuilder b(concatKernel);
   SmallVector<Value> pieces;

@@ -505,6 +505,15 @@ func.func @strided_view_out_of_range(%x: tensor<4x6xf32>, %y: tensor<3x2xf32>) -
 
 // -----
 
+func.func @strided_view_negative_offset(%x: tensor<4x6xf32>, %y: tensor<3x2xf32>) -> tensor<2x2xf32> {
+  // expected-error @+1 {{'memfit.strided_view' op offset and strides must not be negative}}
+  %v = memfit.strided_view %x {offset = -1 : i64, strides = array<i64: 6, 1>} : tensor<4x6xf32> -> tensor<2x3xf32>
+  %m = memfit.matmul %v, %y : tensor<2x3xf32>, tensor<3x2xf32> -> tensor<2x2xf32>
+  return %m : tensor<2x2xf32>
+}
+
+// -----
+
 func.func @strided_view_rank(%x: tensor<4x6xf32>) {
   // expected-error @+1 {{'memfit.strided_view' op has 1 strides for a result of rank 2}}
   %v = memfit.strided_view %x {offset = 0 : i64, strides = array<i64: 6>} : tensor<4x6xf32> -> tensor<2x3xf32>

@@ -188,3 +188,44 @@ func.func @joined_gradients(%ds: tensor<2x2x8x8xf32>, %k: tensor<2x2x8x4xf32>, %
   %dx = memfit.matmul %g, %w {trans_b = true} : tensor<2x8x24xf32>, tensor<16x24xf32> -> tensor<2x8x16xf32>
   return %dx : tensor<2x8x16xf32>
 }
+
+// -----
+
+// The split and the concatenation of the two cases above with their axis
+// counted from the end (-5 for 0): the same views and the same kernel.
+// CHECK-LABEL: func.func @attention_negative_axis
+// CHECK-DAG: memfit.strided_view %{{.+}} {offset = 8 : i64, strides = array<i64: 192, 4, 24, 1>}
+// CHECK-DAG: memfit.strided_view %{{.+}} {offset = 16 : i64, strides = array<i64: 192, 4, 24, 1>}
+// CHECK-NOT: memfit.split
+// CHECK: return
+func.func @attention_negative_axis(%x: tensor<2x8x16xf32>, %w: tensor<16x24xf32>) -> tensor<2x2x8x8xf32> {
+  %qkv = memfit.matmul %x, %w : tensor<2x8x16xf32>, tensor<16x24xf32> -> tensor<2x8x24xf32>
+  %r = memfit.reshape %qkv : tensor<2x8x24xf32> to tensor<2x8x3x2x4xf32>
+  %t = memfit.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x8x3x2x4xf32> -> tensor<3x2x2x8x4xf32>
+  %s:3 = memfit.split %t {axis = -5 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x8x4xf32> -> tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>
+  %k = memfit.squeeze %s#1 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %v = memfit.squeeze %s#2 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %kt = memfit.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<2x2x8x4xf32> -> tensor<2x2x4x8xf32>
+  %scores = memfit.matmul %v, %kt : tensor<2x2x8x4xf32>, tensor<2x2x4x8xf32> -> tensor<2x2x8x8xf32>
+  return %scores : tensor<2x2x8x8xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @joined_gradients_negative_axis
+// CHECK: memfit.concat {{.*}}{axis = 2 : i64} : tensor<2x8x1x2x4xf32>, tensor<2x8x1x2x4xf32>, tensor<2x8x1x2x4xf32> -> tensor<2x8x3x2x4xf32>
+// CHECK-NOT: memfit.transpose
+// CHECK: return
+func.func @joined_gradients_negative_axis(%ds: tensor<2x2x8x8xf32>, %k: tensor<2x2x8x4xf32>, %q: tensor<2x2x8x4xf32>, %p: tensor<2x2x8x8xf32>, %do: tensor<2x2x8x4xf32>, %w: tensor<16x24xf32>) -> tensor<2x8x16xf32> {
+  %dq = memfit.matmul %ds, %k : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %dk = memfit.matmul %ds, %q {trans_a = true} : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %dv = memfit.matmul %p, %do {trans_a = true} : tensor<2x2x8x8xf32>, tensor<2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %rq = memfit.reshape %dq : tensor<2x2x8x4xf32> to tensor<1x2x2x8x4xf32>
+  %rk = memfit.reshape %dk : tensor<2x2x8x4xf32> to tensor<1x2x2x8x4xf32>
+  %rv = memfit.reshape %dv : tensor<2x2x8x4xf32> to tensor<1x2x2x8x4xf32>
+  %j = memfit.concat %rq, %rk, %rv {axis = -5 : i64} : tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32> -> tensor<3x2x2x8x4xf32>
+  %t = memfit.transpose %j {perm = array<i64: 1, 3, 0, 2, 4>} : tensor<3x2x2x8x4xf32> -> tensor<2x8x3x2x4xf32>
+  %g = memfit.reshape %t : tensor<2x8x3x2x4xf32> to tensor<2x8x24xf32>
+  %dx = memfit.matmul %g, %w {trans_b = true} : tensor<2x8x24xf32>, tensor<16x24xf32> -> tensor<2x8x16xf32>
+  return %dx : tensor<2x8x16xf32>
+}

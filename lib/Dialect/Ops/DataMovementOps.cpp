@@ -66,9 +66,11 @@ LogicalResult StridedViewOp::verify() {
   if (static_cast<int64_t>(strides.size()) != out.getRank())
     return emitOpError("has ") << strides.size() << " strides for a result of "
                                << "rank " << out.getRank();
-  if (getOffset() < 0 || llvm::any_of(strides, [](int64_t s) { return s < 0; }))
+  // (ODS returns the I64Attr offset as uint64_t.)
+  int64_t offset = static_cast<int64_t>(getOffset());
+  if (offset < 0 || llvm::any_of(strides, [](int64_t s) { return s < 0; }))
     return emitOpError("offset and strides must not be negative");
-  int64_t last = getOffset();
+  int64_t last = offset;
   if (out.getNumElements() > 0)
     for (auto [size, stride] : llvm::zip(out.getShape(), strides))
       last += (size - 1) * stride;
