@@ -551,13 +551,27 @@ template <class T, class Op> static inline void butterfly(T *x, Op op) {
   }
 }
 
+/// Lane 0's value after butterfly(x, op), and only that: the tree of the 31
+/// operations it depends on, each with its operands in the butterfly's
+/// order (x[i] = op(x[i], x[i + o]) for i < o), so the same value to the bit
+/// whether or not op commutes. Overwrites x.
+template <class T, class Op> static inline T butterflyLane0(T *x, Op op) {
+  for (unsigned o = 16; o > 0; o >>= 1)
+    for (unsigned i = 0; i < o; ++i)
+      x[i] = op(x[i], x[i + o]);
+  return x[0];
+}
+
 /// A block-wide reduction at one barrier, with the result of the prelude's
 /// CUDA memfit_block_sum/max to the bit: a butterfly in each warp, lane 0's
 /// value of each warp to lane `warp` of a second butterfly (lanes beyond
 /// the warps hold `pad`, or warp 0's value when `padWithFirst`), and
 /// thread t gets lane t % 32's value. Every thread enters with its value;
 /// the first to pass the barrier computes the results, the others read
-/// them. (The CUDA code switches threads at 12 barriers and shuffles.)
+/// them. Of each warp's butterfly only lane 0 is read, so only its 31
+/// operations are done; the second butterfly is done whole, since every
+/// lane's value is read (they may differ: max does not commute on signed
+/// zeros). (The CUDA code switches threads at 12 barriers and shuffles.)
 template <class T, class Op>
 static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
@@ -579,8 +593,7 @@ static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
     for (unsigned w = 0; w < warps; ++w) {
       for (unsigned i = 0; i < 32; ++i)
         memcpy(&lanes[i], &s->values[w * 32 + i], sizeof(T));
-      butterfly(lanes, op);
-      firsts[w] = lanes[0];
+      firsts[w] = butterflyLane0(lanes, op);
     }
     for (unsigned i = 0; i < 32; ++i)
       lanes[i] = i < warps ? firsts[i] : padWithFirst ? firsts[0] : pad;
