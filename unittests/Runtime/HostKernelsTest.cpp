@@ -15,6 +15,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <dirent.h>
 #include <limits>
@@ -120,6 +121,20 @@ int countFiles(const std::string &dir, const std::string &prefix) {
   return count;
 }
 
+/// Removes the files of `dir` named `prefix`...`suffix`.
+void removeFiles(const std::string &dir, const std::string &prefix,
+                 const std::string &suffix) {
+  if (DIR *d = opendir(dir.c_str())) {
+    while (dirent *e = readdir(d)) {
+      std::string name = e->d_name;
+      if (name.rfind(prefix, 0) == 0 && name.size() >= suffix.size() &&
+          name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0)
+        std::remove((dir + "/" + name).c_str());
+    }
+    closedir(d);
+  }
+}
+
 std::unique_ptr<Backend> prepared(const Manifest &m,
                                   const SessionOptions &options,
                                   SessionTimings &timings) {
@@ -189,12 +204,19 @@ void testKernelCache() {
   b = prepared(second, options, timings);
   CHECK(b && timings.cacheHit && timings.compileSeconds == 0);
 
-  // Another prelude is another context: compiled again.
+  // Another prelude is another context: compiled again. Without the
+  // precompiled header (removed) the compiler reads the header's file, and
+  // the precompiled form is made again.
+  CHECK(countFiles(options.cacheDir, "host-header-") == 2);
+  removeFiles(options.cacheDir, "host-header-", ".gch");
+  CHECK(countFiles(options.cacheDir, "host-header-") == 1);
   Manifest other = second;
   other.source = "// another prelude\n" + second.source;
   b = prepared(other, options, timings);
   CHECK(b && !timings.cacheHit);
   CHECK(countFiles(options.cacheDir, "host-batch-") == 3);
+  CHECK(countFiles(options.cacheDir, "host-header-") == 2);
+  CHECK(b && runElementwise(*b, 0)[10] == -5.0f);
 
   // A helper between two kernels belongs to neither: the source is one
   // unit, and runs.
@@ -211,8 +233,11 @@ void testKernelCache() {
   b = prepared(helper, options, timings);
   if (!b)
     return;
+  // The three batches, the whole unit, and the emulation header with its
+  // precompiled form (one pair for every unit of this compiler and flags).
+  CHECK(countFiles(options.cacheDir, "host-header-") == 2);
   CHECK(countFiles(options.cacheDir, "host-") ==
-        countFiles(options.cacheDir, "host-kernel-") + 4);
+        countFiles(options.cacheDir, "host-kernel-") + 6);
   CHECK(runElementwise(*b, 1)[10] == 10.0f);
 
   // Without the cache, the same kernels run.

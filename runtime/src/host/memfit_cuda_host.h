@@ -688,9 +688,5 @@ static inline T __shfl_up_sync(unsigned mask, T var, unsigned delta,
                                valid);
 }
 
-// The kernels' symbols stay inside the library (so that launchers can
-// inline them); the launchers that follow the source pop this.
-#pragma GCC visibility push(hidden)
-
 #endif // MEMFIT_HOST_ABI_ONLY
 #endif // MEMFIT_CUDA_HOST_H
