@@ -228,7 +228,9 @@ private:
 std::string cachedHeader(const std::vector<std::string> &compiler,
                          const KernelCache &cache,
                          const std::string &compilerId, double &seconds) {
-  if (!cache.enabled())
+  // (A directory that an #include cannot name: the text, inlined.)
+  if (!cache.enabled() ||
+      cache.directory().find_first_of("\"\\\n") != std::string::npos)
     return "";
   size_t size = std::char_traits<char>::length(kHostEmulationHeader);
   std::string path = cache.path("host-header", kHostEmulationHeader,
