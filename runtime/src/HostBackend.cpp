@@ -8,11 +8,9 @@
 //===----------------------------------------------------------------------===//
 
 #include "Backend.h"
-#include "Files.h"
 #include "Half.h"
 #include "HostCompiler.h"
 #include "HostKernels.h"
-#include "KernelCache.h"
 
 #define MEMFIT_HOST_ABI_ONLY
 #include "host/memfit_cuda_host.h"
@@ -22,20 +20,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
-#include <fcntl.h>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <pthread.h>
 #include <sched.h>
-#include <spawn.h>
-#include <sys/wait.h>
 #include <thread>
 #include <type_traits>
 #include <unistd.h>
@@ -44,11 +36,7 @@
 #define MEMFIT_HOST_CXX "c++"
 #endif
 
-extern char **environ;
-
 namespace memfit::rt {
-
-extern const char *const kHostEmulationHeader;
 
 namespace {
 
@@ -174,10 +162,6 @@ template <typename Gemm> void forEachBatch(const Contraction &c, Gemm gemm) {
   }
 }
 
-/// Runs task(i) for i in [0, count), on the backend's worker threads.
-using ParallelFor =
-    std::function<void(size_t count, const std::function<void(size_t)> &)>;
-
 /// The contraction as single-threaded BLAS calls on the worker threads
 /// (OpenBLAS's own threads are off, so that they do not spin beside the
 /// workers): one task per matrix of the batch, or per panel of rows of
@@ -185,7 +169,7 @@ using ParallelFor =
 /// output is computed as one call computes it, whatever the split.
 template <typename T>
 void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
-                 unsigned workers, const ParallelFor &parallel) {
+                 WorkerPool &pool) {
   CBLAS_TRANSPOSE ta = c.transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = c.transB ? CblasTrans : CblasNoTrans;
   blasint n = blasint(c.n), k = blasint(c.k);
@@ -205,19 +189,13 @@ void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
   constexpr int64_t kParallelWork = int64_t(1) << 20;
   constexpr int64_t kSplitWork = int64_t(1) << 24;
   constexpr int64_t kMinRows = 16;
-  int64_t work = c.m * c.n * c.k;
-  bool parallelWorth =
-      workers > 1 && int64_t(matrices.size()) * work >= kParallelWork;
-  int64_t wanted = int64_t(workers) * 2;
-  int64_t panels = !parallelWorth || work < kSplitWork ||
-                           int64_t(matrices.size()) >= wanted
-                       ? 1
-                       : std::max<int64_t>(
-                             1, std::min<int64_t>(
-                                    (wanted + int64_t(matrices.size()) - 1) /
-                                        int64_t(matrices.size()),
-                                    c.m / kMinRows));
-  int64_t rowsPerPanel = (c.m + panels - 1) / std::max<int64_t>(panels, 1);
+  int64_t work = c.m * c.n * c.k, count = int64_t(matrices.size());
+  bool parallelWorth = pool.size() > 1 && count * work >= kParallelWork;
+  int64_t wanted = int64_t(pool.size()) * 2, panels = 1;
+  if (parallelWorth && work >= kSplitWork && count < wanted)
+    panels = std::max<int64_t>(
+        1, std::min<int64_t>((wanted + count - 1) / count, c.m / kMinRows));
+  int64_t rowsPerPanel = (c.m + panels - 1) / panels;
   auto task = [&](size_t t) {
     const std::array<int64_t, 3> &at = matrices[t / size_t(panels)];
     int64_t row = int64_t(t % size_t(panels)) * rowsPerPanel;
@@ -239,7 +217,7 @@ void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
     for (size_t t = 0; t < tasks; ++t)
       task(t);
   else
-    parallel(tasks, task);
+    pool.run(tasks, task);
 }
 
 /// f16 and bf16: converted to f32, multiplied with f32 accumulation (as
@@ -247,7 +225,7 @@ void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
 /// own elements are written back: a strided output leaves the elements
 /// between its rows and matrices as they were.
 void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
-              uint16_t *out, unsigned workers, const ParallelFor &parallel) {
+              uint16_t *out, WorkerPool &pool) {
   bool bf16 = c.dtype == DType::bf16;
   auto widen = [&](const uint16_t *p, int64_t count) {
     std::vector<float> v(static_cast<size_t>(count));
@@ -258,7 +236,7 @@ void gemmHalf(const Contraction &c, const uint16_t *a, const uint16_t *b,
   std::vector<float> fa = widen(a, operandSpan(c, Contraction::A));
   std::vector<float> fb = widen(b, operandSpan(c, Contraction::B));
   std::vector<float> fo = widen(out, operandSpan(c, Contraction::Out));
-  gemmBatched<float>(c, fa.data(), fb.data(), fo.data(), workers, parallel);
+  gemmBatched<float>(c, fa.data(), fb.data(), fo.data(), pool);
   forEachBatch(c, [&](int64_t, int64_t, int64_t offOut) {
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
@@ -356,27 +334,22 @@ public:
 
   Status runContraction(const Contraction &c, uint64_t a, uint64_t b,
                         uint64_t out) override {
-    ParallelFor parallel = [this](size_t count,
-                                  const std::function<void(size_t)> &task) {
-      pool_->run(count, task);
-    };
-    unsigned workers = pool_->size();
     switch (c.dtype) {
     case DType::f32:
       gemmBatched(c, reinterpret_cast<const float *>(memory_ + a),
                   reinterpret_cast<const float *>(memory_ + b),
-                  reinterpret_cast<float *>(memory_ + out), workers, parallel);
+                  reinterpret_cast<float *>(memory_ + out), *pool_);
       return Status::ok();
     case DType::f64:
       gemmBatched(c, reinterpret_cast<const double *>(memory_ + a),
                   reinterpret_cast<const double *>(memory_ + b),
-                  reinterpret_cast<double *>(memory_ + out), workers, parallel);
+                  reinterpret_cast<double *>(memory_ + out), *pool_);
       return Status::ok();
     case DType::f16:
     case DType::bf16:
       gemmHalf(c, reinterpret_cast<const uint16_t *>(memory_ + a),
                reinterpret_cast<const uint16_t *>(memory_ + b),
-               reinterpret_cast<uint16_t *>(memory_ + out), workers, parallel);
+               reinterpret_cast<uint16_t *>(memory_ + out), *pool_);
       return Status::ok();
     default:
       // Session names the step and the contraction.
@@ -400,7 +373,6 @@ private:
 
   struct KernelEntry {
     std::string name;
-    memfit_host_launcher launcher = nullptr;
     std::array<uint32_t, 3> grid{1, 1, 1}, block{1, 1, 1};
   };
 
@@ -442,7 +414,6 @@ Status HostBackend::prepareKernels(const Manifest &manifest,
     entry.name = k.name;
     entry.grid = k.grid;
     entry.block = k.block;
-    entry.launcher = kernelLibraries_->launchers[i];
     kernels_.push_back(entry);
   }
   return Status::ok();
@@ -453,6 +424,7 @@ Status HostBackend::launchKernel(uint32_t kernel,
   if (kernel >= kernels_.size())
     return internalError("host backend: no kernel " + std::to_string(kernel));
   const KernelEntry &k = kernels_[kernel];
+  memfit_host_launcher launcher = kernelLibraries_->launchers[kernel];
   std::vector<void *> pointers(offsets.size());
   std::vector<void *> args(offsets.size());
   for (size_t i = 0; i < offsets.size(); ++i) {
@@ -479,7 +451,7 @@ Status HostBackend::launchKernel(uint32_t kernel,
     launch.numArgs = static_cast<unsigned>(args.size());
     launch.error = message;
     launch.errorSize = sizeof(message);
-    if (k.launcher(&launch, args.data()) != 0)
+    if (launcher(&launch, args.data()) != 0)
       errors[task] = message[0] ? message : "unknown error";
   });
   for (const std::string &error : errors)

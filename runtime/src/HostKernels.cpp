@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <dlfcn.h>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -35,8 +36,9 @@ extern const char *const kHostEmulationHeader;
 
 namespace {
 
-constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC",
-                                         "-shared", "-w"};
+/// How every unit and the precompiled header are compiled (a unit is then
+/// linked with -shared).
+constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC", "-w"};
 constexpr const char *kDefinition = "extern \"C\" __global__ void ";
 /// What a kernel's name is replaced with in its cache key.
 constexpr const char *kNamePlaceholder = "MEMFIT_KERNEL_NAME";
@@ -158,9 +160,8 @@ StatusOr<std::string> compileSource(const std::vector<std::string> &compiler,
       writeFile(sourcePath, source.data(), source.size())
           .withContext("host backend"));
   std::vector<std::string> argv = compiler;
-  for (const char *flag : kCompileFlags)
-    argv.push_back(flag);
-  argv.insert(argv.end(), {"-o", libraryPath, sourcePath});
+  argv.insert(argv.end(), std::begin(kCompileFlags), std::end(kCompileFlags));
+  argv.insert(argv.end(), {"-shared", "-o", libraryPath, sourcePath});
   auto start = std::chrono::steady_clock::now();
   StatusOr<ProcessResult> result = runProcess(argv);
   seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -244,9 +245,7 @@ std::string cachedHeader(const std::vector<std::string> &compiler,
   std::string temporary =
       precompiled + "." + std::to_string(getpid()) + ".tmp";
   std::vector<std::string> argv = compiler;
-  for (const char *flag : kCompileFlags)
-    if (std::string(flag) != "-shared")
-      argv.push_back(flag);
+  argv.insert(argv.end(), std::begin(kCompileFlags), std::end(kCompileFlags));
   argv.insert(argv.end(), {"-x", "c++-header", path, "-o", temporary});
   auto start = std::chrono::steady_clock::now();
   StatusOr<ProcessResult> result = runProcess(argv);

@@ -511,18 +511,27 @@ static int launch(const memfit_host_launch *params, void **args,
   return 0;
 }
 
+/// The calling thread's state when it runs a block as fibers (a barrier
+/// kernel), else null, noting the misuse of a barrier or shuffle in a
+/// kernel the manifest says has none (the launcher reports it).
+static inline ThreadState *fiberState() {
+  ThreadState *s = tlsState;
+  if (s && !s->inFibers) {
+    s->barrierMisuse = true;
+    return nullptr;
+  }
+  return s;
+}
+
 /// Exchanges `value` among the threads of a block; returns the value of
 /// thread `source`, or the caller's own when `source` is not a valid lane.
 template <class T>
 static inline T exchange(T value, unsigned source, bool valid) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
                 "warp shuffles take values of at most 8 bytes");
-  ThreadState *s = tlsState;
-  if (!s || !s->inFibers) {
-    if (s)
-      s->barrierMisuse = true;
+  ThreadState *s = fiberState();
+  if (!s)
     return value;
-  }
   unsigned self = s->current;
   unsigned buffer = s->shuffles[self]++ & 1;
   memcpy(&s->slots[buffer][self], &value, sizeof(T));
@@ -576,12 +585,9 @@ template <class T, class Op>
 static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
                 "block reductions take values of at most 8 bytes");
-  ThreadState *s = tlsState;
-  if (!s || !s->inFibers) {
-    if (s)
-      s->barrierMisuse = true;
+  ThreadState *s = fiberState();
+  if (!s)
     return v;
-  }
   unsigned self = s->current;
   unsigned round = ++s->collectives[self];
   memcpy(&s->values[self], &v, sizeof(T));
@@ -636,13 +642,8 @@ memfit_host_release_thread(void) {
 //===----------------------------------------------------------------------===//
 
 static inline void __syncthreads() {
-  memfit_host::ThreadState *s = memfit_host::tlsState;
-  if (!s || !s->inFibers) {
-    if (s)
-      s->barrierMisuse = true;
-    return;
-  }
-  memfit_host::yieldFiber(s);
+  if (memfit_host::ThreadState *s = memfit_host::fiberState())
+    memfit_host::yieldFiber(s);
 }
 
 /// Warp-level barriers are block barriers here (control flow is uniform).
