@@ -137,15 +137,6 @@ extern "C" __global__ void undeclared_barrier(float* __restrict__ out) {
 }
 )cuda";
 
-Kernel kernel(const char *name, uint32_t grid, uint32_t block, bool barriers) {
-  Kernel k;
-  k.name = name;
-  k.grid = {grid, 1, 1};
-  k.block = {block, 1, 1};
-  k.usesBarriers = barriers;
-  return k;
-}
-
 Manifest kernelManifest() {
   Manifest m;
   m.source = kKernels;

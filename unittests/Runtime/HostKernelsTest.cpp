@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <cstring>
 #include <dirent.h>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 
@@ -100,16 +101,6 @@ std::string reductionBody(bool host) {
          (host ? max + "(n[i])" : max + "(n[i], nscratch)") + ";\n}\n";
 }
 
-Kernel kernel(const std::string &name, uint32_t grid, uint32_t block,
-              bool barriers) {
-  Kernel k;
-  k.name = name;
-  k.grid = {grid, 1, 1};
-  k.block = {block, 1, 1};
-  k.usesBarriers = barriers;
-  return k;
-}
-
 /// The files of `dir` whose names start with `prefix`.
 int countFiles(const std::string &dir, const std::string &prefix) {
   int count = 0;
@@ -145,6 +136,19 @@ std::unique_ptr<Backend> prepared(const Manifest &m,
   return std::move(*backend);
 }
 
+/// The prelude and element-wise kernels (name, body), each one block of 256
+/// threads.
+Manifest elementwise(
+    std::initializer_list<std::pair<const char *, const char *>> kernels) {
+  Manifest m;
+  m.source = kPrelude;
+  for (auto [name, body] : kernels) {
+    m.source += kernelText(name, body);
+    m.kernels.push_back(kernel(name, 1, 256, false));
+  }
+  return m;
+}
+
 /// Runs kernels[index] of 256 threads on in = 0..255 and returns out.
 std::vector<float> runElementwise(Backend &b, uint32_t index) {
   std::vector<float> in(256);
@@ -163,13 +167,8 @@ void testKernelCache() {
   options.hostThreads = 2;
 
   // Two kernels, and the first again under another name.
-  Manifest first;
-  first.source = std::string(kPrelude) + kernelText("k0_scale", kScale) +
-                 kernelText("k1_shift", kShift) +
-                 kernelText("k2_scale", kScale);
-  first.kernels = {kernel("k0_scale", 1, 256, false),
-                   kernel("k1_shift", 1, 256, false),
-                   kernel("k2_scale", 1, 256, false)};
+  Manifest first = elementwise(
+      {{"k0_scale", kScale}, {"k1_shift", kShift}, {"k2_scale", kScale}});
   SessionTimings timings;
   std::unique_ptr<Backend> b = prepared(first, options, timings);
   if (!b)
@@ -183,13 +182,8 @@ void testKernelCache() {
 
   // The same kernels at other indices and names, and one new: only the
   // new one is compiled.
-  Manifest second;
-  second.source = std::string(kPrelude) + kernelText("k0_negate", kNegate) +
-                  kernelText("k1_scale", kScale) +
-                  kernelText("k7_shift", kShift);
-  second.kernels = {kernel("k0_negate", 1, 256, false),
-                    kernel("k1_scale", 1, 256, false),
-                    kernel("k7_shift", 1, 256, false)};
+  Manifest second = elementwise(
+      {{"k0_negate", kNegate}, {"k1_scale", kScale}, {"k7_shift", kShift}});
   b = prepared(second, options, timings);
   if (!b)
     return;

@@ -78,15 +78,6 @@ Executable sampleExecutable() {
   m.weightsBytes = 512 + 240;
   m.arenaBytes = 2304 + 256;
 
-  auto kernel = [](const char *name, uint32_t grid, uint32_t block,
-                   bool barriers) {
-    Kernel k;
-    k.name = name;
-    k.grid = {grid, 1, 1};
-    k.block = {block, 1, 1};
-    k.usesBarriers = barriers;
-    return k;
-  };
   m.kernels = {kernel("bias_relu", 3, 64, false),
                kernel("fill_ones", 2, 128, false),
                kernel("row_sum", 36, 32, true)};

@@ -3,6 +3,7 @@
 #ifndef MEMFIT_RUNTIME_TEST_TESTUTIL_H
 #define MEMFIT_RUNTIME_TEST_TESTUTIL_H
 
+#include "memfit/runtime/Manifest.h"
 #include "memfit/runtime/Status.h"
 
 #include <cstdio>
@@ -49,6 +50,17 @@ inline bool checkError(const Status &status, const std::string &needle,
   return check(status.message().find(needle) != std::string::npos, file, line,
                std::string(expr) + ": error '" + status.message() +
                    "' does not contain '" + needle + "'");
+}
+
+/// A kernel of a 1-D grid of 1-D blocks.
+inline Kernel kernel(const std::string &name, uint32_t grid, uint32_t block,
+                     bool barriers) {
+  Kernel k;
+  k.name = name;
+  k.grid = {grid, 1, 1};
+  k.block = {block, 1, 1};
+  k.usesBarriers = barriers;
+  return k;
 }
 
 /// A directory the tests may write into (created by main).
