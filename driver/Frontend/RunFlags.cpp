@@ -298,6 +298,7 @@ rt::StatusOr<CompileOptions> RunFlags::compileOptions() const {
   options.weights.doubleQuant = doubleQuant;
   options.fusion.enabled = fuse;
   options.fusion.maxOps = fuseMaxOps;
+  options.fusion.attention = !noFusedAttention;
   if (fusionReport.getNumOccurrences())
     options.fusion.report =
         fusionReport.empty() ? "-" : fusionReport.getValue();

@@ -28,6 +28,7 @@ void setFusion(const Fusion &fusion, FusionOptions &out) {
   out.fuse = fusion.enabled;
   out.fuseMaxOps = fusion.maxOps;
   out.fusionReport = fusion.report;
+  out.fusedAttention = fusion.attention;
 }
 
 } // namespace

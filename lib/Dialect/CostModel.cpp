@@ -89,6 +89,7 @@ OpCost mlir::memfit::defaultOpCost(Operation *op) {
                                    resultElements(op));
     break;
   case OpClass::Contraction: // every contraction has its own formula
+  case OpClass::Attention:   // so has attention
   case OpClass::DataMovement:
   case OpClass::Constant:
     break;
@@ -199,6 +200,42 @@ static int64_t kernelInputBytes(BlockArgument input) {
     selected += typeBytes(user->getResult(0).getType());
   }
   return std::min(all, selected);
+}
+
+/// Attention's pairs of a query and a key that the query sees: all S * T,
+/// or under `causal` those with j <= i. Per pair, a dot product of the
+/// query and key head size and one of the value head size, plus the online
+/// softmax's few operations; the backward recomputes the scores.
+static int64_t attentionPairs(Value query, Value key, bool causal) {
+  ArrayRef<int64_t> q = shapeOf(query);
+  int64_t s = q[2], t = shapeOf(key)[2];
+  int64_t pairs = s * t;
+  if (causal) {
+    int64_t full = std::max<int64_t>(0, s - t); // rows that see all T keys
+    int64_t partial = s - full;                  // rows i < T: i + 1 keys
+    pairs = full * t + partial * (partial + 1) / 2;
+  }
+  return q[0] * q[1] * pairs;
+}
+
+OpCost AttentionOp::getCost() {
+  int64_t d = shapeOf(getQuery())[3], dv = shapeOf(getValue())[3];
+  return {attentionPairs(getQuery(), getKey(), getCausal()) * (2 * d + 2 * dv + 5),
+          movedBytes(*this)};
+}
+
+OpCost AttentionGradQueryOp::getCost() {
+  // The score, dresult . value, and dquery's update.
+  int64_t d = shapeOf(getQuery())[3], dv = shapeOf(getValue())[3];
+  return {attentionPairs(getQuery(), getKey(), getCausal()) * (4 * d + 2 * dv + 5),
+          movedBytes(*this)};
+}
+
+OpCost AttentionGradKeyValueOp::getCost() {
+  // The score, dvalue's update, dresult . value, and dkey's update.
+  int64_t d = shapeOf(getQuery())[3], dv = shapeOf(getValue())[3];
+  return {attentionPairs(getQuery(), getKey(), getCausal()) * (4 * d + 4 * dv + 5),
+          movedBytes(*this)};
 }
 
 OpCost KernelOp::getCost() {

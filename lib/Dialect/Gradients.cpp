@@ -77,4 +77,5 @@ void mlir::memfit::attachGradientInterfaces(MLIRContext *context) {
   grad::attachReductionGradients(context);
   grad::attachDataMovementGradients(context);
   grad::attachLossGradients(context);
+  grad::attachAttentionGradients(context);
 }

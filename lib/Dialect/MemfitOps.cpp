@@ -41,6 +41,7 @@ Precision mlir::memfit::defaultPrecision(OpClass opClass) {
   case OpClass::Contraction:
   case OpClass::ElementWise:
   case OpClass::Normalization:
+  case OpClass::Attention:
     return Precision::Low;
   case OpClass::Reduction:
   case OpClass::Loss:

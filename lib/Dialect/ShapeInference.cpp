@@ -571,6 +571,38 @@ LogicalResult mlir::memfit::inferLossShape(
   return success();
 }
 
+LogicalResult mlir::memfit::inferAttentionShapes(
+    ArrayRef<int64_t> query, ArrayRef<int64_t> key, ArrayRef<int64_t> value,
+    std::optional<ArrayRef<int64_t>> mask, Shape &result, Shape &logsumexp,
+    OptLoc loc) {
+  if (query.size() != 4 || key.size() != 4 || value.size() != 4)
+    return emitOptionalError(
+        loc, "attention takes query, key and value of rank 4 ([batch, heads, "
+             "seq, head size]), got ",
+        shapeToString(query), ", ", shapeToString(key), " and ",
+        shapeToString(value));
+  if (key[0] != query[0] || value[0] != query[0] || value[1] != key[1] ||
+      value[2] != key[2] || key[3] != query[3])
+    return emitOptionalError(
+        loc, "attention key ", shapeToString(key), " and value ",
+        shapeToString(value), " do not match query ", shapeToString(query),
+        " (batch, heads and keys alike; query and key head sizes equal)");
+  if (key[1] == 0 || query[1] % key[1] != 0)
+    return emitOptionalError(loc, "attention query heads (", query[1],
+                             ") must be a multiple of key heads (", key[1],
+                             ")");
+  if (mask) {
+    Shape scores{query[0], query[1], query[2], key[2]};
+    if (!isBroadcastableTo(*mask, scores))
+      return emitOptionalError(loc, "attention mask of shape ",
+                               shapeToString(*mask), " does not broadcast to ",
+                               shapeToString(scores));
+  }
+  result = {query[0], query[1], query[2], value[3]};
+  logsumexp = {query[0], query[1], query[2]};
+  return success();
+}
+
 LogicalResult mlir::memfit::verifyNormParam(ArrayRef<int64_t> shape,
                                             int64_t axis,
                                             ArrayRef<int64_t> param,

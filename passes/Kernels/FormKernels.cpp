@@ -35,6 +35,7 @@ bool needsKernel(Operation *op) {
   case OpClass::DataMovement:
   case OpClass::Loss:
   case OpClass::Quantization:
+  case OpClass::Attention:
     return true;
   case OpClass::Contraction:
   case OpClass::Constant:

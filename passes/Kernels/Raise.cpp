@@ -16,6 +16,7 @@
 #include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Passes/PassOutput.h"
 #include "memfit/Passes/Passes.h"
+#include "RaiseMatch.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
@@ -31,54 +32,12 @@ namespace mlir::memfit {
 
 using namespace mlir;
 using namespace mlir::memfit;
+using namespace mlir::memfit::raise;
 
 namespace {
 
-/// Constants of the patterns, as exporters write them in f32: a relative
-/// tolerance well above f32 rounding, well below any other constant.
-bool near(double value, double expected) {
-  return std::abs(value - expected) <= 1e-4 * std::abs(expected);
-}
-
 RankedTensorType typeOf(Value value) {
   return cast<RankedTensorType>(value.getType());
-}
-
-/// `value` as a product: its non-constant factors (through mul, and div by
-/// a constant) and the product of its constant factors.
-struct Product {
-  SmallVector<Value, 4> factors;
-  double coefficient = 1;
-};
-
-void flattenProduct(Value value, Product &product, bool root) {
-  if (std::optional<double> c = splatValue(value)) {
-    product.coefficient *= *c;
-    return;
-  }
-  if (root || value.hasOneUse()) {
-    if (auto mul = value.getDefiningOp<MulOp>()) {
-      flattenProduct(mul.getLhs(), product, false);
-      flattenProduct(mul.getRhs(), product, false);
-      return;
-    }
-    if (auto div = value.getDefiningOp<DivOp>())
-      if (std::optional<double> c = splatValue(div.getRhs()); c && *c != 0) {
-        flattenProduct(div.getLhs(), product, false);
-        product.coefficient /= *c;
-        return;
-      }
-  }
-  product.factors.push_back(value);
-}
-
-/// The product `value` is, flattened through the intermediates that only
-/// it reads (a value read elsewhere, such as the input of a GELU, is a
-/// factor).
-Product productOf(Value value) {
-  Product product;
-  flattenProduct(value, product, /*root=*/true);
-  return product;
 }
 
 /// `value` as a sum: its non-constant terms (through add, and sub of a
@@ -294,13 +253,6 @@ Value onesScale(OpBuilder &b, Location loc, Value x, int64_t axis) {
 /// The location of a raised op: the fused locations of the ops it
 /// replaces (the anchor's and the reduction's), so that kernels still list
 /// the ONNX nodes.
-Location fusedLoc(ArrayRef<Operation *> ops) {
-  SmallVector<Location> locs;
-  for (Operation *op : ops)
-    locs.push_back(op->getLoc());
-  return FusedLoc::get(ops.front()->getContext(), locs);
-}
-
 struct MemfitRaisePass
     : public mlir::memfit::impl::MemfitRaisePassBase<MemfitRaisePass> {
   using MemfitRaisePassBase::MemfitRaisePassBase;

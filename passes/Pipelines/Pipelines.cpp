@@ -186,6 +186,8 @@ static void addFusion(function_ref<void(StringRef, const std::string &)> add,
     add("fuse-max-ops", std::to_string(fusion.fuseMaxOps));
   if (!fusion.fusionReport.getValue().empty())
     add("fusion-report", fusion.fusionReport.getValue());
+  if (!fusion.fusedAttention)
+    add("fused-attention", "false");
 }
 
 /// Adds the weight-quantization options that differ from the defaults.
@@ -322,11 +324,15 @@ static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
   pm.addPass(createMemfitFusePass(fuse));
 }
 
-/// memfit-raise when fusion is on: the named ops save less for the
-/// backward and emit as one kernel each.
+/// memfit-raise when fusion is on, then memfit-raise-attention unless
+/// turned off: the named ops save less for the backward and emit as one
+/// kernel each. Attention last: it starts from the softmaxes, which
+/// memfit-raise names where the exporter spelled them out.
 static void addRaisePass(OpPassManager &pm, const FusionOptions &fusion) {
   if (fusion.fuse)
     pm.addPass(createMemfitRaisePass());
+  if (fusion.fusedAttention)
+    pm.addPass(createMemfitRaiseAttentionPass());
 }
 
 void mlir::memfit::buildForwardPipeline(OpPassManager &pm,

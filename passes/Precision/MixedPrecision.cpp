@@ -160,8 +160,8 @@ LogicalResult PrecisionRewriter::rewriteOp(Operation *op) {
                     : (precision == Precision::Follow ? "promote" : "fp32");
     op->setOperand(i, castTo(operand, target, reason, op));
   }
-  for (Value result : op->getResults())
-    if (isFloatTensor(result))
+  for (OpResult result : op->getResults())
+    if (isFloatTensor(result) && !opClass.isFp32Result(result.getResultNumber()))
       result.setType(RankedTensorType::get(
           cast<RankedTensorType>(result.getType()).getShape(), target));
   return success();

@@ -65,12 +65,31 @@ compressedTypes(Value value, int64_t blockSize) {
                                 Float32Type::get(context))};
 }
 
+/// Whether `op` is, or is a kernel around, an op of class Attention.
+static bool isAttention(Operation *op) {
+  auto isClass = [](Operation *o) {
+    auto opClass = dyn_cast<OpClassInterface>(o);
+    return opClass && opClass.getOpClass() == OpClass::Attention;
+  };
+  if (auto kernel = dyn_cast_or_null<KernelOp>(op))
+    return llvm::any_of(kernel.getBodyOps(),
+                        [&](Operation &inner) { return isClass(&inner); });
+  return op && isClass(op);
+}
+
 /// Whether a result can be saved compressed: a float tensor of at least
-/// one block.
+/// one block that attention neither computes nor reads. Attention's
+/// backward recomputes the probabilities from the queries, the keys and
+/// the saved log-sum-exp, and takes each row's delta from the result:
+/// rounded apart, they no longer agree (a row's probabilities stop summing
+/// to one, and the gradients that are zero by symmetry, such as a key
+/// bias's, are not).
 static bool isCompressible(Value value, int64_t blockSize) {
   auto type = cast<RankedTensorType>(value.getType());
   return isa<FloatType>(type.getElementType()) && type.hasStaticShape() &&
-         type.getNumElements() >= blockSize;
+         type.getNumElements() >= blockSize &&
+         !isAttention(value.getDefiningOp()) &&
+         llvm::none_of(value.getUsers(), isAttention);
 }
 
 /// Sets what saving candidate `c` compressed takes and costs: the results

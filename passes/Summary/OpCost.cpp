@@ -65,6 +65,7 @@ OpClass classOf(Operation *op) {
     case OpClass::Contraction:
       return 0;
     case OpClass::Loss:
+    case OpClass::Attention:
       return 1;
     case OpClass::Normalization:
       return 2;

@@ -17,6 +17,7 @@
 // and memfit-run prints and compiles the same pipeline.
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline='quantize-weights=nf4' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASSES
 // PASSES: cse
+// PASSES-NEXT: memfit-raise-attention{report=},
 // PASSES-NEXT: memfit-quantize{activation-block-size=256 double-quant=false {{.*}}weight-block-size=64 weights=nf4}
 // PASSES-NEXT: func.func(
 // PASSES-NEXT: memfit-form-kernels

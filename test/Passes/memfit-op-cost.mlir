@@ -16,9 +16,11 @@
 // lower bound (inputs, weights and states read once, outputs and updates
 // written once, saved activations written and read once).
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=input_ids=2x16 '--memfit-train-pipeline=loss=cross-entropy' --memfit-op-cost -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=TRAFFIC
-// TRAFFIC: total: {{[0-9]+}} FLOPs, 5606512 bytes
-// TRAFFIC-NEXT: traffic: 300 steps (261 kernels, 39 contractions), 6,693,458 FLOPs, 5,606,512 bytes moved (970,752 by contractions)
-// TRAFFIC-NEXT: traffic: lower bound 1,296,532 bytes (inputs 516, weights and states read 371,336, outputs 4, updates 367,108, saved activations 278,784 written and read); moved / lower bound = 4.32
+// Attention is memfit.attention (fused-attention, the default): its kernels
+// replace the score and probability contractions and the softmax.
+// TRAFFIC: total: {{[0-9]+}} FLOPs, 5172336 bytes
+// TRAFFIC-NEXT: traffic: 269 steps (242 kernels, 27 contractions), 6,596,818 FLOPs, 5,172,336 bytes moved (774,144 by contractions)
+// TRAFFIC-NEXT: traffic: lower bound 1,277,588 bytes (inputs 516, weights and states read 367,240, outputs 4, updates 367,108, saved activations 271,360 written and read); moved / lower bound = 4.05
 
 // matmul broadcasts [2,1,4,5] x [3,5,6] to a batch of 2*3:
 // 2 * 6 * 4*6 * 5 = 1440 FLOPs; 160 + 360 read, 576 written.

@@ -8,6 +8,7 @@
 // PASSES: builtin.module(
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
+// PASSES-NEXT: memfit-raise-attention{report=},
 // PASSES-NEXT: memfit-tie-parameters,
 // PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 loss=output loss-scale=none {{.*}}}
 // PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true optimizer=sgd
@@ -100,6 +101,7 @@
 // RUN: memfit-opt %s --memfit-train-pipeline='budget=600KiB fuse=true fuse-max-ops=5' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=FUSE
 // FUSE: cse,
 // FUSE-NEXT: memfit-raise{report=},
+// FUSE-NEXT: memfit-raise-attention{report=},
 // FUSE-NEXT: memfit-tie-parameters,
 // FUSE: memfit-form-kernels,
 // FUSE-NEXT: memfit-fold-transposes,
@@ -108,6 +110,11 @@
 // FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
 // PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse=true fuse-max-ops=4'
+// --no-fused-attention keeps attention spelled out:
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --no-fused-attention --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTNOATTENTION
+// RUN: memfit-opt %s --memfit-train-pipeline='fused-attention=false' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOATTENTION
+// PRINTNOATTENTION: '--memfit-train-pipeline=loss=cross-entropy fused-attention=false'
+// NOATTENTION-NOT: memfit-raise-attention
 // --fusion-report: every step with its bytes, FLOPs, ops and ONNX nodes
 // (the optimizer's updates in one multi-tensor kernel), the totals and the
 // lower bound (Traffic.h).
@@ -117,8 +124,11 @@
 // FREPORT-NEXT: step kind read written FLOPs ops [ONNX nodes]
 // FREPORT: kernel {{[0-9,]+}} {{[0-9,]+}} {{[0-9,]+}} gather+add [/Add /wte/Gather]
 // FREPORT: kernel {{.*}} more ops (28 segments) [
-// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 39 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (970,752 by contractions)
-// FREPORT-NEXT: @train_step: lower bound {{[0-9,]+}} bytes (inputs 516, weights and states read 371,336, outputs 4, updates 367,108, saved activations {{[0-9,]+}} written and read); moved / lower bound = {{[0-9]+\.[0-9]+}}
+// Attention's six contractions a layer (2 in the forward, 4 in the
+// backward) are memfit.attention's kernels, and the causal mask's constant
+// (4,096 bytes) is not read:
+// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 27 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (774,144 by contractions)
+// FREPORT-NEXT: @train_step: lower bound {{[0-9,]+}} bytes (inputs 516, weights and states read 367,240, outputs 4, updates 367,108, saved activations {{[0-9,]+}} written and read); moved / lower bound = {{[0-9]+\.[0-9]+}}
 // The remat report planned the step before fusion; memfit-fuse appends the
 // fused step's plan (the one memfit-run allocates).
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --remat=auto --budget=1MiB --compile-only --quiet --remat-report=%t.fused.report

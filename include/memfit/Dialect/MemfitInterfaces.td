@@ -22,7 +22,8 @@ def Memfit_OpClass : I32EnumAttr<"OpClass", "what kind of computation an op is",
     I32EnumAttrCase<"DataMovement", 4, "data_movement">,
     I32EnumAttrCase<"Constant", 5, "constant">,
     I32EnumAttrCase<"Loss", 6, "loss">,
-    I32EnumAttrCase<"Quantization", 7, "quantization">]> {
+    I32EnumAttrCase<"Quantization", 7, "quantization">,
+    I32EnumAttrCase<"Attention", 8, "attention">]> {
   let cppNamespace = "::mlir::memfit";
   let genSpecializedAttr = 0;
 }
@@ -44,7 +45,8 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     element from the same-index input elements, broadcasting allowed),
     reduction, normalization (a row-wise reduction followed by element-wise
     work), contraction (a library call), data movement (a pure re-indexing),
-    constant, or loss.
+    constant, loss, quantization, or attention (a kernel of its own that
+    streams keys and values past each query row).
 
     It also states the op's precision requirement, which
     memfit-mixed-precision follows: `low` (the op may run in bf16 or fp16,
@@ -57,7 +59,7 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     normalizations (softmax, layer and RMS norm: their kernels keep the
     statistics, a row's maximum, sum and variance, in fp32 registers) are
     `low`; reductions and losses are `fp32`; data movement and constants
-    `follow`. Ops override it with `precision` in ODS: log-softmax (its
+    `follow`; attention is `low` (its kernels accumulate in fp32). Ops override it with `precision` in ODS: log-softmax (its
     log-probabilities feed a loss) and the element-wise functions that lose
     accuracy in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal)
     are `fp32`, as in PyTorch's autocast lists, but `pow` by a constant 2,
@@ -72,6 +74,13 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
       /*defaultImplementation=*/[{
         return ::mlir::memfit::defaultPrecision($_op.getOpClass());
       }]>,
+    InterfaceMethod<[{
+        Whether result `index` stays f32 whatever type the op runs in: a
+        statistic that a later op reads back, such as attention's
+        log-sum-exp, which a 16-bit type would round to a few digits.
+      }],
+      "bool", "isFp32Result", (ins "unsigned":$index), /*methodBody=*/"",
+      /*defaultImplementation=*/"return false;">,
   ];
 }
 

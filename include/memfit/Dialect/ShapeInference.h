@@ -105,6 +105,15 @@ LogicalResult inferReshapeShape(ArrayRef<int64_t> shape,
 LogicalResult inferLossShape(ArrayRef<int64_t> scores, ArrayRef<int64_t> labels,
                              std::optional<ArrayRef<int64_t>> weights,
                              bool reduced, Shape &result, OptLoc loc);
+/// Scaled dot-product attention over query [B, Hq, S, D], key [B, Hkv, T, D]
+/// and value [B, Hkv, T, Dv] (Hq a multiple of Hkv), with a mask of rank 4
+/// at most that broadcasts to [B, Hq, S, T]: the result [B, Hq, S, Dv] and
+/// the log-sum-exp [B, Hq, S].
+LogicalResult inferAttentionShapes(ArrayRef<int64_t> query,
+                                   ArrayRef<int64_t> key,
+                                   ArrayRef<int64_t> value,
+                                   std::optional<ArrayRef<int64_t>> mask,
+                                   Shape &result, Shape &logsumexp, OptLoc loc);
 /// `scale` (or bias) must broadcast to the normalized shape shape[axis:].
 LogicalResult verifyNormParam(ArrayRef<int64_t> shape, int64_t axis,
                               ArrayRef<int64_t> param, StringRef name,

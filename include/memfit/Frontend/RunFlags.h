@@ -300,6 +300,12 @@ struct RunFlags {
                           "updates as multi-tensor kernels, transposes "
                           "into the contractions (memfit-raise, "
                           "memfit-fuse)")};
+  Opt<bool> noFusedAttention{
+      "no-fused-attention", cl::cat(deviceCategory),
+      cl::desc("Keep attention spelled out as the model has it (its scores "
+               "and probabilities stored), for comparison; by default it "
+               "becomes memfit.attention, which keeps one log-sum-exp per "
+               "query row (memfit-raise-attention)")};
   Opt<int64_t> fuseMaxOps{
       "fuse-max-ops", cl::init(0), cl::Hidden, cl::cat(deviceCategory),
       cl::desc("With --fuse: at most this many ops in a kernel (0: no limit)")};

@@ -136,6 +136,9 @@ struct Fusion {
   /// Where memfit-fuse writes its report ("-": standard output; empty: not
   /// written).
   std::string report;
+  /// Spelled-out attention as memfit.attention (memfit-raise-attention),
+  /// which keeps no score matrix; on whether or not the rest is fused.
+  bool attention = true;
 };
 
 struct CompileOptions {

@@ -137,6 +137,50 @@ def MemfitRaisePass : Pass<"memfit-raise", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
+def MemfitRaiseAttentionPass
+    : Pass<"memfit-raise-attention", "::mlir::ModuleOp"> {
+  let summary = "Raises spelled-out scaled dot-product attention to "
+                "memfit.attention";
+  let description = [{
+    Exporters write attention as `matmul(softmax(matmul(q, k^T) * scale
+    + mask), v)`: the scores and probabilities, `[batch, heads, seq, seq]`
+    each, are stored for the backward. memfit.attention keeps one
+    log-sum-exp per query row instead, and its backward recomputes the
+    scores. Matched, from the softmax (last axis, rank 4) whose only reader
+    is the matmul with the values:
+
+    - the scale: constant factors of the scores' product and of the
+      query's and key's (as `mul` or `div` by a constant; the exporters
+      scale the scores, or q and k by the square root of the scale each);
+    - the key: `k^T` as a transpose that swaps its last two dimensions with
+      whatever it also permutes (the transpose of the source is then kept),
+      any other value transposed back;
+    - masks: `where(hidden, fill, scores)` with a fill of `-inf` (the
+      hidden keys of a row drop out; a row with every key hidden gives
+      zeros where the spelled-out graph gives NaN), and `scores + mask`
+      with a float mask that does not depend on the scores. A boolean mask
+      that folds to a constant lower triangle becomes `causal`, one of all
+      ones none at all; a run-time mask is kept as the op's operand at its
+      own (broadcast) shape.
+
+    A softmax that does not match stays spelled out, with the reason in
+    the report: its probabilities read elsewhere, a `where` whose fill is
+    finite (a row with every key hidden would average every value), a
+    rank other than 4.
+
+    ```
+    memfit-opt model.onnx --input-shape=batch=2,seq=16 \
+        --pass-pipeline='builtin.module(memfit-raise-attention{report=-})'
+    ```
+  }];
+  let options = [
+    Option<"report", "report", "std::string", /*default=*/"\"\"",
+           "Write which softmaxes became attention and which did not, with "
+           "the reason ('-': standard output)">,
+  ];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+}
+
 def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
   let summary = "Fuses kernels: element-wise chains, row kernels, "
                 "multi-tensor updates; folds transposes into contractions";

@@ -89,11 +89,17 @@ struct FusionOptions {
         fusionReport(parent, "fusion-report",
                      llvm::cl::desc("Write memfit-fuse's report ('-': "
                                     "standard output)"),
-                     llvm::cl::init("")) {}
+                     llvm::cl::init("")),
+        fusedAttention(parent, "fused-attention",
+                       llvm::cl::desc("Raise spelled-out attention to "
+                                      "memfit.attention, which keeps no "
+                                      "score matrix (memfit-raise-attention)"),
+                       llvm::cl::init(true)) {}
 
   Option<bool> fuse;
   Option<int64_t> fuseMaxOps;
   Option<std::string> fusionReport;
+  Option<bool> fusedAttention;
 };
 
 /// The options of memfit-forward-pipeline.

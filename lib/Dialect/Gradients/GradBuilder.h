@@ -175,6 +175,7 @@ void attachContractionGradients(MLIRContext *context);
 void attachReductionGradients(MLIRContext *context);
 void attachDataMovementGradients(MLIRContext *context);
 void attachLossGradients(MLIRContext *context);
+void attachAttentionGradients(MLIRContext *context);
 
 } // namespace mlir::memfit::grad
 

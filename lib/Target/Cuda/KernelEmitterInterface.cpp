@@ -27,6 +27,7 @@ static void attachKernelEmitters(MLIRContext *context, MemfitDialect *) {
   attachLossEmitters(context);
   attachSpecialEmitters(context);
   attachQuantEmitters(context);
+  attachAttentionEmitters(context);
 }
 
 void cuda::registerKernelEmitterInterfaces(DialectRegistry &registry) {

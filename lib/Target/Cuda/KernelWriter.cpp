@@ -81,7 +81,8 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
         (opClass.getOpClass() == OpClass::Normalization ||
          opClass.getOpClass() == OpClass::Reduction ||
          opClass.getOpClass() == OpClass::Loss ||
-         opClass.getOpClass() == OpClass::Quantization))
+         opClass.getOpClass() == OpClass::Quantization ||
+         opClass.getOpClass() == OpClass::Attention))
       return missingModel(&op), failure();
     if (styleOf(&op) != EmitStyle::Template)
       continue;

@@ -240,6 +240,7 @@ void attachRowEmitters(MLIRContext *context);       // RowEmitters.cpp
 void attachLossEmitters(MLIRContext *context);      // LossEmitters.cpp
 void attachSpecialEmitters(MLIRContext *context);   // SpecialEmitters.cpp
 void attachQuantEmitters(MLIRContext *context);     // QuantEmitters.cpp
+void attachAttentionEmitters(MLIRContext *context); // AttentionEmitters.cpp
 
 } // namespace mlir::memfit::cuda
 

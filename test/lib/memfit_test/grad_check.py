@@ -521,12 +521,51 @@ def scatter(g):
     c.output(values, [3, 3])
 
 
+def attention(g):
+    """Spelled-out attention that memfit-raise-attention makes one
+    memfit.attention (the group runs that pass first and fails unless it
+    did): its gradient ops against differences of the spelled-out graph."""
+    b, h, s, d = 2, 2, 5, 4
+    inf = np.float32(-np.inf)
+
+    def scores(c, tag):
+        q = c.param(c.f([b, h, s, d]), f"q{tag}")
+        k = c.param(c.f([b, s, h, d]), f"k{tag}")  # heads second to last
+        kt = c.op("Transpose", [k], perm=[0, 2, 3, 1])
+        return c.op("Mul", [c.op("MatMul", [q, kt]),
+                            c.const(np.float32(0.5), "scale")])
+
+    def attend(c, x, tag):
+        v = c.param(c.f([b, h, s, d]), f"v{tag}")
+        c.output(c.op("MatMul", [c.op("Softmax", [x], axis=-1), v]),
+                 [b, h, s, d])
+
+    c = g.case("attention_causal")  # a constant lower triangle: `causal`
+    hide = ~np.tril(np.ones([1, 1, s, s], bool))
+    x = c.op("Where", [c.const(hide, "hide"), c.const(inf, "ninf"),
+                       scores(c, "")])
+    attend(c, x, "")
+    c = g.case("attention_padding")  # a run-time-shaped boolean mask
+    hide = np.zeros([b, 1, 1, s], bool)
+    hide[1, 0, 0, 3:] = True
+    x = c.op("Where", [c.const(hide, "hide"), c.const(inf, "ninf"),
+                       scores(c, "")])
+    attend(c, x, "")
+    c = g.case("attention_bias")  # an additive float mask
+    bias = c.constant(c.f([1, h, s, s], -1, 1), "bias")
+    attend(c, c.op("Add", [scores(c, ""), bias]), "")
+
+
 GROUPS = [("unary", 20, unary), ("elementwise", 17, elementwise_more),
           ("binary", 17, binary), ("pow", 17, pow_), ("matmul", 17, matmul),
           ("gemm", 17, gemm), ("normalization", 17, normalization),
           ("rms_norm", 23, rms_norm), ("reduction", 18, reduction),
           ("movement", 18, movement), ("losses", 17, losses),
-          ("composed", 18, composed), ("scatter", 18, scatter)]
+          ("composed", 18, composed), ("scatter", 18, scatter),
+          ("attention", 17, attention)]
+
+# The passes a group runs before memfit-autodiff, and the op they must make.
+RAISED = {"attention": ("--memfit-raise-attention", "memfit.attention ")}
 
 
 class Group:
@@ -646,8 +685,9 @@ def check_group(g, args):
     grads_path = os.path.join(gdir, "grads.mlir")
     out_dir = os.path.join(gdir, "out")
     # Locations kept, so that kernel comments name the ONNX nodes.
-    steps = [[args.memfit_opt, model_path, "--memfit-autodiff",
-              "--mlir-print-debuginfo", "-o", grads_path],
+    raise_pass, raised = RAISED.get(g.name, (None, None))
+    steps = [[args.memfit_opt, model_path] + ([raise_pass] if raise_pass else [])
+             + ["--memfit-autodiff", "--mlir-print-debuginfo", "-o", grads_path],
              [args.memfit_run, grads_path, "--device=host", "--quiet",
               f"--output-dir={out_dir}"]]
     for cmd in steps:
@@ -658,6 +698,14 @@ def check_group(g, args):
                          f"({n} parameters unchecked)")
             lines += ["  " + l for l in msg.splitlines()[:20]]
             lines.append(f"  reproduce: {line}")
+            return lines, 0, n
+    if raised:
+        with open(grads_path) as f:
+            made = f.read().count(raised)
+        if made != len(g.cases):
+            n = sum(len(c.params) for c in g.cases)
+            lines.append(f"FAIL {g.name}: {made} {raised.strip()} ops for "
+                         f"{len(g.cases)} cases ({n} parameters unchecked)")
             return lines, 0, n
     for c in g.cases:
         refs, kind = finite_differences(c, g.opset)

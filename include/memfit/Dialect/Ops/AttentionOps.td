@@ -1,0 +1,127 @@
+//===- AttentionOps.td - attention that keeps no score matrix -*- tablegen -*-===//
+//
+// Ops of class Attention: scaled dot-product attention as one op, and the
+// two halves of its gradient. None of them holds a [batch, heads, seq, seq]
+// tensor: the forward keeps one log-sum-exp per query row, the backward
+// recomputes the scores from it tile by tile (FlashAttention-2).
+//
+// Part of MemfitOps.td, which includes it after the classes every family
+// uses (Memfit_Op, Memfit_InferredOp). The C++ of these ops (inference,
+// verifiers, cost) is in lib/Dialect/Ops/AttentionOps.cpp, their gradient
+// rule in lib/Dialect/Gradients/AttentionGradients.cpp, their kernels in
+// lib/Target/Cuda/AttentionEmitters.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_DIALECT_OPS_ATTENTIONOPS_TD
+#define MEMFIT_DIALECT_OPS_ATTENTIONOPS_TD
+
+def Memfit_AttentionMask
+    : StaticShapeTensorOf<[I1, Memfit_FloatElt]>;
+
+// What the three attention ops share: the operands' layout, the scale, the
+// causal flag and the mask, and a cost of their own.
+class Memfit_AttentionBase<string mnemonic, list<Trait> traits = []>
+    : Memfit_InferredOp<mnemonic, "Attention",
+        !listconcat([DeclareOpInterfaceMethods<Memfit_CostOpInterface,
+                                                ["getCost"]>], traits)> {
+  let hasVerifier = 1;
+}
+
+def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
+  let summary = "scaled dot-product attention with a saved log-sum-exp";
+  let description = [{
+    `softmax(query . key^T * scale + mask) . value` over the heads, with
+    `query` `[B, Hq, S, D]`, `key` `[B, Hkv, T, D]` and `value`
+    `[B, Hkv, T, Dv]`. Grouped-query heads: `Hq` is a multiple of `Hkv`,
+    and query head `h` reads key and value head `h / (Hq / Hkv)`.
+
+    `causal`: query `i` sees keys `j <= i` (the top-left alignment of
+    PyTorch's `scaled_dot_product_attention(is_causal=True)`). `mask`, of
+    rank 4 at most and broadcast to `[B, Hq, S, T]`: boolean (true where the
+    query sees the key, as in PyTorch and ONNX) or of the query's float type
+    (added to the scaled scores; `-inf` hides a key). A query that sees no
+    key gets zeros and a log-sum-exp of `-inf`.
+
+    Results: the attention `[B, Hq, S, Dv]` in the query's type, and
+    `logsumexp` `[B, Hq, S]` in f32, `max + log(sum(exp(score - max)))` of
+    each query's row, which the backward reads instead of the scores. The
+    kernel streams the keys in tiles with an online softmax: no score is
+    stored.
+
+    ```mlir
+    %o, %lse = memfit.attention causal %q, %k, %v scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$query, Memfit_FloatTensor:$key,
+                       Memfit_FloatTensor:$value,
+                       Optional<Memfit_AttentionMask>:$mask,
+                       F32Attr:$scale, UnitAttr:$causal);
+  let results = (outs Memfit_FloatTensor:$result,
+                      Memfit_FloatTensor:$logsumexp);
+  let assemblyFormat = [{
+    (`causal` $causal^)? $query `,` $key `,` $value (`mask` $mask^)?
+    `scale` $scale attr-dict `:` functional-type(operands, results)
+  }];
+  let extraDecls = [{
+    /// The log-sum-exp stays f32 under mixed precision.
+    bool isFp32Result(unsigned index) { return index == 1; }
+  }];
+}
+
+// The gradient ops read what the forward kept: the operands, the
+// log-sum-exp, and `delta`, each query row's sum of dresult * result.
+class Memfit_AttentionGradOp<string mnemonic, string what, dag outs>
+    : Memfit_AttentionBase<mnemonic> {
+  let summary = "the gradient of attention with respect to " # what;
+  let arguments = (ins Memfit_FloatTensor:$query, Memfit_FloatTensor:$key,
+                       Memfit_FloatTensor:$value,
+                       Memfit_FloatTensor:$logsumexp,
+                       Memfit_FloatTensor:$delta,
+                       Memfit_FloatTensor:$dresult,
+                       Optional<Memfit_AttentionMask>:$mask,
+                       F32Attr:$scale, UnitAttr:$causal);
+  let results = outs;
+  let assemblyFormat = [{
+    (`causal` $causal^)? $query `,` $key `,` $value `,` $logsumexp `,`
+    $delta `,` $dresult (`mask` $mask^)? `scale` $scale attr-dict `:`
+    functional-type(operands, results)
+  }];
+}
+
+def Memfit_AttentionGradQueryOp
+    : Memfit_AttentionGradOp<"attention_grad_query", "the queries",
+                             (outs Memfit_FloatTensor:$dquery)> {
+  let description = [{
+    The queries' gradient of `memfit.attention` with the same `query`,
+    `key`, `value`, `mask`, `scale` and `causal`: `dresult` is the
+    gradient of its result, `logsumexp` its second result and `delta`
+    `[B, Hq, S]` (f32) the sum over the last axis of `dresult * result`.
+    Each query row recomputes its probabilities
+    `p = exp(score - logsumexp)` key by key; `dquery = scale * sum_j
+    p * (dresult . value_j - delta) * key_j`.
+
+    ```mlir
+    %dq = memfit.attention_grad_query causal %q, %k, %v, %lse, %delta, %do scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+    ```
+  }];
+}
+
+def Memfit_AttentionGradKeyValueOp
+    : Memfit_AttentionGradOp<"attention_grad_key_value", "the keys and values",
+                             (outs Memfit_FloatTensor:$dkey,
+                                   Memfit_FloatTensor:$dvalue)> {
+  let description = [{
+    The keys' and values' gradients of `memfit.attention`, operands as for
+    `memfit.attention_grad_query`. Each key row goes over the queries that
+    see it (of every query head of its group), recomputing
+    `p = exp(score - logsumexp)`: `dvalue = sum_i p * dresult_i`,
+    `dkey = scale * sum_i p * (dresult_i . value - delta_i) * query_i`.
+
+    ```mlir
+    %dk, %dv = memfit.attention_grad_key_value causal %q, %k, %v, %lse, %delta, %do scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>)
+    ```
+  }];
+}
+
+#endif // MEMFIT_DIALECT_OPS_ATTENTIONOPS_TD

@@ -1,0 +1,130 @@
+//===- AttentionOps.cpp - attention and its gradient ----------------------===//
+//
+// The type inference and verifiers of memfit.attention and its two
+// gradient ops; their costs are in lib/Dialect/CostModel.cpp.
+//
+// The ops are defined in include/memfit/Dialect/Ops/AttentionOps.td.
+//
+//===----------------------------------------------------------------------===//
+
+#include "OpHelpers.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+/// The shapes of inferAttentionShapes for the op's operands.
+static LogicalResult inferShapes(OptLoc loc, Value query, Value key,
+                                 Value value, Value mask, Shape &result,
+                                 Shape &logsumexp) {
+  std::optional<ArrayRef<int64_t>> maskShape;
+  if (mask)
+    maskShape = shapeOf(mask);
+  return inferAttentionShapes(shapeOf(query), shapeOf(key), shapeOf(value),
+                              maskShape, result, logsumexp, loc);
+}
+
+/// What every attention op checks: one float type for query, key and value,
+/// a boolean mask or one of that type, a finite nonzero scale.
+static LogicalResult verifyCommon(Operation *op, Value query, Value key,
+                                  Value value, Value mask, APFloat scale) {
+  Type elt = eltOf(query);
+  if (eltOf(key) != elt || eltOf(value) != elt)
+    return op->emitOpError("query, key and value must have one element type, "
+                           "got ")
+           << elt << ", " << eltOf(key) << " and " << eltOf(value);
+  if (mask && !eltOf(mask).isInteger(1) && eltOf(mask) != elt)
+    return op->emitOpError("mask must be boolean or of the query's type ")
+           << elt << ", got " << eltOf(mask);
+  double s = scale.convertToDouble();
+  if (!std::isfinite(s) || s == 0)
+    return op->emitOpError("scale must be finite and nonzero, got ") << s;
+  return success();
+}
+
+/// `value` must be `[B, Hq, S]` in f32 (the log-sum-exp and delta of the
+/// gradient ops).
+static LogicalResult verifyRowStatistic(Operation *op, Value value,
+                                        ArrayRef<int64_t> shape,
+                                        StringRef name) {
+  auto type = cast<RankedTensorType>(value.getType());
+  if (type.getShape() != shape || !type.getElementType().isF32())
+    return op->emitOpError() << name << " must be tensor<"
+                             << shapeToString(shape) << "xf32>, got " << type;
+  return success();
+}
+
+LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, OptLoc loc,
+                                            Adaptor adaptor,
+                                            SmallVectorImpl<Type> &types) {
+  Shape result, logsumexp;
+  if (failed(inferShapes(loc, adaptor.getQuery(), adaptor.getKey(),
+                         adaptor.getValue(), adaptor.getMask(), result,
+                         logsumexp)))
+    return failure();
+  (void)pushTensor(types, result, eltOf(adaptor.getQuery()));
+  return pushTensor(types, logsumexp, Float32Type::get(context));
+}
+
+LogicalResult AttentionOp::verify() {
+  return verifyCommon(*this, getQuery(), getKey(), getValue(), getMask(),
+                      getScale());
+}
+
+/// The gradient ops' results: each operand's gradient in its type.
+static LogicalResult inferGradTypes(OptLoc loc, Value query, Value key,
+                                    Value value, Value mask,
+                                    ArrayRef<Value> gradsOf,
+                                    SmallVectorImpl<Type> &types) {
+  Shape result, logsumexp;
+  if (failed(inferShapes(loc, query, key, value, mask, result, logsumexp)))
+    return failure();
+  for (Value operand : gradsOf)
+    types.push_back(operand.getType());
+  return success();
+}
+
+/// The gradient ops' extra operands: log-sum-exp and delta [B, Hq, S] f32,
+/// dresult shaped as the forward's result.
+static LogicalResult verifyGrad(Operation *op, Value query, Value key,
+                                Value value, Value mask, Value logsumexp,
+                                Value delta, Value dresult, APFloat scale) {
+  if (failed(verifyCommon(op, query, key, value, mask, scale)))
+    return failure();
+  Shape result, rows;
+  if (failed(inferShapes(op->getLoc(), query, key, value, mask, result, rows)))
+    return failure();
+  if (failed(verifyRowStatistic(op, logsumexp, rows, "logsumexp")) ||
+      failed(verifyRowStatistic(op, delta, rows, "delta")))
+    return failure();
+  auto expected = RankedTensorType::get(result, eltOf(query));
+  if (dresult.getType() != expected)
+    return op->emitOpError("dresult must be ")
+           << expected << " (the result's type), got " << dresult.getType();
+  return success();
+}
+
+LogicalResult AttentionGradQueryOp::inferReturnTypes(
+    MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferGradTypes(loc, adaptor.getQuery(), adaptor.getKey(),
+                        adaptor.getValue(), adaptor.getMask(),
+                        {adaptor.getQuery()}, types);
+}
+
+LogicalResult AttentionGradQueryOp::verify() {
+  return verifyGrad(*this, getQuery(), getKey(), getValue(), getMask(),
+                    getLogsumexp(), getDelta(), getDresult(), getScale());
+}
+
+LogicalResult AttentionGradKeyValueOp::inferReturnTypes(
+    MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  return inferGradTypes(loc, adaptor.getQuery(), adaptor.getKey(),
+                        adaptor.getValue(), adaptor.getMask(),
+                        {adaptor.getKey(), adaptor.getValue()}, types);
+}
+
+LogicalResult AttentionGradKeyValueOp::verify() {
+  return verifyGrad(*this, getQuery(), getKey(), getValue(), getMask(),
+                    getLogsumexp(), getDelta(), getDresult(), getScale());
+}

@@ -1,0 +1,302 @@
+//===- AttentionEmitters.cpp - attention without a score matrix -----------===//
+//
+// The KernelEmitterOpInterface models of memfit.attention and its gradient
+// ops. The portable kernels, which the host backend runs too: one thread
+// per row, holding its row's vectors in registers and streaming the rows it
+// pairs with, so that no score is ever stored:
+//  - attention: a thread per query row goes over the keys it sees in tiles
+//    of kKeyTile, with an online softmax (the tile's maximum rescales the
+//    running sum and output once per tile); it writes the output row and
+//    the row's log-sum-exp;
+//  - attention_grad_query: a thread per query row recomputes each
+//    probability from the log-sum-exp and adds its share to dquery;
+//  - attention_grad_key_value: a thread per key row goes over the queries
+//    of every head of its group that see it, adding to dkey and dvalue.
+// No atomics: each thread owns the gradient rows it writes, and adds in
+// key or query order, so results are deterministic.
+//
+//===----------------------------------------------------------------------===//
+
+#include "KernelWriter.h"
+
+#include "llvm/Support/FormatVariadic.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::memfit;
+using namespace mlir::memfit::cuda;
+
+namespace {
+
+/// Keys per tile of the forward's online softmax.
+constexpr int64_t kKeyTile = 32;
+
+/// What the three kernels share: sizes, types, and how they read the mask.
+struct AttentionKernel {
+  KernelWriter &w;
+  Operation *op;
+  int64_t batch, heads, kvHeads, group, queries, keys, d, dv;
+  Type type;
+  std::string acc;
+  bool isDouble;
+  double scale;
+  bool causal;
+  Value mask;
+  /// The mask's strides over [B, Hq, S, T], 0 along broadcast dimensions.
+  Shape maskStrides;
+
+  raw_ostream &os() { return w.body(); }
+  std::string lit(double v) const { return floatLiteral(v, isDouble); }
+  std::string exp() const { return mathFn("exp", type); }
+  /// An element of `value` at `offset`, in the accumulator type.
+  std::string load(Value value, StringRef offset) {
+    return loadAs(acc, eltOf(value), w.param(value) + "[" + offset.str() + "]");
+  }
+  std::string ll(int64_t v) const { return std::to_string(v) + "LL"; }
+
+  /// The mask's offset for the pair (b, h, i, j) of the named variables.
+  std::string maskOffset(StringRef b, StringRef h, StringRef i, StringRef j) {
+    std::string expr;
+    StringRef names[] = {b, h, i, j};
+    for (auto [name, stride] : llvm::zip(names, maskStrides)) {
+      if (stride == 0)
+        continue;
+      if (!expr.empty())
+        expr += " + ";
+      expr += name.str() + " * " + ll(stride);
+    }
+    return expr.empty() ? "0" : expr;
+  }
+
+  /// Writes `x`, the score of the pair (b, h, i, j) from `dot` (the product
+  /// of the query and key rows, already computed), and a `continue` of the
+  /// enclosing loop when the pair is masked out.
+  void writeScore(StringRef indent, StringRef dot, StringRef b, StringRef h,
+                  StringRef i, StringRef j) {
+    std::string x = (dot + " * " + lit(scale)).str();
+    if (mask && isa<FloatType>(eltOf(mask)))
+      x += " + " + load(mask, maskOffset(b, h, i, j));
+    os() << indent << "const " << acc << " x = " << x << ";\n";
+    os() << indent << "if (x == " << lit(-INFINITY) << ") continue;\n";
+  }
+
+  /// Writes the skip of a pair that a boolean mask hides.
+  void writeBoolMask(StringRef indent, StringRef b, StringRef h, StringRef i,
+                     StringRef j) {
+    if (mask && !isa<FloatType>(eltOf(mask)))
+      os() << indent << "if (!" << w.param(mask) << "["
+           << maskOffset(b, h, i, j) << "]) continue;\n";
+  }
+
+  /// `name[n]` in registers, loaded from `value` at `base + k`.
+  void writeRow(StringRef name, Value value, StringRef base, int64_t n) {
+    os() << "  " << acc << " " << name << "[" << n << "];\n";
+    os() << "  for (int k = 0; k < " << n << "; ++k) " << name
+         << "[k] = " << load(value, (base + " + k").str()) << ";\n";
+  }
+  void writeZeros(StringRef name, int64_t n) {
+    os() << "  " << acc << " " << name << "[" << n << "];\n";
+    os() << "  for (int k = 0; k < " << n << "; ++k) " << name
+         << "[k] = 0;\n";
+  }
+
+  /// The query-row frame: `t` over B * Hq * S, its (b, h, i), and `kv`,
+  /// the first key row of its key and value head.
+  void writeQueryRowIndex() {
+    writeThreadIndex(os(), "t", batch * heads * queries);
+    os() << "  const long long i = t % " << ll(queries) << ";\n";
+    os() << "  const long long h = (t / " << ll(queries) << ") % "
+         << ll(heads) << ";\n";
+    os() << "  const long long b = t / " << ll(queries * heads) << ";\n";
+    os() << "  const long long kv = (b * " << ll(kvHeads) << " + h / "
+         << ll(group) << ") * " << ll(keys) << ";\n";
+    os() << "  const long long keyEnd = "
+         << (causal ? "i + 1 < " + ll(keys) + " ? i + 1 : " + ll(keys)
+                    : ll(keys))
+         << ";\n";
+  }
+};
+
+/// Reads the shapes and attributes that every attention op has.
+template <typename OpTy>
+FailureOr<AttentionKernel> kernelFor(OpTy op, KernelWriter &w) {
+  ArrayRef<int64_t> q = shapeOf(op.getQuery()), k = shapeOf(op.getKey()),
+                    v = shapeOf(op.getValue());
+  Type type = eltOf(op.getQuery());
+  FailureOr<std::string> acc = accType(op, type);
+  if (failed(acc) || !isa<FloatType>(type))
+    return w.error(op) << "unsupported element type " << type, failure();
+  AttentionKernel kernel{w,
+                         op,
+                         q[0],
+                         q[1],
+                         k[1],
+                         q[1] / k[1],
+                         q[2],
+                         k[2],
+                         q[3],
+                         v[3],
+                         type,
+                         *acc,
+                         type.isF64(),
+                         op.getScale().convertToDouble(),
+                         op.getCausal(),
+                         op.getMask(),
+                         {}};
+  if (Value mask = op.getMask()) {
+    Shape shape(shapeOf(mask));
+    shape.insert(shape.begin(), 4 - shape.size(), 1);
+    Shape strides = stridesOf(shape);
+    for (auto [dim, stride] : llvm::zip(shape, strides))
+      kernel.maskStrides.push_back(dim == 1 ? 0 : stride);
+  }
+  return kernel;
+}
+
+LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
+  FailureOr<AttentionKernel> k = kernelFor(op, w);
+  if (failed(k))
+    return failure();
+  raw_ostream &os = k->os();
+  std::string neg = k->lit(-INFINITY);
+  k->writeQueryRowIndex();
+  k->writeRow("q", op.getQuery(), "t * " + k->ll(k->d), k->d);
+  k->writeZeros("o", k->dv);
+  os << "  " << k->acc << " m = " << neg << ", l = 0;\n";
+  os << "  " << k->acc << " s[" << kKeyTile << "];\n";
+  os << "  for (long long j0 = 0; j0 < keyEnd; j0 += " << kKeyTile << ") {\n";
+  os << "    const int n = keyEnd - j0 < " << kKeyTile << " ? (int)(keyEnd - j0) : "
+     << kKeyTile << ";\n";
+  os << "    " << k->acc << " tileMax = " << neg << ";\n";
+  os << "    for (int jj = 0; jj < n; ++jj) {\n";
+  os << "      const long long j = j0 + jj;\n";
+  os << "      s[jj] = " << neg << ";\n";
+  k->writeBoolMask("      ", "b", "h", "i", "j");
+  os << "      " << k->acc << " dot = 0;\n";
+  os << "      for (int c = 0; c < " << k->d << "; ++c) dot += q[c] * "
+     << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
+  k->writeScore("      ", "dot", "b", "h", "i", "j");
+  os << "      s[jj] = x;\n";
+  os << "      tileMax = memfit_max(tileMax, x);\n";
+  os << "    }\n";
+  os << "    if (tileMax == " << neg << ") continue;\n";
+  // One rescale of the running sum and output per tile.
+  os << "    const " << k->acc << " mNew = memfit_max(m, tileMax);\n";
+  os << "    const " << k->acc << " c = " << k->exp() << "(m - mNew);\n";
+  os << "    l *= c;\n";
+  os << "    for (int e = 0; e < " << k->dv << "; ++e) o[e] *= c;\n";
+  os << "    for (int jj = 0; jj < n; ++jj) {\n";
+  os << "      if (s[jj] == " << neg << ") continue;\n";
+  os << "      const " << k->acc << " p = " << k->exp() << "(s[jj] - mNew);\n";
+  os << "      l += p;\n";
+  os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += p * "
+     << k->load(op.getValue(), "(kv + j0 + jj) * " + k->ll(k->dv) + " + e")
+     << ";\n";
+  os << "    }\n";
+  os << "    m = mNew;\n";
+  os << "  }\n";
+  // A query that sees no key: zeros, and -inf for its log-sum-exp.
+  os << "  const " << k->acc << " inv = l > 0 ? 1 / l : 0;\n";
+  os << "  for (int e = 0; e < " << k->dv << "; ++e) out0[t * " << k->ll(k->dv)
+     << " + e] = " << narrow(k->type, "o[e] * inv") << ";\n";
+  os << "  out1[t] = l > 0 ? (float)(m + " << mathFn("log", k->type)
+     << "(l)) : " << floatLiteral(-INFINITY, false) << ";\n";
+  w.setPointwiseLaunch(k->batch * k->heads * k->queries);
+  return success();
+}
+
+LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
+  FailureOr<AttentionKernel> k = kernelFor(op, w);
+  if (failed(k))
+    return failure();
+  raw_ostream &os = k->os();
+  k->writeQueryRowIndex();
+  k->writeRow("q", op.getQuery(), "t * " + k->ll(k->d), k->d);
+  k->writeRow("g", op.getDresult(), "t * " + k->ll(k->dv), k->dv);
+  k->writeZeros("dq", k->d);
+  os << "  const " << k->acc << " lse = " << k->load(op.getLogsumexp(), "t")
+     << ";\n";
+  os << "  const " << k->acc << " delta = " << k->load(op.getDelta(), "t")
+     << ";\n";
+  os << "  if (lse != " << k->lit(-INFINITY) << ")\n";
+  os << "  for (long long j = 0; j < keyEnd; ++j) {\n";
+  k->writeBoolMask("    ", "b", "h", "i", "j");
+  os << "    " << k->acc << " dot = 0, dp = 0;\n";
+  os << "    for (int c = 0; c < " << k->d << "; ++c) dot += q[c] * "
+     << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
+  k->writeScore("    ", "dot", "b", "h", "i", "j");
+  os << "    const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
+  os << "    for (int e = 0; e < " << k->dv << "; ++e) dp += g[e] * "
+     << k->load(op.getValue(), "(kv + j) * " + k->ll(k->dv) + " + e") << ";\n";
+  os << "    const " << k->acc << " ds = p * (dp - delta);\n";
+  os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
+     << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
+  os << "  }\n";
+  os << "  for (int c = 0; c < " << k->d << "; ++c) out0[t * " << k->ll(k->d)
+     << " + c] = " << narrow(k->type, "dq[c] * " + k->lit(k->scale)) << ";\n";
+  w.setPointwiseLaunch(k->batch * k->heads * k->queries);
+  return success();
+}
+
+LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
+  FailureOr<AttentionKernel> k = kernelFor(op, w);
+  if (failed(k))
+    return failure();
+  raw_ostream &os = k->os();
+  // Thread t owns key row j of key head hk of sample b.
+  writeThreadIndex(os, "t", k->batch * k->kvHeads * k->keys);
+  os << "  const long long j = t % " << k->ll(k->keys) << ";\n";
+  os << "  const long long hk = (t / " << k->ll(k->keys) << ") % "
+     << k->ll(k->kvHeads) << ";\n";
+  os << "  const long long b = t / " << k->ll(k->keys * k->kvHeads) << ";\n";
+  k->writeRow("kr", op.getKey(), "t * " + k->ll(k->d), k->d);
+  k->writeRow("vr", op.getValue(), "t * " + k->ll(k->dv), k->dv);
+  k->writeZeros("dk", k->d);
+  k->writeZeros("dv", k->dv);
+  os << "  for (long long h = hk * " << k->ll(k->group) << "; h < (hk + 1) * "
+     << k->ll(k->group) << "; ++h) {\n";
+  os << "    const long long rows = (b * " << k->ll(k->heads) << " + h) * "
+     << k->ll(k->queries) << ";\n";
+  os << "    for (long long i = " << (k->causal ? "j" : "0") << "; i < "
+     << k->ll(k->queries) << "; ++i) {\n";
+  os << "      const long long r = rows + i;\n";
+  os << "      const " << k->acc << " lse = " << k->load(op.getLogsumexp(), "r")
+     << ";\n";
+  os << "      if (lse == " << k->lit(-INFINITY) << ") continue;\n";
+  k->writeBoolMask("      ", "b", "h", "i", "j");
+  os << "      " << k->acc << " dot = 0, dp = 0;\n";
+  os << "      for (int c = 0; c < " << k->d << "; ++c) dot += kr[c] * "
+     << k->load(op.getQuery(), "r * " + k->ll(k->d) + " + c") << ";\n";
+  k->writeScore("      ", "dot", "b", "h", "i", "j");
+  os << "      const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
+  os << "      for (int e = 0; e < " << k->dv << "; ++e) {\n";
+  os << "        const " << k->acc << " g = "
+     << k->load(op.getDresult(), "r * " + k->ll(k->dv) + " + e") << ";\n";
+  os << "        dv[e] += p * g;\n";
+  os << "        dp += g * vr[e];\n";
+  os << "      }\n";
+  os << "      const " << k->acc << " ds = p * (dp - "
+     << k->load(op.getDelta(), "r") << ");\n";
+  os << "      for (int c = 0; c < " << k->d << "; ++c) dk[c] += ds * "
+     << k->load(op.getQuery(), "r * " + k->ll(k->d) + " + c") << ";\n";
+  os << "    }\n";
+  os << "  }\n";
+  os << "  for (int c = 0; c < " << k->d << "; ++c) out0[t * " << k->ll(k->d)
+     << " + c] = " << narrow(k->type, "dk[c] * " + k->lit(k->scale)) << ";\n";
+  os << "  for (int e = 0; e < " << k->dv << "; ++e) out1[t * " << k->ll(k->dv)
+     << " + e] = " << narrow(k->type, "dv[e]") << ";\n";
+  w.setPointwiseLaunch(k->batch * k->kvHeads * k->keys);
+  return success();
+}
+
+} // namespace
+
+void cuda::attachAttentionEmitters(MLIRContext *context) {
+  AttentionOp::attachInterface<TemplateModel<AttentionOp, emitAttention>>(
+      *context);
+  AttentionGradQueryOp::attachInterface<
+      TemplateModel<AttentionGradQueryOp, emitAttention>>(*context);
+  AttentionGradKeyValueOp::attachInterface<
+      TemplateModel<AttentionGradKeyValueOp, emitAttention>>(*context);
+}

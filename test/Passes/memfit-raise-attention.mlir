@@ -1,0 +1,103 @@
+// memfit-raise-attention: spelled-out attention becomes memfit.attention;
+// near misses stay, with the reason in the report.
+// RUN: memfit-opt %s -split-input-file --memfit-raise-attention | FileCheck %s
+// RUN: memfit-opt %s -split-input-file '--memfit-raise-attention=report=-' -o /dev/null | FileCheck %s --check-prefix=REPORT
+// Every exporter's spelling in the fixtures and the Hugging Face exports:
+// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=8 --canonicalize '--memfit-raise-attention=report=-' -o /dev/null | FileCheck %s --check-prefix=FIXTURE
+// RUN: memfit-opt %models/bert_dynamo.onnx --input-shape=batch=2,seq=8 --canonicalize '--memfit-raise-attention=report=-' -o /dev/null | FileCheck %s --check-prefix=FIXTURE
+// RUN: memfit-opt %models/llama_dynamo.onnx --input-shape=batch=2,seq=8 --canonicalize '--memfit-raise-attention=report=-' -o /dev/null | FileCheck %s --check-prefix=FIXTURE
+// RUN: memfit-opt %models/hf/gpt2_mask_ts.onnx --input-shape=batch=2,seq=8 --canonicalize --cse --memfit-raise-attention | FileCheck %s --check-prefix=HF
+// RUN: memfit-opt %models/hf/llama_mask_ts.onnx --input-shape=batch=2,seq=8 --canonicalize --cse --memfit-raise-attention | FileCheck %s --check-prefix=HF
+// RUN: memfit-opt %models/hf/bert_mask_ts.onnx --input-shape=batch=2,seq=8 --canonicalize --cse --memfit-raise-attention | FileCheck %s --check-prefix=HF-ENCODER
+// RUN: memfit-opt %models/hf/gpt2_mask_dynamo.onnx --input-shape=batch=2,seq=8 --canonicalize --cse --memfit-raise-attention | FileCheck %s --check-prefix=HF-DYNAMO
+// FIXTURE: memfit-raise-attention: 2 of 2 softmaxes became memfit.attention
+// The causal mask becomes the flag, the padding mask stays at [B, 1, 1, T]:
+// HF-COUNT-2: memfit.attention causal {{.*}} mask {{.*}} tensor<2x1x1x8xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// HF-ENCODER-COUNT-2: memfit.attention %{{.*}} mask {{.*}} tensor<2x1x1x8xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// The dynamo exports build one float mask [B, 1, S, T] from the causal and
+// padding masks by arithmetic that the matcher does not take apart yet: it
+// stays the op's operand (no score matrix, but S * T floats per sample).
+// HF-DYNAMO-COUNT-2: memfit.attention %{{.*}} mask {{.*}} tensor<2x1x8x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+
+// GPT-2 as TorchScript exports it: k^T as a transpose of the heads'
+// reshape, the scores scaled, a constant lower triangle hiding the future
+// with -inf. The triangle becomes `causal`, the key the transpose without
+// the swap.
+// REPORT: memfit-raise-attention: 1 of 1 softmaxes became memfit.attention
+// CHECK-LABEL: func.func @causal_where
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x2x3x4xf32>, %[[K:[^:]+]]: tensor<1x3x2x4xf32>, %[[V:[^:]+]]: tensor<1x2x3x4xf32>)
+// CHECK: %[[KT:.+]] = memfit.transpose %[[K]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = memfit.attention causal %[[Q]], %[[KT]], %[[V]] scale 5.000000e-01
+// CHECK-NEXT: return %[[O]]
+func.func @causal_where(%q: tensor<1x2x3x4xf32>, %k: tensor<1x3x2x4xf32>, %v: tensor<1x2x3x4xf32>) -> tensor<1x2x3x4xf32> {
+  %tril = memfit.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %ninf = memfit.constant dense<0xFF800000> : tensor<f32>
+  %c = memfit.constant dense<5.000000e-01> : tensor<f32>
+  %kt = memfit.transpose %k {perm = array<i64: 0, 2, 3, 1>} : tensor<1x3x2x4xf32> -> tensor<1x2x4x3xf32>
+  %s = memfit.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %x = memfit.mul %s, %c : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %hide = memfit.not %tril : tensor<1x1x3x3xi1>
+  %w = memfit.where %hide, %ninf, %x : tensor<1x1x3x3xi1>, tensor<f32>, tensor<1x2x3x3xf32> -> tensor<1x2x3x3xf32>
+  %p = memfit.softmax %w : tensor<1x2x3x3xf32>
+  %o = memfit.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// The dynamo exporter's scaled_dot_product_attention: q and k scaled by the
+// square root of the scale each, the padding mask added as where(keep, 0,
+// -inf), the rows that are all -inf (NaN after the softmax) zeroed.
+// REPORT: memfit-raise-attention: 1 of 1 softmaxes became memfit.attention
+// CHECK-LABEL: func.func @sdpa_padding
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x2x3x4xf32>, %[[KT:[^:]+]]: tensor<2x2x4x3xf32>, %[[V:[^:]+]]: tensor<2x2x3x4xf32>, %[[KEEP:[^:]+]]: tensor<2x1x1x3xi1>)
+// CHECK: %[[K:.+]] = memfit.transpose %[[KT]] {perm = array<i64: 0, 1, 3, 2>}
+// CHECK-NEXT: %[[O:.+]], %{{.+}} = memfit.attention %[[Q]], %[[K]], %[[V]] mask %[[KEEP]] scale 2.500000e-01
+// CHECK-NEXT: return %[[O]]
+func.func @sdpa_padding(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>, %v: tensor<2x2x3x4xf32>, %keep: tensor<2x1x1x3xi1>) -> tensor<2x2x3x4xf32> {
+  %zero = memfit.constant dense<0.000000e+00> : tensor<1xf32>
+  %ninf = memfit.constant dense<0xFF800000> : tensor<1xf32>
+  %r = memfit.constant dense<5.000000e-01> : tensor<f32>
+  %qs = memfit.mul %q, %r : tensor<2x2x3x4xf32>, tensor<f32> -> tensor<2x2x3x4xf32>
+  %ks = memfit.mul %kt, %r : tensor<2x2x4x3xf32>, tensor<f32> -> tensor<2x2x4x3xf32>
+  %s = memfit.matmul %qs, %ks : tensor<2x2x3x4xf32>, tensor<2x2x4x3xf32> -> tensor<2x2x3x3xf32>
+  %m = memfit.where %keep, %zero, %ninf : tensor<2x1x1x3xi1>, tensor<1xf32>, tensor<1xf32> -> tensor<2x1x1x3xf32>
+  %x = memfit.add %s, %m : tensor<2x2x3x3xf32>, tensor<2x1x1x3xf32> -> tensor<2x2x3x3xf32>
+  %p = memfit.softmax %x : tensor<2x2x3x3xf32>
+  %nan = memfit.is_nan %p : tensor<2x2x3x3xf32> -> tensor<2x2x3x3xi1>
+  %pz = memfit.where %nan, %zero, %p : tensor<2x2x3x3xi1>, tensor<1xf32>, tensor<2x2x3x3xf32> -> tensor<2x2x3x3xf32>
+  %o = memfit.matmul %pz, %v : tensor<2x2x3x3xf32>, tensor<2x2x3x4xf32> -> tensor<2x2x3x4xf32>
+  return %o : tensor<2x2x3x4xf32>
+}
+
+// -----
+
+// Near misses. The probabilities are also returned (output_attentions):
+// REPORT: memfit-raise-attention: 0 of 1 softmaxes became memfit.attention
+// REPORT-NEXT: (unnamed softmax): stays spelled out: its probabilities are also read elsewhere
+// CHECK-LABEL: func.func @probabilities_returned
+// CHECK: memfit.softmax
+// CHECK-NOT: memfit.attention
+func.func @probabilities_returned(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>) -> (tensor<1x1x3x4xf32>, tensor<1x1x3x3xf32>) {
+  %s = memfit.matmul %q, %kt : tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32> -> tensor<1x1x3x3xf32>
+  %p = memfit.softmax %s : tensor<1x1x3x3xf32>
+  %o = memfit.matmul %p, %v : tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32> -> tensor<1x1x3x4xf32>
+  return %o, %p : tensor<1x1x3x4xf32>, tensor<1x1x3x3xf32>
+}
+
+// -----
+
+// A finite fill (finfo.min): a row with every key hidden averages every
+// value in the exported graph, which the op does not do.
+// REPORT: memfit-raise-attention: 0 of 1 softmaxes became memfit.attention
+// REPORT-NEXT: stays spelled out: a where whose fill is finite
+// CHECK-LABEL: func.func @finite_fill
+// CHECK-NOT: memfit.attention
+func.func @finite_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: tensor<1x1x3x4xf32>, %hide: tensor<1x1x3x3xi1>) -> tensor<1x1x3x4xf32> {
+  %min = memfit.constant dense<-3.40282347E+38> : tensor<f32>
+  %s = memfit.matmul %q, %kt : tensor<1x1x3x4xf32>, tensor<1x1x4x3xf32> -> tensor<1x1x3x3xf32>
+  %w = memfit.where %hide, %min, %s : tensor<1x1x3x3xi1>, tensor<f32>, tensor<1x1x3x3xf32> -> tensor<1x1x3x3xf32>
+  %p = memfit.softmax %w : tensor<1x1x3x3xf32>
+  %o = memfit.matmul %p, %v : tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32> -> tensor<1x1x3x4xf32>
+  return %o : tensor<1x1x3x4xf32>
+}
