@@ -21,6 +21,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <cstring>
 
 namespace mlir::memfit {
 #define GEN_PASS_DEF_MEMFITRAISEATTENTIONPASS
@@ -129,6 +130,53 @@ MaskPattern classify(const BoolTensor &keep, int64_t queries, int64_t keys) {
   if (all)
     return MaskPattern::None;
   return causal ? MaskPattern::Causal : MaskPattern::Other;
+}
+
+/// Whether an additive mask value hides its key whatever the score: below
+/// -1e30, the exponential of it plus any score that is not itself huge
+/// underflows to zero in f32.
+bool hides(double v) { return v <= -1e30; }
+
+/// What an additive float mask amounts to: zeros (None), zeros on and
+/// below the diagonal and hiding values above it (Causal: a Trilu that
+/// keeps the strict upper triangle of a hiding fill, as exporters build
+/// the causal mask, or a constant of that pattern), or something else.
+MaskPattern classifyAdditive(Value mask, int64_t queries, int64_t keys) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  ArrayRef<int64_t> shape = type.getShape();
+  bool square = shape.size() >= 2 && getNumElements(shape.drop_back(2)) == 1 &&
+                shape[shape.size() - 2] == queries && shape.back() == keys;
+  if (auto trilu = mask.getDefiningOp<TriluOp>()) {
+    std::optional<double> fill = splatValue(trilu.getInput());
+    return square && fill && hides(*fill) && trilu.getUpper() &&
+                   trilu.getK() == 1
+               ? MaskPattern::Causal
+               : MaskPattern::Other;
+  }
+  if (std::optional<double> c = splatValue(mask))
+    return *c == 0 ? MaskPattern::None : MaskPattern::Other;
+  auto constant = mask.getDefiningOp<ConstantOp>();
+  if (!constant || !square || !type.getElementType().isF32() ||
+      type.getNumElements() > kMaxMaskElements)
+    return MaskPattern::Other;
+  std::vector<float> data;
+  if (auto dense = dyn_cast<DenseElementsAttr>(constant.getValue())) {
+    for (float v : dense.getValues<float>())
+      data.push_back(v);
+  } else {
+    ArrayRef<char> bytes = storedBytes(cast<ElementsAttr>(constant.getValue()));
+    if (static_cast<int64_t>(bytes.size()) != type.getNumElements() * 4)
+      return MaskPattern::Other;
+    data.resize(type.getNumElements());
+    std::memcpy(data.data(), bytes.data(), bytes.size());
+  }
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < keys; ++j) {
+      float v = data[i * keys + j];
+      if (j <= i ? v != 0 : !hides(v))
+        return MaskPattern::Other;
+    }
+  return MaskPattern::Causal;
 }
 
 /// One softmax that became attention, or why it did not.
@@ -288,6 +336,14 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   SmallVector<std::pair<Value, bool>> conjuncts; // (value, negated)
   if (hidden)
     conjuncts.push_back({hidden, true});
+  bool causal = false;
+  if (additive) {
+    MaskPattern pattern = classifyAdditive(additive, queries, keys);
+    if (pattern != MaskPattern::Other) {
+      causal = pattern == MaskPattern::Causal;
+      additive = Value();
+    }
+  }
   if (auto select = additive ? additive.getDefiningOp<WhereOp>() : WhereOp()) {
     std::optional<double> shown = splatValue(select.getLhs());
     std::optional<double> fill = splatValue(select.getRhs());
@@ -303,7 +359,6 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
       conjuncts.push_back({both.getRhs(), false});
       --i;
     }
-  bool causal = false;
   SmallVector<std::pair<Value, bool>> kept;
   for (auto [value, negated] : conjuncts) {
     std::optional<BoolTensor> keep = evaluateBool(value);
