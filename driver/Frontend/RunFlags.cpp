@@ -224,6 +224,8 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
   t.loss = lossKind;
   if (ignoreIndex.getNumOccurrences())
     t.ignoreIndex = ignoreIndex;
+  t.chunkedLoss = !noChunkedLoss;
+  t.lossChunk = lossChunk;
   t.trainable.assign(trainablePatterns.begin(), trainablePatterns.end());
   t.frozen.assign(frozenPatterns.begin(), frozenPatterns.end());
   t.loraRank = loraRank;
@@ -299,6 +301,9 @@ rt::StatusOr<CompileOptions> RunFlags::compileOptions() const {
   options.fusion.enabled = fuse;
   options.fusion.maxOps = fuseMaxOps;
   options.fusion.attention = !noFusedAttention;
+  if (attentionReport.getNumOccurrences())
+    options.fusion.attentionReport =
+        attentionReport.empty() ? "-" : attentionReport.getValue();
   if (fusionReport.getNumOccurrences())
     options.fusion.report =
         fusionReport.empty() ? "-" : fusionReport.getValue();

@@ -29,6 +29,7 @@ void setFusion(const Fusion &fusion, FusionOptions &out) {
   out.fuseMaxOps = fusion.maxOps;
   out.fusionReport = fusion.report;
   out.fusedAttention = fusion.attention;
+  out.attentionReport = fusion.attentionReport;
 }
 
 } // namespace
@@ -70,6 +71,8 @@ trainPipelineOptions(const TrainOptions &train,
   options->keepFp32States = train.keepFp32States;
   options->remat = train.remat;
   options->ignoreIndex = train.ignoreIndex;
+  options->chunkedLoss = train.chunkedLoss;
+  options->lossChunk = train.lossChunk;
   options->trainable = train.trainable;
   options->frozen = train.frozen;
   options->beta1 = train.beta1;

@@ -238,6 +238,22 @@ OpCost AttentionGradKeyValueOp::getCost() {
           movedBytes(*this)};
 }
 
+/// linear_cross_entropy: the head's contraction, 2 * N * D * V, and the
+/// loss's 5 per logit; its gradient recomputes the logits and adds the two
+/// contractions of the backward and the loss gradient's 7 per logit. The
+/// bytes are the operands and results: the logits are never stored.
+OpCost LinearCrossEntropyOp::getCost() {
+  ArrayRef<int64_t> h = shapeOf(getHidden());
+  int64_t logits = h[0] * shapeOf(getWeight())[1];
+  return {logits * (2 * h[1] + 5), movedBytes(*this)};
+}
+
+OpCost LinearCrossEntropyGradOp::getCost() {
+  ArrayRef<int64_t> h = shapeOf(getHidden());
+  int64_t logits = h[0] * shapeOf(getWeight())[1];
+  return {logits * (6 * h[1] + 7), movedBytes(*this)};
+}
+
 OpCost KernelOp::getCost() {
   // The body's intermediate values stay in registers: the kernel moves its
   // inputs and results only.

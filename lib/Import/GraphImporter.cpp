@@ -102,13 +102,11 @@ LogicalResult GraphImporter::checkOps(const onnx::GraphProto &graph) {
             "its transformer optimizer writes: give memfit the model as "
             "torch.onnx.export wrote it, before "
             "onnxruntime.transformers.optimizer";
-  // Opset 23's fused attention ops, which exporters write for
-  // scaled_dot_product_attention and rotary embeddings at that opset.
-  if (unsupported.count("Attention") || unsupported.count("RotaryEmbedding"))
-    diag << "; memfit does not convert opset 23's Attention and "
-            "RotaryEmbedding: export with opset 22 or lower "
-            "(torch.onnx.export(..., opset_version=18)), where attention and "
-            "rotary embeddings are spelled out in MatMul, Softmax and "
+  // Opset 23's rotary embedding op, which exporters write at that opset.
+  if (unsupported.count("RotaryEmbedding"))
+    diag << "; memfit does not convert opset 23's RotaryEmbedding: export "
+            "with opset 22 or lower (torch.onnx.export(..., "
+            "opset_version=18)), where rotary embeddings are spelled out in "
             "element-wise ops";
   return failure();
 }

@@ -59,6 +59,7 @@ const OpConverter *onnx_import::lookupConverter(StringRef domain,
     populateConstantConverters(t);
     populateLossConverters(t);
     populateDropoutConverters(t);
+    populateAttentionConverters(t);
     populateMicrosoftConverters(t);
     return t;
   }();

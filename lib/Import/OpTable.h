@@ -98,6 +98,9 @@ void populateConstantConverters(OpTable &table);
 void populateLossConverters(OpTable &table);
 /// Dropout (OnnxDropoutOps.cpp).
 void populateDropoutConverters(OpTable &table);
+/// Attention (OnnxAttentionOps.cpp): opset 23's Attention as
+/// memfit.attention.
+void populateAttentionConverters(OpTable &table);
 /// onnxruntime's contrib domain, com.microsoft (OnnxMicrosoftOps.cpp):
 /// SkipLayerNormalization, SkipSimplifiedLayerNormalization, FastGelu,
 /// BiasGelu, Gelu.

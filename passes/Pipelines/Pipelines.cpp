@@ -48,6 +48,11 @@ static std::string verifyFusion(const FusionOptions &fusion) {
     return "fuse-max-ops and fusion-report need fuse=true";
   if (fusion.fusionReport.getValue().find_first_of("'\"") != std::string::npos)
     return "fusion-report must not contain quotes";
+  if (!fusion.fusedAttention && !fusion.attentionReport.getValue().empty())
+    return "attention-report needs fused-attention=true";
+  if (fusion.attentionReport.getValue().find_first_of("'\"") !=
+      std::string::npos)
+    return "attention-report must not contain quotes";
   return "";
 }
 
@@ -64,6 +69,8 @@ bool mlir::memfit::states8bit(const TrainPipelineOptions &options) {
 
 std::string
 mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
+  if (options.lossChunk < 0)
+    return "loss-chunk must be >= 0, got " + std::to_string(options.lossChunk);
   if (options.accumulate < 1)
     return "accumulate must be at least 1, got " +
            std::to_string(options.accumulate);
@@ -188,6 +195,8 @@ static void addFusion(function_ref<void(StringRef, const std::string &)> add,
     add("fusion-report", fusion.fusionReport.getValue());
   if (!fusion.fusedAttention)
     add("fused-attention", "false");
+  if (!fusion.attentionReport.getValue().empty())
+    add("attention-report", fusion.attentionReport.getValue());
 }
 
 /// Adds the weight-quantization options that differ from the defaults.
@@ -241,6 +250,10 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("loss", ::memfit::nameOf(options.loss.getValue()));
   if (options.ignoreIndex != defaults.ignoreIndex)
     add("ignore-index", std::to_string(options.ignoreIndex));
+  if (!options.chunkedLoss)
+    add("chunked-loss", "false");
+  if (options.lossChunk != defaults.lossChunk)
+    add("loss-chunk", std::to_string(options.lossChunk));
   list("trainable", options.trainable);
   list("frozen", options.frozen);
   string("entry", options.entry);
@@ -331,8 +344,11 @@ static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
 static void addRaisePass(OpPassManager &pm, const FusionOptions &fusion) {
   if (fusion.fuse)
     pm.addPass(createMemfitRaisePass());
-  if (fusion.fusedAttention)
-    pm.addPass(createMemfitRaiseAttentionPass());
+  if (fusion.fusedAttention) {
+    MemfitRaiseAttentionPassOptions attention;
+    attention.report = fusion.attentionReport;
+    pm.addPass(createMemfitRaiseAttentionPass(attention));
+  }
 }
 
 void mlir::memfit::buildForwardPipeline(OpPassManager &pm,
@@ -378,6 +394,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   MemfitAutodiffPassOptions autodiff;
   autodiff.loss = options.loss;
   autodiff.ignoreIndex = options.ignoreIndex;
+  autodiff.linearLoss = options.chunkedLoss;
   autodiff.trainable.assign(options.trainable.begin(), options.trainable.end());
   autodiff.frozen.assign(options.frozen.begin(), options.frozen.end());
   autodiff.entry = options.entry;
@@ -407,6 +424,11 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
 
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  if (options.chunkedLoss) {
+    MemfitChunkLossPassOptions chunk;
+    chunk.rows = options.lossChunk;
+    pm.addNestedPass<func::FuncOp>(createMemfitChunkLossPass(chunk));
+  }
   // After cse, which would merge the weights' dequantizations back into one
   // read that lives from the first use to the last.
   if (states8bit(options) || options.compressActivations ||

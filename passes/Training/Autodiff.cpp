@@ -10,6 +10,7 @@
 
 #include "memfit/Dialect/Gradients.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
 #include "memfit/Passes/Passes.h"
 #include "memfit/Support/GlobList.h"
@@ -68,6 +69,53 @@ struct MemfitAutodiffPass
     return success();
   }
 
+  /// Cross-entropy of `output` against flat `labels` as
+  /// linear_cross_entropy when `output` is an LM head's contraction that
+  /// nothing else reads: `hidden . weight` ([..., D] x [D, V], a MatMul, or
+  /// a Gemm without bias whose weight may be transposed), taken to f32 by a
+  /// cast or f32 already; null otherwise.
+  Value buildLinearLoss(OpBuilder &builder, Location loc, Value output,
+                        Value labels) {
+    if (!eltOf(output).isF32() || !output.hasOneUse())
+      return {};
+    Value logits = output;
+    if (auto cast = logits.getDefiningOp<CastOp>())
+      if (isa<FloatType>(eltOf(cast.getInput())) &&
+          cast.getInput().hasOneUse())
+        logits = cast.getInput();
+    Value hidden, weight;
+    if (auto mm = logits.getDefiningOp<MatMulOp>()) {
+      if (mm.getTransA() || mm.getTransB() || mm.getResultPerm() ||
+          shapeOf(mm.getRhs()).size() != 2 || shapeOf(mm.getLhs()).size() < 2)
+        return {};
+      hidden = mm.getLhs();
+      weight = mm.getRhs();
+    } else if (auto gemm = logits.getDefiningOp<GemmOp>()) {
+      if (gemm.getC() || gemm.getTransA() ||
+          gemm.getAlpha().convertToDouble() != 1.0)
+        return {};
+      hidden = gemm.getA();
+      weight = gemm.getB();
+      if (gemm.getTransB())
+        weight = TransposeOp::create(builder, loc, weight,
+                                     ArrayRef<int64_t>{1, 0});
+    } else {
+      return {};
+    }
+    ArrayRef<int64_t> h = shapeOf(hidden);
+    int64_t rows = getNumElements(h.drop_back());
+    if (rows != shapeOf(labels)[0])
+      return {};
+    if (h.size() != 2)
+      hidden = ReshapeOp::create(
+          builder, loc, RankedTensorType::get({rows, h.back()}, eltOf(hidden)),
+          hidden);
+    return LinearCrossEntropyOp::create(
+        builder, loc,
+        LossReductionAttr::get(builder.getContext(), LossReduction::Mean),
+        hidden, weight, labels, builder.getI64IntegerAttr(ignoreIndex));
+  }
+
   /// The scalar loss, built at the end of the function when attached.
   FailureOr<Value> buildLoss(func::FuncOp func, func::ReturnOp ret) {
     Location loc = func.getLoc();
@@ -122,14 +170,17 @@ struct MemfitAutodiffPass
     auto labelsType =
         RankedTensorType::get(shape.drop_back(), builder.getI64Type());
     Value labels = appendNamedArgument(func, labelsType, "labels");
+    auto flatLabelsType = RankedTensorType::get({rows}, builder.getI64Type());
+    if (labelsType != flatLabelsType)
+      labels = ReshapeOp::create(builder, loc, flatLabelsType, labels);
+    if (linearLoss)
+      if (Value loss = buildLinearLoss(builder, loc, output, labels))
+        return loss;
     Value scores = output;
     auto scoresType =
         RankedTensorType::get({rows, classes}, outType.getElementType());
     if (outType != scoresType)
       scores = ReshapeOp::create(builder, loc, scoresType, output);
-    auto flatLabelsType = RankedTensorType::get({rows}, builder.getI64Type());
-    if (labelsType != flatLabelsType)
-      labels = ReshapeOp::create(builder, loc, flatLabelsType, labels);
     return SoftmaxCrossEntropyLossOp::create(
                builder, loc,
                LossReductionAttr::get(ctx, LossReduction::Mean), scores, labels,

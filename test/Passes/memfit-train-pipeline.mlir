@@ -10,10 +10,13 @@
 // PASSES-NEXT: cse,
 // PASSES-NEXT: memfit-raise-attention{report=},
 // PASSES-NEXT: memfit-tie-parameters,
-// PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 loss=output loss-scale=none {{.*}}}
+// PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 linear-loss=true loss=output loss-scale=none {{.*}}}
 // PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true optimizer=sgd
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
+// PASSES-NEXT: func.func(
+// PASSES-NEXT: memfit-chunk-loss{rows=0}
+// PASSES-NEXT: ),
 // PASSES-NEXT: func.func(
 // PASSES-NEXT: memfit-form-kernels
 // PASSES-NEXT: ),
@@ -82,11 +85,15 @@
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --optimizer=adamw8bit --keep-fp32-states='wte.*' --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINT8BIT
 // PRINT8BIT: '--memfit-train-pipeline=loss=cross-entropy optimizer=adamw8bit keep-fp32-states=wte.*'
 // Quantized frozen weights: memfit-quantize runs after cse, which would
-// merge the per-use dequantizations.
+// merge the per-use dequantizations, and after memfit-chunk-loss, whose
+// chunks read the LM head's weight each.
 // RUN: memfit-opt %s --memfit-train-pipeline='frozen=w0 quantize-weights=nf4 double-quant=true weight-block-size=128' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=WEIGHTS
 // WEIGHTS: memfit-optimizer
 // WEIGHTS-NEXT: canonicalize
 // WEIGHTS-NEXT: cse
+// WEIGHTS-NEXT: func.func(
+// WEIGHTS-NEXT: memfit-chunk-loss{rows=0}
+// WEIGHTS-NEXT: ),
 // WEIGHTS-NEXT: memfit-quantize{activation-block-size=256 double-quant=true min-8bit-size=4096 min-weight-size=4096 optimizer-states=fp32 saved-activations=fp32 state-block-size=256 weight-block-size=128 weights=nf4}
 // WEIGHTS-NEXT: func.func(
 // WEIGHTS-NEXT: memfit-form-kernels
@@ -115,6 +122,17 @@
 // RUN: memfit-opt %s --memfit-train-pipeline='fused-attention=false' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOATTENTION
 // PRINTNOATTENTION: '--memfit-train-pipeline=loss=cross-entropy fused-attention=false'
 // NOATTENTION-NOT: memfit-raise-attention
+// --no-chunked-loss holds the LM head's logits whole; --loss-chunk sets the
+// rows of a chunk:
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --no-chunked-loss --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTNOCHUNKS
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --loss-chunk=8 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTCHUNKS
+// RUN: memfit-opt %s --memfit-train-pipeline='chunked-loss=false' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOCHUNKS
+// RUN: not memfit-opt %s --memfit-train-pipeline='loss-chunk=-2' -o /dev/null 2>&1 | FileCheck %s --check-prefix=BADCHUNK
+// PRINTNOCHUNKS: '--memfit-train-pipeline=loss=cross-entropy chunked-loss=false'
+// PRINTCHUNKS: '--memfit-train-pipeline=loss=cross-entropy loss-chunk=8'
+// NOCHUNKS: memfit-autodiff{{.*}}linear-loss=false
+// NOCHUNKS-NOT: memfit-chunk-loss
+// BADCHUNK: loss-chunk must be >= 0, got -2
 // --fusion-report: every step with its bytes, FLOPs, ops and ONNX nodes
 // (the optimizer's updates in one multi-tensor kernel), the totals and the
 // lower bound (Traffic.h).

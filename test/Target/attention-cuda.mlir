@@ -11,7 +11,12 @@
 // CHECK-NEXT: const long long keyEnd = i + 1 < 8LL ? i + 1 : 8LL;
 // CHECK: for (long long j0 = 0; j0 < keyEnd; j0 += 32) {
 // CHECK: if (!in3[j * 1LL]) continue;
-// CHECK: for (int c = 0; c < 16; ++c) dot += q[c] * __bfloat162float(in1[(kv + j) * 16LL + c]);
+// CHECK: float dot0 = 0, dot1 = 0, dot2 = 0, dot3 = 0, dot4 = 0, dot5 = 0, dot6 = 0, dot7 = 0;
+// CHECK-NEXT: for (int k = 0; k < 16; k += 8) {
+// CHECK-NEXT: dot0 += q[k + 0] * __bfloat162float(in1[(kv + j) * 16LL + k + 0]);
+// CHECK: dot7 += q[k + 7] * __bfloat162float(in1[(kv + j) * 16LL + k + 7]);
+// CHECK-NEXT: }
+// CHECK-NEXT: const float dot = (((dot0 + dot1) + (dot2 + dot3)) + ((dot4 + dot5) + (dot6 + dot7)));
 // CHECK-NEXT: const float x = dot * 0.25f;
 // CHECK: const float mNew = memfit_max(m, tileMax);
 // CHECK-NEXT: const float c = expf(m - mNew);
@@ -29,8 +34,8 @@ func.func @attention(%q: tensor<1x4x8x16xbf16>, %k: tensor<1x2x8x16xbf16>, %v: t
 // CHECK-LABEL: __global__ void k0_attention_grad_query(
 // CHECK: const float lse = (float)in3[t];
 // CHECK-NEXT: const float delta = (float)in4[t];
-// CHECK: for (int c = 0; c < 8; ++c) dot += q[c] * (float)in1[(kv + j) * 8LL + c];
-// CHECK-NEXT: const float x = dot * 0.5f + (float)in6[i * 4LL + j * 1LL];
+// CHECK: dot0 += q[k + 0] * (float)in1[(kv + j) * 8LL + k + 0];
+// CHECK: const float x = dot * 0.5f + (float)in6[i * 4LL + j * 1LL];
 // CHECK-NEXT: if (x == __int_as_float((int)0xff800000u)) continue;
 // CHECK-NEXT: const float p = expf(x - lse);
 // CHECK: const float ds = p * (dp - delta);
@@ -41,7 +46,8 @@ func.func @attention(%q: tensor<1x4x8x16xbf16>, %k: tensor<1x2x8x16xbf16>, %v: t
 // CHECK: for (long long h = hk * 1LL; h < (hk + 1) * 1LL; ++h) {
 // CHECK: for (long long i = j; i < 4LL; ++i) {
 // CHECK: if (lse == __int_as_float((int)0xff800000u)) continue;
-// CHECK: dv[e] += p * g;
+// CHECK: dp0 += vr[k + 0] * (float)in5[r * 8LL + k + 0];
+// CHECK: for (int e = 0; e < 8; ++e) dv[e] += p * (float)in5[r * 8LL + e];
 // CHECK: out0[t * 8LL + c] = dk[c] * 0.5f;
 // CHECK-NEXT: out1[t * 8LL + e] = dv[e];
 func.func @grads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>, %delta: tensor<1x2x4xf32>, %do: tensor<1x2x4x8xf32>, %m: tensor<4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {

@@ -155,6 +155,15 @@ struct RunFlags {
   Opt<int64_t> ignoreIndex{
       "ignore-index", cl::cat(trainCategory),
       cl::desc("Cross-entropy: labels to ignore (default -100)")};
+  Opt<bool> noChunkedLoss{
+      "no-chunked-loss", cl::cat(trainCategory),
+      cl::desc("Cross-entropy: hold the LM head's logits whole, for "
+               "comparison; by default the loss and its gradients are "
+               "computed a chunk of rows at a time (memfit-chunk-loss)")};
+  Opt<int64_t> lossChunk{
+      "loss-chunk", cl::init(0), cl::Hidden, cl::cat(trainCategory),
+      cl::desc("Cross-entropy: rows of logits per chunk (default: chosen "
+               "from the shapes)")};
   List trainablePatterns{
       "trainable", cl::CommaSeparated, cl::cat(trainCategory),
       cl::desc("Glob patterns of the parameters to train (default: all)")};
@@ -309,6 +318,11 @@ struct RunFlags {
   Opt<int64_t> fuseMaxOps{
       "fuse-max-ops", cl::init(0), cl::Hidden, cl::cat(deviceCategory),
       cl::desc("With --fuse: at most this many ops in a kernel (0: no limit)")};
+  Opt<std::string> attentionReport{
+      "attention-report", cl::ValueOptional, cl::Hidden,
+      cl::cat(outputCategory),
+      cl::desc("Write which softmaxes became memfit.attention, and why the "
+               "others did not, to this file (no value: standard output)")};
   Opt<std::string> fusionReport{
       "fusion-report", cl::ValueOptional, cl::cat(outputCategory),
       cl::desc("With --fuse: write memfit-fuse's report (each kernel's bytes, "

@@ -49,6 +49,12 @@ struct TrainOptions {
   /// each kind (nameOf) and reads what a user types (parseKind).
   LossKind loss = LossKind::Output;
   int64_t ignoreIndex = -100;
+  /// Cross-entropy of an LM head's contraction computed a chunk of rows at
+  /// a time (memfit.linear_cross_entropy, memfit-chunk-loss): the [N, V]
+  /// logits are never held. lossChunk rows per chunk, 0: chosen from the
+  /// shapes.
+  bool chunkedLoss = true;
+  int64_t lossChunk = 0;
   /// Glob patterns (`*`, `?`) over parameter names. Trainable: float
   /// parameters matching any `trainable` pattern (all when empty) and no
   /// `frozen` pattern.
@@ -139,6 +145,10 @@ struct Fusion {
   /// Spelled-out attention as memfit.attention (memfit-raise-attention),
   /// which keeps no score matrix; on whether or not the rest is fused.
   bool attention = true;
+  /// Where memfit-raise-attention writes which softmaxes became attention
+  /// and why the others did not ("-": standard output; empty: not
+  /// written).
+  std::string attentionReport;
 };
 
 struct CompileOptions {

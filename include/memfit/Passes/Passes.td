@@ -481,7 +481,12 @@ def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
     dimension as the classes, adds an int64 argument `labels` shaped like
     the output without that dimension and averages over the labels that are
     not `ignore-index`; `loss=mse` adds an argument `target` shaped like the
-    output and averages the squared difference over all elements.
+    output and averages the squared difference over all elements. With
+    `linear-loss`, cross-entropy of an output that is an LM head's
+    contraction (`hidden . weight`, MatMul or Gemm without bias, through a
+    cast to f32) and that nothing else reads is one
+    `memfit.linear_cross_entropy` of the hidden states and the weight,
+    whose gradient is one `memfit.linear_cross_entropy_grad`.
 
     Trainable parameters are the float `memfit.parameter`s of rank at least
     1 whose names match a `trainable` pattern (every one when none is given)
@@ -527,6 +532,49 @@ def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
            "Loss scaling: none, dynamic, or a fixed factor">,
     Option<"lossScaleInit", "loss-scale-init", "double", /*default=*/"65536.0",
            "Dynamic loss scaling: the initial scale">,
+    Option<"linearLoss", "linear-loss", "bool", /*default=*/"false",
+           "Cross-entropy of an LM head's contraction as "
+           "memfit.linear_cross_entropy (memfit-chunk-loss computes it a chunk "
+           "of rows at a time)">,
+  ];
+}
+
+def MemfitChunkLossPass
+    : Pass<"memfit-chunk-loss", "::mlir::func::FuncOp"> {
+  let summary = "Computes linear cross-entropy and its gradients a chunk of "
+                "rows at a time";
+  let description = [{
+    Expands each `memfit.linear_cross_entropy_grad` of a training step,
+    with the `memfit.linear_cross_entropy` of the same operands, into one
+    pass over chunks of `rows` rows: for each chunk, the chunk's logits
+    (`hidden[rows] . weight`, in the hidden states' type, then f32), its
+    summed loss and its logits' gradient (`softmax_cross_entropy_loss` and
+    `_grad` with reduction `sum`, the loss gradient divided by the number
+    of labels not ignored for `mean`), its rows of `dhidden` and its share
+    of `dweight`, added up. Only one chunk's logits and their gradient
+    exist at a time: an LM head's `[N, V]` logits are never held (Liger
+    Kernel's fused linear cross-entropy, as IR that the memory plan, remat
+    and fusion see).
+
+    `rows` = 0 chooses a chunk whose logits are the size of the hidden
+    states (N * D / V rows, as Liger Kernel does), at most 16 chunks, and
+    one chunk when N <= D: the running sum of the weight's gradient, a
+    [D, V] buffer, would outweigh the [N, V] logits that chunks save. One
+    chunk is the loss as it was before: the logits whole, the op's own
+    reduction, no divisor. A
+    `linear_cross_entropy` without a gradient (nothing to train behind
+    it) is computed the same way, loss only.
+
+    ```
+    memfit-opt gpt.onnx --input-shape=input_ids=2x16 \
+      --memfit-autodiff='loss=cross-entropy linear-loss=true' \
+      --pass-pipeline='builtin.module(func.func(memfit-chunk-loss{rows=8}))'
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let options = [
+    Option<"rows", "rows", "int64_t", /*default=*/"0",
+           "Rows of logits per chunk (0: chosen from the shapes)">,
   ];
 }
 

@@ -94,12 +94,18 @@ struct FusionOptions {
                        llvm::cl::desc("Raise spelled-out attention to "
                                       "memfit.attention, which keeps no "
                                       "score matrix (memfit-raise-attention)"),
-                       llvm::cl::init(true)) {}
+                       llvm::cl::init(true)),
+        attentionReport(parent, "attention-report",
+                        llvm::cl::desc("Write which softmaxes became "
+                                       "memfit.attention, and why the others "
+                                       "did not ('-': standard output)"),
+                        llvm::cl::init("")) {}
 
   Option<bool> fuse;
   Option<int64_t> fuseMaxOps;
   Option<std::string> fusionReport;
   Option<bool> fusedAttention;
+  Option<std::string> attentionReport;
 };
 
 /// The options of memfit-forward-pipeline.
@@ -121,6 +127,16 @@ struct TrainPipelineOptions
       *this, "ignore-index",
       llvm::cl::desc("Cross-entropy: labels equal to this contribute nothing"),
       llvm::cl::init(-100)};
+  Option<bool> chunkedLoss{
+      *this, "chunked-loss",
+      llvm::cl::desc("Cross-entropy of an LM head's contraction a chunk of "
+                     "rows at a time, its logits never held "
+                     "(memfit-autodiff linear-loss, memfit-chunk-loss)"),
+      llvm::cl::init(true)};
+  Option<int64_t> lossChunk{
+      *this, "loss-chunk",
+      llvm::cl::desc("Rows of logits per chunk (0: chosen from the shapes)"),
+      llvm::cl::init(0)};
   ListOption<std::string> trainable{
       *this, "trainable",
       llvm::cl::desc("Glob patterns of the parameters to train (default: all)")};

@@ -2,7 +2,8 @@
 //
 // Ignored labels get no gradient; `mean` divides by the total weight of
 // the labels not ignored. Softmax cross-entropy over [N, C] without class
-// weights becomes one softmax_cross_entropy_grad. The gradient of class
+// weights becomes one softmax_cross_entropy_grad, linear cross-entropy one
+// linear_cross_entropy_grad. The gradient of class
 // weights and second-order gradients of the loss gradient op have no rule.
 //
 //===----------------------------------------------------------------------===//
@@ -99,9 +100,27 @@ static LogicalResult rule(SoftmaxCrossEntropyGradOp op, GradBuilder &g) {
   return g.unsupported() << "second-order gradients of a loss";
 }
 
+/// One linear_cross_entropy_grad for both operands: memfit-chunk-loss
+/// computes them from the same chunks of logits.
+static LogicalResult rule(LinearCrossEntropyOp op, GradBuilder &g) {
+  auto grads = LinearCrossEntropyGradOp::create(
+      g.b, g.loc, op.getReductionAttr(), op.getHidden(), op.getWeight(),
+      op.getLabels(), g.grad(), op.getIgnoreIndexAttr());
+  if (g.needs(0))
+    g.set(0, grads.getDhidden());
+  if (g.needs(1))
+    g.set(1, grads.getDweight());
+  return success();
+}
+
+static LogicalResult rule(LinearCrossEntropyGradOp op, GradBuilder &g) {
+  return g.unsupported() << "second-order gradients of a loss";
+}
+
 void attachLossGradients(MLIRContext *context) {
   attachRules<SoftmaxCrossEntropyLossOp, NegativeLogLikelihoodLossOp,
-              SoftmaxCrossEntropyGradOp>(context);
+              SoftmaxCrossEntropyGradOp, LinearCrossEntropyOp,
+              LinearCrossEntropyGradOp>(context);
 }
 
 } // namespace mlir::memfit::grad

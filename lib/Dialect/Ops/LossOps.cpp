@@ -65,3 +65,62 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
            << dloss;
   return success();
 }
+
+/// The loss type of linear_cross_entropy: f64 for f64 hidden states, f32
+/// otherwise (the logits of a 16-bit head are taken to f32 for the loss).
+static Type linearLossType(Value hidden) {
+  Type elt = eltOf(hidden);
+  return elt.isF64() ? elt : Float32Type::get(hidden.getContext());
+}
+
+/// hidden [N, D], weight [D, V] of one float type, labels [N].
+static LogicalResult checkLinearLoss(OptLoc loc, Value hidden, Value weight,
+                                     Value labels) {
+  ArrayRef<int64_t> h = shapeOf(hidden), w = shapeOf(weight),
+                    l = shapeOf(labels);
+  if (h.size() != 2 || w.size() != 2 || l.size() != 1 || w[0] != h[1] ||
+      l[0] != h[0])
+    return emitOptionalError(
+        loc, "linear cross-entropy expects hidden [N, D], weight [D, V] and "
+             "labels [N], got ",
+        shapeToString(h), ", ", shapeToString(w), " and ", shapeToString(l));
+  if (eltOf(hidden) != eltOf(weight))
+    return emitOptionalError(loc, "linear cross-entropy hidden and weight "
+                                  "element types differ: ",
+                             eltOf(hidden), " and ", eltOf(weight));
+  return success();
+}
+
+LogicalResult LinearCrossEntropyOp::inferReturnTypes(
+    MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  if (failed(checkLinearLoss(loc, adaptor.getHidden(), adaptor.getWeight(),
+                             adaptor.getLabels())))
+    return failure();
+  return pushTensor(types, {}, linearLossType(adaptor.getHidden()));
+}
+
+LogicalResult LinearCrossEntropyOp::verify() {
+  if (getReduction() == LossReduction::None)
+    return emitOpError("reduction must be sum or mean");
+  return success();
+}
+
+LogicalResult LinearCrossEntropyGradOp::inferReturnTypes(
+    MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
+  if (failed(checkLinearLoss(loc, adaptor.getHidden(), adaptor.getWeight(),
+                             adaptor.getLabels())))
+    return failure();
+  types.push_back(adaptor.getHidden().getType());
+  types.push_back(adaptor.getWeight().getType());
+  return success();
+}
+
+LogicalResult LinearCrossEntropyGradOp::verify() {
+  if (getReduction() == LossReduction::None)
+    return emitOpError("reduction must be sum or mean");
+  auto expected = RankedTensorType::get({}, linearLossType(getHidden()));
+  if (getDloss().getType() != expected)
+    return emitOpError("dloss must be ") << expected << ", got "
+                                         << getDloss().getType();
+  return success();
+}

@@ -22,6 +22,7 @@
 #include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
+#include <functional>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -31,6 +32,8 @@ namespace {
 
 /// Keys per tile of the forward's online softmax.
 constexpr int64_t kKeyTile = 32;
+/// Partial sums of a dot product (writeDot).
+constexpr int64_t kLanes = 8;
 
 /// What the three kernels share: sizes, types, and how they read the mask.
 struct AttentionKernel {
@@ -89,12 +92,63 @@ struct AttentionKernel {
            << maskOffset(b, h, i, j) << "]) continue;\n";
   }
 
+  /// `name[k]`, an array in registers.
+  static std::function<std::string(StringRef)> reg(StringRef name) {
+    std::string n = name.str();
+    return [n](StringRef k) { return n + "[" + k.str() + "]"; };
+  }
+  /// The element of `value` at `base + k`.
+  std::function<std::string(StringRef)> at(Value value, std::string base) {
+    return [this, value, base](StringRef k) {
+      return load(value, base + " + " + k.str());
+    };
+  }
+
   /// `name[n]` in registers, loaded from `value` at `base + k`.
   void writeRow(StringRef name, Value value, StringRef base, int64_t n) {
     os() << "  " << acc << " " << name << "[" << n << "];\n";
     os() << "  for (int k = 0; k < " << n << "; ++k) " << name
          << "[k] = " << load(value, (base + " + k").str()) << ";\n";
   }
+  /// Writes `const acc name = sum over k < n of a(k) * b(k)`, in kLanes
+  /// partial sums (`name0`, ...) added pairwise at the end: each is a chain
+  /// of its own, which a C++ compiler packs into vector registers without
+  /// reassociating anything (the host backend's kernels; an array of
+  /// partial sums stays in memory instead), and a GPU keeps in registers.
+  void writeDot(StringRef indent, StringRef name,
+                function_ref<std::string(StringRef)> a,
+                function_ref<std::string(StringRef)> b, int64_t n) {
+    auto lane = [&](int64_t l) { return (name + Twine(l)).str(); };
+    os() << indent << acc;
+    for (int64_t l = 0; l < kLanes; ++l)
+      os() << (l ? ", " : " ") << lane(l) << " = 0";
+    os() << ";\n";
+    int64_t full = n / kLanes * kLanes;
+    if (full) {
+      os() << indent << "for (int k = 0; k < " << full << "; k += " << kLanes
+           << ") {\n";
+      for (int64_t l = 0; l < kLanes; ++l) {
+        std::string k = "k + " + std::to_string(l);
+        os() << indent << "  " << lane(l) << " += " << a(k) << " * " << b(k)
+             << ";\n";
+      }
+      os() << indent << "}\n";
+    }
+    for (int64_t k = full; k < n; ++k)
+      os() << indent << lane(k - full) << " += " << a(std::to_string(k))
+           << " * " << b(std::to_string(k)) << ";\n";
+    std::function<std::string(int64_t, int64_t)> sum = [&](int64_t begin,
+                                                           int64_t end) {
+      if (end - begin == 1)
+        return lane(begin);
+      int64_t mid = begin + (end - begin) / 2;
+      return "(" + sum(begin, mid) + " + " + sum(mid, end) + ")";
+    };
+    os() << indent << "const " << acc << " " << name << " = "
+         << sum(0, kLanes) << ";\n";
+  }
+
+  /// `name[n]` in registers, zeros.
   void writeZeros(StringRef name, int64_t n) {
     os() << "  " << acc << " " << name << "[" << n << "];\n";
     os() << "  for (int k = 0; k < " << n << "; ++k) " << name
@@ -173,9 +227,8 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   os << "      const long long j = j0 + jj;\n";
   os << "      s[jj] = " << neg << ";\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
-  os << "      " << k->acc << " dot = 0;\n";
-  os << "      for (int c = 0; c < " << k->d << "; ++c) dot += q[c] * "
-     << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
+  k->writeDot("      ", "dot", k->reg("q"),
+              k->at(op.getKey(), "(kv + j) * " + k->ll(k->d)), k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      s[jj] = x;\n";
   os << "      tileMax = memfit_max(tileMax, x);\n";
@@ -222,13 +275,12 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
   os << "  if (lse != " << k->lit(-INFINITY) << ")\n";
   os << "  for (long long j = 0; j < keyEnd; ++j) {\n";
   k->writeBoolMask("    ", "b", "h", "i", "j");
-  os << "    " << k->acc << " dot = 0, dp = 0;\n";
-  os << "    for (int c = 0; c < " << k->d << "; ++c) dot += q[c] * "
-     << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
+  k->writeDot("    ", "dot", k->reg("q"),
+              k->at(op.getKey(), "(kv + j) * " + k->ll(k->d)), k->d);
   k->writeScore("    ", "dot", "b", "h", "i", "j");
   os << "    const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
-  os << "    for (int e = 0; e < " << k->dv << "; ++e) dp += g[e] * "
-     << k->load(op.getValue(), "(kv + j) * " + k->ll(k->dv) + " + e") << ";\n";
+  k->writeDot("    ", "dp", k->reg("g"),
+              k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), k->dv);
   os << "    const " << k->acc << " ds = p * (dp - delta);\n";
   os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
      << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
@@ -265,17 +317,14 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
      << ";\n";
   os << "      if (lse == " << k->lit(-INFINITY) << ") continue;\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
-  os << "      " << k->acc << " dot = 0, dp = 0;\n";
-  os << "      for (int c = 0; c < " << k->d << "; ++c) dot += kr[c] * "
-     << k->load(op.getQuery(), "r * " + k->ll(k->d) + " + c") << ";\n";
+  k->writeDot("      ", "dot", k->reg("kr"),
+              k->at(op.getQuery(), "r * " + k->ll(k->d)), k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
-  os << "      for (int e = 0; e < " << k->dv << "; ++e) {\n";
-  os << "        const " << k->acc << " g = "
+  k->writeDot("      ", "dp", k->reg("vr"),
+              k->at(op.getDresult(), "r * " + k->ll(k->dv)), k->dv);
+  os << "      for (int e = 0; e < " << k->dv << "; ++e) dv[e] += p * "
      << k->load(op.getDresult(), "r * " + k->ll(k->dv) + " + e") << ";\n";
-  os << "        dv[e] += p * g;\n";
-  os << "        dp += g * vr[e];\n";
-  os << "      }\n";
   os << "      const " << k->acc << " ds = p * (dp - "
      << k->load(op.getDelta(), "r") << ");\n";
   os << "      for (int c = 0; c < " << k->d << "; ++c) dk[c] += ds * "

@@ -556,13 +556,33 @@ def attention(g):
     attend(c, c.op("Add", [scores(c, ""), bias]), "")
 
 
+def attention_opset23(g):
+    """Opset 23's Attention, imported as memfit.attention: grouped-query
+    heads (4 over 2), causal, and a boolean padding mask."""
+    b, hq, hkv, s, d = 1, 4, 2, 5, 4
+    c = g.case("attention23_gqa_causal")
+    q = c.param(c.f([b, hq, s, d]), "q")
+    k = c.param(c.f([b, hkv, s, d]), "k")
+    v = c.param(c.f([b, hkv, s, d]), "v")
+    c.output(c.op("Attention", [q, k, v], is_causal=1), [b, hq, s, d])
+    c = g.case("attention23_gqa_padding")
+    q = c.param(c.f([b, hq, s, d]), "q")
+    k = c.param(c.f([b, hkv, s, d]), "k")
+    v = c.param(c.f([b, hkv, s, d]), "v")
+    keep = np.ones([b, 1, s, s], bool)
+    keep[..., 3:] = False
+    c.output(c.op("Attention", [q, k, v, c.const(keep, "keep")], scale=0.4),
+             [b, hq, s, d])
+
+
 GROUPS = [("unary", 20, unary), ("elementwise", 17, elementwise_more),
           ("binary", 17, binary), ("pow", 17, pow_), ("matmul", 17, matmul),
           ("gemm", 17, gemm), ("normalization", 17, normalization),
           ("rms_norm", 23, rms_norm), ("reduction", 18, reduction),
           ("movement", 18, movement), ("losses", 17, losses),
           ("composed", 18, composed), ("scatter", 18, scatter),
-          ("attention", 17, attention)]
+          ("attention", 17, attention),
+          ("attention_opset23", 23, attention_opset23)]
 
 # The passes a group runs before memfit-autodiff, and the op they must make.
 RAISED = {"attention": ("--memfit-raise-attention", "memfit.attention ")}

@@ -39,6 +39,7 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper, shape_inference
 
+from memfit_test.attention_cases import attention_opset23
 from memfit_test.runner import prepare
 
 F32, F64, I64, I32, BOOL = np.float32, np.float64, np.int64, np.int32, np.bool_
@@ -1301,6 +1302,7 @@ FAMILIES = {
                  ("large", 17, movement_large)],
     "contraction": [("matmul", 17, matmul), ("gemm", 17, gemm),
                     ("einsum", 17, einsum), ("attention", 17, attention),
+                    ("attention_opset23", 23, attention_opset23),
                     ("loss_sce", 17, loss_sce), ("loss_nll", 17, loss_nll),
                     ("large", 17, contraction_large)],
 }

@@ -1,7 +1,9 @@
 //===- LossOps.td - losses and the loss gradient -----------*- tablegen -*-===//
 //
 // Ops of class Loss: the ONNX losses and softmax_cross_entropy_grad, the
-// gradient memfit-autodiff builds for softmax cross-entropy.
+// gradient memfit-autodiff builds for softmax cross-entropy;
+// linear_cross_entropy and its gradient, the loss of an LM head that
+// memfit-chunk-loss computes without storing the logits.
 //
 // Part of MemfitOps.td, which includes it after the classes every family
 // uses (Memfit_Op, Memfit_InferredOp). The C++ of these ops (inference,
@@ -88,6 +90,66 @@ def Memfit_SoftmaxCrossEntropyGradOp
   let results = (outs Memfit_FloatTensor:$result);
   let assemblyFormat = [{
     $reduction $scores `,` $labels `,` $dloss attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Memfit_LinearCrossEntropyOp
+    : Memfit_InferredOp<"linear_cross_entropy", "Loss",
+        [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+  let summary = "softmax cross-entropy of an LM head's logits, never stored";
+  let description = [{
+    The loss `softmax_cross_entropy_loss(hidden . weight, labels)` of
+    `hidden` `[N, D]` and `weight` `[D, V]` (the LM head as MatMul's right
+    operand; a tied head reads the embedding transposed), `labels` `[N]`,
+    `reduction` `sum` or `mean`, labels equal to `ignore_index` contributing
+    nothing. memfit-autodiff builds it for `loss=cross-entropy` when the
+    model's output is such a contraction, so that no `[N, V]` logits tensor
+    is ever held: memfit-chunk-loss computes it, and with
+    `linear_cross_entropy_grad` the gradients, a chunk of rows at a time.
+
+    ```mlir
+    %l = memfit.linear_cross_entropy mean %h, %w, %labels {ignore_index = -100 : i64} : (tensor<16x32xf32>, tensor<32x96xf32>, tensor<16xi64>) -> tensor<f32>
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction,
+                       Memfit_FloatTensor:$hidden, Memfit_FloatTensor:$weight,
+                       Memfit_IndexTensor:$labels,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $reduction $hidden `,` $weight `,` $labels attr-dict `:`
+    functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+def Memfit_LinearCrossEntropyGradOp
+    : Memfit_InferredOp<"linear_cross_entropy_grad", "Loss",
+        [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+  let summary = "the gradients of linear_cross_entropy";
+  let description = [{
+    The gradients of `memfit.linear_cross_entropy` with the same operands
+    and `dloss`, the loss's gradient (a scalar): `dhidden` `[N, D]` =
+    `dlogits . weight^T` and `dweight` `[D, V]` = `hidden^T . dlogits`,
+    where `dlogits = (softmax(hidden . weight) - onehot(labels)) * dloss`
+    (divided by the number of labels not ignored for `mean`; zero rows for
+    ignored labels). memfit-chunk-loss computes the logits, the loss and
+    these a chunk of rows at a time.
+
+    ```mlir
+    %dh, %dw = memfit.linear_cross_entropy_grad mean %h, %w, %labels, %g {ignore_index = -100 : i64} : (tensor<16x32xf32>, tensor<32x96xf32>, tensor<16xi64>, tensor<f32>) -> (tensor<16x32xf32>, tensor<32x96xf32>)
+    ```
+  }];
+  let arguments = (ins Memfit_LossReduction:$reduction,
+                       Memfit_FloatTensor:$hidden, Memfit_FloatTensor:$weight,
+                       Memfit_IndexTensor:$labels, Memfit_FloatTensor:$dloss,
+                       OptionalAttr<I64Attr>:$ignore_index);
+  let results = (outs Memfit_FloatTensor:$dhidden,
+                      Memfit_FloatTensor:$dweight);
+  let assemblyFormat = [{
+    $reduction $hidden `,` $weight `,` $labels `,` $dloss attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;

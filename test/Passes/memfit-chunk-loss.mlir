@@ -1,0 +1,87 @@
+// memfit-chunk-loss: linear cross-entropy and its gradients, a chunk of
+// rows at a time; the [N, V] logits never exist whole.
+// RUN: memfit-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(memfit-chunk-loss{rows=3}))' | FileCheck %s
+// RUN: memfit-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(memfit-chunk-loss))' | FileCheck %s --check-prefix=AUTO
+// RUN: not memfit-opt %s -split-input-file --pass-pipeline='builtin.module(func.func(memfit-chunk-loss{rows=-1}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// BAD: error: memfit-chunk-loss: rows must be >= 0, got -1
+// memfit-autodiff's linear-loss makes cross-entropy of an LM head's
+// contraction these ops: the tied head of gpt (its weight the embedding
+// transposed) and llama's own head, whose gradient it files.
+// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=8 --memfit-tie-parameters '--memfit-autodiff=loss=cross-entropy linear-loss=true' 2>/dev/null | FileCheck %s --check-prefix=TIED
+// RUN: memfit-opt %models/llama_dynamo.onnx --input-shape=batch=2,seq=8 '--memfit-autodiff=loss=cross-entropy linear-loss=true' | FileCheck %s --check-prefix=UNTIED
+// TIED: %[[W:.+]] = memfit.transpose %{{.+}} {perm = array<i64: 1, 0>} : tensor<96x32xf32> -> tensor<32x96xf32>
+// TIED: %[[L:.+]] = memfit.linear_cross_entropy mean %[[H:.+]], %[[W]], %[[Y:.+]] {ignore_index = -100 : i64} : (tensor<16x32xf32>, tensor<32x96xf32>, tensor<16xi64>) -> tensor<f32>
+// TIED: memfit.linear_cross_entropy_grad mean %[[H]], %[[W]], %[[Y]], %{{.+}} {ignore_index = -100 : i64, memfit.backward}
+// TIED-NOT: memfit.softmax_cross_entropy
+// UNTIED: memfit.linear_cross_entropy mean %{{.+}}, %{{.+}}, %{{.+}} {ignore_index = -100 : i64} : (tensor<16x64xf32>, tensor<64x128xf32>, tensor<16xi64>) -> tensor<f32>
+// UNTIED: memfit.linear_cross_entropy_grad mean {{.*}}memfit.gradient_of
+
+// A bf16 head over 5 rows in chunks of 3 and 2: mean over the labels not
+// ignored (counted once), each chunk's logits taken to f32 for its loss
+// (summed) and its gradient (the loss gradient divided by the count), the
+// chunk's rows of dhidden, and dweight's shares added in f32.
+// CHECK-LABEL: func.func @bf16_head
+// CHECK-SAME: (%[[H:.+]]: tensor<5x4xbf16>, %[[W:.+]]: tensor<4x8xbf16>, %[[L:.+]]: tensor<5xi64>, %[[G:.+]]: tensor<f32>)
+// CHECK: %[[COUNT:.+]] = memfit.reduce_sum %{{.+}} {axes = array<i64>, keepdims = false, memfit.backward} : tensor<5xf32> -> tensor<f32>
+// CHECK: %[[SCALE:.+]] = memfit.div %[[G]], %[[COUNT]]
+// CHECK: %[[H0:.+]] = memfit.slice %[[H]] {{.*}}ends = array<i64: 3>{{.*}}starts = array<i64: 0>
+// CHECK: %[[L0:.+]] = memfit.slice %[[L]]
+// CHECK: %[[Z0:.+]] = memfit.matmul %[[H0]], %[[W]] {memfit.backward} : tensor<3x4xbf16>, tensor<4x8xbf16> -> tensor<3x8xbf16>
+// CHECK: %[[S0:.+]] = memfit.cast %[[Z0]] {memfit.backward} : tensor<3x8xbf16> to tensor<3x8xf32>
+// CHECK: %[[LOSS0:.+]] = memfit.softmax_cross_entropy_loss sum %[[S0]], %[[L0]] {ignore_index = -100 : i64, memfit.backward}
+// CHECK: %[[DS0:.+]] = memfit.softmax_cross_entropy_grad sum %[[S0]], %[[L0]], %[[SCALE]]
+// CHECK: %[[DZ0:.+]] = memfit.cast %[[DS0]] {memfit.backward, reason = "gradient"} : tensor<3x8xf32> to tensor<3x8xbf16>
+// CHECK: %[[DH0:.+]] = memfit.gemm %[[DZ0]], %[[W]] {memfit.backward, trans_b = true}
+// CHECK: %[[DW0:.+]] = memfit.gemm %[[H0]], %[[DZ0]] {memfit.backward, trans_a = true}
+// CHECK: %[[DW0F:.+]] = memfit.cast %[[DW0]] {memfit.backward} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK: memfit.slice %[[H]] {{.*}}ends = array<i64: 5>{{.*}}starts = array<i64: 3>
+// CHECK: %[[LOSS1:.+]] = memfit.softmax_cross_entropy_loss sum
+// CHECK: %[[LOSSES:.+]] = memfit.add %[[LOSS0]], %[[LOSS1]]
+// CHECK: %[[DH1:.+]] = memfit.gemm %{{.+}}, %[[W]] {memfit.backward, trans_b = true} : (tensor<2x8xbf16>, tensor<4x8xbf16>) -> tensor<2x4xbf16>
+// CHECK: %[[DW1F:.+]] = memfit.cast %{{.+}} {memfit.backward} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK: %[[DWF:.+]] = memfit.add %[[DW0F]], %[[DW1F]]
+// CHECK: %[[DW:.+]] = memfit.cast %[[DWF]] {memfit.backward, reason = "gradient"} : tensor<4x8xf32> to tensor<4x8xbf16>
+// CHECK: %[[LOSS:.+]] = memfit.div %[[LOSSES]], %[[COUNT]]
+// CHECK: %[[DH:.+]] = memfit.concat %[[DH0]], %[[DH1]] {axis = 0 : i64, memfit.backward}
+// CHECK: return %[[LOSS]], %[[DH]], %[[DW]]
+// The automatic size: logits the size of the hidden states (5 * 4 / 8
+// rows, rounded up: 3), and at least one of 16 chunks (5 rows > D = 4).
+// AUTO-LABEL: func.func @bf16_head
+// AUTO-COUNT-2: memfit.softmax_cross_entropy_loss sum
+// AUTO-NOT: memfit.softmax_cross_entropy_loss
+func.func @bf16_head(%h: tensor<5x4xbf16>, %w: tensor<4x8xbf16>, %labels: tensor<5xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x4xbf16>, tensor<4x8xbf16>) {
+  %l = memfit.linear_cross_entropy mean %h, %w, %labels {ignore_index = -100 : i64} : (tensor<5x4xbf16>, tensor<4x8xbf16>, tensor<5xi64>) -> tensor<f32>
+  %dh, %dw = memfit.linear_cross_entropy_grad mean %h, %w, %labels, %g {ignore_index = -100 : i64} : (tensor<5x4xbf16>, tensor<4x8xbf16>, tensor<5xi64>, tensor<f32>) -> (tensor<5x4xbf16>, tensor<4x8xbf16>)
+  return %l, %dh, %dw : tensor<f32>, tensor<5x4xbf16>, tensor<4x8xbf16>
+}
+
+// -----
+
+// No more rows than D: the automatic size is one chunk, the loss as it was
+// (its own reduction, no divisor, no f32 sum of dweight).
+// AUTO-LABEL: func.func @one_chunk
+// AUTO-NOT: memfit.slice
+// AUTO: memfit.softmax_cross_entropy_loss mean
+// AUTO: memfit.softmax_cross_entropy_grad mean
+// AUTO-NOT: memfit.reduce_sum
+func.func @one_chunk(%h: tensor<4x8xf32>, %w: tensor<8x16xf32>, %labels: tensor<4xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<4x8xf32>, tensor<8x16xf32>) {
+  %l = memfit.linear_cross_entropy mean %h, %w, %labels : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4xi64>) -> tensor<f32>
+  %dh, %dw = memfit.linear_cross_entropy_grad mean %h, %w, %labels, %g : (tensor<4x8xf32>, tensor<8x16xf32>, tensor<4xi64>, tensor<f32>) -> (tensor<4x8xf32>, tensor<8x16xf32>)
+  return %l, %dh, %dw : tensor<f32>, tensor<4x8xf32>, tensor<8x16xf32>
+}
+
+// -----
+
+// A loss without a gradient (nothing trained behind it), reduction sum:
+// the chunks' losses alone, no divisor.
+// AUTO-LABEL: func.func @loss_only
+// CHECK-LABEL: func.func @loss_only
+// CHECK-COUNT-2: memfit.softmax_cross_entropy_loss sum
+// CHECK-NOT: memfit.softmax_cross_entropy_grad
+// CHECK-NOT: memfit.div
+// CHECK: %[[S:.+]] = memfit.add
+// CHECK: return %[[S]]
+func.func @loss_only(%h: tensor<4x4xf32>, %w: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
+  %l = memfit.linear_cross_entropy sum %h, %w, %labels : (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
+  return %l : tensor<f32>
+}

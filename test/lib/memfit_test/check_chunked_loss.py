@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""The loss in chunks against the loss whole, on a fixture.
+
+  check_chunked_loss.py MEMFIT_RUN MODELS_DIR NAME EXPORTER WORKDIR
+                        [--loss-chunk=ROWS] [-- memfit-run flags]
+
+Runs `memfit-run --gradients --loss=cross-entropy` on the fixture's inputs
+and labels (memfit_test.check_grads) twice: with the LM head's
+cross-entropy computed a chunk of ROWS rows at a time
+(memfit.linear_cross_entropy, the default; several chunks on purpose) and
+with --no-chunked-loss, which holds the logits whole. The compiled steps
+must differ (the chunked one has more loss kernels), and the loss and
+every gradient must agree within 1e-6 of each tensor's largest magnitude:
+the chunks sum the same terms in another order. Prints the worst relative
+difference, then `PASS NAME_EXPORTER` or FAIL lines.
+"""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from memfit_test.check_grads import gradient_inputs, input_args
+from memfit_test.runner import split_passthrough
+
+REL_TOL = 1e-6
+
+
+def run(args, workdir):
+    os.makedirs(workdir, exist_ok=True)
+    done = subprocess.run(args + [f"--output-dir={workdir}"],
+                          capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"FAIL: memfit-run exited with {done.returncode}\n"
+                 f"{done.stdout}{done.stderr}\n$ {' '.join(args)}")
+    return done.stdout
+
+
+def main():
+    argv, extra = split_passthrough(sys.argv[1:])
+    chunk = "--loss-chunk=5"
+    for flag in [a for a in argv if a.startswith("--")]:
+        if not flag.startswith("--loss-chunk="):
+            sys.exit(f"unknown flag {flag}")
+        chunk = flag
+        argv.remove(flag)
+    memfit_run, models, name, exporter, workdir = argv
+    stem = f"{name}_{exporter}"
+    os.makedirs(workdir, exist_ok=True)
+    inputs, loss = gradient_inputs(models, name, exporter)
+    if loss != "cross-entropy":
+        sys.exit(f"FAIL {stem}: its loss is {loss}, not cross-entropy")
+    args = [memfit_run, os.path.join(models, stem + ".onnx"), "--gradients",
+            "--loss=cross-entropy", "--device=host"]
+    args += input_args(inputs, workdir) + extra
+    chunked_dir = os.path.join(workdir, "chunked")
+    whole_dir = os.path.join(workdir, "whole")
+    chunked = run(args + [chunk], chunked_dir)
+    whole = run(args + ["--no-chunked-loss"], whole_dir)
+    failures = []
+    kernels = [line for line in (chunked, whole) for line in
+               line.splitlines() if line.startswith("compiled ")]
+    print("\n".join(kernels))
+    if len(kernels) == 2 and kernels[0].split(":")[1] == kernels[1].split(":")[1]:
+        failures.append("the chunked step compiled like the whole one")
+    worst, worst_key = 0.0, None
+    for f in sorted(os.listdir(whole_dir)):
+        if not (f == "loss.npy" or f.startswith("grad.")):
+            continue
+        a = np.load(os.path.join(chunked_dir, f)).astype(np.float64)
+        b = np.load(os.path.join(whole_dir, f)).astype(np.float64)
+        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-30)
+        err = float(np.max(np.abs(a - b), initial=0.0)) / scale
+        if err > worst:
+            worst, worst_key = err, f[:-4]
+        if not np.isfinite(err) or err > REL_TOL:
+            failures.append(f"{f[:-4]}: relative difference {err:.2e}")
+    print(f"{stem}: worst relative difference {worst:.2e} ({worst_key})")
+    for failure in failures:
+        print(f"FAIL {stem}: {failure}")
+    if not failures:
+        print(f"PASS {stem}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
