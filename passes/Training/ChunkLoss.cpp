@@ -122,14 +122,21 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
     dhiddenChunks.push_back(
         GemmOp::create(b, loc, dlogits, weight, Value(), APFloat(1.0f),
                        APFloat(1.0f), false, true));
-    // A 16-bit weight's shares add up in f32, rounded once at the end.
-    Value dw = GemmOp::create(b, loc, hc, dlogits, Value(), APFloat(1.0f),
+    // The weight's shares: each chunk's contraction adds the running sum
+    // (its C, beta 1). A 16-bit weight's shares add up in f32 instead,
+    // rounded once at the end.
+    bool wide = elt != lossElt && several;
+    Value dw = GemmOp::create(b, loc, hc, dlogits,
+                              wide ? Value() : out.dweight, APFloat(1.0f),
                               APFloat(1.0f), true, false);
-    if (elt != lossElt && several)
+    if (wide) {
       dw = CastOp::create(b, loc, RankedTensorType::get({d, v}, lossElt), dw,
                           StringAttr());
-    out.dweight = out.dweight ? Value(AddOp::create(b, loc, out.dweight, dw))
-                              : dw;
+      out.dweight =
+          out.dweight ? Value(AddOp::create(b, loc, out.dweight, dw)) : dw;
+    } else {
+      out.dweight = dw;
+    }
   }
   if (out.dweight && eltOf(out.dweight) != elt)
     out.dweight = CastOp::create(b, loc, weight.getType(), out.dweight,

@@ -57,6 +57,21 @@ func.func @bf16_head(%h: tensor<5x4xbf16>, %w: tensor<4x8xbf16>, %labels: tensor
 
 // -----
 
+// An f32 head: each chunk's share of dweight is added as its contraction's
+// C (beta 1), no separate add.
+// AUTO-LABEL: func.func @f32_head
+// CHECK-LABEL: func.func @f32_head
+// CHECK: %[[DW0:.+]] = memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, trans_a = true} : (tensor<3x2xf32>, tensor<3x8xf32>) -> tensor<2x8xf32>
+// CHECK: %[[DW:.+]] = memfit.gemm %{{.+}}, %{{.+}}, %[[DW0]] {memfit.backward, trans_a = true} : (tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
+// CHECK: return %{{.+}}, %{{.+}}, %[[DW]]
+func.func @f32_head(%h: tensor<5x2xf32>, %w: tensor<2x8xf32>, %labels: tensor<5xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x2xf32>, tensor<2x8xf32>) {
+  %l = memfit.linear_cross_entropy sum %h, %w, %labels : (tensor<5x2xf32>, tensor<2x8xf32>, tensor<5xi64>) -> tensor<f32>
+  %dh, %dw = memfit.linear_cross_entropy_grad sum %h, %w, %labels, %g : (tensor<5x2xf32>, tensor<2x8xf32>, tensor<5xi64>, tensor<f32>) -> (tensor<5x2xf32>, tensor<2x8xf32>)
+  return %l, %dh, %dw : tensor<f32>, tensor<5x2xf32>, tensor<2x8xf32>
+}
+
+// -----
+
 // No more rows than D: the automatic size is one chunk, the loss as it was
 // (its own reduction, no divisor, no f32 sum of dweight).
 // AUTO-LABEL: func.func @one_chunk

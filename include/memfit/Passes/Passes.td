@@ -551,7 +551,8 @@ def MemfitChunkLossPass
     summed loss and its logits' gradient (`softmax_cross_entropy_loss` and
     `_grad` with reduction `sum`, the loss gradient divided by the number
     of labels not ignored for `mean`), its rows of `dhidden` and its share
-    of `dweight`, added up. Only one chunk's logits and their gradient
+    of `dweight`, added up (as the next contraction's C; in f32 for a
+    16-bit weight). Only one chunk's logits and their gradient
     exist at a time: an LM head's `[N, V]` logits are never held (Liger
     Kernel's fused linear cross-entropy, as IR that the memory plan, remat
     and fusion see).
