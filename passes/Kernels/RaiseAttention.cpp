@@ -194,12 +194,14 @@ public:
   int64_t numRaised = 0;
 
 private:
-  /// The scores' product: strips `where(hidden, -inf, x)` and `x + mask`
+  /// The scores' product: strips `where(hidden, -inf, x)` (or `where(keep,
+  /// x, -inf)`) and `x + mask`
   /// off `scores` and records them; the reason when something else is in
   /// the way.
   std::string peelMasks(Value &scores);
 
   Value hidden;   // boolean, true where a key is hidden
+  bool hiddenIsKeep = false; // `hidden` is the keep-mask of where(keep, x, -inf)
   Value additive; // float, added to the scaled scores
   SmallVector<Operation *> matched;
 };
@@ -212,14 +214,18 @@ std::string AttentionRaiser::peelMasks(Value &scores) {
     if (auto where = dyn_cast<WhereOp>(def)) {
       if (hidden)
         return "two boolean masks";
+      // where(hidden, fill, x) or where(keep, x, fill).
       std::optional<double> fill = splatValue(where.getLhs());
+      hiddenIsKeep = !fill;
+      if (hiddenIsKeep)
+        fill = splatValue(where.getRhs());
       if (!fill)
         return "a where whose fill is not a constant";
       if (!(std::isinf(*fill) && *fill < 0))
         return "a where whose fill is finite (a row with every key hidden "
                "would average every value)";
       hidden = where.getCondition();
-      scores = where.getRhs();
+      scores = hiddenIsKeep ? where.getLhs() : where.getRhs();
       matched.push_back(def);
       continue;
     }
@@ -276,6 +282,7 @@ Value nanRowsZeroed(SoftmaxOp softmax) {
 
 std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   hidden = additive = Value();
+  hiddenIsKeep = false;
   matched.clear();
   auto type = cast<RankedTensorType>(softmax.getType());
   if (type.getRank() != 4)
@@ -327,7 +334,8 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   int64_t queries = qs[2], keys = ks[3];
 
   // The masks as the conjuncts of one boolean keep-mask, where they are
-  // boolean: `where(hidden, -inf, x)` keeps !hidden, `x + where(c, 0,
+  // boolean: `where(hidden, -inf, x)` keeps !hidden (`where(keep, x, -inf)`
+  // keeps keep), `x + where(c, 0,
   // -inf)` keeps c, and `and`s split. A constant causal conjunct becomes
   // the flag, one of all ones goes; the rest stay the op's mask, at their
   // own broadcast shapes.
@@ -335,7 +343,7 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
     return "a mask of another type than the scores";
   SmallVector<std::pair<Value, bool>> conjuncts; // (value, negated)
   if (hidden)
-    conjuncts.push_back({hidden, true});
+    conjuncts.push_back({hidden, !hiddenIsKeep});
   bool causal = false;
   if (additive) {
     MaskPattern pattern = classifyAdditive(additive, queries, keys);

@@ -54,10 +54,13 @@ struct ChunkedLoss {
   Value loss, dhidden, dweight;
 };
 
+/// `needHidden` and `needWeight` say which gradients something reads (a
+/// frozen head's weight, LoRA's, has none to compute).
 ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
                         Value hidden, Value weight, Value labels,
                         IntegerAttr ignoreIndex, Value dloss,
-                        int64_t requestedRows) {
+                        int64_t requestedRows, bool needHidden = true,
+                        bool needWeight = true) {
   ArrayRef<int64_t> h = shapeOf(hidden);
   int64_t n = h[0], d = h[1], v = shapeOf(weight)[1];
   Type elt = eltOf(hidden);
@@ -119,9 +122,12 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
     if (elt != lossElt)
       dlogits = CastOp::create(b, loc, logits.getType(), dscores,
                                b.getStringAttr("gradient"));
-    dhiddenChunks.push_back(
-        GemmOp::create(b, loc, dlogits, weight, Value(), APFloat(1.0f),
-                       APFloat(1.0f), false, true));
+    if (needHidden)
+      dhiddenChunks.push_back(
+          GemmOp::create(b, loc, dlogits, weight, Value(), APFloat(1.0f),
+                         APFloat(1.0f), false, true));
+    if (!needWeight)
+      continue;
     // The weight's shares: each chunk's contraction adds the running sum
     // (its C, beta 1). A 16-bit weight's shares add up in f32 instead,
     // rounded once at the end.
@@ -187,7 +193,8 @@ struct MemfitChunkLossPass
       ChunkedLoss chunks = buildChunks(
           b, grad.getLoc(), grad.getReduction(), grad.getHidden(),
           grad.getWeight(), grad.getLabels(), grad.getIgnoreIndexAttr(),
-          grad.getDloss(), rows);
+          grad.getDloss(), rows, !grad.getDhidden().use_empty(),
+          !grad.getDweight().use_empty());
       // The chunks run where the backward starts.
       for (Operation *op = before ? before->getNextNode()
                                   : &func.getBody().front().front();
@@ -195,10 +202,13 @@ struct MemfitChunkLossPass
         op->setAttr(kBackwardAttr, b.getUnitAttr());
       // The memory plan files a parameter's gradient by this attribute.
       if (Attribute of = grad->getAttr(kGradientOfAttr))
-        if (Operation *def = chunks.dweight.getDefiningOp())
+        if (Operation *def =
+                chunks.dweight ? chunks.dweight.getDefiningOp() : nullptr)
           def->setAttr(kGradientOfAttr, of);
-      grad.getDhidden().replaceAllUsesWith(chunks.dhidden);
-      grad.getDweight().replaceAllUsesWith(chunks.dweight);
+      if (chunks.dhidden)
+        grad.getDhidden().replaceAllUsesWith(chunks.dhidden);
+      if (chunks.dweight)
+        grad.getDweight().replaceAllUsesWith(chunks.dweight);
       grad.erase();
       if (loss) {
         loss.getResult().replaceAllUsesWith(chunks.loss);

@@ -72,6 +72,21 @@ func.func @f32_head(%h: tensor<5x2xf32>, %w: tensor<2x8xf32>, %labels: tensor<5x
 
 // -----
 
+// A frozen head (LoRA's): nothing reads dweight, so no chunk computes its
+// share; dhidden's rows still are.
+// AUTO-LABEL: func.func @frozen_head
+// CHECK-LABEL: func.func @frozen_head
+// CHECK-COUNT-2: memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, trans_b = true}
+// CHECK-NOT: trans_a
+// CHECK: return
+func.func @frozen_head(%h: tensor<5x2xf32>, %w: tensor<2x8xf32>, %labels: tensor<5xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x2xf32>) {
+  %l = memfit.linear_cross_entropy mean %h, %w, %labels : (tensor<5x2xf32>, tensor<2x8xf32>, tensor<5xi64>) -> tensor<f32>
+  %dh, %dw = memfit.linear_cross_entropy_grad mean %h, %w, %labels, %g : (tensor<5x2xf32>, tensor<2x8xf32>, tensor<5xi64>, tensor<f32>) -> (tensor<5x2xf32>, tensor<2x8xf32>)
+  return %l, %dh : tensor<f32>, tensor<5x2xf32>
+}
+
+// -----
+
 // No more rows than D: the automatic size is one chunk, the loss as it was
 // (its own reduction, no divisor, no f32 sum of dweight).
 // AUTO-LABEL: func.func @one_chunk

@@ -72,6 +72,24 @@ func.func @sdpa_padding(%q: tensor<2x2x3x4xf32>, %kt: tensor<2x2x4x3xf32>, %v: t
 
 // -----
 
+// where(keep, scores, -inf), the keep-mask first: the mask is the keep-mask
+// itself (no negation), here a run-time one.
+// REPORT: memfit-raise-attention: 1 of 1 softmaxes became memfit.attention
+// CHECK-LABEL: func.func @keep_first
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x2x3x4xf32>, %[[KT:[^:]+]]: tensor<1x2x4x3xf32>, %[[V:[^:]+]]: tensor<1x2x3x4xf32>, %[[KEEP:[^:]+]]: tensor<1x1x3x3xi1>)
+// CHECK: memfit.attention %[[Q]], %{{.+}}, %[[V]] mask %[[KEEP]] scale 1.000000e+00
+// CHECK-NOT: memfit.not
+func.func @keep_first(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>, %keep: tensor<1x1x3x3xi1>) -> tensor<1x2x3x4xf32> {
+  %ninf = memfit.constant dense<0xFF800000> : tensor<f32>
+  %s = memfit.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %w = memfit.where %keep, %s, %ninf : tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %p = memfit.softmax %w : tensor<1x2x3x3xf32>
+  %o = memfit.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // Near misses. The probabilities are also returned (output_attentions):
 // REPORT: memfit-raise-attention: 0 of 1 softmaxes became memfit.attention
 // REPORT-NEXT: (unnamed softmax): stays spelled out: its probabilities are also read elsewhere

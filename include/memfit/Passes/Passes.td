@@ -155,7 +155,8 @@ def MemfitRaiseAttentionPass
     - the key: `k^T` as a transpose that swaps its last two dimensions with
       whatever it also permutes (the transpose of the source is then kept),
       any other value transposed back;
-    - masks: `where(hidden, fill, scores)` with a fill of `-inf` (the
+    - masks: `where(hidden, fill, scores)` or `where(keep, scores, fill)`
+      with a fill of `-inf` (the
       hidden keys of a row drop out; a row with every key hidden gives
       zeros where the spelled-out graph gives NaN), and `scores + mask`
       with a float mask that does not depend on the scores. A boolean mask
