@@ -13,7 +13,10 @@
 #      memory, with and without activations saved compressed; with
 #      LORA_BENCH set, full fine-tuning, LoRA and QLoRA steps; with
 #      FUSE_BENCH set, the fp32 and bf16 steps without and with --fuse
-#      (FUSE_BENCH=bf16: the bf16 ones only);
+#      (FUSE_BENCH=bf16: the bf16 ones only); with LONG_BENCH set, the
+#      small Llama of bench/long-context.py at seq 2,048 and 8,192 in
+#      bf16, memfit.attention and the chunked loss (the default) beside
+#      both turned off: the portable attention kernels' time on a GPU;
 #   5. the whole lit suite (LIT_TIMEOUT=0 skips it; LIT_FILTER, a regular
 #      expression, keeps the tests whose names match) with every memfit-run
 #      call on the GPU (the tests pin --device=host; a wrapper turns that
@@ -120,6 +123,25 @@ if [ -n "${FUSE_BENCH:-}" ]; then
   }
   bench unfused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
   bench fused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16 --fuse
+fi
+
+# Long sequences: the small Llama (4 layers, hidden 512, 8 heads, MLP
+# 1,408, vocabulary 32,000), batch 1, bf16, with and without
+# memfit.attention and the chunked loss.
+if [ -n "${LONG_BENCH:-}" ]; then
+  "$py" bench/make_llama.py build/bench/llama-small.onnx --layers 4 --hidden 512 \
+    --heads 8 --intermediate 1408 --vocab 32000 > /dev/null 2>&1
+  for seq in 2048 8192; do
+    for way in default spelled; do
+      flags=()
+      [ "$way" = spelled ] && flags=(--no-fused-attention --no-chunked-loss)
+      timeout "${BENCH_TIMEOUT:-150}" build/bin/memfit-run build/bench/llama-small.onnx \
+        --train --loss=cross-entropy --device=cuda --memory-report --precision=bf16 \
+        --input-shape=input_ids=1x$seq --steps=6 "${flags[@]}" \
+        > "$OUT/bench-long-$way-$seq.txt" 2>&1
+      echo "bench long-$way-$seq: rc $?" >> "$OUT/probe.txt"
+    done
+  done
 fi
 
 # The suite, every memfit-run on the GPU.
