@@ -103,7 +103,7 @@ LogicalResult convertAttention(NodeContext &n) {
   bool causal = n.intAttr("is_causal", 0) != 0;
   auto attention = AttentionOp::create(
       n.b, n.loc, q, k, v, mask, n.b.getF32FloatAttr(scale),
-      causal ? n.b.getUnitAttr() : UnitAttr());
+      causal ? n.b.getUnitAttr() : UnitAttr(), UnitAttr());
   Value y = attention.getResult();
   if (rank == 3) {
     Value t = TransposeOp::create(n.b, n.loc, y, ArrayRef<int64_t>{0, 2, 1, 3});

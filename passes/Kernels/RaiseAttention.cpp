@@ -202,6 +202,7 @@ private:
 
   Value hidden;   // boolean, true where a key is hidden
   bool hiddenIsKeep = false; // `hidden` is the keep-mask of where(keep, x, -inf)
+  bool finiteFill = false;   // an added mask hides with a finite fill
   Value additive; // float, added to the scaled scores
   SmallVector<Operation *> matched;
 };
@@ -221,9 +222,12 @@ std::string AttentionRaiser::peelMasks(Value &scores) {
         fill = splatValue(where.getRhs());
       if (!fill)
         return "a where whose fill is not a constant";
+      // A finite fill here would give a row with every key hidden scores
+      // that do not depend on the queries and keys: uniform probabilities
+      // but no gradient, which the op does not compute.
       if (!(std::isinf(*fill) && *fill < 0))
         return "a where whose fill is finite (a row with every key hidden "
-               "would average every value)";
+               "would average every value, with no gradient to the scores)";
       hidden = where.getCondition();
       scores = hiddenIsKeep ? where.getLhs() : where.getRhs();
       matched.push_back(def);
@@ -282,7 +286,7 @@ Value nanRowsZeroed(SoftmaxOp softmax) {
 
 std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   hidden = additive = Value();
-  hiddenIsKeep = false;
+  hiddenIsKeep = finiteFill = false;
   matched.clear();
   auto type = cast<RankedTensorType>(softmax.getType());
   if (type.getRank() != 4)
@@ -355,9 +359,10 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   if (auto select = additive ? additive.getDefiningOp<WhereOp>() : WhereOp()) {
     std::optional<double> shown = splatValue(select.getLhs());
     std::optional<double> fill = splatValue(select.getRhs());
-    if (shown && *shown == 0 && fill && std::isinf(*fill) && *fill < 0) {
+    if (shown && *shown == 0 && fill && hides(*fill)) {
       conjuncts.push_back({select.getCondition(), false});
       additive = Value();
+      finiteFill |= !std::isinf(*fill);
     }
   }
   for (size_t i = 0; i < conjuncts.size(); ++i)
@@ -391,6 +396,9 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
                    !isBroadcastableTo(shapeOf(additive), scoreShape)))
     return "a mask that does not broadcast to the scores";
 
+  // With a finite fill, a row whose every key a run-time mask hides
+  // attends to every key alike in the spelled-out graph.
+  bool uniform = finiteFill && !kept.empty();
   OpBuilder b(pv);
   matched.append({softmax, qk, pv});
   Location loc = fusedLoc(matched);
@@ -416,7 +424,8 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   }
   auto attention = AttentionOp::create(
       b, loc, q, key, v, mask, b.getF32FloatAttr(static_cast<float>(scale)),
-      causal ? b.getUnitAttr() : UnitAttr());
+      causal ? b.getUnitAttr() : UnitAttr(),
+      uniform ? b.getUnitAttr() : UnitAttr());
   pv.getResult().replaceAllUsesWith(attention.getResult());
   ++numRaised;
   return "";

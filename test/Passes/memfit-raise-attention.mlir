@@ -14,10 +14,11 @@
 // The causal mask becomes the flag, the padding mask stays at [B, 1, 1, T]:
 // HF-COUNT-2: memfit.attention causal {{.*}} mask {{.*}} tensor<2x1x1x8xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
 // HF-ENCODER-COUNT-2: memfit.attention %{{.*}} mask {{.*}} tensor<2x1x1x8xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
-// The dynamo exports build one float mask [B, 1, S, T] from the causal and
-// padding masks by arithmetic that the matcher does not take apart yet: it
-// stays the op's operand (no score matrix, but S * T floats per sample).
-// HF-DYNAMO-COUNT-2: memfit.attention %{{.*}} mask {{.*}} tensor<2x1x8x8xf32>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
+// The dynamo exports add where(causal and padding, 0, finfo.min): the
+// triangle becomes the flag, the padding stays at [B, 1, 1, T], and a row
+// whose every key is hidden attends to every key alike, as with the finite
+// fill (uniform_hidden_rows).
+// HF-DYNAMO-COUNT-2: memfit.attention causal uniform_hidden_rows %{{.*}} mask {{.*}} tensor<2x1x1x8xi1>) -> (tensor<2x4x8x16xf32>, tensor<2x4x8xf32>)
 
 // GPT-2 as TorchScript exports it: k^T as a transpose of the heads'
 // reshape, the scores scaled, a constant lower triangle hiding the future
@@ -90,6 +91,27 @@ func.func @keep_first(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: ten
 
 // -----
 
+// scores + where(keep, 0, finfo.min), a run-time keep-mask: a row whose
+// every key is hidden has every score at the fill (the sum rounds to it),
+// averages every value and passes the softmax's gradient on to the scores,
+// which the op does with uniform_hidden_rows.
+// REPORT: memfit-raise-attention: 1 of 1 softmaxes became memfit.attention
+// CHECK-LABEL: func.func @added_finite_fill
+// CHECK-SAME: %[[KEEP:[^:]+]]: tensor<1x1x1x3xi1>
+// CHECK: memfit.attention uniform_hidden_rows %{{.+}}, %{{.+}}, %{{.+}} mask %[[KEEP]] scale 1.000000e+00
+func.func @added_finite_fill(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tensor<1x2x3x4xf32>, %keep: tensor<1x1x1x3xi1>) -> tensor<1x2x3x4xf32> {
+  %zero = memfit.constant dense<0.000000e+00> : tensor<f32>
+  %min = memfit.constant dense<-3.40282347E+38> : tensor<f32>
+  %s = memfit.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %m = memfit.where %keep, %zero, %min : tensor<1x1x1x3xi1>, tensor<f32>, tensor<f32> -> tensor<1x1x1x3xf32>
+  %x = memfit.add %s, %m : tensor<1x2x3x3xf32>, tensor<1x1x1x3xf32> -> tensor<1x2x3x3xf32>
+  %p = memfit.softmax %x : tensor<1x2x3x3xf32>
+  %o = memfit.matmul %p, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
 // Near misses. The probabilities are also returned (output_attentions):
 // REPORT: memfit-raise-attention: 0 of 1 softmaxes became memfit.attention
 // REPORT-NEXT: (unnamed softmax): stays spelled out: its probabilities are also read elsewhere
@@ -105,8 +127,10 @@ func.func @probabilities_returned(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf
 
 // -----
 
-// A finite fill (finfo.min): a row with every key hidden averages every
-// value in the exported graph, which the op does not do.
+// where(hidden, finfo.min, scores): a row with every key hidden averages
+// every value in the exported graph, and its scores, the fill, do not
+// depend on the queries and keys: no gradient reaches them from that row,
+// which memfit.attention does not do.
 // REPORT: memfit-raise-attention: 0 of 1 softmaxes became memfit.attention
 // REPORT-NEXT: stays spelled out: a where whose fill is finite
 // CHECK-LABEL: func.func @finite_fill

@@ -55,3 +55,31 @@ func.func @grads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x
   %dk, %dv = memfit.attention_grad_key_value causal %q, %k, %v, %lse, %delta, %do mask %m scale 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>, tensor<4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return %dq, %dk, %dv : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// uniform_hidden_rows: a row that sees no key averages every value and
+// gets a log-sum-exp of +inf, from which the gradient ops take p = 1 / T
+// for every key, the ones before the diagonal too.
+// CHECK-LABEL: __global__ void k0_attention(
+// CHECK: if (l == 0) {
+// CHECK-NEXT: for (long long j = 0; j < 4LL; ++j)
+// CHECK: l = 4;
+// CHECK-NEXT: m = __int_as_float(0x7f800000);
+// CHECK-LABEL: __global__ void k1_attention_grad_query(
+// CHECK: if (lse == __int_as_float(0x7f800000))
+// CHECK-NEXT: for (long long j = 0; j < 4LL; ++j) {
+// CHECK: const float ds = (dp - delta) / 4;
+// CHECK: else
+// CHECK-NEXT: if (lse != __int_as_float((int)0xff800000u))
+// CHECK-LABEL: __global__ void k2_attention_grad_key_value(
+// CHECK: for (long long i = 0; i < 4LL; ++i) {
+// CHECK: float p = 1.0f / 4;
+// CHECK-NEXT: if (lse != __int_as_float(0x7f800000)) {
+// CHECK-NEXT: if (i < j) continue;
+func.func @uniform(%q: tensor<1x2x4x8xf32>, %m: tensor<1x1x1x4xi1>, %do: tensor<1x2x4x8xf32>, %delta: tensor<1x2x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %o, %lse = memfit.attention causal uniform_hidden_rows %q, %q, %q mask %m scale 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x1x4xi1>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %dq = memfit.attention_grad_query causal uniform_hidden_rows %q, %q, %q, %lse, %delta, %do mask %m scale 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>, tensor<1x1x1x4xi1>) -> tensor<1x2x4x8xf32>
+  %dk, %dv = memfit.attention_grad_key_value causal uniform_hidden_rows %q, %q, %q, %lse, %delta, %do mask %m scale 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>, tensor<1x1x1x4xi1>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return %o, %dq, %dk, %dv : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}

@@ -158,8 +158,11 @@ def MemfitRaiseAttentionPass
     - masks: `where(hidden, fill, scores)` or `where(keep, scores, fill)`
       with a fill of `-inf` (the
       hidden keys of a row drop out; a row with every key hidden gives
-      zeros where the spelled-out graph gives NaN), and `scores + mask`
-      with a float mask that does not depend on the scores. A boolean mask
+      zeros where the spelled-out graph gives NaN), `scores + where(keep,
+      0, fill)` with a fill of `-inf` or at most -1e30 (finfo.min: a row
+      whose every key is hidden then attends to every key alike,
+      `uniform_hidden_rows`), and `scores + mask` with any other float
+      mask that does not depend on the scores. A boolean mask
       that folds to a constant lower triangle becomes `causal`, one of all
       ones none at all; a run-time mask is kept as the op's operand at its
       own (broadcast) shape.

@@ -29,11 +29,12 @@ static LogicalResult rule(AttentionOp op, GradBuilder &g) {
   if (g.needs(0))
     g.set(0, AttentionGradQueryOp::create(
                  g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult,
-                 op.getMask(), op.getScaleAttr(), op.getCausalAttr()));
+                 op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
+                 op.getUniformHiddenRowsAttr()));
   if (g.needs(1) || g.needs(2)) {
     auto kv = AttentionGradKeyValueOp::create(
         g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult, op.getMask(),
-        op.getScaleAttr(), op.getCausalAttr());
+        op.getScaleAttr(), op.getCausalAttr(), op.getUniformHiddenRowsAttr());
     if (g.needs(1))
       g.set(1, kv.getDkey());
     if (g.needs(2))

@@ -45,6 +45,8 @@ struct AttentionKernel {
   bool isDouble;
   double scale;
   bool causal;
+  /// A row that sees no key attends to every key alike (log-sum-exp +inf).
+  bool uniform;
   Value mask;
   /// The mask's strides over [B, Hq, S, T], 0 along broadcast dimensions.
   Shape maskStrides;
@@ -196,6 +198,7 @@ FailureOr<AttentionKernel> kernelFor(OpTy op, KernelWriter &w) {
                          type.isF64(),
                          op.getScale().convertToDouble(),
                          op.getCausal(),
+                         op.getUniformHiddenRows(),
                          op.getMask(),
                          {}};
   if (Value mask = op.getMask()) {
@@ -249,7 +252,18 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   os << "    }\n";
   os << "    m = mNew;\n";
   os << "  }\n";
-  // A query that sees no key: zeros, and -inf for its log-sum-exp.
+  // A query that sees no key: zeros, and -inf for its log-sum-exp; or,
+  // uniform, every value's mean and +inf.
+  if (k->uniform) {
+    os << "  if (l == 0) {\n";
+    os << "    for (long long j = 0; j < " << k->ll(k->keys) << "; ++j)\n";
+    os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += "
+       << k->load(op.getValue(), "(kv + j) * " + k->ll(k->dv) + " + e")
+       << ";\n";
+    os << "    l = " << k->keys << ";\n";
+    os << "    m = " << k->lit(INFINITY) << ";\n";
+    os << "  }\n";
+  }
   os << "  const " << k->acc << " inv = l > 0 ? 1 / l : 0;\n";
   os << "  for (int e = 0; e < " << k->dv << "; ++e) out0[t * " << k->ll(k->dv)
      << " + e] = " << narrow(k->type, "o[e] * inv") << ";\n";
@@ -272,6 +286,19 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
      << ";\n";
   os << "  const " << k->acc << " delta = " << k->load(op.getDelta(), "t")
      << ";\n";
+  // A uniform row: p = 1 / T for every key.
+  if (k->uniform) {
+    os << "  if (lse == " << k->lit(INFINITY) << ")\n";
+    os << "  for (long long j = 0; j < " << k->ll(k->keys) << "; ++j) {\n";
+    k->writeDot("    ", "dp", k->reg("g"),
+                k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), k->dv);
+    os << "    const " << k->acc << " ds = (dp - delta) / " << k->keys
+       << ";\n";
+    os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
+       << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c")
+       << ";\n";
+    os << "  }\n  else\n";
+  }
   os << "  if (lse != " << k->lit(-INFINITY) << ")\n";
   os << "  for (long long j = 0; j < keyEnd; ++j) {\n";
   k->writeBoolMask("    ", "b", "h", "i", "j");
@@ -310,17 +337,27 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
      << k->ll(k->group) << "; ++h) {\n";
   os << "    const long long rows = (b * " << k->ll(k->heads) << " + h) * "
      << k->ll(k->queries) << ";\n";
-  os << "    for (long long i = " << (k->causal ? "j" : "0") << "; i < "
-     << k->ll(k->queries) << "; ++i) {\n";
+  // Uniform rows see every key, the ones before j under causal too.
+  os << "    for (long long i = " << (k->causal && !k->uniform ? "j" : "0")
+     << "; i < " << k->ll(k->queries) << "; ++i) {\n";
   os << "      const long long r = rows + i;\n";
   os << "      const " << k->acc << " lse = " << k->load(op.getLogsumexp(), "r")
      << ";\n";
   os << "      if (lse == " << k->lit(-INFINITY) << ") continue;\n";
+  os << "      " << k->acc << " p = " << k->lit(1.0) << " / " << k->keys
+     << ";\n";
+  if (k->uniform)
+    os << "      if (lse != " << k->lit(INFINITY) << ") {\n";
+  else
+    os << "      {\n";
+  if (k->uniform && k->causal)
+    os << "      if (i < j) continue;\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
   k->writeDot("      ", "dot", k->reg("kr"),
               k->at(op.getQuery(), "r * " + k->ll(k->d)), k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
-  os << "      const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
+  os << "      p = " << k->exp() << "(x - lse);\n";
+  os << "      }\n";
   k->writeDot("      ", "dp", k->reg("vr"),
               k->at(op.getDresult(), "r * " + k->ll(k->dv)), k->dv);
   os << "      for (int e = 0; e < " << k->dv << "; ++e) dv[e] += p * "

@@ -41,7 +41,11 @@ def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
     rank 4 at most and broadcast to `[B, Hq, S, T]`: boolean (true where the
     query sees the key, as in PyTorch and ONNX) or of the query's float type
     (added to the scaled scores; `-inf` hides a key). A query that sees no
-    key gets zeros and a log-sum-exp of `-inf`.
+    key gets zeros and a log-sum-exp of `-inf`; with `uniform_hidden_rows`
+    it attends to every key alike instead (mask and causal flag aside), as
+    a finite fill such as `finfo.min` does in the spelled-out graph, where
+    every score of such a row rounds to the fill; its log-sum-exp is then
+    `+inf`, which tells the gradient ops.
 
     Results: the attention `[B, Hq, S, Dv]` in the query's type, and
     `logsumexp` `[B, Hq, S]` in f32, `max + log(sum(exp(score - max)))` of
@@ -56,11 +60,13 @@ def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
   let arguments = (ins Memfit_FloatTensor:$query, Memfit_FloatTensor:$key,
                        Memfit_FloatTensor:$value,
                        Optional<Memfit_AttentionMask>:$mask,
-                       F32Attr:$scale, UnitAttr:$causal);
+                       F32Attr:$scale, UnitAttr:$causal,
+                       UnitAttr:$uniform_hidden_rows);
   let results = (outs Memfit_FloatTensor:$result,
                       Memfit_FloatTensor:$logsumexp);
   let assemblyFormat = [{
-    (`causal` $causal^)? $query `,` $key `,` $value (`mask` $mask^)?
+    (`causal` $causal^)? (`uniform_hidden_rows` $uniform_hidden_rows^)?
+    $query `,` $key `,` $value (`mask` $mask^)?
     `scale` $scale attr-dict `:` functional-type(operands, results)
   }];
   let extraDecls = [{
@@ -80,10 +86,12 @@ class Memfit_AttentionGradOp<string mnemonic, string what, dag outs>
                        Memfit_FloatTensor:$delta,
                        Memfit_FloatTensor:$dresult,
                        Optional<Memfit_AttentionMask>:$mask,
-                       F32Attr:$scale, UnitAttr:$causal);
+                       F32Attr:$scale, UnitAttr:$causal,
+                       UnitAttr:$uniform_hidden_rows);
   let results = outs;
   let assemblyFormat = [{
-    (`causal` $causal^)? $query `,` $key `,` $value `,` $logsumexp `,`
+    (`causal` $causal^)? (`uniform_hidden_rows` $uniform_hidden_rows^)?
+    $query `,` $key `,` $value `,` $logsumexp `,`
     $delta `,` $dresult (`mask` $mask^)? `scale` $scale attr-dict `:`
     functional-type(operands, results)
   }];
