@@ -298,9 +298,7 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   if (axis != 3)
     return "a softmax over another axis than the keys";
   Value probs = nanRowsZeroed(softmax);
-  if (!probs)
-    return "its probabilities are also read elsewhere";
-  if (!probs.hasOneUse())
+  if (!probs || !probs.hasOneUse())
     return "its probabilities are also read elsewhere";
   auto pv = dyn_cast<MatMulOp>(*probs.user_begin());
   if (!pv || pv.getLhs() != probs || pv.getTransA() || pv.getTransB())

@@ -286,17 +286,24 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
      << ";\n";
   os << "  const " << k->acc << " delta = " << k->load(op.getDelta(), "t")
      << ";\n";
+  // dresult . value_j, and dq's update by ds = p * (dp - delta).
+  auto writeDp = [&] {
+    k->writeDot("    ", "dp", k->reg("g"),
+                k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), k->dv);
+  };
+  auto writeDqUpdate = [&] {
+    os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
+       << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c")
+       << ";\n";
+  };
   // A uniform row: p = 1 / T for every key.
   if (k->uniform) {
     os << "  if (lse == " << k->lit(INFINITY) << ")\n";
     os << "  for (long long j = 0; j < " << k->ll(k->keys) << "; ++j) {\n";
-    k->writeDot("    ", "dp", k->reg("g"),
-                k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), k->dv);
+    writeDp();
     os << "    const " << k->acc << " ds = (dp - delta) / " << k->keys
        << ";\n";
-    os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
-       << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c")
-       << ";\n";
+    writeDqUpdate();
     os << "  }\n  else\n";
   }
   os << "  if (lse != " << k->lit(-INFINITY) << ")\n";
@@ -306,11 +313,9 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
               k->at(op.getKey(), "(kv + j) * " + k->ll(k->d)), k->d);
   k->writeScore("    ", "dot", "b", "h", "i", "j");
   os << "    const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
-  k->writeDot("    ", "dp", k->reg("g"),
-              k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), k->dv);
+  writeDp();
   os << "    const " << k->acc << " ds = p * (dp - delta);\n";
-  os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
-     << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c") << ";\n";
+  writeDqUpdate();
   os << "  }\n";
   os << "  for (int c = 0; c < " << k->d << "; ++c) out0[t * " << k->ll(k->d)
      << " + c] = " << narrow(k->type, "dq[c] * " + k->lit(k->scale)) << ";\n";
