@@ -170,13 +170,16 @@ MaskPattern classifyAdditive(Value mask, int64_t queries, int64_t keys) {
     data.resize(type.getNumElements());
     std::memcpy(data.data(), bytes.data(), bytes.size());
   }
-  for (int64_t i = 0; i < queries; ++i)
-    for (int64_t j = 0; j < keys; ++j) {
-      float v = data[i * keys + j];
-      if (j <= i ? v != 0 : !hides(v))
-        return MaskPattern::Other;
-    }
-  return MaskPattern::Causal;
+  // As a keep-mask: zeros keep their key, hiding values hide it.
+  BoolTensor keep{Shape(shape), {}};
+  for (float v : data) {
+    if (v != 0 && !hides(v))
+      return MaskPattern::Other;
+    keep.data.push_back(v == 0);
+  }
+  return classify(keep, queries, keys) == MaskPattern::Causal
+             ? MaskPattern::Causal
+             : MaskPattern::Other;
 }
 
 /// One softmax that became attention, or why it did not.
