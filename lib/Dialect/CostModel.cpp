@@ -218,23 +218,32 @@ static int64_t attentionPairs(Value query, Value key, bool causal) {
   return q[0] * q[1] * pairs;
 }
 
+/// A dropout on the probabilities draws a random number per pair, each of
+/// the three ops again: memfit.dropout's 4 FLOPs per element.
+static int64_t dropoutFlops(APFloat ratio) {
+  return ratio.convertToDouble() > 0 ? 4 : 0;
+}
+
 OpCost AttentionOp::getCost() {
   int64_t d = shapeOf(getQuery())[3], dv = shapeOf(getValue())[3];
-  return {attentionPairs(getQuery(), getKey(), getCausal()) * (2 * d + 2 * dv + 5),
+  return {attentionPairs(getQuery(), getKey(), getCausal()) *
+              (2 * d + 2 * dv + 5 + dropoutFlops(getDropoutRatio())),
           movedBytes(*this)};
 }
 
 OpCost AttentionGradQueryOp::getCost() {
   // The score, dresult . value, and dquery's update.
   int64_t d = shapeOf(getQuery())[3], dv = shapeOf(getValue())[3];
-  return {attentionPairs(getQuery(), getKey(), getCausal()) * (4 * d + 2 * dv + 5),
+  return {attentionPairs(getQuery(), getKey(), getCausal()) *
+              (4 * d + 2 * dv + 5 + dropoutFlops(getDropoutRatio())),
           movedBytes(*this)};
 }
 
 OpCost AttentionGradKeyValueOp::getCost() {
   // The score, dvalue's update, dresult . value, and dkey's update.
   int64_t d = shapeOf(getQuery())[3], dv = shapeOf(getValue())[3];
-  return {attentionPairs(getQuery(), getKey(), getCausal()) * (4 * d + 4 * dv + 5),
+  return {attentionPairs(getQuery(), getKey(), getCausal()) *
+              (4 * d + 4 * dv + 5 + dropoutFlops(getDropoutRatio())),
           movedBytes(*this)};
 }
 

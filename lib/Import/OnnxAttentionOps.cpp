@@ -103,7 +103,9 @@ LogicalResult convertAttention(NodeContext &n) {
   bool causal = n.intAttr("is_causal", 0) != 0;
   auto attention = AttentionOp::create(
       n.b, n.loc, q, k, v, mask, n.b.getF32FloatAttr(scale),
-      causal ? n.b.getUnitAttr() : UnitAttr(), UnitAttr());
+      causal ? n.b.getUnitAttr() : UnitAttr(), UnitAttr(),
+      /*dropout_ratio=*/FloatAttr(), /*dropout_seed=*/IntegerAttr(),
+      /*dropout_stream=*/IntegerAttr());
   Value y = attention.getResult();
   if (rank == 3) {
     Value t = TransposeOp::create(n.b, n.loc, y, ArrayRef<int64_t>{0, 2, 1, 3});

@@ -426,7 +426,8 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   auto attention = AttentionOp::create(
       b, loc, q, key, v, mask, b.getF32FloatAttr(static_cast<float>(scale)),
       causal ? b.getUnitAttr() : UnitAttr(),
-      uniform ? b.getUnitAttr() : UnitAttr());
+      uniform ? b.getUnitAttr() : UnitAttr(), /*dropout_ratio=*/FloatAttr(),
+      /*dropout_seed=*/IntegerAttr(), /*dropout_stream=*/IntegerAttr());
   pv.getResult().replaceAllUsesWith(attention.getResult());
   ++numRaised;
   return "";

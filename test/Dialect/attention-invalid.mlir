@@ -75,3 +75,27 @@ func.func @dresult_not_the_result_type(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2
   %dk, %dv = memfit.attention_grad_key_value %q, %q, %q, %lse, %lse, %do scale 0.5 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x4xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return
 }
+
+// -----
+
+func.func @dropout_ratio_one(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{dropout_ratio must be in [0, 1), got 1}}
+  %o, %l = memfit.attention %q, %k, %v scale 0.125 {dropout_ratio = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_negative(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>, %do: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{dropout_ratio must be in [0, 1), got -5.000000e-01}}
+  %dq = memfit.attention_grad_query %q, %q, %q, %lse, %lse, %do scale 0.5 {dropout_ratio = -0.5 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_ratio_nan(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>, %do: tensor<1x2x4x8xf32>) {
+  // expected-error @+1 {{dropout_ratio must be in [0, 1), got nan}}
+  %dk, %dv = memfit.attention_grad_key_value %q, %q, %q, %lse, %lse, %do scale 0.5 {dropout_ratio = 0x7FC00000 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+  return
+}

@@ -8,6 +8,12 @@
 // A float mask gets no gradient (a trained bias over the scores would need
 // one the size of the scores), nor does the log-sum-exp.
 //
+// With dropout on the probabilities (Z = keep / (1 - ratio), result =
+// (Z * P) V), the gradient ops take the forward's dropout attributes and
+// draw the same Z: dvalue = (Z * P)^T dresult, dP = Z * (dresult value^T),
+// dscores = P * (dP - delta). delta stays sum(dresult * result): the sum
+// over the keys of P * dP is dresult . ((Z * P) V).
+//
 //===----------------------------------------------------------------------===//
 
 #include "GradBuilder.h"
@@ -30,11 +36,14 @@ static LogicalResult rule(AttentionOp op, GradBuilder &g) {
     g.set(0, AttentionGradQueryOp::create(
                  g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult,
                  op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
-                 op.getUniformHiddenRowsAttr()));
+                 op.getUniformHiddenRowsAttr(), op.getDropoutRatioAttr(),
+                 op.getDropoutSeedAttr(), op.getDropoutStreamAttr()));
   if (g.needs(1) || g.needs(2)) {
     auto kv = AttentionGradKeyValueOp::create(
         g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult, op.getMask(),
-        op.getScaleAttr(), op.getCausalAttr(), op.getUniformHiddenRowsAttr());
+        op.getScaleAttr(), op.getCausalAttr(), op.getUniformHiddenRowsAttr(),
+        op.getDropoutRatioAttr(), op.getDropoutSeedAttr(),
+        op.getDropoutStreamAttr());
     if (g.needs(1))
       g.set(1, kv.getDkey());
     if (g.needs(2))

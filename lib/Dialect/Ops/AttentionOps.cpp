@@ -26,9 +26,11 @@ static LogicalResult inferShapes(OptLoc loc, Value query, Value key,
 }
 
 /// What every attention op checks: one float type for query, key and value,
-/// a boolean mask or one of that type, a finite nonzero scale.
+/// a boolean mask or one of that type, a finite nonzero scale, a dropout
+/// ratio that is a probability below 1 (as memfit.dropout's).
 static LogicalResult verifyCommon(Operation *op, Value query, Value key,
-                                  Value value, Value mask, APFloat scale) {
+                                  Value value, Value mask, APFloat scale,
+                                  APFloat dropoutRatio) {
   Type elt = eltOf(query);
   if (eltOf(key) != elt || eltOf(value) != elt)
     return op->emitOpError("query, key and value must have one element type, "
@@ -40,6 +42,9 @@ static LogicalResult verifyCommon(Operation *op, Value query, Value key,
   double s = scale.convertToDouble();
   if (!std::isfinite(s) || s == 0)
     return op->emitOpError("scale must be finite and nonzero, got ") << s;
+  float r = dropoutRatio.convertToFloat();
+  if (!(r >= 0.0f && r < 1.0f))
+    return op->emitOpError("dropout_ratio must be in [0, 1), got ") << r;
   return success();
 }
 
@@ -69,7 +74,7 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, OptLoc loc,
 
 LogicalResult AttentionOp::verify() {
   return verifyCommon(*this, getQuery(), getKey(), getValue(), getMask(),
-                      getScale());
+                      getScale(), getDropoutRatio());
 }
 
 /// The gradient ops' results: each operand's gradient in its type.
@@ -89,8 +94,9 @@ static LogicalResult inferGradTypes(OptLoc loc, Value query, Value key,
 /// dresult shaped as the forward's result.
 static LogicalResult verifyGrad(Operation *op, Value query, Value key,
                                 Value value, Value mask, Value logsumexp,
-                                Value delta, Value dresult, APFloat scale) {
-  if (failed(verifyCommon(op, query, key, value, mask, scale)))
+                                Value delta, Value dresult, APFloat scale,
+                                APFloat dropoutRatio) {
+  if (failed(verifyCommon(op, query, key, value, mask, scale, dropoutRatio)))
     return failure();
   Shape result, rows;
   if (failed(inferShapes(op->getLoc(), query, key, value, mask, result, rows)))
@@ -114,7 +120,8 @@ LogicalResult AttentionGradQueryOp::inferReturnTypes(
 
 LogicalResult AttentionGradQueryOp::verify() {
   return verifyGrad(*this, getQuery(), getKey(), getValue(), getMask(),
-                    getLogsumexp(), getDelta(), getDresult(), getScale());
+                    getLogsumexp(), getDelta(), getDresult(), getScale(),
+                    getDropoutRatio());
 }
 
 LogicalResult AttentionGradKeyValueOp::inferReturnTypes(
@@ -126,5 +133,6 @@ LogicalResult AttentionGradKeyValueOp::inferReturnTypes(
 
 LogicalResult AttentionGradKeyValueOp::verify() {
   return verifyGrad(*this, getQuery(), getKey(), getValue(), getMask(),
-                    getLogsumexp(), getDelta(), getDresult(), getScale());
+                    getLogsumexp(), getDelta(), getDresult(), getScale(),
+                    getDropoutRatio());
 }

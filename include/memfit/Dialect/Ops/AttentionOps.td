@@ -19,8 +19,12 @@
 def Memfit_AttentionMask
     : StaticShapeTensorOf<[I1, Memfit_FloatElt]>;
 
+// The probability of dropping a probability; 0 (the default) is no dropout.
+def Memfit_AttentionDropoutRatio : DefaultValuedAttr<F32Attr, "0.0f">;
+
 // What the three attention ops share: the operands' layout, the scale, the
-// causal flag and the mask, and a cost of their own.
+// causal flag, the mask, the dropout on the probabilities, and a cost of
+// their own.
 class Memfit_AttentionBase<string mnemonic, list<Trait> traits = []>
     : Memfit_InferredOp<mnemonic, "Attention",
         !listconcat([DeclareOpInterfaceMethods<Memfit_CostOpInterface,
@@ -47,21 +51,32 @@ def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
     every score of such a row rounds to the fill; its log-sum-exp is then
     `+inf`, which tells the gradient ops.
 
+    `dropout_ratio` (0 by default: none), `dropout_seed` and
+    `dropout_stream`: a training-mode dropout of the probabilities before
+    they meet the values, exactly `memfit.dropout` of `ratio`, `seed` and
+    `stream` applied to the `[B, Hq, S, T]` probability tensor (element
+    `((b * Hq + h) * S + i) * T + j`), so the op keeps the elements that
+    the spelled-out graph's dropout keeps.
+
     Results: the attention `[B, Hq, S, Dv]` in the query's type, and
     `logsumexp` `[B, Hq, S]` in f32, `max + log(sum(exp(score - max)))` of
-    each query's row, which the backward reads instead of the scores. The
-    kernel streams the keys in tiles with an online softmax: no score is
-    stored.
+    each query's row (before any dropout), which the backward reads
+    instead of the scores. The kernel streams the keys in tiles with an
+    online softmax: no score is stored.
 
     ```mlir
     %o, %lse = memfit.attention causal %q, %k, %v scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+    %od, %lsed = memfit.attention causal %q, %k, %v scale 0.125 {dropout_ratio = 1.000000e-01 : f32, dropout_stream = 2 : i64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
     ```
   }];
   let arguments = (ins Memfit_FloatTensor:$query, Memfit_FloatTensor:$key,
                        Memfit_FloatTensor:$value,
                        Optional<Memfit_AttentionMask>:$mask,
                        F32Attr:$scale, UnitAttr:$causal,
-                       UnitAttr:$uniform_hidden_rows);
+                       UnitAttr:$uniform_hidden_rows,
+                       Memfit_AttentionDropoutRatio:$dropout_ratio,
+                       OptionalAttr<I64Attr>:$dropout_seed,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = (outs Memfit_FloatTensor:$result,
                       Memfit_FloatTensor:$logsumexp);
   let assemblyFormat = [{
@@ -87,7 +102,10 @@ class Memfit_AttentionGradOp<string mnemonic, string what, dag outs>
                        Memfit_FloatTensor:$dresult,
                        Optional<Memfit_AttentionMask>:$mask,
                        F32Attr:$scale, UnitAttr:$causal,
-                       UnitAttr:$uniform_hidden_rows);
+                       UnitAttr:$uniform_hidden_rows,
+                       Memfit_AttentionDropoutRatio:$dropout_ratio,
+                       OptionalAttr<I64Attr>:$dropout_seed,
+                       DefaultValuedAttr<I64Attr, "0">:$dropout_stream);
   let results = outs;
   let assemblyFormat = [{
     (`causal` $causal^)? (`uniform_hidden_rows` $uniform_hidden_rows^)?
@@ -102,12 +120,14 @@ def Memfit_AttentionGradQueryOp
                              (outs Memfit_FloatTensor:$dquery)> {
   let description = [{
     The queries' gradient of `memfit.attention` with the same `query`,
-    `key`, `value`, `mask`, `scale` and `causal`: `dresult` is the
-    gradient of its result, `logsumexp` its second result and `delta`
-    `[B, Hq, S]` (f32) the sum over the last axis of `dresult * result`.
-    Each query row recomputes its probabilities
+    `key`, `value`, `mask`, `scale`, `causal` and dropout attributes:
+    `dresult` is the gradient of its result, `logsumexp` its second result
+    and `delta` `[B, Hq, S]` (f32) the sum over the last axis of
+    `dresult * result`. Each query row recomputes its probabilities
     `p = exp(score - logsumexp)` key by key; `dquery = scale * sum_j
-    p * (dresult . value_j - delta) * key_j`.
+    p * (z_j * dresult . value_j - delta) * key_j`, with `z_j` the
+    dropout's factor of the pair (`1 / (1 - ratio)` kept, 0 dropped; 1
+    without dropout).
 
     ```mlir
     %dq = memfit.attention_grad_query causal %q, %k, %v, %lse, %delta, %do scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
@@ -123,8 +143,9 @@ def Memfit_AttentionGradKeyValueOp
     The keys' and values' gradients of `memfit.attention`, operands as for
     `memfit.attention_grad_query`. Each key row goes over the queries that
     see it (of every query head of its group), recomputing
-    `p = exp(score - logsumexp)`: `dvalue = sum_i p * dresult_i`,
-    `dkey = scale * sum_i p * (dresult_i . value - delta_i) * query_i`.
+    `p = exp(score - logsumexp)`: `dvalue = sum_i z_i * p * dresult_i`,
+    `dkey = scale * sum_i p * (z_i * dresult_i . value - delta_i) *
+    query_i`, with `z_i` the dropout's factor of the pair.
 
     ```mlir
     %dk, %dv = memfit.attention_grad_key_value causal %q, %k, %v, %lse, %delta, %do scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>)
