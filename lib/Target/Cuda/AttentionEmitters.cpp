@@ -14,6 +14,13 @@
 //    of every head of its group that see it, adding to dkey and dvalue.
 // No atomics: each thread owns the gradient rows it writes, and adds in
 // key or query order, so results are deterministic.
+// With a dropout on the probabilities, each pair's keep test is the one
+// memfit.dropout makes of the [B, Hq, S, T] probabilities' element
+// ((b * Hq + h) * S + i) * T + j: the forward skips the dropped keys'
+// values and scales the kept ones by 1 / (1 - ratio) with the output; the
+// gradients scale dresult . value and the pair's share of dvalue by the
+// factor z (1 / (1 - ratio) kept, 0 dropped). Without dropout the kernels
+// are written as before, character for character.
 //
 //===----------------------------------------------------------------------===//
 
@@ -50,6 +57,10 @@ struct AttentionKernel {
   Value mask;
   /// The mask's strides over [B, Hq, S, T], 0 along broadcast dimensions.
   Shape maskStrides;
+  /// The dropout on the probabilities: none when the ratio is 0.
+  double dropoutRatio = 0;
+  std::optional<int64_t> dropoutSeed;
+  int64_t dropoutStream = 0;
 
   raw_ostream &os() { return w.body(); }
   std::string lit(double v) const { return floatLiteral(v, isDouble); }
@@ -59,6 +70,34 @@ struct AttentionKernel {
     return loadAs(acc, eltOf(value), w.param(value) + "[" + offset.str() + "]");
   }
   std::string ll(int64_t v) const { return std::to_string(v) + "LL"; }
+
+  bool dropout() const { return dropoutRatio > 0; }
+  /// Whether the dropout keeps the probability of the pair of query row
+  /// `row` (over B * Hq * S) and key `j`: element row * T + j of the
+  /// probabilities.
+  std::string keeps(StringRef row, StringRef j) const {
+    return dropoutKeepTest(dropoutRatio, dropoutSeed, dropoutStream,
+                           (row + " * " + ll(keys) + " + " + j).str());
+  }
+  /// 1 / (1 - ratio), the scale of a kept probability.
+  std::string keptScale() const { return lit(1.0 / (1.0 - dropoutRatio)); }
+  /// Writes `z`, the dropout's factor of the pair (row, j): the kept scale
+  /// or 0.
+  void writeDropoutFactor(StringRef indent, StringRef row, StringRef j) {
+    os() << indent << "const " << acc << " z = " << keeps(row, j) << " ? "
+         << keptScale() << " : " << lit(0) << ";\n";
+  }
+  /// Writes `dp`, dresult . value_j for the pair of query row `row`
+  /// (the products `a` and `b` over Dv), times the pair's dropout factor
+  /// `z` with dropout.
+  void writeDp(StringRef indent, function_ref<std::string(StringRef)> a,
+               function_ref<std::string(StringRef)> b, StringRef row) {
+    if (!dropout())
+      return writeDot(indent, "dp", a, b, dv);
+    writeDot(indent, "dpv", a, b, dv);
+    writeDropoutFactor(indent, row, "j");
+    os() << indent << "const " << acc << " dp = dpv * z;\n";
+  }
 
   /// The mask's offset for the pair (b, h, i, j) of the named variables.
   std::string maskOffset(StringRef b, StringRef h, StringRef i, StringRef j) {
@@ -201,6 +240,9 @@ FailureOr<AttentionKernel> kernelFor(OpTy op, KernelWriter &w) {
                          op.getUniformHiddenRows(),
                          op.getMask(),
                          {}};
+  kernel.dropoutRatio = op.getDropoutRatio().convertToDouble();
+  kernel.dropoutSeed = op.getDropoutSeed();
+  kernel.dropoutStream = op.getDropoutStream();
   if (Value mask = op.getMask()) {
     Shape shape(shapeOf(mask));
     shape.insert(shape.begin(), 4 - shape.size(), 1);
@@ -246,6 +288,8 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   os << "      if (s[jj] == " << neg << ") continue;\n";
   os << "      const " << k->acc << " p = " << k->exp() << "(s[jj] - mNew);\n";
   os << "      l += p;\n";
+  if (k->dropout())
+    os << "      if (!" << k->keeps("t", "j0 + jj") << ") continue;\n";
   os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += p * "
      << k->load(op.getValue(), "(kv + j0 + jj) * " + k->ll(k->dv) + " + e")
      << ";\n";
@@ -256,15 +300,22 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   // uniform, every value's mean and +inf.
   if (k->uniform) {
     os << "  if (l == 0) {\n";
-    os << "    for (long long j = 0; j < " << k->ll(k->keys) << "; ++j)\n";
+    os << "    for (long long j = 0; j < " << k->ll(k->keys) << "; ++j)"
+       << (k->dropout() ? " {" : "") << "\n";
+    if (k->dropout())
+      os << "      if (!" << k->keeps("t", "j") << ") continue;\n";
     os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += "
        << k->load(op.getValue(), "(kv + j) * " + k->ll(k->dv) + " + e")
        << ";\n";
+    if (k->dropout())
+      os << "    }\n";
     os << "    l = " << k->keys << ";\n";
     os << "    m = " << k->lit(INFINITY) << ";\n";
     os << "  }\n";
   }
-  os << "  const " << k->acc << " inv = l > 0 ? 1 / l : 0;\n";
+  // The kept values' sum scaled by 1 / (1 - ratio) with the output.
+  os << "  const " << k->acc << " inv = l > 0 ? "
+     << (k->dropout() ? k->keptScale() : "1") << " / l : 0;\n";
   os << "  for (int e = 0; e < " << k->dv << "; ++e) out0[t * " << k->ll(k->dv)
      << " + e] = " << narrow(k->type, "o[e] * inv") << ";\n";
   os << "  out1[t] = l > 0 ? (float)(m + " << mathFn("log", k->type)
@@ -288,8 +339,8 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
      << ";\n";
   // dresult . value_j, and dq's update by ds = p * (dp - delta).
   auto writeDp = [&] {
-    k->writeDot("    ", "dp", k->reg("g"),
-                k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), k->dv);
+    k->writeDp("    ", k->reg("g"),
+               k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), "t");
   };
   auto writeDqUpdate = [&] {
     os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
@@ -363,9 +414,13 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      p = " << k->exp() << "(x - lse);\n";
   os << "      }\n";
-  k->writeDot("      ", "dp", k->reg("vr"),
-              k->at(op.getDresult(), "r * " + k->ll(k->dv)), k->dv);
-  os << "      for (int e = 0; e < " << k->dv << "; ++e) dv[e] += p * "
+  k->writeDp("      ", k->reg("vr"),
+             k->at(op.getDresult(), "r * " + k->ll(k->dv)), "r");
+  // The pair's share of dvalue: its dropped probability z * p.
+  if (k->dropout())
+    os << "      const " << k->acc << " pz = p * z;\n";
+  os << "      for (int e = 0; e < " << k->dv << "; ++e) dv[e] += "
+     << (k->dropout() ? "pz" : "p") << " * "
      << k->load(op.getDresult(), "r * " + k->ll(k->dv) + " + e") << ";\n";
   os << "      const " << k->acc << " ds = p * (dp - "
      << k->load(op.getDelta(), "r") << ");\n";

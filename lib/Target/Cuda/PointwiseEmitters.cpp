@@ -113,11 +113,8 @@ Expr expr(GeluOp op, const Scalar &s) {
 /// Whether a dropout of `ratio`, `seed` and `stream` keeps element `idx`:
 /// the same for the dropout, its mask and its gradient, wherever they run.
 template <typename OpTy> std::string dropoutKeeps(OpTy op) {
-  uint64_t seed = static_cast<uint64_t>(op.getSeed().value_or(0)) * 1000003ull +
-                  static_cast<uint64_t>(op.getStream());
-  return llvm::formatv("memfit_dropout_keep({0}ull, idx, {1})", seed,
-                       floatLiteral(op.getRatio().convertToDouble(), false))
-      .str();
+  return dropoutKeepTest(op.getRatio().convertToDouble(), op.getSeed(),
+                         op.getStream(), "idx");
 }
 
 Expr expr(DropoutOp op, const Scalar &s) {
@@ -595,6 +592,15 @@ void attach(MLIRContext *context) {
 }
 
 } // namespace
+
+std::string cuda::dropoutKeepTest(double ratio, std::optional<int64_t> seed,
+                                  int64_t stream, StringRef idx) {
+  uint64_t combined = static_cast<uint64_t>(seed.value_or(0)) * 1000003ull +
+                      static_cast<uint64_t>(stream);
+  return llvm::formatv("memfit_dropout_keep({0}ull, {1}, {2})", combined, idx,
+                       floatLiteral(ratio, false))
+      .str();
+}
 
 void cuda::attachPointwiseEmitters(MLIRContext *context) {
   attach<ElementWiseModel, NegOp, ExpOp, LogOp, SqrtOp, ReciprocalOp, ErfOp,
