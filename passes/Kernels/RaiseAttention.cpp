@@ -3,9 +3,11 @@
 // Spelled-out scaled dot-product attention as memfit.attention: from each
 // softmax over the last axis of a rank-4 tensor, the matcher walks back
 // through the masks, the scale and the key's transpose to the query-key
-// contraction, and forward to the contraction with the values. What it
-// proves equivalent becomes one op; every softmax it looked at gets a line
-// in the report. See the pass description in Passes.td and docs/passes.md.
+// contraction, and forward (through a training-mode dropout of the
+// probabilities, which the op then draws itself) to the contraction with
+// the values. What it proves equivalent becomes one op; every softmax it
+// looked at gets a line in the report. See the pass description in
+// Passes.td and docs/passes.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -260,18 +262,37 @@ std::string AttentionRaiser::peelMasks(Value &scores) {
   return "";
 }
 
-/// The probabilities as the contraction with the values reads them: the
-/// softmax's result, or `where(is_nan(p), 0, p)` when the exporter zeroes
-/// the rows whose every key is hidden (they are NaN after a softmax over
-/// -inf alone; memfit.attention gives them zeros). Null when the softmax
-/// has other readers.
-Value nanRowsZeroed(SoftmaxOp softmax) {
+/// Dropout masks that nothing reads.
+using UnreadMasks = llvm::SmallSetVector<Operation *, 2>;
+
+/// The readers of `value` (one per use), but for dropout masks that
+/// nothing reads (ONNX Dropout's mask output, which TorchScript exports
+/// name and leave unread; not pure, so nothing else erases them), which go
+/// to `unread`.
+SmallVector<Operation *> readers(Value value, UnreadMasks &unread) {
+  SmallVector<Operation *> users;
+  for (Operation *user : value.getUsers()) {
+    if (isa<DropoutMaskOp>(user) && user->use_empty())
+      unread.insert(user);
+    else
+      users.push_back(user);
+  }
+  return users;
+}
+
+/// The probabilities as the contraction with the values (or a dropout of
+/// them) reads them: the softmax's result, or `where(is_nan(p), 0, p)` when
+/// the exporter zeroes the rows whose every key is hidden (they are NaN
+/// after a softmax over -inf alone; memfit.attention gives them zeros).
+/// Null when the softmax has other readers.
+Value nanRowsZeroed(SoftmaxOp softmax, UnreadMasks &unread) {
   Value p = softmax.getResult();
-  if (p.hasOneUse())
+  SmallVector<Operation *> users = readers(p, unread);
+  if (users.size() == 1)
     return p;
   IsNaNOp isNan;
   WhereOp where;
-  for (Operation *user : p.getUsers()) {
+  for (Operation *user : users) {
     if (auto n = dyn_cast<IsNaNOp>(user); n && !isNan)
       isNan = n;
     else if (auto w = dyn_cast<WhereOp>(user); w && !where)
@@ -300,14 +321,34 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
     axis += 4;
   if (axis != 3)
     return "a softmax over another axis than the keys";
-  Value probs = nanRowsZeroed(softmax);
-  if (!probs || !probs.hasOneUse())
-    return "its probabilities are also read elsewhere";
-  auto pv = dyn_cast<MatMulOp>(*probs.user_begin());
+  UnreadMasks unread;
+  Value probs = nanRowsZeroed(softmax, unread);
+  SmallVector<Operation *> users;
+  if (probs)
+    users = readers(probs, unread);
+  // A training-mode dropout of the probabilities, which the op draws
+  // itself when nothing else reads its result or its mask.
+  DropoutOp dropout =
+      users.size() == 1 ? dyn_cast<DropoutOp>(users[0]) : DropoutOp();
+  if (dropout) {
+    probs = dropout.getResult();
+    users = readers(probs, unread);
+    if (users.size() != 1)
+      return "the dropout's result is also read elsewhere";
+  }
+  if (users.size() != 1) {
+    Value read = probs ? probs : softmax.getResult();
+    bool maskRead = llvm::any_of(read.getUsers(), [](Operation *user) {
+      return isa<DropoutMaskOp>(user) && !user->use_empty();
+    });
+    return maskRead ? "the dropout's mask is read"
+                    : "its probabilities are also read elsewhere";
+  }
+  auto pv = dyn_cast<MatMulOp>(users[0]);
   if (!pv || pv.getLhs() != probs || pv.getTransA() || pv.getTransB())
     return llvm::formatv("its probabilities go to '{0}', not to a "
                          "contraction with the values",
-                         probs.user_begin()->getName());
+                         users[0]->getName());
   Value scores = softmax.getInput();
   if (std::string why = peelMasks(scores); !why.empty())
     return why;
@@ -402,6 +443,8 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   bool uniform = finiteFill && !kept.empty();
   OpBuilder b(pv);
   matched.append({softmax, qk, pv});
+  if (dropout)
+    matched.push_back(dropout);
   Location loc = fusedLoc(matched);
   Value mask = additive;
   for (auto [value, negated] : kept) {
@@ -426,9 +469,19 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
   auto attention = AttentionOp::create(
       b, loc, q, key, v, mask, b.getF32FloatAttr(static_cast<float>(scale)),
       causal ? b.getUnitAttr() : UnitAttr(),
-      uniform ? b.getUnitAttr() : UnitAttr(), /*dropout_ratio=*/FloatAttr(),
-      /*dropout_seed=*/IntegerAttr(), /*dropout_stream=*/IntegerAttr());
+      uniform ? b.getUnitAttr() : UnitAttr(),
+      dropout ? dropout.getRatioAttr() : FloatAttr(),
+      dropout ? dropout.getSeedAttr() : IntegerAttr(),
+      dropout ? dropout.getStreamAttr() : IntegerAttr());
   pv.getResult().replaceAllUsesWith(attention.getResult());
+  // Neither a dropout nor its mask is pure: the sweep of dead ops would
+  // keep them, and the probabilities they read.
+  if (dropout) {
+    pv.erase();
+    dropout.erase();
+  }
+  for (Operation *mask : unread)
+    mask->erase();
   ++numRaised;
   return "";
 }

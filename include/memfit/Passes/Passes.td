@@ -147,7 +147,7 @@ def MemfitRaiseAttentionPass
     each, are stored for the backward. memfit.attention keeps one
     log-sum-exp per query row instead, and its backward recomputes the
     scores. Matched, from the softmax (last axis, rank 4) whose only reader
-    is the matmul with the values:
+    is the matmul with the values (or a dropout that it alone reads):
 
     - the scale: constant factors of the scores' product and of the
       query's and key's (as `mul` or `div` by a constant; the exporters
@@ -165,12 +165,17 @@ def MemfitRaiseAttentionPass
       mask that does not depend on the scores. A boolean mask
       that folds to a constant lower triangle becomes `causal`, one of all
       ones none at all; a run-time mask is kept as the op's operand at its
-      own (broadcast) shape.
+      own (broadcast) shape;
+    - a training-mode `memfit.dropout` of the probabilities (after the
+      `where(is_nan(p), 0, p)` zeroing, where there is one) before the
+      values: its ratio, seed and stream become the op's `dropout_ratio`,
+      `dropout_seed` and `dropout_stream`, and the op keeps the same
+      elements; an unread `memfit.dropout_mask` of the probabilities goes.
 
     A softmax that does not match stays spelled out, with the reason in
-    the report: its probabilities read elsewhere, a `where` whose fill is
-    finite (a row with every key hidden would average every value), a
-    rank other than 4.
+    the report: its probabilities, the dropout's result or the dropout's
+    mask read elsewhere, a `where` whose fill is finite (a row with every
+    key hidden would average every value), a rank other than 4.
 
     ```
     memfit-opt model.onnx --input-shape=batch=2,seq=16 \
