@@ -55,6 +55,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "weight_codes";
   case BufferCategory::WeightScales:
     return "weight_scales";
+  case BufferCategory::Loss:
+    return "loss";
   }
   return "?";
 }
@@ -600,6 +602,18 @@ private:
       Operation *def = value.getDefiningOp();
       return def && def->hasAttr(kRecomputedFromAttr);
     };
+    // The loss's own ops: the losses and their gradients (class Loss), and
+    // memfit-chunk-loss's chunks.
+    auto isLoss = [&](Value value) {
+      Operation *op = innerOp(value);
+      if (!op)
+        op = value.getDefiningOp();
+      if (!op)
+        return false;
+      auto opClass = dyn_cast<OpClassInterface>(op);
+      return op->hasAttr(kLossAttr) ||
+             (opClass && opClass.getOpClass() == OpClass::Loss);
+    };
     auto isCompressed = [](Value value) {
       Operation *def = value.getDefiningOp();
       return def && def->hasAttr(kCompressedAttr);
@@ -624,6 +638,8 @@ private:
       else if (firstBackward && buffer.firstStep < firstBackward &&
                buffer.lastStep >= firstBackward)
         buffer.category = BufferCategory::SavedActivation;
+      else if (isLoss(buffer.value))
+        buffer.category = BufferCategory::Loss;
       else
         buffer.category = BufferCategory::Temporary;
     }
@@ -811,13 +827,15 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
                      plan.categoryBytes(BufferCategory::SavedActivation) +
                      plan.categoryBytes(BufferCategory::CompressedActivation) +
                      plan.categoryBytes(BufferCategory::Temporary) +
+                     plan.categoryBytes(BufferCategory::Loss) +
                      plan.categoryBytes(BufferCategory::WorkingCopy);
   if (training) {
     os << llvm::formatv("  training: gradients {0}, saved activations {1}, "
-                        "temporaries {2} bytes in all\n",
+                        "temporaries {2}, loss {3} bytes in all\n",
                         plan.categoryBytes(BufferCategory::Gradient),
                         plan.categoryBytes(BufferCategory::SavedActivation),
-                        plan.categoryBytes(BufferCategory::Temporary));
+                        plan.categoryBytes(BufferCategory::Temporary),
+                        plan.categoryBytes(BufferCategory::Loss));
     if (int64_t copies = plan.categoryBytes(BufferCategory::WorkingCopy))
       os << llvm::formatv("  mixed precision: parameter working copies {0} "
                           "bytes in all\n",

@@ -226,6 +226,7 @@ static const char *categoryColor(BufferCategory category) {
       "#b6992d", // compressed_activations
       "#d4a6c8", // weight_codes
       "#fabfd2", // weight_scales
+      "#79706e", // loss
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

@@ -157,6 +157,25 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
   return out;
 }
 
+/// Marks the ops from `first` up to (not including) `end` as the loss's
+/// (kLossAttr: the memory plan's loss category), but those that compute
+/// what the chunks hand on: the hidden states' and the weight's gradients.
+/// With `backward`, also as backward ops (they run where the backward
+/// starts).
+void markChunks(Operation *first, Operation *end, const ChunkedLoss &chunks,
+                bool backward) {
+  Builder b(first->getContext());
+  for (Operation *op = first; op != end; op = op->getNextNode()) {
+    if (backward)
+      op->setAttr(kBackwardAttr, b.getUnitAttr());
+    bool handedOn = llvm::any_of(op->getResults(), [&](Value v) {
+      return v == chunks.dhidden || v == chunks.dweight;
+    });
+    if (!handedOn)
+      op->setAttr(kLossAttr, b.getUnitAttr());
+  }
+}
+
 /// Whether every use of `value` comes after `op` in its block.
 bool usedOnlyAfter(Value value, Operation *op) {
   return llvm::all_of(value.getUsers(), [&](Operation *user) {
@@ -196,10 +215,9 @@ struct MemfitChunkLossPass
           grad.getDloss(), rows, !grad.getDhidden().use_empty(),
           !grad.getDweight().use_empty());
       // The chunks run where the backward starts.
-      for (Operation *op = before ? before->getNextNode()
-                                  : &func.getBody().front().front();
-           op != grad.getOperation(); op = op->getNextNode())
-        op->setAttr(kBackwardAttr, b.getUnitAttr());
+      markChunks(before ? before->getNextNode()
+                        : &func.getBody().front().front(),
+                 grad.getOperation(), chunks, /*backward=*/true);
       // The memory plan files a parameter's gradient by this attribute.
       if (Attribute of = grad->getAttr(kGradientOfAttr))
         if (Operation *def =
@@ -220,10 +238,14 @@ struct MemfitChunkLossPass
         func.getOps<LinearCrossEntropyOp>());
     for (LinearCrossEntropyOp loss : losses) {
       OpBuilder b(loss);
+      Operation *before = loss->getPrevNode();
       ChunkedLoss chunks = buildChunks(
           b, loss.getLoc(), loss.getReduction(), loss.getHidden(),
           loss.getWeight(), loss.getLabels(), loss.getIgnoreIndexAttr(),
           Value(), rows);
+      markChunks(before ? before->getNextNode()
+                        : &func.getBody().front().front(),
+                 loss.getOperation(), chunks, /*backward=*/false);
       loss.getResult().replaceAllUsesWith(chunks.loss);
       loss.erase();
     }

@@ -1,7 +1,8 @@
 //===- MemoryReport.cpp - the memory plan as a table for people ------------===//
 //
 // Groups the manifest's memory categories (Manifest.h, MemoryCategory) into
-// weights, gradients, optimizer states, saved activations and temporaries,
+// weights, gradients, optimizer states, saved activations, the loss's
+// temporaries and the other temporaries,
 // in bytes, MiB and bytes per trainable parameter, and compares parameters +
 // gradients + optimizer states per parameter with the fp32 rule of thumb.
 // Categories it does not know are listed under "other"; categories the
@@ -37,6 +38,7 @@ const std::vector<Group> &groups() {
       {"saved activations", {"saved_activations"}},
       {"compressed activations", {"compressed_activations"}},
       {"recomputed activations", {"recomputed"}},
+      {"loss", {"loss"}},
       {"temporaries",
        {"temporaries", "activations", "activation", "inputs", "input",
         "outputs", "output"}},

@@ -22,23 +22,23 @@
 // chunk's rows of dhidden, and dweight's shares added in f32.
 // CHECK-LABEL: func.func @bf16_head
 // CHECK-SAME: (%[[H:.+]]: tensor<5x4xbf16>, %[[W:.+]]: tensor<4x8xbf16>, %[[L:.+]]: tensor<5xi64>, %[[G:.+]]: tensor<f32>)
-// CHECK: %[[COUNT:.+]] = memfit.reduce_sum %{{.+}} {axes = array<i64>, keepdims = false, memfit.backward} : tensor<5xf32> -> tensor<f32>
+// CHECK: %[[COUNT:.+]] = memfit.reduce_sum %{{.+}} {axes = array<i64>, keepdims = false, memfit.backward, memfit.loss} : tensor<5xf32> -> tensor<f32>
 // CHECK: %[[SCALE:.+]] = memfit.div %[[G]], %[[COUNT]]
 // CHECK: %[[H0:.+]] = memfit.slice %[[H]] {{.*}}ends = array<i64: 3>{{.*}}starts = array<i64: 0>
 // CHECK: %[[L0:.+]] = memfit.slice %[[L]]
-// CHECK: %[[Z0:.+]] = memfit.matmul %[[H0]], %[[W]] {memfit.backward} : tensor<3x4xbf16>, tensor<4x8xbf16> -> tensor<3x8xbf16>
-// CHECK: %[[S0:.+]] = memfit.cast %[[Z0]] {memfit.backward} : tensor<3x8xbf16> to tensor<3x8xf32>
-// CHECK: %[[LOSS0:.+]] = memfit.softmax_cross_entropy_loss sum %[[S0]], %[[L0]] {ignore_index = -100 : i64, memfit.backward}
+// CHECK: %[[Z0:.+]] = memfit.matmul %[[H0]], %[[W]] {memfit.backward, memfit.loss} : tensor<3x4xbf16>, tensor<4x8xbf16> -> tensor<3x8xbf16>
+// CHECK: %[[S0:.+]] = memfit.cast %[[Z0]] {memfit.backward, memfit.loss} : tensor<3x8xbf16> to tensor<3x8xf32>
+// CHECK: %[[LOSS0:.+]] = memfit.softmax_cross_entropy_loss sum %[[S0]], %[[L0]] {ignore_index = -100 : i64, memfit.backward, memfit.loss}
 // CHECK: %[[DS0:.+]] = memfit.softmax_cross_entropy_grad sum %[[S0]], %[[L0]], %[[SCALE]]
-// CHECK: %[[DZ0:.+]] = memfit.cast %[[DS0]] {memfit.backward, reason = "gradient"} : tensor<3x8xf32> to tensor<3x8xbf16>
-// CHECK: %[[DH0:.+]] = memfit.gemm %[[DZ0]], %[[W]] {memfit.backward, trans_b = true}
-// CHECK: %[[DW0:.+]] = memfit.gemm %[[H0]], %[[DZ0]] {memfit.backward, trans_a = true}
-// CHECK: %[[DW0F:.+]] = memfit.cast %[[DW0]] {memfit.backward} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK: %[[DZ0:.+]] = memfit.cast %[[DS0]] {memfit.backward, memfit.loss, reason = "gradient"} : tensor<3x8xf32> to tensor<3x8xbf16>
+// CHECK: %[[DH0:.+]] = memfit.gemm %[[DZ0]], %[[W]] {memfit.backward, memfit.loss, trans_b = true}
+// CHECK: %[[DW0:.+]] = memfit.gemm %[[H0]], %[[DZ0]] {memfit.backward, memfit.loss, trans_a = true}
+// CHECK: %[[DW0F:.+]] = memfit.cast %[[DW0]] {memfit.backward, memfit.loss} : tensor<4x8xbf16> to tensor<4x8xf32>
 // CHECK: memfit.slice %[[H]] {{.*}}ends = array<i64: 5>{{.*}}starts = array<i64: 3>
 // CHECK: %[[LOSS1:.+]] = memfit.softmax_cross_entropy_loss sum
 // CHECK: %[[LOSSES:.+]] = memfit.add %[[LOSS0]], %[[LOSS1]]
-// CHECK: %[[DH1:.+]] = memfit.gemm %{{.+}}, %[[W]] {memfit.backward, trans_b = true} : (tensor<2x8xbf16>, tensor<4x8xbf16>) -> tensor<2x4xbf16>
-// CHECK: %[[DW1F:.+]] = memfit.cast %{{.+}} {memfit.backward} : tensor<4x8xbf16> to tensor<4x8xf32>
+// CHECK: %[[DH1:.+]] = memfit.gemm %{{.+}}, %[[W]] {memfit.backward, memfit.loss, trans_b = true} : (tensor<2x8xbf16>, tensor<4x8xbf16>) -> tensor<2x4xbf16>
+// CHECK: %[[DW1F:.+]] = memfit.cast %{{.+}} {memfit.backward, memfit.loss} : tensor<4x8xbf16> to tensor<4x8xf32>
 // CHECK: %[[DWF:.+]] = memfit.add %[[DW0F]], %[[DW1F]]
 // CHECK: %[[DW:.+]] = memfit.cast %[[DWF]] {memfit.backward, reason = "gradient"} : tensor<4x8xf32> to tensor<4x8xbf16>
 // CHECK: %[[LOSS:.+]] = memfit.div %[[LOSSES]], %[[COUNT]]
@@ -61,7 +61,7 @@ func.func @bf16_head(%h: tensor<5x4xbf16>, %w: tensor<4x8xbf16>, %labels: tensor
 // C (beta 1), no separate add.
 // AUTO-LABEL: func.func @f32_head
 // CHECK-LABEL: func.func @f32_head
-// CHECK: %[[DW0:.+]] = memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, trans_a = true} : (tensor<3x2xf32>, tensor<3x8xf32>) -> tensor<2x8xf32>
+// CHECK: %[[DW0:.+]] = memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, memfit.loss, trans_a = true} : (tensor<3x2xf32>, tensor<3x8xf32>) -> tensor<2x8xf32>
 // CHECK: %[[DW:.+]] = memfit.gemm %{{.+}}, %{{.+}}, %[[DW0]] {memfit.backward, trans_a = true} : (tensor<2x2xf32>, tensor<2x8xf32>, tensor<2x8xf32>) -> tensor<2x8xf32>
 // CHECK: return %{{.+}}, %{{.+}}, %[[DW]]
 func.func @f32_head(%h: tensor<5x2xf32>, %w: tensor<2x8xf32>, %labels: tensor<5xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x2xf32>, tensor<2x8xf32>) {
@@ -76,7 +76,7 @@ func.func @f32_head(%h: tensor<5x2xf32>, %w: tensor<2x8xf32>, %labels: tensor<5x
 // share; dhidden's rows still are.
 // AUTO-LABEL: func.func @frozen_head
 // CHECK-LABEL: func.func @frozen_head
-// CHECK-COUNT-2: memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, trans_b = true}
+// CHECK-COUNT-2: memfit.gemm %{{.+}}, %{{.+}} {memfit.backward, memfit.loss, trans_b = true}
 // CHECK-NOT: trans_a
 // CHECK: return
 func.func @frozen_head(%h: tensor<5x2xf32>, %w: tensor<2x8xf32>, %labels: tensor<5xi64>, %g: tensor<f32>) -> (tensor<f32>, tensor<5x2xf32>) {

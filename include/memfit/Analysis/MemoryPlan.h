@@ -67,8 +67,13 @@ enum class BufferCategory {
   /// offset).
   WeightCodes,
   WeightScales,
+  /// A training step's temporaries of its loss: what a loss op (class
+  /// Loss) or a chunk of memfit-chunk-loss (memfit.loss) writes and the
+  /// backward does not keep past the loss's gradient (its logits,
+  /// probabilities and their gradient).
+  Loss,
 };
-constexpr unsigned kNumBufferCategories = 18;
+constexpr unsigned kNumBufferCategories = 19;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

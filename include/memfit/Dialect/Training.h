@@ -27,6 +27,10 @@ constexpr char kRoleGradientAccumulator[] = "gradient_accumulator";
 constexpr char kRoleCounter[] = "counter";
 constexpr char kBackwardAttr[] = "memfit.backward";
 constexpr char kGradientOfAttr[] = "memfit.gradient_of";
+/// On the ops memfit-chunk-loss builds for a loss's chunks (their logits,
+/// probabilities and partial gradients): the memory plan files their
+/// temporaries as the loss's, like those of the loss ops themselves.
+constexpr char kLossAttr[] = "memfit.loss";
 /// On an op that memfit-remat cloned into the backward: the saved values
 /// (by name) that its recomputation starts from.
 constexpr char kRecomputedFromAttr[] = "memfit.recomputed_from";

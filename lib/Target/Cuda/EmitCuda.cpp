@@ -561,15 +561,21 @@ void ExecutableBuilder::addMemoryReport() {
       llvm::any_of(modulePlan.functions, [](const MemoryPlan &plan) {
         return plan.categoryBytes(BufferCategory::WorkingCopy) > 0;
       });
+  // So does a training step its loss, chunked or not.
+  bool loss = llvm::any_of(modulePlan.functions, [](const MemoryPlan &plan) {
+    return plan.categoryBytes(BufferCategory::Loss) > 0;
+  });
   for (BufferCategory category :
        {BufferCategory::Input, BufferCategory::Output,
         BufferCategory::Activation, BufferCategory::Gradient,
         BufferCategory::SavedActivation, BufferCategory::CompressedActivation,
-        BufferCategory::Recomputed, BufferCategory::Temporary,
+        BufferCategory::Recomputed, BufferCategory::Loss,
+        BufferCategory::Temporary,
         BufferCategory::WorkingCopy}) {
     int64_t bytes = peak.peakBytes[unsigned(category)];
     if (bytes || always(category) ||
-        (category == BufferCategory::WorkingCopy && workingCopies))
+        (category == BufferCategory::WorkingCopy && workingCopies) ||
+        (category == BufferCategory::Loss && loss))
       manifest.memory.push_back({stringifyBufferCategory(category).str(),
                                  static_cast<uint64_t>(bytes)});
   }
