@@ -1,22 +1,29 @@
 """Writes a Llama-style decoder as ONNX, its weights in an external data file.
 
-    make_llama.py OUT.onnx [--preset 7b | tiny] [--layers N] [--hidden H]
-                  [--heads N] [--intermediate N] [--vocab N] [--seed S]
+    make_llama.py OUT.onnx [--preset 7b | 1b | tiny] [--layers N] [--hidden H]
+                  [--heads N] [--kv-heads N] [--intermediate N] [--vocab N]
+                  [--rope-theta T] [--tied | --untied] [--seed S]
                   [--shapes-only]
 
 The graph is built with onnx.helper (no PyTorch), as the TorchScript
 exporter writes a Llama: token embedding, pre-norm blocks (RMSNorm written
 out as Pow / ReduceMean / Add / Sqrt / Div / Mul, rotary embeddings from
 Range / Cos / Sin with rotate_half as Slice / Neg / Concat, causal softmax
-attention, SwiGLU MLP), a final RMSNorm and an untied LM head, with no
-biases. Nodes are named by module ("/model/layers.3/self_attn/q_proj/MatMul")
+attention, SwiGLU MLP), a final RMSNorm and an LM head, with no biases.
+With fewer key/value heads than query heads (--kv-heads), keys and values
+are repeated to every query head as Hugging Face's repeat_kv exports
+(Unsqueeze, Expand, Reshape). A tied head (--tied) multiplies by the
+transposed token embedding (Transpose, MatMul), as the exporters write
+tie_word_embeddings. Nodes are named by module ("/model/layers.3/self_attn/q_proj/MatMul")
 and initializers as Hugging Face names the parameters
 ("model.layers.3.self_attn.q_proj.weight"), stored as MatMul's right operand
 ([in, out]). Input input_ids [batch, seq] int64; output logits
 [batch, seq, vocab]; opset 17.
 
 --preset 7b (the default) has Llama-2-7B's shape: 32 layers, hidden 4096, 32
-heads, MLP 11008, vocabulary 32000: 6,738,415,616 parameters. Every float
+heads, MLP 11008, vocabulary 32000: 6,738,415,616 parameters. --preset 1b has Llama-3.2-1B's: 16 layers, hidden
+2048, 32 query and 8 key/value heads, MLP 8192, vocabulary 128,256, rotary
+base 500,000, tied head: 1,235,814,400 parameters. Every float
 parameter is external data in OUT.weights. With --shapes-only that file is
 not written (the model names it, with each tensor's offset and length): the
 model is what a user has before downloading the weights, and what
@@ -34,14 +41,20 @@ from onnx import TensorProto, helper
 PRESETS = {
     "7b": dict(layers=32, hidden=4096, heads=32, intermediate=11008,
                vocab=32000),
+    "1b": dict(layers=16, hidden=2048, heads=32, kv_heads=8, intermediate=8192,
+               vocab=128256, rope_theta=500000.0, tied=True),
     "tiny": dict(layers=2, hidden=64, heads=4, intermediate=176, vocab=128),
 }
+DEFAULTS = dict(kv_heads=None, rope_theta=10000.0, tied=False)
 
 
-def build(layers, hidden, heads, intermediate, vocab, eps=1e-6):
+def build(layers, hidden, heads, intermediate, vocab, kv_heads=None,
+          rope_theta=10000.0, tied=False, eps=1e-6):
     """The graph's nodes and its parameters as (name, shape, kind) with kind
     'normal' (N(0, 0.02)) or 'ones'."""
     hd = hidden // heads
+    kv_heads = kv_heads or heads
+    assert heads % kv_heads == 0, "query heads must be a multiple of kv heads"
     nodes, params = [], []
 
     def param(name, shape, kind="normal"):
@@ -81,7 +94,7 @@ def build(layers, hidden, heads, intermediate, vocab, eps=1e-6):
     pos = node("Cast", [node("Range", [const("/Constant_1", 0), seq,
                                        const("/Constant_2", 1)], "/Range")],
                "/Cast", to=TensorProto.FLOAT)
-    inv_freq = 1.0 / (10000.0 ** (np.arange(0, hd, 2, dtype=np.float32) / hd))
+    inv_freq = 1.0 / (rope_theta ** (np.arange(0, hd, 2, dtype=np.float32) / hd))
     freqs = node("Mul", [node("Unsqueeze", [pos, const("/Constant_3", [1])],
                               "/Unsqueeze"),
                          const("/Constant_4", inv_freq[None, :], np.float32)],
@@ -97,9 +110,12 @@ def build(layers, hidden, heads, intermediate, vocab, eps=1e-6):
                 value=helper.make_tensor("v", TensorProto.FLOAT, [1], [low]))
     mask = node("Trilu", [full, const("/Constant_7", 1)], "/Trilu", upper=1)
 
-    x = node("Gather", [param("model.embed_tokens.weight", (vocab, hidden)),
-                        "input_ids"], "/model/embed_tokens/Gather", axis=0)
+    embed = param("model.embed_tokens.weight", (vocab, hidden))
+    x = node("Gather", [embed, "input_ids"], "/model/embed_tokens/Gather", axis=0)
     heads_shape = const("/Constant_8", [0, 0, heads, hd])
+    kv_shape = const("/Constant_15", [0, 0, kv_heads, hd])
+    repeat = const("/Constant_16", [1, 1, heads // kv_heads, 1, 1])
+    repeated_shape = const("/Constant_17", [0, heads, -1, hd])
     merged_shape = const("/Constant_9", [0, 0, hidden])
     half_starts, half_ends = const("/Constant_10", [0]), const("/Constant_11", [hd // 2])
     half_ends2 = const("/Constant_12", [hd])
@@ -111,12 +127,22 @@ def build(layers, hidden, heads, intermediate, vocab, eps=1e-6):
         h = rms_norm(x, s + "/input_layernorm",
                      param(p + ".input_layernorm.weight", (hidden,), "ones"))
 
-        def project(name):
+        def project(name, n_heads=heads):
             y = linear(h, f"{s}/self_attn/{name}", f"{p}.self_attn.{name}.weight",
-                       hidden, hidden)
-            y = node("Reshape", [y, heads_shape], f"{s}/self_attn/{name}/Reshape")
+                       hidden, n_heads * hd)
+            y = node("Reshape", [y, heads_shape if n_heads == heads else kv_shape],
+                     f"{s}/self_attn/{name}/Reshape")
             return node("Transpose", [y], f"{s}/self_attn/{name}/Transpose",
                         perm=[0, 2, 1, 3])
+
+        def repeat_kv(t, name):  # [B, kv, S, hd] -> [B, heads, S, hd]
+            if kv_heads == heads:
+                return t
+            scope = f"{s}/self_attn/repeat_kv_{name}"
+            t = node("Unsqueeze", [t, const(scope + "/Constant", [2])],
+                     scope + "/Unsqueeze")
+            t = node("Expand", [t, repeat], scope + "/Expand")
+            return node("Reshape", [t, repeated_shape], scope + "/Reshape")
 
         def rotary(t, name):
             scope = f"{s}/self_attn/rotary_{name}"
@@ -129,8 +155,8 @@ def build(layers, hidden, heads, intermediate, vocab, eps=1e-6):
                         scope + "/Add")
 
         q = rotary(project("q_proj"), "q")
-        k = rotary(project("k_proj"), "k")
-        v = project("v_proj")
+        k = repeat_kv(rotary(project("k_proj", kv_heads), "k"), "k")
+        v = repeat_kv(project("v_proj", kv_heads), "v")
         kt = node("Transpose", [k], f"{s}/self_attn/Transpose", perm=[0, 1, 3, 2])
         scores = node("Div", [node("MatMul", [q, kt], f"{s}/self_attn/MatMul"),
                               scale], f"{s}/self_attn/Div")
@@ -155,7 +181,11 @@ def build(layers, hidden, heads, intermediate, vocab, eps=1e-6):
                       f"{p}.mlp.down_proj.weight", intermediate, hidden)
         x = node("Add", [x, down], f"{s}/Add_1")
     x = rms_norm(x, "/model/norm", param("model.norm.weight", (hidden,), "ones"))
-    logits = linear(x, "/lm_head", "lm_head.weight", hidden, vocab)
+    if tied:
+        head = node("Transpose", [embed], "/lm_head/Transpose", perm=[1, 0])
+        logits = node("MatMul", [x, head], "/lm_head/MatMul")
+    else:
+        logits = linear(x, "/lm_head", "lm_head.weight", hidden, vocab)
     nodes.append(helper.make_node("Identity", [logits], ["logits"], name="/Identity"))
     return nodes, params
 
@@ -164,13 +194,16 @@ def main():
     a = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     a.add_argument("out")
     a.add_argument("--preset", choices=sorted(PRESETS), default="7b")
-    for key in ("layers", "hidden", "heads", "intermediate", "vocab"):
-        a.add_argument("--" + key, type=int)
+    for key in ("layers", "hidden", "heads", "kv_heads", "intermediate", "vocab"):
+        a.add_argument("--" + key.replace("_", "-"), type=int)
+    a.add_argument("--rope-theta", type=float)
+    a.add_argument("--tied", action="store_true", default=None)
+    a.add_argument("--untied", dest="tied", action="store_false")
     a.add_argument("--seed", type=int, default=0)
     a.add_argument("--shapes-only", action="store_true",
                    help="do not write the weights file")
     args = a.parse_args()
-    config = dict(PRESETS[args.preset])
+    config = dict(DEFAULTS, **PRESETS[args.preset])
     for key in config:
         if getattr(args, key) is not None:
             config[key] = getattr(args, key)
