@@ -184,6 +184,32 @@ MaskPattern classifyAdditive(Value mask, int64_t queries, int64_t keys) {
              : MaskPattern::Other;
 }
 
+/// Keys or values [B, Hkv, T, D] repeated to every query head of their
+/// group, as Hugging Face's repeat_kv exports it: unsqueeze (or reshape) to
+/// [B, Hkv, 1, T, D], expand to [B, Hkv, r, T, D], reshape to
+/// [B, Hkv * r, T, D]. Query head h then reads head h / r, what
+/// memfit.attention's grouped heads do. Returns the unrepeated tensor and r,
+/// or `x` and 1.
+std::pair<Value, int64_t> unrepeatHeads(Value x) {
+  auto merged = x.getDefiningOp<ReshapeOp>();
+  auto expand = merged ? merged.getInput().getDefiningOp<ExpandOp>() : nullptr;
+  Operation *split = expand ? expand.getInput().getDefiningOp() : nullptr;
+  if (!split || !isa<ReshapeOp, UnsqueezeOp>(split))
+    return {x, 1};
+  Value y = split->getOperand(0);
+  ArrayRef<int64_t> ys = shapeOf(y), ss = shapeOf(split->getResult(0)),
+                    es = shapeOf(expand.getResult()), xs = shapeOf(x);
+  if (ys.size() != 4 || ss.size() != 5 || es.size() != 5)
+    return {x, 1};
+  int64_t r = es[2];
+  bool ok = ss[0] == ys[0] && ss[1] == ys[1] && ss[2] == 1 &&
+            ss.drop_front(3) == ys.drop_front(2) && es[0] == ys[0] &&
+            es[1] == ys[1] && es.drop_front(3) == ys.drop_front(2) &&
+            xs[0] == ys[0] && xs[1] == ys[1] * r &&
+            xs.drop_front(2) == ys.drop_front(2);
+  return ok ? std::pair{y, r} : std::pair{x, int64_t(1)};
+}
+
 /// One softmax that became attention, or why it did not.
 struct Decision {
   std::string node;
@@ -465,6 +491,14 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
                    : Value(TransposeOp::create(b, loc, t.getInput(), perm));
   } else {
     key = TransposeOp::create(b, loc, kT, ArrayRef<int64_t>{0, 1, 3, 2});
+  }
+  // Keys and values repeated alike to every query head of a group: the
+  // op's grouped heads read them unrepeated (no [B, Hq, T, D] copies).
+  auto [groupedKey, keyRepeat] = unrepeatHeads(key);
+  auto [groupedValue, valueRepeat] = unrepeatHeads(v);
+  if (keyRepeat > 1 && keyRepeat == valueRepeat) {
+    key = groupedKey;
+    v = groupedValue;
   }
   auto attention = AttentionOp::create(
       b, loc, q, key, v, mask, b.getF32FloatAttr(static_cast<float>(scale)),

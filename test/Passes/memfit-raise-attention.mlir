@@ -143,3 +143,53 @@ func.func @finite_fill(%q: tensor<1x1x3x4xf32>, %kt: tensor<1x1x4x3xf32>, %v: te
   %o = memfit.matmul %p, %v : tensor<1x1x3x3xf32>, tensor<1x1x3x4xf32> -> tensor<1x1x3x4xf32>
   return %o : tensor<1x1x3x4xf32>
 }
+
+// -----
+
+// Grouped-query heads as Hugging Face's repeat_kv exports them: keys and
+// values [B, 2, T, D] unsqueezed, expanded to [B, 2, 2, T, D] and merged to
+// 4 heads. memfit.attention reads them unrepeated (query head h reads key
+// head h / 2, as the expansion does); the repeat is left to dead-code
+// removal.
+// REPORT: memfit-raise-attention: 1 of 1 softmaxes became memfit.attention
+// CHECK-LABEL: func.func @repeat_kv
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x4x3x8xf32>, %[[K:[^:]+]]: tensor<1x2x3x8xf32>, %[[V:[^:]+]]: tensor<1x2x3x8xf32>)
+// CHECK: memfit.attention causal %[[Q]], %[[K]], %[[V]] scale 2.500000e-01 : (tensor<1x4x3x8xf32>, tensor<1x2x3x8xf32>, tensor<1x2x3x8xf32>)
+func.func @repeat_kv(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x2x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  %ku = memfit.unsqueeze %k {axes = array<i64: 2>} : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %ke = memfit.expand %ku : tensor<1x2x1x3x8xf32> to tensor<1x2x2x3x8xf32>
+  %kr = memfit.reshape %ke : tensor<1x2x2x3x8xf32> to tensor<1x4x3x8xf32>
+  %vu = memfit.reshape %v : tensor<1x2x3x8xf32> to tensor<1x2x1x3x8xf32>
+  %ve = memfit.expand %vu : tensor<1x2x1x3x8xf32> to tensor<1x2x2x3x8xf32>
+  %vr = memfit.reshape %ve : tensor<1x2x2x3x8xf32> to tensor<1x4x3x8xf32>
+  %tril = memfit.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %ninf = memfit.constant dense<0xFF800000> : tensor<f32>
+  %c = memfit.constant dense<2.500000e-01> : tensor<f32>
+  %kt = memfit.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %s = memfit.matmul %q, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %x = memfit.mul %s, %c : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %m = memfit.where %tril, %x, %ninf : tensor<1x1x3x3xi1>, tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %p = memfit.softmax %m {axis = -1 : i64} : tensor<1x4x3x3xf32>
+  %o = memfit.matmul %p, %vr : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
+
+// -----
+
+// A repeat of the keys alone (values with every head of their own) is left
+// as it is: the op's key and value heads must agree.
+// CHECK-LABEL: func.func @repeat_keys_only
+// CHECK: %[[KR:.+]] = memfit.reshape %{{.+}} : tensor<1x2x2x3x8xf32> to tensor<1x4x3x8xf32>
+// CHECK: memfit.attention %{{.+}}, %[[KR]], %{{.+}} scale
+func.func @repeat_keys_only(%q: tensor<1x4x3x8xf32>, %k: tensor<1x2x3x8xf32>, %v: tensor<1x4x3x8xf32>) -> tensor<1x4x3x8xf32> {
+  %ku = memfit.unsqueeze %k {axes = array<i64: 2>} : tensor<1x2x3x8xf32> -> tensor<1x2x1x3x8xf32>
+  %ke = memfit.expand %ku : tensor<1x2x1x3x8xf32> to tensor<1x2x2x3x8xf32>
+  %kr = memfit.reshape %ke : tensor<1x2x2x3x8xf32> to tensor<1x4x3x8xf32>
+  %c = memfit.constant dense<2.500000e-01> : tensor<f32>
+  %kt = memfit.transpose %kr {perm = array<i64: 0, 1, 3, 2>} : tensor<1x4x3x8xf32> -> tensor<1x4x8x3xf32>
+  %s = memfit.matmul %q, %kt : tensor<1x4x3x8xf32>, tensor<1x4x8x3xf32> -> tensor<1x4x3x3xf32>
+  %x = memfit.mul %s, %c : tensor<1x4x3x3xf32>, tensor<f32> -> tensor<1x4x3x3xf32>
+  %p = memfit.softmax %x {axis = -1 : i64} : tensor<1x4x3x3xf32>
+  %o = memfit.matmul %p, %v : tensor<1x4x3x3xf32>, tensor<1x4x3x8xf32> -> tensor<1x4x3x8xf32>
+  return %o : tensor<1x4x3x8xf32>
+}
