@@ -2,8 +2,8 @@
 """What a training step holds at long context, with memfit.attention and
 the chunked loss and without them, for docs/benchmarks.md.
 
-  bench/long-context.py [--seqs 512,2048,8192,32768] [--models small,7b]
-                        [--budgets 8GiB,24GiB,80GiB]
+  bench/long-context.py [--seqs 512,2048,8192,32768] [--models small,1b,7b]
+                        [--budgets 8GiB,24GiB,80GiB] [--torch-json A,B,...]
                         [--json build/bench/long-context.json]
 
 Models, written by bench/make_llama.py with --shapes-only into a temporary
@@ -11,6 +11,8 @@ directory (the figures come from shapes alone; the directory is deleted at
 the end):
   - small: 4 layers, hidden 512, 8 heads, MLP 1,408, vocabulary 32,000
     (45.6 M parameters);
+  - 1b: Llama-3.2-1B's shape (16 layers, hidden 2048, 32 query and 8
+    key/value heads, MLP 8192, vocabulary 128,256, tied head);
   - 7b: Llama-2-7B's shape (32 layers, hidden 4096, 32 heads, MLP 11,008,
     vocabulary 32,000).
 
@@ -24,9 +26,11 @@ model in bf16 with checkpoint-layers, the longest sequence (a multiple of
 256, up to 2^20) whose planned step fits each budget, by default and
 before, by bisection over plans.
 
-PyTorch's side (eager with SDPA, with and without per-block
-torch.utils.checkpoint) is not measured here yet: docs/benchmarks.md says
-so.
+With --torch-json (the JSON files of bench/torch-long-context.py, which
+needs torch and transformers), a last table puts memfit's default plan next
+to what PyTorch eager with SDPA holds (with and without per-block
+torch.utils.checkpoint) for the same model, sequence and precision: the
+peaks, and the bytes beyond parameters, gradients and optimizer states.
 """
 
 import argparse
@@ -50,11 +54,45 @@ VARIANTS = [
 MODELS = {
     "small": ["--layers", "4", "--hidden", "512", "--heads", "8",
               "--intermediate", "1408", "--vocab", "32000"],
+    "1b": ["--preset", "1b"],
     "7b": ["--preset", "7b"],
 }
 ROW = re.compile(r"^  (\S.*?)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)$")
-CATEGORIES = ["weights", "optimizer states", "saved activations",
-              "temporaries", "one allocation"]
+CATEGORIES = ["weights", "gradients", "optimizer states", "saved activations",
+              "loss", "temporaries", "one allocation"]
+REMAT = {"none": False, "checkpoint-layers": True}
+
+
+def beyond_states(rows):
+    """Bytes beyond parameters, gradients and optimizer states: saved and
+    recomputed activations, working copies, the loss, temporaries."""
+    return rows["one allocation"] - sum(
+        rows.get(c, 0) for c in ("weights", "gradients", "optimizer states"))
+
+
+def torch_rows(paths):
+    """bench/torch-long-context.py's rows by (model, seq, precision,
+    checkpoint); a row of fewer layers than the model's (the 1b shape) is
+    extended linearly from two layer counts."""
+    by = {}
+    for path in paths:
+        with open(path) as f:
+            for r in json.load(f)["rows"]:
+                by.setdefault((r["model"], r["seq"], r["precision"],
+                               r["checkpoint"]), {})[r["layers"]] = r
+    full = {"small": 4, "1b": 16}
+    out = {}
+    for key, layers in by.items():
+        n = full[key[0]]
+        if n in layers:
+            out[key] = dict(peak=layers[n]["peak"],
+                            beyond=layers[n]["beyond_states"], how="measured")
+        elif len(layers) >= 2:
+            (l1, a), (l2, b) = sorted(layers.items())[:2]
+            per = (b["beyond_states"] - a["beyond_states"]) / (l2 - l1)
+            out[key] = dict(peak=None, how=f"from {l1} and {l2} layers",
+                            beyond=int(a["beyond_states"] + per * (n - l1)))
+    return out
 
 
 def plan(model, seq, flags):
@@ -106,10 +144,13 @@ def parse_size(text):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--seqs", default="512,2048,8192,32768")
-    ap.add_argument("--models", default="small,7b")
+    ap.add_argument("--models", default="small,1b,7b")
     ap.add_argument("--budgets", default="8GiB,24GiB,80GiB")
     ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench",
                                                    "long-context.json"))
+    ap.add_argument("--torch-json", default="",
+                    help="comma-separated JSON files of "
+                         "bench/torch-long-context.py, for a side-by-side table")
     args = ap.parse_args()
     seqs = [int(s) for s in args.seqs.split(",")]
     os.makedirs(os.path.dirname(args.json), exist_ok=True)
@@ -145,6 +186,26 @@ def main():
                             print(head + " " + " | ".join(
                                 mib(r["rows"].get(c, 0)) for c in CATEGORIES) +
                                   f" | {r['seconds']:.1f} s |", flush=True)
+        torch = torch_rows([p for p in args.torch_json.split(",") if p])
+        if torch:
+            print("\nmemfit (default) next to PyTorch eager + SDPA, MiB: the "
+                  "peak, and the bytes beyond parameters, gradients and "
+                  "optimizer states\n")
+            print("| model, seq | precision | remat | memfit peak | PyTorch peak "
+                  "| memfit beyond | PyTorch beyond | memfit / PyTorch beyond "
+                  "| PyTorch |")
+            print("|---|---|---|---:|---:|---:|---:|---:|---|")
+            for key, r in results.items():
+                name, seq, precision, remat, attention = key.split("/")
+                t = torch.get((name, int(seq), precision, REMAT[remat]))
+                if attention != "both" or not t or "rows" not in r:
+                    continue
+                mine = beyond_states(r["rows"])
+                print(f"| {name}, {int(seq):,} | {precision} | {remat} | "
+                      f"{mib(r['rows']['one allocation'])} | "
+                      f"{mib(t['peak']) if t['peak'] else '-'} | {mib(mine)} | "
+                      f"{mib(t['beyond'])} | {mine / t['beyond']:.2f} | "
+                      f"{t['how']} |", flush=True)
         if "small" in paths:
             print("\nsmall, bf16, checkpoint-layers: the longest sequence "
                   "that fits\n")
