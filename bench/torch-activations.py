@@ -16,7 +16,7 @@ scaled_dot_product_attention instead. One step (forward, loss, backward,
 AdamW unless --no-optim) runs on the CPU two ways:
 
 - torch.profiler (profile_memory, record_shapes, with_stack) and its memory
-  categories (torch.profiler._memory_profiler): the bytes of the ACTIVATION
+  categories (torch.profiler._memory_profiler, through bench/torch_memory.py): the bytes of the ACTIVATION
   category at the end of forward+loss, at its own maximum and at the peak
   of all categories;
 - saved_tensors_hooks during forward+loss: the unique storages saved for
@@ -34,8 +34,9 @@ import math
 import torch
 import torch.nn.functional as F
 from torch import nn
-from torch.profiler import ProfilerActivity, profile, record_function
-from torch.profiler._memory_profiler import Action, Category, TensorKey
+from torch.profiler import record_function
+
+from torch_memory import profile_step
 
 TAG = [None]  # the layer whose forward is running, for the saved-tensor hook
 
@@ -106,40 +107,17 @@ def skey(t):
 
 
 def profiler_numbers(model, opt, ids, labels):
-    with profile(activities=[ProfilerActivity.CPU], profile_memory=True, record_shapes=True,
-                 with_stack=True) as prof:
+    def step():
         with record_function("memfit::forward"):
             loss = fwd_loss(model, ids, labels)
         loss.backward()
         if opt is not None:
             opt.step()
             opt.zero_grad(set_to_none=True)
-        del loss
-    mp = prof._memory_profile()
-    fwd_end = max(e.end_time_ns for e in mp._op_tree.dfs() if e.name == "memfit::forward")
-    live = collections.Counter()  # bytes by category
-    cpu = torch.device("cpu")
-    out = dict(act_end_fwd=None, act_max=0, total_peak=0, act_at_total_peak=0)
-    events = [e for e in mp.timeline if e[2][0].device == cpu]
-    for n, (t, action, (key, version), nbytes) in enumerate(events):
-        if out["act_end_fwd"] is None and t > fwd_end:
-            out["act_end_fwd"] = live[Category.ACTIVATION]
-        cat = mp._categories.get(key, version) if isinstance(key, TensorKey) else None
-        nbytes = abs(nbytes)  # allocations the profiler can't tie to a tensor come negative
-        if action in (Action.PREEXISTING, Action.CREATE):
-            live[cat] += nbytes
-        elif action == Action.INCREMENT_VERSION:
-            live[cat] -= nbytes
-            live[mp._categories.get(key, version + 1)] += nbytes
-        else:
-            live[cat] -= nbytes
-        if n + 1 < len(events) and events[n + 1][0] == t:
-            continue  # sample once all events of a timestamp are applied
-        out["act_max"] = max(out["act_max"], live[Category.ACTIVATION])
-        total = sum(live.values())
-        if total > out["total_peak"]:
-            out["total_peak"], out["act_at_total_peak"] = total, live[Category.ACTIVATION]
-    return out
+
+    r = profile_step(step)
+    return {k: r[k] for k in ("act_end_fwd", "act_max", "total_peak",
+                              "act_at_total_peak")}
 
 
 def hook_numbers(model, ids, labels, top):
