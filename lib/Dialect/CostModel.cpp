@@ -248,19 +248,20 @@ OpCost AttentionGradKeyValueOp::getCost() {
 }
 
 /// linear_cross_entropy: the head's contraction, 2 * N * D * V, and the
-/// loss's 5 per logit; its gradient recomputes the logits and adds the two
-/// contractions of the backward and the loss gradient's 7 per logit. The
-/// bytes are the operands and results: the logits are never stored.
+/// loss's 5 per logit (6 with a bias to add); its gradient recomputes the
+/// logits and adds the two contractions of the backward and the loss
+/// gradient's 7 per logit (8 with the bias's sum). The bytes are the
+/// operands and results: the logits are never stored.
 OpCost LinearCrossEntropyOp::getCost() {
   ArrayRef<int64_t> h = shapeOf(getHidden());
   int64_t logits = h[0] * shapeOf(getWeight())[1];
-  return {logits * (2 * h[1] + 5), movedBytes(*this)};
+  return {logits * (2 * h[1] + 5 + (getBias() ? 1 : 0)), movedBytes(*this)};
 }
 
 OpCost LinearCrossEntropyGradOp::getCost() {
   ArrayRef<int64_t> h = shapeOf(getHidden());
   int64_t logits = h[0] * shapeOf(getWeight())[1];
-  return {logits * (6 * h[1] + 7), movedBytes(*this)};
+  return {logits * (6 * h[1] + 7 + (getBias() ? 2 : 0)), movedBytes(*this)};
 }
 
 OpCost KernelOp::getCost() {

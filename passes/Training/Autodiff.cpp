@@ -72,8 +72,9 @@ struct MemfitAutodiffPass
   /// Cross-entropy of `output` against flat `labels` as
   /// linear_cross_entropy when `output` is an LM head's contraction that
   /// nothing else reads: `hidden . weight` ([..., D] x [D, V], a MatMul, or
-  /// a Gemm without bias whose weight may be transposed), taken to f32 by a
-  /// cast or f32 already; null otherwise.
+  /// a Gemm whose weight may be transposed), plus an optional bias [V] (a
+  /// Gemm's C with beta 1, or an add of the contraction and the bias),
+  /// taken to f32 by a cast or f32 already; null otherwise.
   Value buildLinearLoss(OpBuilder &builder, Location loc, Value output,
                         Value labels) {
     if (!eltOf(output).isF32() || !output.hasOneUse())
@@ -83,7 +84,24 @@ struct MemfitAutodiffPass
       if (isa<FloatType>(eltOf(cast.getInput())) &&
           cast.getInput().hasOneUse())
         logits = cast.getInput();
-    Value hidden, weight;
+    Value hidden, weight, bias;
+    // A bias [V] added to the contraction.
+    auto isBias = [&](Value b, Value x) {
+      return shapeOf(b).size() == 1 && !shapeOf(x).empty() &&
+             shapeOf(b)[0] == shapeOf(x).back() && eltOf(b) == eltOf(x);
+    };
+    if (auto add = logits.getDefiningOp<AddOp>()) {
+      for (unsigned i : {0u, 1u}) {
+        Value x = add->getOperand(i), b = add->getOperand(1 - i);
+        if (x.hasOneUse() && isBias(b, x) &&
+            shapeOf(x) == shapeOf(add.getResult()) &&
+            (x.getDefiningOp<MatMulOp>() || x.getDefiningOp<GemmOp>())) {
+          logits = x;
+          bias = b;
+          break;
+        }
+      }
+    }
     if (auto mm = logits.getDefiningOp<MatMulOp>()) {
       if (mm.getTransA() || mm.getTransB() || mm.getResultPerm() ||
           shapeOf(mm.getRhs()).size() != 2 || shapeOf(mm.getLhs()).size() < 2)
@@ -91,9 +109,14 @@ struct MemfitAutodiffPass
       hidden = mm.getLhs();
       weight = mm.getRhs();
     } else if (auto gemm = logits.getDefiningOp<GemmOp>()) {
-      if (gemm.getC() || gemm.getTransA() ||
-          gemm.getAlpha().convertToDouble() != 1.0)
+      if (gemm.getTransA() || gemm.getAlpha().convertToDouble() != 1.0)
         return {};
+      if (Value c = gemm.getC()) {
+        if (bias || !isBias(c, logits) ||
+            gemm.getBeta().convertToDouble() != 1.0)
+          return {};
+        bias = c;
+      }
       hidden = gemm.getA();
       weight = gemm.getB();
       if (gemm.getTransB())
@@ -113,7 +136,7 @@ struct MemfitAutodiffPass
     return LinearCrossEntropyOp::create(
         builder, loc,
         LossReductionAttr::get(builder.getContext(), LossReduction::Mean),
-        hidden, weight, labels, builder.getI64IntegerAttr(ignoreIndex));
+        hidden, weight, labels, bias, builder.getI64IntegerAttr(ignoreIndex));
   }
 
   /// The scalar loss, built at the end of the function when attached.

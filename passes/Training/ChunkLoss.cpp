@@ -51,16 +51,16 @@ int64_t chunkRows(int64_t requested, int64_t n, int64_t d, int64_t v) {
 /// Builds the chunks of one linear cross-entropy: its loss, and with
 /// `dloss` its gradients.
 struct ChunkedLoss {
-  Value loss, dhidden, dweight;
+  Value loss, dhidden, dweight, dbias;
 };
 
-/// `needHidden` and `needWeight` say which gradients something reads (a
-/// frozen head's weight, LoRA's, has none to compute).
+/// `needHidden`, `needWeight` and `needBias` say which gradients something
+/// reads (a frozen head's weight, LoRA's, has none to compute).
 ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
-                        Value hidden, Value weight, Value labels,
+                        Value hidden, Value weight, Value bias, Value labels,
                         IntegerAttr ignoreIndex, Value dloss,
                         int64_t requestedRows, bool needHidden = true,
-                        bool needWeight = true) {
+                        bool needWeight = true, bool needBias = true) {
   ArrayRef<int64_t> h = shapeOf(hidden);
   int64_t n = h[0], d = h[1], v = shapeOf(weight)[1];
   Type elt = eltOf(hidden);
@@ -105,6 +105,8 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
     };
     Value hc = slice(hidden), lc = slice(labels);
     Value logits = MatMulOp::create(b, loc, hc, weight);
+    if (bias)
+      logits = AddOp::create(b, loc, logits, bias);
     Value scores = logits;
     if (elt != lossElt)
       scores = CastOp::create(
@@ -126,6 +128,13 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
       dhiddenChunks.push_back(
           GemmOp::create(b, loc, dlogits, weight, Value(), APFloat(1.0f),
                          APFloat(1.0f), false, true));
+    // The bias's shares: the rows' sum of the loss gradient, added up in
+    // the loss's type (f32 for a 16-bit head), rounded once at the end.
+    if (bias && needBias) {
+      Value db = ReduceSumOp::create(b, loc, dscores, ArrayRef<int64_t>{0},
+                                     /*keepDims=*/false);
+      out.dbias = out.dbias ? Value(AddOp::create(b, loc, out.dbias, db)) : db;
+    }
     if (!needWeight)
       continue;
     // The weight's shares: each chunk's contraction adds the running sum
@@ -147,6 +156,9 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
   if (out.dweight && eltOf(out.dweight) != elt)
     out.dweight = CastOp::create(b, loc, weight.getType(), out.dweight,
                                  b.getStringAttr("gradient"));
+  if (out.dbias && eltOf(out.dbias) != elt)
+    out.dbias = CastOp::create(b, loc, bias.getType(), out.dbias,
+                               b.getStringAttr("gradient"));
   if (count)
     out.loss = DivOp::create(b, loc, out.loss, count);
   if (!dhiddenChunks.empty())
@@ -159,7 +171,8 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
 
 /// Marks the ops from `first` up to (not including) `end` as the loss's
 /// (kLossAttr: the memory plan's loss category), but those that compute
-/// what the chunks hand on: the hidden states' and the weight's gradients.
+/// what the chunks hand on: the hidden states', weight's and bias's
+/// gradients.
 /// With `backward`, also as backward ops (they run where the backward
 /// starts).
 void markChunks(Operation *first, Operation *end, const ChunkedLoss &chunks,
@@ -169,7 +182,7 @@ void markChunks(Operation *first, Operation *end, const ChunkedLoss &chunks,
     if (backward)
       op->setAttr(kBackwardAttr, b.getUnitAttr());
     bool handedOn = llvm::any_of(op->getResults(), [&](Value v) {
-      return v == chunks.dhidden || v == chunks.dweight;
+      return v == chunks.dhidden || v == chunks.dweight || v == chunks.dbias;
     });
     if (!handedOn)
       op->setAttr(kLossAttr, b.getUnitAttr());
@@ -203,6 +216,7 @@ struct MemfitChunkLossPass
         if (auto l = dyn_cast<LinearCrossEntropyOp>(user);
             l && l.getWeight() == grad.getWeight() &&
             l.getLabels() == grad.getLabels() &&
+            l.getBias() == grad.getBias() &&
             l.getReduction() == grad.getReduction() &&
             l.getIgnoreIndexAttr() == grad.getIgnoreIndexAttr() &&
             usedOnlyAfter(l.getResult(), grad))
@@ -211,22 +225,26 @@ struct MemfitChunkLossPass
       Operation *before = grad->getPrevNode();
       ChunkedLoss chunks = buildChunks(
           b, grad.getLoc(), grad.getReduction(), grad.getHidden(),
-          grad.getWeight(), grad.getLabels(), grad.getIgnoreIndexAttr(),
-          grad.getDloss(), rows, !grad.getDhidden().use_empty(),
-          !grad.getDweight().use_empty());
+          grad.getWeight(), grad.getBias(), grad.getLabels(),
+          grad.getIgnoreIndexAttr(), grad.getDloss(), rows,
+          !grad.getDhidden().use_empty(), !grad.getDweight().use_empty(),
+          grad.getDbias() && !grad.getDbias().use_empty());
       // The chunks run where the backward starts.
       markChunks(before ? before->getNextNode()
                         : &func.getBody().front().front(),
                  grad.getOperation(), chunks, /*backward=*/true);
-      // The memory plan files a parameter's gradient by this attribute.
+      // The memory plan files a parameter's gradient by this attribute
+      // (its presence: the grad op had it, for the weight or the bias).
       if (Attribute of = grad->getAttr(kGradientOfAttr))
-        if (Operation *def =
-                chunks.dweight ? chunks.dweight.getDefiningOp() : nullptr)
-          def->setAttr(kGradientOfAttr, of);
+        for (Value g : {chunks.dweight, chunks.dbias})
+          if (Operation *def = g ? g.getDefiningOp() : nullptr)
+            def->setAttr(kGradientOfAttr, of);
       if (chunks.dhidden)
         grad.getDhidden().replaceAllUsesWith(chunks.dhidden);
       if (chunks.dweight)
         grad.getDweight().replaceAllUsesWith(chunks.dweight);
+      if (chunks.dbias)
+        grad.getDbias().replaceAllUsesWith(chunks.dbias);
       grad.erase();
       if (loss) {
         loss.getResult().replaceAllUsesWith(chunks.loss);
@@ -241,8 +259,8 @@ struct MemfitChunkLossPass
       Operation *before = loss->getPrevNode();
       ChunkedLoss chunks = buildChunks(
           b, loss.getLoc(), loss.getReduction(), loss.getHidden(),
-          loss.getWeight(), loss.getLabels(), loss.getIgnoreIndexAttr(),
-          Value(), rows);
+          loss.getWeight(), loss.getBias(), loss.getLabels(),
+          loss.getIgnoreIndexAttr(), Value(), rows);
       markChunks(before ? before->getNextNode()
                         : &func.getBody().front().front(),
                  loss.getOperation(), chunks, /*backward=*/false);

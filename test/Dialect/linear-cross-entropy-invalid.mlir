@@ -33,3 +33,12 @@ func.func @dloss_not_the_loss_type(%h: tensor<16x32xbf16>, %w: tensor<32x96xbf16
   %0:2 = memfit.linear_cross_entropy_grad mean %h, %w, %l, %g : (tensor<16x32xbf16>, tensor<32x96xbf16>, tensor<16xi64>, tensor<bf16>) -> (tensor<16x32xbf16>, tensor<32x96xbf16>)
   return
 }
+
+// -----
+
+func.func @bias_not_v(%h: tensor<16x32xf32>, %w: tensor<32x96xf32>, %l: tensor<16xi64>, %b: tensor<32xf32>) {
+  // expected-error @+2 {{linear cross-entropy bias must be 'tensor<96xf32>', got 'tensor<32xf32>'}}
+  // expected-error @+1 {{failed to infer returned types}}
+  %0 = memfit.linear_cross_entropy mean %h, %w, %l bias %b : (tensor<16x32xf32>, tensor<32x96xf32>, tensor<16xi64>, tensor<32xf32>) -> tensor<f32>
+  return
+}

@@ -9,6 +9,10 @@
 // transposed) and llama's own head, whose gradient it files.
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=8 --memfit-tie-parameters '--memfit-autodiff=loss=cross-entropy linear-loss=true' 2>/dev/null | FileCheck %s --check-prefix=TIED
 // RUN: memfit-opt %models/llama_dynamo.onnx --input-shape=batch=2,seq=8 '--memfit-autodiff=loss=cross-entropy linear-loss=true' | FileCheck %s --check-prefix=UNTIED
+// RUN: memfit-opt %models/hf/bert_ids_ts.onnx --input-shape=batch=2,seq=8 '--memfit-autodiff=loss=cross-entropy linear-loss=true' 2>/dev/null | FileCheck %s --check-prefix=BIASED
+// BIASED: %[[B:.+]] = memfit.load_parameter @model.cls.predictions.bias : tensor<128xf32>
+// BIASED: memfit.linear_cross_entropy mean %{{.+}}, %{{.+}}, %{{.+}} bias %[[B]]
+// BIASED: memfit.linear_cross_entropy_grad mean %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} bias %[[B]]
 // TIED: %[[W:.+]] = memfit.transpose %{{.+}} {perm = array<i64: 1, 0>} : tensor<96x32xf32> -> tensor<32x96xf32>
 // TIED: %[[L:.+]] = memfit.linear_cross_entropy mean %[[H:.+]], %[[W]], %[[Y:.+]] {ignore_index = -100 : i64} : (tensor<16x32xf32>, tensor<32x96xf32>, tensor<16xi64>) -> tensor<f32>
 // TIED: memfit.linear_cross_entropy_grad mean %[[H]], %[[W]], %[[Y]], %{{.+}} {ignore_index = -100 : i64, memfit.backward}
@@ -114,4 +118,28 @@ func.func @one_chunk(%h: tensor<4x8xf32>, %w: tensor<8x16xf32>, %labels: tensor<
 func.func @loss_only(%h: tensor<4x4xf32>, %w: tensor<4x8xf32>, %labels: tensor<4xi64>) -> tensor<f32> {
   %l = memfit.linear_cross_entropy sum %h, %w, %labels : (tensor<4x4xf32>, tensor<4x8xf32>, tensor<4xi64>) -> tensor<f32>
   return %l : tensor<f32>
+}
+
+// -----
+
+// A head with a bias (BERT's masked-LM head): each chunk adds it to its
+// logits, and the bias's gradient is the sum of the chunks' row sums of
+// the loss gradient (no memfit.loss on that sum: the chunks hand it on).
+// AUTO-LABEL: func.func @bias
+// CHECK-LABEL: func.func @bias
+// CHECK-SAME: %[[B:[^:]+]]: tensor<8xf32>
+// CHECK: %[[Z0:.+]] = memfit.matmul
+// CHECK: memfit.add %[[Z0]], %[[B]] {memfit.backward, memfit.loss} : tensor<3x8xf32>, tensor<8xf32> -> tensor<3x8xf32>
+// CHECK: %[[DS0:.+]] = memfit.softmax_cross_entropy_grad sum
+// CHECK: %[[DB0:.+]] = memfit.reduce_sum %[[DS0]] {axes = array<i64: 0>, keepdims = false, memfit.backward, memfit.loss} : tensor<3x8xf32> -> tensor<8xf32>
+// CHECK: %[[Z1:.+]] = memfit.matmul
+// CHECK: memfit.add %[[Z1]], %[[B]]
+// CHECK: %[[DS1:.+]] = memfit.softmax_cross_entropy_grad sum
+// CHECK: %[[DB1:.+]] = memfit.reduce_sum %[[DS1]]
+// CHECK: %[[DB:.+]] = memfit.add %[[DB0]], %[[DB1]] {memfit.backward} : tensor<8xf32>, tensor<8xf32> -> tensor<8xf32>
+// CHECK: return %{{.+}}, %{{.+}}, %{{.+}}, %[[DB]]
+func.func @bias(%h: tensor<5x4xf32>, %w: tensor<4x8xf32>, %labels: tensor<5xi64>, %g: tensor<f32>, %b: tensor<8xf32>) -> (tensor<f32>, tensor<5x4xf32>, tensor<4x8xf32>, tensor<8xf32>) {
+  %l = memfit.linear_cross_entropy mean %h, %w, %labels bias %b : (tensor<5x4xf32>, tensor<4x8xf32>, tensor<5xi64>, tensor<8xf32>) -> tensor<f32>
+  %dh, %dw, %db = memfit.linear_cross_entropy_grad mean %h, %w, %labels, %g bias %b : (tensor<5x4xf32>, tensor<4x8xf32>, tensor<5xi64>, tensor<f32>, tensor<8xf32>) -> (tensor<5x4xf32>, tensor<4x8xf32>, tensor<8xf32>)
+  return %l, %dh, %dw, %db : tensor<f32>, tensor<5x4xf32>, tensor<4x8xf32>, tensor<8xf32>
 }

@@ -105,11 +105,14 @@ static LogicalResult rule(SoftmaxCrossEntropyGradOp op, GradBuilder &g) {
 static LogicalResult rule(LinearCrossEntropyOp op, GradBuilder &g) {
   auto grads = LinearCrossEntropyGradOp::create(
       g.b, g.loc, op.getReductionAttr(), op.getHidden(), op.getWeight(),
-      op.getLabels(), g.grad(), op.getIgnoreIndexAttr());
+      op.getLabels(), g.grad(), op.getBias(), op.getIgnoreIndexAttr());
   if (g.needs(0))
     g.set(0, grads.getDhidden());
   if (g.needs(1))
     g.set(1, grads.getDweight());
+  // Operand 3, the bias, after the labels.
+  if (op.getBias() && g.needs(3))
+    g.set(3, grads.getDbias());
   return success();
 }
 

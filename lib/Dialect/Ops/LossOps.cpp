@@ -73,9 +73,10 @@ static Type linearLossType(Value hidden) {
   return elt.isF64() ? elt : Float32Type::get(hidden.getContext());
 }
 
-/// hidden [N, D], weight [D, V] of one float type, labels [N].
+/// hidden [N, D], weight [D, V] of one float type, labels [N], and an
+/// optional bias [V] of the weight's type.
 static LogicalResult checkLinearLoss(OptLoc loc, Value hidden, Value weight,
-                                     Value labels) {
+                                     Value labels, Value bias) {
   ArrayRef<int64_t> h = shapeOf(hidden), w = shapeOf(weight),
                     l = shapeOf(labels);
   if (h.size() != 2 || w.size() != 2 || l.size() != 1 || w[0] != h[1] ||
@@ -88,13 +89,17 @@ static LogicalResult checkLinearLoss(OptLoc loc, Value hidden, Value weight,
     return emitOptionalError(loc, "linear cross-entropy hidden and weight "
                                   "element types differ: ",
                              eltOf(hidden), " and ", eltOf(weight));
+  if (bias && bias.getType() != RankedTensorType::get({w[1]}, eltOf(weight)))
+    return emitOptionalError(loc, "linear cross-entropy bias must be ",
+                             RankedTensorType::get({w[1]}, eltOf(weight)),
+                             ", got ", bias.getType());
   return success();
 }
 
 LogicalResult LinearCrossEntropyOp::inferReturnTypes(
     MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
   if (failed(checkLinearLoss(loc, adaptor.getHidden(), adaptor.getWeight(),
-                             adaptor.getLabels())))
+                             adaptor.getLabels(), adaptor.getBias())))
     return failure();
   return pushTensor(types, {}, linearLossType(adaptor.getHidden()));
 }
@@ -108,10 +113,12 @@ LogicalResult LinearCrossEntropyOp::verify() {
 LogicalResult LinearCrossEntropyGradOp::inferReturnTypes(
     MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
   if (failed(checkLinearLoss(loc, adaptor.getHidden(), adaptor.getWeight(),
-                             adaptor.getLabels())))
+                             adaptor.getLabels(), adaptor.getBias())))
     return failure();
   types.push_back(adaptor.getHidden().getType());
   types.push_back(adaptor.getWeight().getType());
+  if (Value bias = adaptor.getBias())
+    types.push_back(bias.getType());
   return success();
 }
 

@@ -10,8 +10,10 @@ cross-entropy computed a chunk of ROWS rows at a time
 (memfit.linear_cross_entropy, the default; several chunks on purpose) and
 with --no-chunked-loss, which holds the logits whole. The compiled steps
 must differ (the chunked one has more loss kernels), and the loss and
-every gradient must agree within 1e-6 of each tensor's largest magnitude:
-the chunks sum the same terms in another order. Prints the worst relative
+every gradient must agree within 1e-6 of each tensor's largest magnitude
+(of the largest gradient's for gradients that the references list as zero
+analytically, whose values are rounding noise): the chunks sum the same
+terms in another order. Prints the worst relative
 difference, then `PASS NAME_EXPORTER` or FAIL lines.
 """
 
@@ -64,14 +66,22 @@ def main():
     print("\n".join(kernels))
     if len(kernels) == 2 and kernels[0].split(":")[1] == kernels[1].split(":")[1]:
         failures.append("the chunked step compiled like the whole one")
+    # Gradients that are zero analytically (an attention key's bias, as
+    # the references list them) are rounding noise in both: those are
+    # measured against the largest gradient of all instead.
+    zero = {"grad." + str(z) for z in np.load(os.path.join(
+        models, f"{stem}_grads.npz"))["zero_grad"]}
+    names = [f for f in sorted(os.listdir(whole_dir))
+             if f == "loss.npy" or f.startswith("grad.")]
+    largest = max(float(np.max(np.abs(np.load(os.path.join(whole_dir, f)))))
+                  for f in names if f.startswith("grad."))
     worst, worst_key = 0.0, None
-    for f in sorted(os.listdir(whole_dir)):
-        if not (f == "loss.npy" or f.startswith("grad.")):
-            continue
+    for f in names:
         a = np.load(os.path.join(chunked_dir, f)).astype(np.float64)
         b = np.load(os.path.join(whole_dir, f)).astype(np.float64)
-        scale = max(float(np.max(np.abs(b), initial=0.0)), 1e-30)
-        err = float(np.max(np.abs(a - b), initial=0.0)) / scale
+        scale = largest if f[:-4] in zero else float(np.max(np.abs(b),
+                                                             initial=0.0))
+        err = float(np.max(np.abs(a - b), initial=0.0)) / max(scale, 1e-30)
         if err > worst:
             worst, worst_key = err, f[:-4]
         if not np.isfinite(err) or err > REL_TOL:

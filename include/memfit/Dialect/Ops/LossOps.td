@@ -100,9 +100,10 @@ def Memfit_LinearCrossEntropyOp
         [DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "softmax cross-entropy of an LM head's logits, never stored";
   let description = [{
-    The loss `softmax_cross_entropy_loss(hidden . weight, labels)` of
+    The loss `softmax_cross_entropy_loss(hidden . weight + bias, labels)` of
     `hidden` `[N, D]` and `weight` `[D, V]` (the LM head as MatMul's right
-    operand; a tied head reads the embedding transposed), `labels` `[N]`,
+    operand; a tied head reads the embedding transposed), an optional
+    `bias` `[V]` (BERT's masked-LM head has one), `labels` `[N]`,
     `reduction` `sum` or `mean`, labels equal to `ignore_index` contributing
     nothing. memfit-autodiff builds it for `loss=cross-entropy` when the
     model's output is such a contraction, so that no `[N, V]` logits tensor
@@ -116,10 +117,11 @@ def Memfit_LinearCrossEntropyOp
   let arguments = (ins Memfit_LossReduction:$reduction,
                        Memfit_FloatTensor:$hidden, Memfit_FloatTensor:$weight,
                        Memfit_IndexTensor:$labels,
+                       Optional<Memfit_FloatTensor>:$bias,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Memfit_FloatTensor:$result);
   let assemblyFormat = [{
-    $reduction $hidden `,` $weight `,` $labels attr-dict `:`
+    $reduction $hidden `,` $weight `,` $labels (`bias` $bias^)? attr-dict `:`
     functional-type(operands, results)
   }];
   let hasVerifier = 1;
@@ -132,8 +134,9 @@ def Memfit_LinearCrossEntropyGradOp
   let description = [{
     The gradients of `memfit.linear_cross_entropy` with the same operands
     and `dloss`, the loss's gradient (a scalar): `dhidden` `[N, D]` =
-    `dlogits . weight^T` and `dweight` `[D, V]` = `hidden^T . dlogits`,
-    where `dlogits = (softmax(hidden . weight) - onehot(labels)) * dloss`
+    `dlogits . weight^T`, `dweight` `[D, V]` = `hidden^T . dlogits` and,
+    with a `bias`, `dbias` `[V]`, the sum of `dlogits` over the rows,
+    where `dlogits = (softmax(hidden . weight + bias) - onehot(labels)) * dloss`
     (divided by the number of labels not ignored for `mean`; zero rows for
     ignored labels). memfit-chunk-loss computes the logits, the loss and
     these a chunk of rows at a time.
@@ -145,12 +148,14 @@ def Memfit_LinearCrossEntropyGradOp
   let arguments = (ins Memfit_LossReduction:$reduction,
                        Memfit_FloatTensor:$hidden, Memfit_FloatTensor:$weight,
                        Memfit_IndexTensor:$labels, Memfit_FloatTensor:$dloss,
+                       Optional<Memfit_FloatTensor>:$bias,
                        OptionalAttr<I64Attr>:$ignore_index);
   let results = (outs Memfit_FloatTensor:$dhidden,
-                      Memfit_FloatTensor:$dweight);
+                      Memfit_FloatTensor:$dweight,
+                      Optional<Memfit_FloatTensor>:$dbias);
   let assemblyFormat = [{
-    $reduction $hidden `,` $weight `,` $labels `,` $dloss attr-dict `:`
-    functional-type(operands, results)
+    $reduction $hidden `,` $weight `,` $labels `,` $dloss (`bias` $bias^)?
+    attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
