@@ -254,6 +254,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("chunked-loss", "false");
   if (options.lossChunk != defaults.lossChunk)
     add("loss-chunk", std::to_string(options.lossChunk));
+  if (!options.earlyUpdates)
+    add("early-updates", "false");
   list("trainable", options.trainable);
   list("frozen", options.frozen);
   string("entry", options.entry);
@@ -467,6 +469,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   pm.addPass(createMemfitRematPass(remat));
   addFusePass(pm, options.fusion, options.budget.getValue().bytes,
               options.rematReport);
+  if (options.earlyUpdates)
+    pm.addPass(createMemfitEarlyUpdatesPass());
 }
 
 /// Registers a pipeline whose typed options are parsed, then checked by

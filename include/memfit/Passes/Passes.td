@@ -588,6 +588,33 @@ def MemfitChunkLossPass
   ];
 }
 
+def MemfitEarlyUpdatesPass
+    : Pass<"memfit-early-updates", "::mlir::ModuleOp"> {
+  let summary = "Runs each optimizer update as soon as its gradient is "
+                "complete";
+  let description = [{
+    memfit-optimizer writes the updates after the whole backward, so every
+    gradient stays live to the end of the step. This pass moves each op
+    whose results `memfit.assign` writes (an update, the step counter's
+    kernel, an accumulation) to just after the last op it must follow:
+    the producers of its operands and every reader of the old value of
+    what it writes (the loads of those parameters and states, and their
+    readers through views). The state loads only it reads move with it,
+    its assigns right after it. An update then runs once its gradient is
+    complete and its weight has been read for the last time (after the
+    recomputation and gradients of its layer), and its gradient's buffer
+    is free from there on. Updates that wait for every gradient (a global
+    norm to clip by, dynamic loss scaling's overflow check) stay at the
+    end. Nothing is computed differently; only independent ops run at
+    other times. The train pipeline runs it last (`early-updates=false`
+    turns it off).
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let statistics = [
+    Statistic<"numMoved", "moved", "Updates moved earlier">,
+  ];
+}
+
 def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
   let summary = "Adds the optimizer update (SGD or AdamW) and gradient accumulation";
   let description = [{

@@ -137,6 +137,11 @@ struct TrainPipelineOptions
       *this, "loss-chunk",
       llvm::cl::desc("Rows of logits per chunk (0: chosen from the shapes)"),
       llvm::cl::init(0)};
+  Option<bool> earlyUpdates{
+      *this, "early-updates",
+      llvm::cl::desc("Run each optimizer update as soon as its gradient is "
+                     "complete, freeing the gradient (memfit-early-updates)"),
+      llvm::cl::init(true)};
   ListOption<std::string> trainable{
       *this, "trainable",
       llvm::cl::desc("Glob patterns of the parameters to train (default: all)")};
