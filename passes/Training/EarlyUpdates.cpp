@@ -8,14 +8,15 @@
 // follow: the producers of its operands, and every reader of the old value
 // of what it writes (the loads of those symbols and what reads them,
 // through views). The state loads that only it reads move with it, its
-// assigns right after it; an update that reads another's results (the step
-// counter's) moves after that one has. So an update runs as soon as its gradient is
-// complete and its weight is read for the last time, and the gradient's
-// buffer is free from there on. Updates that wait for every gradient (a
-// clipped global norm, dynamic loss scaling's overflow check) stay where
-// their operands put them. Values and their order of computation do not
-// change, only when independent ops run. See the pass description in
-// Passes.td.
+// assigns right after it; an update whose results other updates read (the
+// step counter's, the loss scale's) is pulled along just before the first
+// of them, so that its results do not live through the forward. So an
+// update runs as soon as its gradient is complete and its weight is read
+// for the last time, and the gradient's buffer is free from there on.
+// Updates that wait for every gradient (a clipped global norm, dynamic loss
+// scaling's overflow check) stay where their operands put them. Values and
+// their order of computation do not change, only when independent ops run.
+// See the pass description in Passes.td.
 //
 //===----------------------------------------------------------------------===//
 
