@@ -32,7 +32,6 @@ Prints PASS or FAIL lines.
 
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -40,6 +39,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from memfit_test.op_numerics import onnx_model
+from memfit_test.check_training import report, run
+from memfit_test.runner import relative
 
 TOL = 1e-6
 B, H, S, D = 2, 2, 40, 8
@@ -109,19 +110,6 @@ def reference_loss(m, stream):
     scale = float(np.float32(1 / (1 - float(np.float32(RATIO)))))
     y = np.einsum("bhij,bhjd->bhid", p * z * scale, w["v"])
     return float((y * w["r"]).sum()), float(1 - z.mean())
-
-
-def run(args):
-    done = subprocess.run(args, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"FAIL: memfit-run exited with {done.returncode}\n"
-                 f"{done.stdout}{done.stderr}\n$ {' '.join(args)}")
-    return done.stdout
-
-
-def relative(a, b):
-    a, b = (np.asarray(x, np.float64) for x in (a, b))
-    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
 
 
 def main():
@@ -198,11 +186,7 @@ def main():
         if err > TOL:
             failures.append(f"{name} of the uniform model differs from the "
                             f"spelled-out graph's by {err:.2e}")
-    for failure in failures:
-        print(f"FAIL {failure}")
-    if not failures:
-        print("PASS attention dropout")
-    return 1 if failures else 0
+    return report("attention dropout", failures)
 
 
 if __name__ == "__main__":

@@ -18,12 +18,13 @@ difference, then `PASS NAME_EXPORTER` or FAIL lines.
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
 
 from memfit_test.check_grads import gradient_inputs, input_args
+from memfit_test import check_training
+from memfit_test.check_training import report
 from memfit_test.runner import split_passthrough
 
 REL_TOL = 1e-6
@@ -31,12 +32,7 @@ REL_TOL = 1e-6
 
 def run(args, workdir):
     os.makedirs(workdir, exist_ok=True)
-    done = subprocess.run(args + [f"--output-dir={workdir}"],
-                          capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"FAIL: memfit-run exited with {done.returncode}\n"
-                 f"{done.stdout}{done.stderr}\n$ {' '.join(args)}")
-    return done.stdout
+    return check_training.run(args + [f"--output-dir={workdir}"])
 
 
 def main():
@@ -87,11 +83,7 @@ def main():
         if not np.isfinite(err) or err > REL_TOL:
             failures.append(f"{f[:-4]}: relative difference {err:.2e}")
     print(f"{stem}: worst relative difference {worst:.2e} ({worst_key})")
-    for failure in failures:
-        print(f"FAIL {stem}: {failure}")
-    if not failures:
-        print(f"PASS {stem}")
-    return 1 if failures else 0
+    return report(stem, failures)
 
 
 if __name__ == "__main__":

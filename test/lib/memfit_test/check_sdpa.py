@@ -40,6 +40,8 @@ import numpy as np
 import onnx
 from onnx import TensorProto, helper, numpy_helper
 
+from memfit_test.runner import relative
+
 F32 = np.float32
 
 
@@ -160,7 +162,7 @@ def check(args, refs, case, form):
             lines.append(f"FAIL {tag}/grad.{n}: shape {got.shape} vs {ref.shape}")
             failed += 1
             continue
-        err = float(np.abs(got - ref).max() / np.abs(ref).max())
+        err = relative(got, ref)
         ok = np.isfinite(err) and err <= args.rel_tol
         lines.append(f"{'PASS' if ok else 'FAIL'} {tag}/grad.{n} err {err:.2e} "
                      f"(PyTorch's own {float(own[i]):.1e})")

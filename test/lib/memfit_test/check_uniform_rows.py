@@ -17,7 +17,6 @@ Prints PASS or FAIL lines.
 """
 
 import os
-import subprocess
 import sys
 
 import numpy as np
@@ -25,6 +24,8 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 from memfit_test.op_numerics import onnx_model, ort_session
+from memfit_test.check_training import report, run
+from memfit_test.runner import relative
 
 TOL = 1e-6
 
@@ -52,14 +53,6 @@ def model(rng):
     graph = helper.make_graph(nodes, "uniform_rows", [keep], [loss],
                               initializer=inits)
     return onnx_model(graph, 17)
-
-
-def run(args):
-    done = subprocess.run(args, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"FAIL: memfit-run exited with {done.returncode}\n"
-                 f"{done.stdout}{done.stderr}\n$ {' '.join(args)}")
-    return done.stdout
 
 
 def main():
@@ -90,18 +83,13 @@ def main():
     if err > TOL:
         failures.append(f"loss differs from onnxruntime's by {err:.2e}")
     for name in ["q", "k", "v"]:
-        a = np.load(os.path.join(fused, f"grad.{name}.npy")).astype(np.float64)
-        b = np.load(os.path.join(spelled, f"grad.{name}.npy")).astype(np.float64)
-        err = float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
+        err = relative(np.load(os.path.join(fused, f"grad.{name}.npy")),
+                       np.load(os.path.join(spelled, f"grad.{name}.npy")))
         print(f"grad.{name}: relative difference {err:.2e}")
         if err > TOL:
             failures.append(f"grad.{name} differs from the spelled-out graph's "
                             f"by {err:.2e}")
-    for failure in failures:
-        print(f"FAIL {failure}")
-    if not failures:
-        print("PASS uniform rows")
-    return 1 if failures else 0
+    return report("uniform rows", failures)
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """Running memfit's tools from the checks: one way to report a failed run,
-and one way to run a function written as MLIR text on .npy inputs."""
+one way to run a function written as MLIR text on .npy inputs, and the
+error relative to a reference's largest magnitude."""
 import os
 import shutil
 import subprocess
@@ -18,6 +19,13 @@ def run_tool(cmd, env=None, timeout=600):
     return (f"memfit-run exit status {proc.returncode}: "
             + (proc.stderr.strip() or proc.stdout.strip())[:2000]
             + "\n    reproduce: " + " ".join(cmd))
+
+
+def relative(a, b):
+    """max |a - b| over max |b|: an error relative to the reference's
+    largest magnitude."""
+    a, b = (np.asarray(x, np.float64) for x in (a, b))
+    return float(np.max(np.abs(a - b))) / max(float(np.max(np.abs(b))), 1e-30)
 
 
 def run_function(memfit_run, directory, text, feeds, results, device="host",
