@@ -556,15 +556,15 @@ void ExecutableBuilder::addMemoryReport() {
   }
   const MemoryPlan &peak = modulePlan.functions[modulePlan.peakFunction];
   // Mixed precision shows its working copies even when none is live at the
-  // peak.
-  bool workingCopies =
-      llvm::any_of(modulePlan.functions, [](const MemoryPlan &plan) {
-        return plan.categoryBytes(BufferCategory::WorkingCopy) > 0;
-      });
-  // So does a training step its loss, chunked or not.
-  bool loss = llvm::any_of(modulePlan.functions, [](const MemoryPlan &plan) {
-    return plan.categoryBytes(BufferCategory::Loss) > 0;
-  });
+  // peak, and a training step its loss, chunked or not: the categories that
+  // some function of the module has.
+  auto planned = [&](BufferCategory category) {
+    return (category == BufferCategory::WorkingCopy ||
+            category == BufferCategory::Loss) &&
+           llvm::any_of(modulePlan.functions, [&](const MemoryPlan &plan) {
+             return plan.categoryBytes(category) > 0;
+           });
+  };
   for (BufferCategory category :
        {BufferCategory::Input, BufferCategory::Output,
         BufferCategory::Activation, BufferCategory::Gradient,
@@ -573,9 +573,7 @@ void ExecutableBuilder::addMemoryReport() {
         BufferCategory::Temporary,
         BufferCategory::WorkingCopy}) {
     int64_t bytes = peak.peakBytes[unsigned(category)];
-    if (bytes || always(category) ||
-        (category == BufferCategory::WorkingCopy && workingCopies) ||
-        (category == BufferCategory::Loss && loss))
+    if (bytes || always(category) || planned(category))
       manifest.memory.push_back({stringifyBufferCategory(category).str(),
                                  static_cast<uint64_t>(bytes)});
   }
