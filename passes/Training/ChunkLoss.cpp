@@ -169,15 +169,15 @@ ChunkedLoss buildChunks(OpBuilder &b, Location loc, LossReduction reduction,
   return out;
 }
 
-/// Marks the ops from `first` up to (not including) `end` as the loss's
-/// (kLossAttr: the memory plan's loss category), but those that compute
-/// what the chunks hand on: the hidden states', weight's and bias's
-/// gradients.
-/// With `backward`, also as backward ops (they run where the backward
-/// starts).
-void markChunks(Operation *first, Operation *end, const ChunkedLoss &chunks,
+/// Marks the ops after `before` (null: from the block's start) up to (not
+/// including) `end` as the loss's (kLossAttr: the memory plan's loss
+/// category), but those that compute what the chunks hand on: the hidden
+/// states', weight's and bias's gradients. With `backward`, also as
+/// backward ops (they run where the backward starts).
+void markChunks(Operation *before, Operation *end, const ChunkedLoss &chunks,
                 bool backward) {
-  Builder b(first->getContext());
+  Builder b(end->getContext());
+  Operation *first = before ? before->getNextNode() : &end->getBlock()->front();
   for (Operation *op = first; op != end; op = op->getNextNode()) {
     if (backward)
       op->setAttr(kBackwardAttr, b.getUnitAttr());
@@ -230,9 +230,7 @@ struct MemfitChunkLossPass
           !grad.getDhidden().use_empty(), !grad.getDweight().use_empty(),
           grad.getDbias() && !grad.getDbias().use_empty());
       // The chunks run where the backward starts.
-      markChunks(before ? before->getNextNode()
-                        : &func.getBody().front().front(),
-                 grad.getOperation(), chunks, /*backward=*/true);
+      markChunks(before, grad.getOperation(), chunks, /*backward=*/true);
       // The memory plan files a parameter's gradient by this attribute
       // (its presence: the grad op had it, for the weight or the bias).
       if (Attribute of = grad->getAttr(kGradientOfAttr))
@@ -261,9 +259,7 @@ struct MemfitChunkLossPass
           b, loss.getLoc(), loss.getReduction(), loss.getHidden(),
           loss.getWeight(), loss.getBias(), loss.getLabels(),
           loss.getIgnoreIndexAttr(), Value(), rows);
-      markChunks(before ? before->getNextNode()
-                        : &func.getBody().front().front(),
-                 loss.getOperation(), chunks, /*backward=*/false);
+      markChunks(before, loss.getOperation(), chunks, /*backward=*/false);
       loss.getResult().replaceAllUsesWith(chunks.loss);
       loss.erase();
     }
