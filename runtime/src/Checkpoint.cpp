@@ -12,6 +12,13 @@
 // fnv1a64 the 64-bit FNV-1a hash of the variable's bytes in hex. Frozen
 // parameters are not saved: they never change.
 //
+// The file is written through a DurableFileWriter (a temporary sibling,
+// fsync, rename, fsync of the folder): a process killed at any instant of a
+// save leaves the previous checkpoint whole. For the tests that kill a
+// writer on purpose, MEMFIT_TEST_CHECKPOINT_PAUSE_MS=<ms> makes a save
+// sleep that long after the header and after every variable, so a kill lands
+// inside the write.
+//
 //===----------------------------------------------------------------------===//
 
 #include "memfit/runtime/Session.h"
@@ -20,7 +27,10 @@
 #include "Json.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstdlib>
+#include <ctime>
 #include <map>
 
 namespace memfit::rt {
@@ -59,6 +69,20 @@ const JsonValue *member(const JsonValue &object, const char *name,
   if (v->kind() == kind)
     return v;
   return nullptr;
+}
+
+/// MEMFIT_TEST_CHECKPOINT_PAUSE_MS's sleep between the parts of a save (a
+/// test's window for killing the writer); nothing when it is not set.
+void pauseForTests() {
+  static const long ms = [] {
+    const char *text = std::getenv("MEMFIT_TEST_CHECKPOINT_PAUSE_MS");
+    return text ? std::strtol(text, nullptr, 10) : 0L;
+  }();
+  if (ms <= 0)
+    return;
+  struct timespec left = {ms / 1000, (ms % 1000) * 1000000L};
+  while (::nanosleep(&left, &left) != 0 && errno == EINTR) {
+  }
 }
 
 /// One variable of a checkpoint's header, checked against the manifest.
@@ -117,9 +141,12 @@ Status Session::saveCheckpoint(const std::string &path) const {
       file.append(magic.data(), magic.size()).withContext("saveCheckpoint"));
   MEMFIT_RT_RETURN_IF_ERROR(file.append(headerText.data(), headerText.size())
                                 .withContext("saveCheckpoint"));
-  for (const Tensor &t : tensors)
+  pauseForTests();
+  for (const Tensor &t : tensors) {
     MEMFIT_RT_RETURN_IF_ERROR(file.append(t.data.data(), t.data.size())
                                   .withContext("saveCheckpoint"));
+    pauseForTests();
+  }
   return file.commit().withContext("saveCheckpoint");
 }
 

@@ -1,9 +1,18 @@
 //===- Files.cpp - whole-file reads and atomic writes ---------------------===//
+//
+// Durable writes go to a temporary sibling `<target>.tmp-<pid>-<n>` that is
+// flushed and renamed over the target, so a process killed at any instant
+// leaves the old target or the new one. The temporary of a killed writer
+// stays behind; the next durable write of the same target removes those
+// whose process is gone.
+//
+//===----------------------------------------------------------------------===//
 
 #include "Files.h"
 
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -114,8 +123,41 @@ void DurableFileWriter::abandon() {
   temporary_.clear();
 }
 
+void removeStaleTemporaries(const std::string &path) {
+  size_t slash = path.rfind('/');
+  std::string directory = slash == std::string::npos ? "."
+                          : slash == 0               ? "/"
+                                                     : path.substr(0, slash);
+  std::string prefix =
+      (slash == std::string::npos ? path : path.substr(slash + 1)) + ".tmp-";
+  DIR *dir = ::opendir(directory.c_str());
+  if (!dir)
+    return;
+  std::vector<std::string> stale;
+  while (struct dirent *entry = ::readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.compare(0, prefix.size(), prefix) != 0)
+      continue;
+    // "<pid>-<counter>", both decimal.
+    std::string rest = name.substr(prefix.size());
+    size_t dash = rest.find('-');
+    if (dash == 0 || dash == std::string::npos || dash > 9 ||
+        dash + 1 == rest.size() ||
+        rest.find_first_not_of("0123456789", 0) != dash ||
+        rest.find_first_not_of("0123456789", dash + 1) != std::string::npos)
+      continue;
+    pid_t pid = static_cast<pid_t>(std::stol(rest.substr(0, dash)));
+    if (pid == ::getpid() || (::kill(pid, 0) != 0 && errno == ESRCH))
+      stale.push_back(directory + "/" + name);
+  }
+  ::closedir(dir);
+  for (const std::string &file : stale)
+    ::unlink(file.c_str());
+}
+
 Status DurableFileWriter::open() {
   abandon();
+  removeStaleTemporaries(path_);
   std::string temporary = temporarySibling(path_);
   fd_ = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
                0644);

@@ -26,10 +26,19 @@ Status writeFileAtomic(const std::string &path, const void *data, size_t size);
 
 Status renameFile(const std::string &from, const std::string &to);
 
+/// Removes the temporary siblings of `path` (temporarySibling's names) that
+/// a writer killed before its rename left behind: those whose process has
+/// exited (or is this one: a temporary of this process is only ever open
+/// through a DurableFileWriter, which is not writing `path` now). Best
+/// effort.
+void removeStaleTemporaries(const std::string &path);
+
 /// Writes a file that must survive a crash whole or not at all: data goes to
 /// a temporary sibling; commit() flushes it to disk (fsync), renames it over
 /// the target and flushes the directory. Destroyed without a successful
-/// commit, it removes the temporary and leaves the target untouched.
+/// commit, it removes the temporary and leaves the target untouched; open()
+/// first removes the temporaries of the same target that killed writers
+/// left (removeStaleTemporaries).
 class DurableFileWriter {
 public:
   explicit DurableFileWriter(std::string path);

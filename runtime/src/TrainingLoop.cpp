@@ -1,4 +1,10 @@
 //===- TrainingLoop.cpp - a training run: steps, progress, checkpoints ----===//
+//
+// The loop of TrainingLoop.h: resume, steps with the schedule, a line (or
+// the bar) per step, checkpoints every saveEvery steps and at the end, and a
+// stop between steps when the caller's flag (a signal) asks for one.
+//
+//===----------------------------------------------------------------------===//
 
 #include "memfit/runtime/TrainingLoop.h"
 
@@ -60,7 +66,8 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
     return counter.status();
   TrainingSummary summary;
   int64_t start = summary.firstStep = *counter;
-  int64_t end = summary.endStep = start + options.steps;
+  int64_t end = summary.endStep = summary.plannedEndStep =
+      start + options.steps;
   LrSchedule schedule = options.schedule;
   if (!schedule.decaySteps)
     schedule.decaySteps = end;
@@ -76,7 +83,9 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                    double(schedule.peak));
   }
 
+  int64_t savedAt = -1;
   auto saveState = [&](int64_t global) -> Status {
+    savedAt = global;
     if (!options.checkpoint.empty()) {
       MEMFIT_RT_RETURN_IF_ERROR(session.saveCheckpoint(options.checkpoint));
       if (log && !bar)
@@ -93,6 +102,18 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
 
   auto trainStart = Clock::now();
   for (int64_t s = start; s < end; ++s) {
+    if (options.stop && *options.stop) {
+      summary.stoppedBy = int(*options.stop);
+      summary.endStep = s;
+      if (bar && s > start)
+        *bar << "\n";
+      if (savedAt != s)
+        MEMFIT_RT_RETURN_IF_ERROR(saveState(s));
+      if (log)
+        log->flush();
+      summary.seconds = secondsSince(trainStart);
+      return summary;
+    }
     float lr = learningRate(schedule, s);
     auto stepStart = Clock::now();
     StatusOr<float> loss = trainer.step(data.step(s), lr);
@@ -135,6 +156,9 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
       *log << format("step %lld/%lld loss %.6f lr %.3e %.1f ms%s\n",
                      (long long)global, (long long)end, double(*loss),
                      double(lr), ms, scaling.c_str());
+      // A log piped to a file shows each step as it ends, and a killed
+      // run's log ends at its last step.
+      log->flush();
     }
     if (options.saveEvery > 0 && global % options.saveEvery == 0 &&
         global != end)

@@ -12,6 +12,12 @@
 // files (TrainedWeights.h); this file is the order they run in and what
 // the tool prints.
 //
+// While it trains, SIGINT and SIGTERM stop the run between steps: the step
+// in progress finishes, the checkpoint is written, and the tool says how to
+// resume and exits with 128 + the signal's number (130, 143), as a shell
+// reports a process the signal killed. A second signal exits at once (the
+// checkpoint on disk is the last complete one: saves are atomic).
+//
 //===----------------------------------------------------------------------===//
 
 #include "memfit/Frontend/RunFlags.h"
@@ -35,9 +41,11 @@
 #include <chrono>
 #include <cmath>
 #include <csignal>
+#include <cstring>
 #include <iostream>
 #include <map>
 #include <optional>
+#include <signal.h>
 #include <unistd.h>
 
 namespace cl = llvm::cl;
@@ -261,6 +269,71 @@ openSession(const rt::Executable &executable) {
   return session;
 }
 
+/// The signal that asked training to stop (0: none); set by onStopSignal.
+volatile std::sig_atomic_t stopSignal = 0;
+
+/// SIGINT/SIGTERM during training: the first one asks the loop to stop after
+/// the current step; a second one exits now. Only async-signal-safe calls.
+extern "C" void onStopSignal(int signo) {
+  if (stopSignal) {
+    static const char message[] =
+        "memfit-run: second signal: exiting now; the checkpoint on disk is "
+        "the last complete one\n";
+    ssize_t written = ::write(STDERR_FILENO, message, sizeof(message) - 1);
+    (void)written;
+    ::_exit(128 + signo);
+  }
+  stopSignal = signo;
+}
+
+/// onStopSignal as the handler of SIGINT and SIGTERM while it lives, the
+/// previous handlers (LLVM's) again after.
+class StopSignals {
+public:
+  StopSignals() {
+    struct sigaction action;
+    std::memset(&action, 0, sizeof(action));
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    for (int i = 0; i < 2; ++i)
+      ::sigaction(kSignals[i], &action, &previous_[i]);
+  }
+  ~StopSignals() {
+    for (int i = 0; i < 2; ++i)
+      ::sigaction(kSignals[i], &previous_[i], nullptr);
+  }
+  StopSignals(const StopSignals &) = delete;
+  StopSignals &operator=(const StopSignals &) = delete;
+
+private:
+  static constexpr int kSignals[2] = {SIGINT, SIGTERM};
+  struct sigaction previous_[2];
+};
+
+const char *signalName(int signo) {
+  return signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "a signal";
+}
+
+/// The run stopped by a signal: where its state is and how to go on.
+int reportStop(const rt::TrainingSummary &summary) {
+  const RunFlags &f = flags();
+  std::string message = std::string("stopped by ") +
+                        signalName(summary.stoppedBy) + " after step " +
+                        std::to_string(summary.endStep) + " of " +
+                        std::to_string(summary.plannedEndStep) + "; ";
+  if (f.checkpointPath.empty())
+    message += "no --checkpoint was given, so the run cannot be resumed";
+  else
+    message += "checkpoint in " + f.checkpointPath + "; resume with " +
+               shellWord("--resume=" + f.checkpointPath.getValue()) +
+               " --steps=" +
+               std::to_string(summary.plannedEndStep - summary.endStep) +
+               " and the other flags of this run";
+  fail(message);
+  return 128 + summary.stoppedBy;
+}
+
 /// --train: the runtime's training loop with the flags' data and schedule,
 /// then the exports.
 int trainModel(rt::Session &session) {
@@ -278,9 +351,15 @@ int trainModel(rt::Session &session) {
   if (!f.quiet && ::isatty(STDERR_FILENO))
     loop.progressBar = &std::cerr;
   loop.warn = warn;
-  auto summary = rt::runTraining(session, *trainer, *source, loop);
+  loop.stop = &stopSignal;
+  auto summary = [&] {
+    StopSignals handlers;
+    return rt::runTraining(session, *trainer, *source, loop);
+  }();
   if (!summary)
     return fail(summary.status().message());
+  if (summary->stoppedBy)
+    return reportStop(*summary);
   for (auto [path, adaptersOnly] :
        {std::pair(f.exportAdapters.getValue(), true),
         std::pair(f.exportSafetensors.getValue(), false)}) {

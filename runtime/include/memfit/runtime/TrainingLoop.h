@@ -23,6 +23,12 @@
 //   saved checkpoint ckpt at step 8              (not with the bar)
 //   trained 3 steps in 0.00 s (0.4 ms/step), last loss 4.493109
 //
+// With `stop`, a flag that a signal handler sets to the signal's number, the
+// loop checks the flag before every step: once set, it saves the checkpoint
+// and the losses at the step reached and returns a summary whose stoppedBy
+// is the flag and whose endStep is that step (a flag set during the last
+// step ends the run as usual).
+//
 //===----------------------------------------------------------------------===//
 
 #ifndef MEMFIT_RUNTIME_TRAININGLOOP_H
@@ -30,6 +36,7 @@
 
 #include "memfit/runtime/TrainingData.h"
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <iosfwd>
@@ -60,11 +67,19 @@ struct TrainingLoopOptions {
   std::ostream *progressBar = nullptr;
   /// Warnings (the step counter disagrees with the steps taken).
   std::function<void(const std::string &)> warn;
+  /// Non-zero (a signal's number, set by its handler): stop before the next
+  /// step, after saving the checkpoint. Null: never.
+  const volatile std::sig_atomic_t *stop = nullptr;
 };
 
 struct TrainingSummary {
   /// The step counter before and after the run.
   int64_t firstStep = 0, endStep = 0;
+  /// The `stop` flag that ended the run before its last step (endStep is
+  /// then the step it stopped after); 0: the run took all its steps.
+  int stoppedBy = 0;
+  /// The steps the run was asked to reach (firstStep + steps).
+  int64_t plannedEndStep = 0;
   /// (global step, loss) of every step taken.
   std::vector<std::pair<int64_t, float>> losses;
   /// Dynamic loss scaling: the global steps skipped for inf/NaN gradients
