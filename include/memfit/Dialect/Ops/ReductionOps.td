@@ -119,7 +119,8 @@ class Memfit_ReduceOp<string mnemonic, string what,
 
 def Memfit_ReduceSumOp : Memfit_ReduceOp<"reduce_sum", "the sum">;
 def Memfit_ReduceMeanOp : Memfit_ReduceOp<"reduce_mean", "the mean">;
-// Booleans too (ONNX ReduceMax takes them from opset 20): any of them.
+// Booleans too, as ONNX ReduceMax from opset 20: the maximum of booleans
+// is whether any is true.
 def Memfit_ReduceMaxOp : Memfit_ReduceOp<"reduce_max", "the maximum",
     StaticShapeTensorOf<[Memfit_FloatElt, Memfit_IntElt, I1]>>;
 
