@@ -8,6 +8,8 @@
 
 #include "NodeContext.h"
 
+#include "mlir/IR/Verifier.h"
+
 using namespace mlir;
 using namespace mlir::memfit;
 using namespace mlir::memfit::onnx_import;
@@ -85,6 +87,14 @@ void NodeContext::noteGraphInput(InFlightDiagnostic &diag, int64_t i) const {
 FailureOr<SmallVector<int64_t>> NodeContext::constantInts(int64_t i,
                                                           StringRef what) {
   DenseElementsAttr c = constantInput(i);
+  // Read as signed integers only when they are (a float or a boolean would
+  // be read through the wrong type).
+  Type elt = input(i) ? eltOf(input(i)) : Type();
+  if (elt && (!isa<IntegerType>(elt) || elt.isInteger(1)))
+    return error() << what << " (input " << i << ", '" << node.input(i)
+                   << "') must be an integer tensor, got "
+                   << input(i).getType(),
+           failure();
   if (!c || !isa<IntegerType>(c.getElementType())) {
     InFlightDiagnostic diag = error();
     diag << what << " (input " << i << ", '" << node.input(i)
@@ -159,11 +169,19 @@ Value NodeContext::scalar(Type elt, double value) {
 
 SmallVector<Value> NodeContext::foldOp(Operation *op) {
   // Folders size their results from the result types: one whose elements
-  // cannot be counted is left unfolded, for importNode to report.
+  // cannot be counted is left unfolded, for importNode to report. So is an
+  // op that its verifier refuses (an operand of an element type the op
+  // does not take): a folder reads constants through the types the op's
+  // definition promises, and importNode reports the verifier's message.
   if (llvm::any_of(op->getResultTypes(), [](Type t) {
         auto type = dyn_cast<RankedTensorType>(t);
         return type && !checkedNumElements(type.getShape());
       }))
+    return SmallVector<Value>(op->getResults());
+  std::string ignored;
+  if (failed(captureDiagnostic(b.getContext(), ignored, [&] {
+        return verify(op, /*verifyRecursively=*/false);
+      })))
     return SmallVector<Value>(op->getResults());
   SmallVector<Value> results;
   if (succeeded(b.tryFold(op, results)) && !results.empty()) {

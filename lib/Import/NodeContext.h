@@ -56,7 +56,8 @@ public:
   /// The constant value of input `i`, if it is known at compile time.
   DenseElementsAttr constantInput(int64_t i) const;
   /// Input `i` as compile-time integers; an error naming the input when it
-  /// is not a constant (shape operands must be known to specialize shapes).
+  /// is not an integer tensor (a float or boolean one) or not a constant
+  /// (shape operands must be known to specialize shapes).
   FailureOr<SmallVector<int64_t>> constantInts(int64_t i, StringRef what);
   /// Input `i` as one compile-time number (scalar or 1-element tensor).
   FailureOr<Attribute> constantScalar(int64_t i, StringRef what);
@@ -74,8 +75,8 @@ public:
   std::optional<SmallVector<int64_t>> intsAttr(StringRef name) const;
 
   /// Builds `OpTy` with result types inferred from operands and attributes,
-  /// then folds it; an inference failure becomes an error on the node that
-  /// names its inputs and their types.
+  /// then folds it if it verifies; an inference failure becomes an error on
+  /// the node that names its inputs and their types.
   template <typename OpTy>
   FailureOr<SmallVector<Value>> buildMulti(ValueRange operands,
                                            ArrayRef<NamedAttribute> attrs = {});

@@ -201,6 +201,14 @@ LogicalResult convertEinsum(NodeContext &n) {
   if (static_cast<int64_t>(terms.size()) != n.numInputs())
     return n.error() << "equation '" << eq << "' names " << terms.size()
                      << " operands but the node has " << n.numInputs();
+  // The products and contractions are of one element type (each reshape
+  // keeps its operand's).
+  for (int64_t i = 1; i < n.numInputs(); ++i)
+    if (n.inputType(i).getElementType() != n.inputType(0).getElementType())
+      return n.error() << "operands have different element types "
+                       << n.inputType(0).getElementType() << " and "
+                       << n.inputType(i).getElementType()
+                       << " (inputs: " << n.describeInputs() << ")";
   llvm::DenseMap<char, int64_t> size;
   bool product = true;
   SmallVector<EinsumTerm> operands;

@@ -223,6 +223,11 @@ LogicalResult convertPad(NodeContext &n) {
     FailureOr<Attribute> v = n.constantScalar(2, "constant_value");
     if (failed(v))
       return failure();
+    // The blocks are constants of the input's element type.
+    if (auto typed = dyn_cast<TypedAttr>(*v); !typed || typed.getType() != elt)
+      return n.error() << "constant_value must be of the input's element "
+                       << "type " << elt << " (inputs: " << n.describeInputs()
+                       << ")";
     fill = *v;
   } else {
     fill = n.b.getZeroAttr(elt);

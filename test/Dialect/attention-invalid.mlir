@@ -47,7 +47,7 @@ func.func @mask_of_another_float_type(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x
 // -----
 
 func.func @types_differ(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xbf16>, %v: tensor<1x2x4x8xf32>) {
-  // expected-error @+1 {{query, key and value must have one element type}}
+  // expected-error @+1 {{'memfit.attention' op key element type 'bf16' differs from the query's 'f32'}}
   %o, %l = memfit.attention %q, %k, %v scale 0.125 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xbf16>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
   return
 }

@@ -53,7 +53,7 @@ func.func @load_parameter_type_mismatch() -> tensor<3xf32> {
 memfit.parameter @w = dense<1.0> : tensor<2xf32>
 
 func.func @load_parameter_dynamic_shape() -> tensor<?xf32> {
-  // expected-error @+1 {{'memfit.load_parameter' op result #0 must be statically shaped tensor of any type values, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'memfit.load_parameter' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8- or 4-bit float or 2-, 4-, 8-, 16-, 32- or 64-bit integer or 1-bit signless integer values, but got 'tensor<?xf32>'}}
   %0 = memfit.load_parameter @w : tensor<?xf32>
   return %0 : tensor<?xf32>
 }
@@ -69,7 +69,7 @@ func.func @constant_type_mismatch() -> tensor<3xf32> {
 // -----
 
 func.func @constant_not_tensor() {
-  // expected-error @+1 {{'memfit.constant' op result #0 must be statically shaped tensor of any type values, but got 'vector<2xf32>'}}
+  // expected-error @+1 {{'memfit.constant' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8- or 4-bit float or 2-, 4-, 8-, 16-, 32- or 64-bit integer or 1-bit signless integer values, but got 'vector<2xf32>'}}
   %0 = memfit.constant dense<1.0> : vector<2xf32>
   return
 }
@@ -109,7 +109,7 @@ func.func @range_start_type() {
 // -----
 
 func.func @range_element_type() {
-  // expected-error @+1 {{'memfit.range' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi8>'}}
+  // expected-error @+1 {{'memfit.range' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 16-bit signless integer or 32-bit signless integer or 64-bit signless integer values, but got 'tensor<4xi8>'}}
   %0 = memfit.range {start = 0 : i8, delta = 1 : i8} : tensor<4xi8>
   return
 }
@@ -137,7 +137,7 @@ func.func @neg_result_type(%x: tensor<2xf32>) {
 // -----
 
 func.func @neg_signed_integer(%x: tensor<2xsi32>) {
-  // expected-error @+1 {{'memfit.neg' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or signless integer or unsigned integer values, but got 'tensor<2xsi32>'}}
+  // expected-error @+1 {{'memfit.neg' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 2-, 4-, 8-, 16-, 32- or 64-bit integer values, but got 'tensor<2xsi32>'}}
   %0 = memfit.neg %x : tensor<2xsi32>
   return
 }
@@ -314,7 +314,7 @@ func.func @cast_shape_change(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @cast_dynamic_shape(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{'memfit.cast' op result #0 must be statically shaped tensor of any type values, but got 'tensor<?x3xi32>'}}
+  // expected-error @+1 {{'memfit.cast' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8- or 4-bit float or 2-, 4-, 8-, 16-, 32- or 64-bit integer or 1-bit signless integer values, but got 'tensor<?x3xi32>'}}
   %0 = memfit.cast %x : tensor<2x3xf32> to tensor<?x3xi32>
   return
 }
@@ -370,7 +370,7 @@ func.func @sub_result_shape(%x: tensor<2x3xf32>, %y: tensor<3xf32>) {
 
 // Dynamic shapes are rejected.
 func.func @mul_dynamic_shape(%x: tensor<?x4xf32>, %y: tensor<4xf32>) {
-  // expected-error @+1 {{'memfit.mul' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or signless integer or unsigned integer values, but got 'tensor<?x4xf32>'}}
+  // expected-error @+1 {{'memfit.mul' op operand #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 2-, 4-, 8-, 16-, 32- or 64-bit integer values, but got 'tensor<?x4xf32>'}}
   %0 = memfit.mul %x, %y : tensor<?x4xf32>, tensor<4xf32> -> tensor<?x4xf32>
   return
 }
@@ -378,9 +378,9 @@ func.func @mul_dynamic_shape(%x: tensor<?x4xf32>, %y: tensor<4xf32>) {
 // -----
 
 func.func @div_result_element_type(%x: tensor<2xf32>, %y: tensor<2xf32>) {
-  // expected-error @+2 {{'memfit.div' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<2xi1>'}}
+  // expected-error @+2 {{'memfit.div' op inferred type(s) 'tensor<2xf32>' are incompatible with return type(s) of operation 'tensor<2xi32>'}}
   // expected-error @+1 {{'memfit.div' op failed to infer returned types}}
-  %0 = memfit.div %x, %y : tensor<2xf32>, tensor<2xf32> -> tensor<2xi1>
+  %0 = memfit.div %x, %y : tensor<2xf32>, tensor<2xf32> -> tensor<2xi32>
   return
 }
 
@@ -793,7 +793,7 @@ func.func @reshape_element_type(%x: tensor<2x3xf32>) {
 // -----
 
 func.func @reshape_dynamic_shape(%x: tensor<2x3xf32>) {
-  // expected-error @+1 {{'memfit.reshape' op result #0 must be statically shaped tensor of any type values, but got 'tensor<?xf32>'}}
+  // expected-error @+1 {{'memfit.reshape' op result #0 must be statically shaped tensor of 16-bit float or bfloat16 type or 32-bit float or 64-bit float or 8- or 4-bit float or 2-, 4-, 8-, 16-, 32- or 64-bit integer or 1-bit signless integer values, but got 'tensor<?xf32>'}}
   %0 = memfit.reshape %x : tensor<2x3xf32> to tensor<?xf32>
   return
 }
@@ -883,7 +883,7 @@ func.func @concat_dim_mismatch(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) {
 // -----
 
 func.func @concat_element_types(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) {
-  // expected-error @+1 {{'memfit.concat' op inputs have different element types 'f32' and 'f16'}}
+  // expected-error @+1 {{'memfit.concat' op input 1 element type 'f16' differs from input 0's 'f32'}}
   %0 = memfit.concat %a, %b {axis = 0 : i64} : tensor<2x3xf32>, tensor<2x3xf16> -> tensor<4x3xf32>
   return
 }

@@ -63,15 +63,45 @@ def Memfit_QuantScheme : I32EnumAttr<"QuantScheme",
 // Type constraints
 //===----------------------------------------------------------------------===//
 
-def Memfit_FloatElt : AnyTypeOf<[F16, BF16, F32, F64]>;
-def Memfit_IntElt : AnyTypeOf<[AnySignlessInteger, AnyUnsignedInteger]>;
-def Memfit_IndexElt : AnyTypeOf<[I32, I64]>;
+// The element types memfit holds are the ONNX types the importer maps
+// (TensorLoader.cpp) and the CUDA emitter stores (lib/Target/Cuda/
+// ElementTypes.h); every tensor operand and result is one of them, so no
+// pass, folder or emitter meets another (an index, an i128, a complex). Each
+// op narrows its operands and results to what its folder, shape inference,
+// gradient rule and kernel handle; what ODS cannot say (the element types of
+// optional or variadic operands, quantized codes by scheme, a cast's free
+// change of type) its verifier checks, with verifyElementTypes of
+// lib/Dialect/Ops/OpHelpers.h where operands must agree.
 
-def Memfit_Tensor : StaticShapeTensorOf<[AnyType]>;
+// The floats kernels compute in (f16 and bf16 in float registers).
+def Memfit_FloatElt : AnyTypeOf<[F16, BF16, F32, F64]>;
+// ONNX's 8-bit floats and FLOAT4E2M1: stored as bits in a byte, cast and
+// moved, never computed on.
+def Memfit_SmallFloatElt : AnyTypeOf<[F8E4M3FN, F8E4M3FNUZ, F8E5M2,
+                                      F8E5M2FNUZ, F4E2M1FN],
+                                     "8- or 4-bit float">;
+// Integers, signed (signless) or unsigned, not booleans: ONNX's widths.
+def Memfit_IntElt : AnyTypeOf<[I<2>, I<4>, I8, I16, I32, I64,
+                               UI<2>, UI<4>, UI8, UI16, UI32, UI64],
+                              "2-, 4-, 8-, 16-, 32- or 64-bit integer">;
+def Memfit_IndexElt : AnyTypeOf<[I32, I64]>;
+def Memfit_AnyElt : AnyTypeOf<[Memfit_FloatElt, Memfit_SmallFloatElt,
+                               Memfit_IntElt, I1]>;
+
+def Memfit_Tensor : StaticShapeTensorOf<[Memfit_AnyElt]>;
 def Memfit_FloatTensor : StaticShapeTensorOf<[Memfit_FloatElt]>;
+// Arithmetic and ordering: floats and integers, not booleans.
 def Memfit_NumericTensor : StaticShapeTensorOf<[Memfit_FloatElt, Memfit_IntElt]>;
 def Memfit_BoolTensor : StaticShapeTensorOf<[I1]>;
 def Memfit_IndexTensor : StaticShapeTensorOf<[Memfit_IndexElt]>;
+
+// A weight's or constant's elements, of an element type of Memfit_AnyElt.
+def Memfit_ElementsAttr : ElementsAttrBase<
+    And<[CPred<"::llvm::isa<::mlir::ElementsAttr>($_self)">,
+         SubstLeaves<"$_self",
+                     "::llvm::cast<::mlir::ElementsAttr>($_self).getElementType()",
+                     Memfit_AnyElt.predicate>]>,
+    !strconcat("elements attribute of ", Memfit_AnyElt.summary)>;
 
 //===----------------------------------------------------------------------===//
 // Traits (C++ in MemfitTraits.h)

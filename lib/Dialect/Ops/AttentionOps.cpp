@@ -32,10 +32,9 @@ static LogicalResult verifyCommon(Operation *op, Value query, Value key,
                                   Value value, Value mask, APFloat scale,
                                   APFloat dropoutRatio) {
   Type elt = eltOf(query);
-  if (eltOf(key) != elt || eltOf(value) != elt)
-    return op->emitOpError("query, key and value must have one element type, "
-                           "got ")
-           << elt << ", " << eltOf(key) << " and " << eltOf(value);
+  if (failed(verifyElementTypes(op, elt, "the query's",
+                                {{"key", key}, {"value", value}})))
+    return failure();
   if (mask && !eltOf(mask).isInteger(1) && eltOf(mask) != elt)
     return op->emitOpError("mask must be boolean or of the query's type ")
            << elt << ", got " << eltOf(mask);

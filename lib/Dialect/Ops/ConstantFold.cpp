@@ -6,10 +6,13 @@ using namespace mlir;
 using namespace mlir::memfit;
 
 /// Builds the `resultType` constant whose element at each multi-index is
-/// `src[index(multiIndex)]`. Fails (null) when the result is too large.
+/// `src[index(multiIndex)]`. Fails (null) when the result is too large or
+/// `src` is not of the result's element type.
 Attribute constfold::remapElements(DenseElementsAttr src,
                               RankedTensorType resultType,
                               function_ref<int64_t(ArrayRef<int64_t>)> index) {
+  if (src.getElementType() != resultType.getElementType())
+    return {};
   if (src.isSplat())
     return DenseElementsAttr::get(resultType, src.getSplatValue<Attribute>());
   int64_t n = resultType.getNumElements();

@@ -24,12 +24,24 @@ namespace mlir::memfit::constfold {
 /// Splat results are folded at any size.
 constexpr int64_t kMaxFoldElements = 1 << 14;
 
+// Folders read a constant operand only through the element type its
+// attribute has (a fold may meet IR that a pattern changed and no verifier
+// has seen yet): they give up, never read an integer as a float or the
+// reverse, when the types are not those their op's definition promises.
+
 inline DenseElementsAttr getDense(Attribute a) {
   return dyn_cast_if_present<DenseElementsAttr>(a);
 }
 
+/// `a` as dense elements of element type `elt`; null otherwise.
+inline DenseElementsAttr getDense(Attribute a, Type elt) {
+  DenseElementsAttr d = getDense(a);
+  return d && d.getElementType() == elt ? d : DenseElementsAttr();
+}
+
 /// Builds the `resultType` constant whose element at each multi-index is
-/// `src[index(multiIndex)]`. Fails (null) when the result is too large.
+/// `src[index(multiIndex)]`. Fails (null) when the result is too large or
+/// `src` is not of the result's element type.
 Attribute remapElements(DenseElementsAttr src, RankedTensorType resultType,
                         function_ref<int64_t(ArrayRef<int64_t>)> index);
 
@@ -55,9 +67,11 @@ Attribute foldArith(ArrayRef<Attribute> operands, Type resultType, IntFn intFn,
   Type elt = tensorType.getElementType();
   return foldElementwise(
       operands, tensorType, [&](ArrayRef<Attribute> a) -> Attribute {
+        // Both operands of the result's element type, as the op's
+        // inference promises.
         if (auto x = dyn_cast<IntegerAttr>(a[0])) {
           auto y = dyn_cast<IntegerAttr>(a[1]);
-          if (!y)
+          if (!y || x.getType() != elt || y.getType() != elt)
             return {};
           std::optional<APInt> r =
               intFn(x.getValue(), y.getValue(), isUnsigned(elt));
@@ -65,7 +79,7 @@ Attribute foldArith(ArrayRef<Attribute> operands, Type resultType, IntFn intFn,
         }
         auto x = dyn_cast<FloatAttr>(a[0]);
         auto y = dyn_cast<FloatAttr>(a[1]);
-        if (!x || !y)
+        if (!x || !y || x.getType() != elt || y.getType() != elt)
           return {};
         return FloatAttr::get(elt, floatFn(x.getValue(), y.getValue()));
       });
@@ -79,16 +93,23 @@ Attribute foldCompare(ArrayRef<Attribute> operands, Type resultType,
   Builder b(resultType.getContext());
   return foldElementwise(
       operands, tensorType, [&](ArrayRef<Attribute> a) -> Attribute {
+        // Both operands of `operandElt` (APInt and APFloat compare values
+        // of one width and semantics only).
+        auto typed = [&](auto attr) {
+          return attr && attr.getType() == operandElt;
+        };
         if (auto x = dyn_cast<IntegerAttr>(a[0])) {
           auto y = dyn_cast<IntegerAttr>(a[1]);
-          return y ? b.getBoolAttr(intFn(x.getValue(), y.getValue(),
-                                         isUnsigned(operandElt)))
-                   : Attribute();
+          return typed(x) && typed(y)
+                     ? b.getBoolAttr(intFn(x.getValue(), y.getValue(),
+                                           isUnsigned(operandElt)))
+                     : Attribute();
         }
         auto x = dyn_cast<FloatAttr>(a[0]);
         auto y = dyn_cast<FloatAttr>(a[1]);
-        return x && y ? b.getBoolAttr(floatFn(x.getValue(), y.getValue()))
-                      : Attribute();
+        return typed(x) && typed(y)
+                   ? b.getBoolAttr(floatFn(x.getValue(), y.getValue()))
+                   : Attribute();
       });
 }
 

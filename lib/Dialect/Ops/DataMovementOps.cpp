@@ -28,7 +28,7 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
-  bool identity = true;
+  bool identity = getInput().getType() == getType();
   for (auto [i, p] : llvm::enumerate(perm))
     identity &= static_cast<int64_t>(i) == p;
   if (identity)
@@ -86,12 +86,13 @@ LogicalResult StridedViewOp::verify() {
   return success();
 }
 
-/// Reshape-like folds: identity, or a constant with a new shape.
+/// Reshape-like folds: identity, or a constant with a new shape (of the
+/// same element type: DenseElementsAttr::reshape keeps it).
 static OpFoldResult foldReshapeLike(Value input, Attribute constant,
                                     RankedTensorType type) {
   if (input.getType() == type)
     return input;
-  if (DenseElementsAttr in = getDense(constant))
+  if (DenseElementsAttr in = getDense(constant, type.getElementType()))
     return in.reshape(type);
   return {};
 }
@@ -154,15 +155,15 @@ LogicalResult ConcatOp::verify() {
   if (getInputs().empty())
     return emitOpError("needs at least one input");
   Type elt = eltOf(getInputs().front());
-  for (Value v : getInputs())
-    if (eltOf(v) != elt)
-      return emitOpError("inputs have different element types ")
-             << elt << " and " << eltOf(v);
+  for (auto [i, v] : llvm::enumerate(getInputs()))
+    if (failed(verifyElementTypes(*this, elt, "input 0's",
+                                  {{"input " + std::to_string(i), v}})))
+      return failure();
   return success();
 }
 
 OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
-  if (getInputs().size() == 1)
+  if (getInputs().size() == 1 && getInputs().front().getType() == getType())
     return getInputs().front();
   RankedTensorType type = getType();
   if (type.getNumElements() > kMaxFoldElements)
@@ -174,7 +175,7 @@ OpFoldResult ConcatOp::fold(FoldAdaptor adaptor) {
   int64_t outer = getNumElements(type.getShape().take_front(axis));
   SmallVector<SmallVector<Attribute>> inputs;
   for (Attribute a : adaptor.getInputs()) {
-    DenseElementsAttr d = getDense(a);
+    DenseElementsAttr d = getDense(a, type.getElementType());
     if (!d)
       return {};
     inputs.emplace_back(d.getValues<Attribute>());
@@ -222,7 +223,8 @@ OpFoldResult SliceOp::fold(FoldAdaptor adaptor) {
     return {};
   // Only a slice that takes every element in order is the identity (a
   // reversing slice has the same type but not the same value).
-  if (llvm::all_of(llvm::zip(dims, shapeOf(getInput())), [](auto p) {
+  if (getInput().getType() == getType() &&
+      llvm::all_of(llvm::zip(dims, shapeOf(getInput())), [](auto p) {
         auto [d, size] = p;
         return d.start == 0 && d.step == 1 && d.size == size;
       }))
@@ -252,10 +254,14 @@ LogicalResult GatherOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 
 /// The values of constant `indices`, the n-th into an axis of `extentOf(n)`
 /// entries, made non-negative; none when one is out of range (that is left
-/// to the kernel, which reads it as zero).
+/// to the kernel, which reads it as zero) or the indices are not of an
+/// index type (i32, i64: read as APInt only then).
 static std::optional<SmallVector<int64_t>>
 constantIndices(DenseElementsAttr indices,
                 function_ref<int64_t(int64_t)> extentOf) {
+  Type elt = indices.getElementType();
+  if (!elt.isSignlessInteger(32) && !elt.isSignlessInteger(64))
+    return std::nullopt;
   SmallVector<int64_t> values;
   for (auto [n, v] : llvm::enumerate(indices.getValues<APInt>())) {
     int64_t i = v.getSExtValue(), extent = extentOf(n);
@@ -303,8 +309,9 @@ LogicalResult CumSumOp::verify() {
 }
 
 OpFoldResult CumSumOp::fold(FoldAdaptor adaptor) {
-  DenseElementsAttr in = getDense(adaptor.getInput());
-  if (!in || in.getNumElements() > kMaxFoldElements)
+  Type elt = getType().getElementType();
+  DenseElementsAttr in = getDense(adaptor.getInput(), elt);
+  if (!in || in.getNumElements() > kMaxFoldElements || !elt.isIntOrFloat())
     return {};
   ArrayRef<int64_t> shape = getType().getShape();
   int64_t rank = shape.size();
@@ -315,7 +322,6 @@ OpFoldResult CumSumOp::fold(FoldAdaptor adaptor) {
     axis += rank;
   int64_t stride = stridesOf(shape)[axis], extent = shape[axis];
   int64_t n = in.getNumElements();
-  Type elt = getType().getElementType();
   auto walk = [&](auto values, auto zero, auto make) -> Attribute {
     using T = decltype(zero);
     SmallVector<T> out(n, zero);
@@ -518,8 +524,10 @@ LogicalResult GatherGradOp::verify() {
   auto grad = cast<RankedTensorType>(getGrad().getType());
   auto indices = cast<RankedTensorType>(getIndices().getType());
   RankedTensorType result = getType();
-  if (grad.getElementType() != result.getElementType())
-    return emitOpError("gradient and result element types differ");
+  if (failed(verifyElementTypes(*this, result.getElementType(),
+                                "the result's",
+                                {{"gradient", getGrad()}, {"init", getInit()}})))
+    return failure();
   int64_t rank = result.getRank();
   int64_t axis = getAxis();
   if (axis < 0 || axis >= rank)

@@ -29,9 +29,11 @@ OpFoldResult NegOp::fold(FoldAdaptor adaptor) {
   Type elt = getType().getElementType();
   return foldElementwise({adaptor.getInput()}, getType(),
                          [&](ArrayRef<Attribute> a) -> Attribute {
-    if (auto x = dyn_cast<IntegerAttr>(a[0]))
+    if (auto x = dyn_cast<IntegerAttr>(a[0]); x && x.getType() == elt)
       return IntegerAttr::get(elt, -x.getValue());
-    return FloatAttr::get(elt, neg(cast<FloatAttr>(a[0]).getValue()));
+    if (auto x = dyn_cast<FloatAttr>(a[0]); x && x.getType() == elt)
+      return FloatAttr::get(elt, neg(x.getValue()));
+    return {};
   });
 }
 
@@ -39,7 +41,10 @@ OpFoldResult NotOp::fold(FoldAdaptor adaptor) {
   Builder b(getContext());
   return foldElementwise({adaptor.getInput()}, getType(),
                          [&](ArrayRef<Attribute> a) -> Attribute {
-    return b.getBoolAttr(!cast<IntegerAttr>(a[0]).getValue().getBoolValue());
+    auto x = dyn_cast<IntegerAttr>(a[0]);
+    return x && x.getType().isInteger(1)
+               ? b.getBoolAttr(!x.getValue().getBoolValue())
+               : Attribute();
   });
 }
 
@@ -92,8 +97,14 @@ LogicalResult DropoutOp::verify() { return verifyDropoutRatio(*this); }
 
 LogicalResult DropoutMaskOp::verify() { return verifyDropoutRatio(*this); }
 
-/// Converts one constant element to `to` with ONNX Cast semantics.
+/// Converts one constant element to `to` with ONNX Cast semantics; null
+/// (no fold) for an element that is not of type `from` or a type that is
+/// neither integer nor float.
 static Attribute castElement(Attribute a, Type from, Type to) {
+  auto typed = dyn_cast<TypedAttr>(a);
+  if (!typed || typed.getType() != from ||
+      !(isa<IntegerType>(to) || isa<FloatType>(to)))
+    return {};
   bool toBool = to.isInteger(1);
   if (auto i = dyn_cast<IntegerAttr>(a)) {
     const APInt &v = i.getValue();
@@ -107,7 +118,10 @@ static Attribute castElement(Attribute a, Type from, Type to) {
     (void)f.convertFromAPInt(v, srcSigned, APFloat::rmNearestTiesToEven);
     return FloatAttr::get(to, f);
   }
-  APFloat v = cast<FloatAttr>(a).getValue();
+  auto f = dyn_cast<FloatAttr>(a);
+  if (!f)
+    return {};
+  APFloat v = f.getValue();
   if (toBool)
     return IntegerAttr::get(to, APInt(1, !v.isZero()));
   if (auto intTo = dyn_cast<IntegerType>(to)) {
@@ -174,9 +188,10 @@ LogicalResult TriluOp::verify() {
 }
 
 OpFoldResult TriluOp::fold(FoldAdaptor adaptor) {
-  DenseElementsAttr in = getDense(adaptor.getInput());
   RankedTensorType type = getType();
-  if (!in || type.getNumElements() > kMaxFoldElements)
+  DenseElementsAttr in = getDense(adaptor.getInput(), type.getElementType());
+  if (!in || type.getNumElements() > kMaxFoldElements ||
+      !type.getElementType().isIntOrFloat() || type.getRank() < 2)
     return {};
   SmallVector<Attribute> values(in.getValues<Attribute>());
   Attribute zero = Builder(getContext()).getZeroAttr(type.getElementType());
@@ -295,8 +310,10 @@ OpFoldResult PowOp::fold(FoldAdaptor adaptor) {
   Type elt = getType().getElementType();
   return foldElementwise(adaptor.getOperands(), getType(),
                          [&](ArrayRef<Attribute> a) -> Attribute {
+    // A float base of the result's type; integer powers are left to the
+    // kernel.
     auto base = dyn_cast<FloatAttr>(a[0]);
-    if (!base)
+    if (!base || base.getType() != elt)
       return {};
     double e;
     if (auto f = dyn_cast<FloatAttr>(a[1]))
@@ -421,8 +438,15 @@ LogicalResult WhereOp::inferReturnTypes(MLIRContext *, OptLoc loc,
 }
 
 OpFoldResult WhereOp::fold(FoldAdaptor adaptor) {
+  Type elt = getType().getElementType();
   return foldElementwise(adaptor.getOperands(), getType(),
-                         [](ArrayRef<Attribute> a) -> Attribute {
-    return cast<IntegerAttr>(a[0]).getValue().getBoolValue() ? a[1] : a[2];
+                         [&](ArrayRef<Attribute> a) -> Attribute {
+    // A boolean condition, branches of the result's element type.
+    auto cond = dyn_cast<IntegerAttr>(a[0]);
+    auto pick = dyn_cast<TypedAttr>(a[1]), other = dyn_cast<TypedAttr>(a[2]);
+    if (!cond || !cond.getType().isInteger(1) || !pick || !other ||
+        pick.getType() != elt || other.getType() != elt)
+      return {};
+    return cond.getValue().getBoolValue() ? a[1] : a[2];
   });
 }

@@ -56,8 +56,9 @@ LogicalResult SoftmaxCrossEntropyGradOp::verify() {
            << scores << " and " << labels;
   if (getType() != scores)
     return emitOpError("result type must equal the scores' type");
-  if (dloss.getElementType() != scores.getElementType())
-    return emitOpError("loss gradient element type differs from the scores'");
+  if (failed(verifyElementTypes(*this, scores.getElementType(),
+                                "the scores'", {{"loss gradient", getDloss()}})))
+    return failure();
   bool perRow = getReduction() == LossReduction::None;
   if (perRow ? dloss.getShape() != labels.getShape() : dloss.getRank() != 0)
     return emitOpError("loss gradient must be ")

@@ -33,10 +33,9 @@ static LogicalResult verifyNormOperand(Operation *op, Value input, Value param,
                                        int64_t axis, StringRef name) {
   // (ODS returns I64Attr values as uint64_t; `axis` is signed again here.)
   auto type = cast<RankedTensorType>(input.getType());
-  if (eltOf(param) != type.getElementType())
-    return op->emitOpError()
-           << name << " element type " << eltOf(param)
-           << " differs from the input's " << type.getElementType();
+  if (failed(verifyElementTypes(op, type.getElementType(), "the input's",
+                                {{name, param}})))
+    return failure();
   if (failed(normalizeAxis(axis, type.getRank(), std::nullopt)))
     return op->emitOpError("axis ")
            << axis << " is out of range for rank " << type.getRank();

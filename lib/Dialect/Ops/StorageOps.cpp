@@ -74,14 +74,25 @@ OpFoldResult RangeOp::fold(FoldAdaptor) {
     return {};
   SmallVector<Attribute> values;
   Type elt = type.getElementType();
+  // start and delta of the result's element type, as the verifier requires.
+  auto intStart = dyn_cast<IntegerAttr>(getStart());
+  auto intDelta = dyn_cast<IntegerAttr>(getDelta());
+  auto floatStart = dyn_cast<FloatAttr>(getStart());
+  auto floatDelta = dyn_cast<FloatAttr>(getDelta());
+  bool isInt = intStart && intDelta && intStart.getType() == elt &&
+               intDelta.getType() == elt;
+  bool isFloat = floatStart && floatDelta && floatStart.getType() == elt &&
+                 floatDelta.getType() == elt;
+  if (!isInt && !isFloat)
+    return {};
   for (int64_t i = 0; i < n; ++i) {
-    if (auto s = dyn_cast<IntegerAttr>(getStart())) {
-      APInt v = s.getValue() + cast<IntegerAttr>(getDelta()).getValue() *
-                                   APInt(s.getValue().getBitWidth(), i, true);
+    if (isInt) {
+      const APInt &s = intStart.getValue();
+      APInt v = s + intDelta.getValue() * APInt(s.getBitWidth(), i, true);
       values.push_back(IntegerAttr::get(elt, v));
     } else {
-      double start = cast<FloatAttr>(getStart()).getValueAsDouble();
-      double delta = cast<FloatAttr>(getDelta()).getValueAsDouble();
+      double start = floatStart.getValueAsDouble();
+      double delta = floatDelta.getValueAsDouble();
       values.push_back(
           FloatAttr::get(elt, start + delta * static_cast<double>(i)));
     }

@@ -98,7 +98,8 @@ def Memfit_RMSNormOp : Memfit_Op<"rms_norm", "Normalization",
 // Reductions
 //===----------------------------------------------------------------------===//
 
-class Memfit_ReduceOp<string mnemonic, string what>
+class Memfit_ReduceOp<string mnemonic, string what,
+                      Type tensorType = Memfit_NumericTensor>
     : Memfit_InferredOp<mnemonic, "Reduction",
                         [DeclareOpInterfaceMethods<Memfit_RowOpInterface>]> {
   let summary = what # " over axes";
@@ -110,14 +111,17 @@ class Memfit_ReduceOp<string mnemonic, string what>
     %s = memfit.}] # mnemonic # [{ %x {axes = array<i64: -1>, keepdims = true} : tensor<2x16x32xf32> -> tensor<2x16x1xf32>
     ```
   }];
-  let arguments = (ins Memfit_NumericTensor:$input, DenseI64ArrayAttr:$axes,
+  let arguments = (ins tensorType:$input, DenseI64ArrayAttr:$axes,
                        DefaultValuedAttr<BoolAttr, "true">:$keepdims);
-  let results = (outs Memfit_NumericTensor:$result);
+  let results = (outs tensorType:$result);
   let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
 }
 
 def Memfit_ReduceSumOp : Memfit_ReduceOp<"reduce_sum", "the sum">;
 def Memfit_ReduceMeanOp : Memfit_ReduceOp<"reduce_mean", "the mean">;
-def Memfit_ReduceMaxOp : Memfit_ReduceOp<"reduce_max", "the maximum">;
+// Booleans too, as ONNX ReduceMax from opset 20: the maximum of booleans
+// is whether any is true.
+def Memfit_ReduceMaxOp : Memfit_ReduceOp<"reduce_max", "the maximum",
+    StaticShapeTensorOf<[Memfit_FloatElt, Memfit_IntElt, I1]>>;
 
 #endif // MEMFIT_DIALECT_OPS_REDUCTIONOPS_TD

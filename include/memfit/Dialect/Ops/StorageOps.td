@@ -27,7 +27,7 @@ def Memfit_ParameterOp : Memfit_Op<"parameter", "Constant",
     memfit.parameter @"wte.weight" = dense_resource<wte> : tensor<96x32xf32>
     ```
   }];
-  let arguments = (ins SymbolNameAttr:$sym_name, ElementsAttr:$value);
+  let arguments = (ins SymbolNameAttr:$sym_name, Memfit_ElementsAttr:$value);
   let assemblyFormat = "$sym_name `=` $value attr-dict";
   let hasVerifier = 1;
   let extraDecls = [{
@@ -82,7 +82,8 @@ def Memfit_RangeOp : Memfit_Op<"range", "Constant", [Pure, Memfit_IndexMapping]>
     ```
   }];
   let arguments = (ins TypedAttrInterface:$start, TypedAttrInterface:$delta);
-  let results = (outs StaticShapeTensorOf<[Memfit_FloatElt, Memfit_IndexElt]>:$result);
+  // ONNX Range's types.
+  let results = (outs StaticShapeTensorOf<[Memfit_FloatElt, I16, I32, I64]>:$result);
   let assemblyFormat = "attr-dict `:` type($result)";
   let hasVerifier = 1;
   let hasFolder = 1;
