@@ -18,6 +18,11 @@ check can fail); the one whose mask is the same at every step passes it
 over so few steps, which is why test/Training/dropout-steps.test checks
 the masks themselves.
 
+Remat: the first 8 steps again with --remat=checkpoint-layers, whose
+backward recomputes each layer's forward, dropouts included: the
+recomputation draws the forward's masks, so the losses are the same bit for
+bit.
+
 Also LoRA dropout (--lora-dropout, memfit-lora's dropout of each adapter's
 input): 6 steps of gpt_ts.onnx with rank-4 adapters, with and without
 dropout 0.1. lora_B starts at zero, so step 1's loss is the same; from
@@ -29,6 +34,7 @@ Prints the measured figures and PASS or FAIL lines.
 
 import json
 import os
+import re
 import sys
 
 import numpy as np
@@ -39,19 +45,26 @@ Z_STEP = 4.0
 Z_MEAN = 1.0
 
 
+def train(memfit_run, models, workdir, ref, name, steps, extra=()):
+    """memfit-run on the reference's model, data and AdamW settings."""
+    opt = ref["optimizer"]
+    losses = os.path.join(workdir, f"{name}.csv")
+    out = run([memfit_run, os.path.join(models, ref["onnx_file"]), "--train",
+               "--device=host", "--loss=cross-entropy",
+               f"--corpus={os.path.join(models, ref['corpus_file'])}",
+               f"--input-shape=input_ids={ref['batch']}x{ref['seq']}",
+               f"--steps={steps}", "--optimizer=adamw", f"--lr={opt['lr']}",
+               f"--beta1={opt['beta1']}", f"--beta2={opt['beta2']}",
+               f"--eps={opt['eps']}", f"--weight-decay={opt['weight_decay']}",
+               f"--losses={losses}", *extra])
+    return read_losses(losses), out
+
+
 def curve(memfit_run, models, workdir, failures):
     ref = json.load(open(os.path.join(models, "dropout_train_refs.json")))
-    opt, steps = ref["optimizer"], ref["steps"]
-    losses = os.path.join(workdir, "losses.csv")
-    run([memfit_run, os.path.join(models, ref["onnx_file"]), "--train",
-         "--device=host", "--quiet", "--loss=cross-entropy",
-         f"--corpus={os.path.join(models, ref['corpus_file'])}",
-         f"--input-shape=input_ids={ref['batch']}x{ref['seq']}",
-         f"--steps={steps}", "--optimizer=adamw", f"--lr={opt['lr']}",
-         f"--beta1={opt['beta1']}", f"--beta2={opt['beta2']}",
-         f"--eps={opt['eps']}", f"--weight-decay={opt['weight_decay']}",
-         f"--losses={losses}"])
-    got = read_losses(losses)
+    steps = ref["steps"]
+    got, _ = train(memfit_run, models, workdir, ref, "losses", steps,
+                   ["--quiet"])
     memfit = np.array([got[s + 1] for s in range(steps)])
     seeds = np.array(list(ref["losses_by_seed"].values()))
     mean, sd = seeds.mean(0), seeds.std(0, ddof=1)
@@ -76,6 +89,18 @@ def curve(memfit_run, models, workdir, failures):
         failures.append("the control without dropout passes the check")
     if memfit[-1] >= memfit[0]:
         failures.append("the loss did not fall")
+
+    remat, out = train(memfit_run, models, workdir, ref, "remat", 8,
+                       ["--remat=checkpoint-layers", "--memory-report"])
+    recomputed = re.search(r"recomputed activations +([0-9,]+)", out)
+    same = all(remat[s] == got[s] for s in range(1, 9))
+    print(f"--remat=checkpoint-layers recomputes "
+          f"{recomputed.group(1) if recomputed else 0} bytes of activations; "
+          f"its 8 losses equal the run's bit for bit: {same}")
+    if not recomputed or recomputed.group(1) == "0":
+        failures.append("remat recomputed nothing")
+    if not same:
+        failures.append("the recomputed forward drew other masks")
 
 
 def lora(memfit_run, models, workdir, failures):
