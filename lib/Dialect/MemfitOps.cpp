@@ -23,6 +23,16 @@ using namespace mlir::memfit;
 #include "memfit/Dialect/MemfitEnums.cpp.inc"
 #include "memfit/Dialect/MemfitInterfaces.cpp.inc"
 
+namespace mlir::memfit {
+// The attention ops' optional operands, `mask %m` and `dropout_step %s`
+// (custom<AttentionExtras>; lib/Dialect/Ops/AttentionOps.cpp).
+ParseResult
+parseAttentionExtras(OpAsmParser &parser,
+                     SmallVectorImpl<OpAsmParser::UnresolvedOperand> &extras);
+void printAttentionExtras(OpAsmPrinter &printer, Operation *op,
+                          OperandRange extras);
+} // namespace mlir::memfit
+
 #define GET_OP_CLASSES
 #include "memfit/Dialect/MemfitOps.cpp.inc"
 

@@ -102,7 +102,8 @@ LogicalResult convertAttention(NodeContext &n) {
       "scale", 1.0f / std::sqrt(static_cast<float>(shapeOf(q)[3])));
   bool causal = n.intAttr("is_causal", 0) != 0;
   auto attention = AttentionOp::create(
-      n.b, n.loc, q, k, v, mask, n.b.getF32FloatAttr(scale),
+      n.b, n.loc, q, k, v, AttentionOp::extrasOf(mask, Value()),
+      n.b.getF32FloatAttr(scale),
       causal ? n.b.getUnitAttr() : UnitAttr(), UnitAttr(),
       /*dropout_ratio=*/FloatAttr(), /*dropout_seed=*/IntegerAttr(),
       /*dropout_stream=*/IntegerAttr());

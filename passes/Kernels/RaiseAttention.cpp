@@ -501,7 +501,9 @@ std::string AttentionRaiser::raise(SoftmaxOp softmax) {
     v = groupedValue;
   }
   auto attention = AttentionOp::create(
-      b, loc, q, key, v, mask, b.getF32FloatAttr(static_cast<float>(scale)),
+      b, loc, q, key, v,
+      AttentionOp::extrasOf(mask, dropout ? dropout.getDropoutStep() : Value()),
+      b.getF32FloatAttr(static_cast<float>(scale)),
       causal ? b.getUnitAttr() : UnitAttr(),
       uniform ? b.getUnitAttr() : UnitAttr(),
       dropout ? dropout.getRatioAttr() : FloatAttr(),

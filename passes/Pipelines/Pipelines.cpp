@@ -403,6 +403,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   autodiff.lossScale = resolvedLossScale(options);
   autodiff.lossScaleInit = options.lossScaleInit;
   pm.addPass(createMemfitAutodiffPass(autodiff));
+  pm.addPass(createMemfitDropoutStepPass());
 
   if (options.optimizer != OptimizerKind::None) {
     MemfitOptimizerPassOptions optimizer;
@@ -514,7 +515,7 @@ void mlir::memfit::registerMemfitPipelines() {
         "What the C++ API (and memfit-run --train) runs between import and "
         "CUDA emission for a training step: canonicalize, cse, "
         "memfit-tie-parameters, memfit-mixed-precision, memfit-autodiff, "
-        "memfit-optimizer, canonicalize, cse, memfit-quantize, "
+        "memfit-dropout-step, memfit-optimizer, canonicalize, cse, memfit-quantize, "
         "memfit-form-kernels, memfit-remat, memfit-fuse (with fuse)",
         verifyTrainPipelineOptions, buildTrainPipeline);
     return true;

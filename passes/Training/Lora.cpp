@@ -1,9 +1,9 @@
 //===- Lora.cpp - memfit-lora: low-rank adapters on the contractions ------===//
 //
-// Adds PEFT's LoRA update, scale * (x @ A^T) @ B^T, to every targeted
-// contraction x @ W of the forward model, with A and B new trainable
-// parameters, and freezes every other parameter. See the pass description
-// in Passes.td and docs/training.md.
+// Adds PEFT's LoRA update, scale * (dropout(x) @ A^T) @ B^T, to every
+// targeted contraction x @ W of the forward model, with A and B new
+// trainable parameters, and freezes every other parameter. See the pass
+// description in Passes.td and docs/training.md.
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +17,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/SymbolTable.h"
 #include "llvm/ADT/StringSet.h"
+#include "llvm/Support/xxhash.h"
 
 #include <cmath>
 
@@ -148,11 +149,9 @@ struct MemfitLoraPass
     if (!(alpha > 0) || !std::isfinite(alpha))
       return module.emitError("memfit-lora: alpha must be positive, got ")
              << alpha;
-    if (dropout != 0)
-      return module.emitError("memfit-lora: dropout ")
-             << dropout
-             << " is not supported: memfit has no reproducible dropout mask "
-                "in the IR yet; use dropout=0";
+    if (!(dropout >= 0 && dropout < 1))
+      return module.emitError("memfit-lora: dropout must be in [0, 1), got ")
+             << dropout;
     // Roles and globs.
     bool attention = false, mlp = false;
     SmallVector<std::string> globs;
@@ -272,7 +271,17 @@ struct MemfitLoraPass
                            v, builder.getStringAttr("lora"));
       return TransposeOp::create(builder, loc, v, ArrayRef<int64_t>{1, 0});
     };
-    Value t = MatMulOp::create(builder, loc, c.input, load(a));
+    // PEFT's lora_dropout of the adapter's input, a stream of its own per
+    // adapter; memfit-dropout-step gives it the training step.
+    Value x = c.input;
+    if (dropout > 0)
+      x = DropoutOp::create(
+          builder, loc, x.getType(), x, /*dropout_step=*/Value(),
+          builder.getF32FloatAttr(static_cast<float>(dropout)),
+          builder.getI64IntegerAttr(seed),
+          builder.getI64IntegerAttr(static_cast<int64_t>(
+              llvm::xxh3_64bits(base + ".lora_dropout") >> 1)));
+    Value t = MatMulOp::create(builder, loc, x, load(a));
     Value u = MatMulOp::create(builder, loc, t, load(bp));
     Value s =
         splatConstant(builder, loc, RankedTensorType::get({}, elt), scale);

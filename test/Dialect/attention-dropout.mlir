@@ -47,3 +47,16 @@ func.func @grads(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x
   %dk, %dv = memfit.attention_grad_key_value causal %q, %k, %v, %lse, %delta, %do scale 0.5 {dropout_ratio = 0.25 : f32, dropout_stream = 9 : i64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return %dq, %dk, %dv : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// The dropout's step: an operand after the mask, printed by keyword.
+// CHECK-LABEL: func.func @stepped
+// CHECK-SAME: %[[M:[^:]+]]: tensor<1x1x4x4xi1>, %[[S:[^:]+]]: tensor<i64>
+// CHECK: memfit.attention causal %{{.+}}, %{{.+}}, %{{.+}} mask %[[M]] dropout_step %[[S]] scale 5.000000e-01 {dropout_ratio = 2.500000e-01 : f32, dropout_stream = 9 : i64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xi1>, tensor<i64>)
+// CHECK: memfit.attention_grad_query causal %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} dropout_step %[[S]] scale
+func.func @stepped(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<1x1x4x4xi1>, %s: tensor<i64>, %delta: tensor<1x2x4xf32>, %do: tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) {
+  %o, %lse = memfit.attention causal %q, %k, %v mask %m dropout_step %s scale 0.5 {dropout_ratio = 0.25 : f32, dropout_stream = 9 : i64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x1x4x4xi1>, tensor<i64>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  %dq = memfit.attention_grad_query causal %q, %k, %v, %lse, %delta, %do dropout_step %s scale 0.5 {dropout_ratio = 0.25 : f32, dropout_stream = 9 : i64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>, tensor<i64>) -> tensor<1x2x4x8xf32>
+  return %o, %dq : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>
+}

@@ -99,3 +99,19 @@ func.func @dropout_ratio_nan(%q: tensor<1x2x4x8xf32>, %lse: tensor<1x2x4xf32>, %
   %dk, %dv = memfit.attention_grad_key_value %q, %q, %q, %lse, %lse, %do scale 0.5 {dropout_ratio = 0x7FC00000 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4x8xf32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
   return
 }
+
+// -----
+
+func.func @step_before_mask(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %m: tensor<4x4xi1>, %s: tensor<i64>) {
+  // expected-error @+1 {{takes at most a mask and then a dropout step (tensor<i64>) after its operands, got 2 more operands}}
+  %o, %lse = "memfit.attention"(%q, %k, %v, %s, %m) {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<i64>, tensor<4x4xi1>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}
+
+// -----
+
+func.func @two_steps(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>, %v: tensor<1x2x4x8xf32>, %s: tensor<i64>) {
+  // expected-error @+1 {{takes at most a mask and then a dropout step (tensor<i64>) after its operands, got 2 more operands}}
+  %o, %lse = "memfit.attention"(%q, %k, %v, %s, %s) {scale = 1.0 : f32} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<i64>, tensor<i64>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
+  return
+}

@@ -281,6 +281,14 @@ func.func @dropout_negative_ratio(%x: tensor<2xf32>) {
 
 // -----
 
+func.func @dropout_step_not_i64_scalar(%x: tensor<2xf32>, %s: tensor<1xi64>) {
+  // expected-error @+1 {{'memfit.dropout' op operand #1 must be 0D tensor of 64-bit signless integer values, but got 'tensor<1xi64>'}}
+  %0 = "memfit.dropout"(%x, %s) {ratio = 0.5 : f32} : (tensor<2xf32>, tensor<1xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
 func.func @dropout_missing_ratio(%x: tensor<2xf32>) {
   // expected-error @+1 {{'memfit.dropout' op requires attribute 'ratio'}}
   %0 = memfit.dropout %x : tensor<2xf32>

@@ -227,14 +227,19 @@ func.func @gelu(%x: tensor<2x16x128xf32>) -> (tensor<2x16x128xf32>, tensor<2x16x
 
 // -----
 
+// The step operand (a 0-d i64 tensor, its type not printed) is optional.
 // CHECK-LABEL: func.func @dropout
-// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x16x32xf32>)
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x16x32xf32>, %[[S:[^:]+]]: tensor<i64>)
 // CHECK: memfit.dropout %[[X]] {ratio = 1.000000e-01 : f32} : tensor<2x16x32xf32>
 // CHECK: memfit.dropout %[[X]] {ratio = 0.000000e+00 : f32, seed = 42 : i64} : tensor<2x16x32xf32>
-func.func @dropout(%x: tensor<2x16x32xf32>) -> (tensor<2x16x32xf32>, tensor<2x16x32xf32>) {
+// CHECK: memfit.dropout %[[X]] step %[[S]] {ratio = 1.000000e-01 : f32, stream = 3 : i64} : tensor<2x16x32xf32>
+// CHECK: memfit.dropout_mask %[[X]] step %[[S]] {ratio = 1.000000e-01 : f32, stream = 3 : i64} : tensor<2x16x32xf32> -> tensor<2x16x32xi1>
+func.func @dropout(%x: tensor<2x16x32xf32>, %s: tensor<i64>) -> (tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xi1>) {
   %0 = memfit.dropout %x {ratio = 0.1 : f32} : tensor<2x16x32xf32>
   %1 = memfit.dropout %x {seed = 42 : i64, ratio = 0.0 : f32} : tensor<2x16x32xf32>
-  return %0, %1 : tensor<2x16x32xf32>, tensor<2x16x32xf32>
+  %2 = memfit.dropout %x step %s {ratio = 0.1 : f32, stream = 3 : i64} : tensor<2x16x32xf32>
+  %3 = memfit.dropout_mask %x step %s {ratio = 0.1 : f32, stream = 3 : i64} : tensor<2x16x32xf32> -> tensor<2x16x32xi1>
+  return %0, %1, %2, %3 : tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xi1>
 }
 
 // -----

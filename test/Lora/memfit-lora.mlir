@@ -9,15 +9,19 @@
 // RUN: memfit-opt %s --memfit-lora='rank=2 targets=all-linear' | FileCheck %s --check-prefix=ALL
 // RUN: memfit-opt %s --memfit-lora='rank=4 alpha=8 rslora=true targets=mlp' | FileCheck %s --check-prefix=RSLORA
 // RUN: memfit-opt %s --memfit-lora='rank=2 targets=head,all-linear exclude=h.1.*' | FileCheck %s --check-prefix=GLOB
+// PEFT's lora_dropout: the adapter reads a dropout of x (seed lora-seed, a
+// stream per adapter), the base contraction x itself; memfit-dropout-step
+// gives each the training step's counter.
+// RUN: memfit-opt %s --memfit-lora='rank=2 dropout=0.1 seed=3' --memfit-autodiff --memfit-dropout-step | FileCheck %s --check-prefix=DROP
 // Then memfit-autodiff differentiates the adapters only.
 // RUN: memfit-opt %s --memfit-lora='rank=2' --memfit-autodiff | FileCheck %s --check-prefix=GRAD
 // Errors name the option.
 // RUN: not memfit-opt %s --memfit-lora='rank=0' -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANK
-// RUN: not memfit-opt %s --memfit-lora='dropout=0.1' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DROPOUT
+// RUN: not memfit-opt %s --memfit-lora='dropout=1' -o /dev/null 2>&1 | FileCheck %s --check-prefix=DROPOUT
 // RUN: not memfit-opt %s --memfit-lora='targets=lm_head' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOMATCH
 // RUN: not memfit-opt %s --memfit-lora='alpha=-1' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ALPHA
 // RANK: error: memfit-lora: rank must be at least 1, got 0
-// DROPOUT: error: memfit-lora: dropout 1.000000e-01 is not supported: memfit has no reproducible dropout mask in the IR yet; use dropout=0
+// DROPOUT: error: memfit-lora: dropout must be in [0, 1), got 1.000000e+00
 // NOMATCH: error: memfit-lora: no contraction matches the targets
 // ALPHA: error: memfit-lora: alpha must be positive, got -1.000000e+00
 
@@ -92,3 +96,13 @@ func.func @main(%x: tensor<8x16xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.na
 // GRAD-DAG: memfit.gradient_of = @h.0.attn.q_proj.lora_B.weight
 // GRAD-DAG: memfit.gradient_of = @h.1.attn.q_proj.lora_A.weight
 // GRAD-DAG: memfit.gradient_of = @h.1.attn.q_proj.lora_B.weight
+
+// DROP: memfit.parameter @dropout_step = dense<0> : tensor<i64> {memfit.role = "counter"}
+// DROP-LABEL: func.func @main
+// DROP-NEXT: %[[STEP:.*]] = memfit.load_parameter @dropout_step
+// DROP: %[[Y:.*]] = memfit.matmul %arg0, %{{.*}} : tensor<8x16xf32>, tensor<16x16xf32> -> tensor<8x16xf32>
+// DROP-NEXT: %[[D:.*]] = memfit.dropout %arg0 step %[[STEP]] {memfit.lora_target = "h.0.attn.q_proj", ratio = 1.000000e-01 : f32, seed = 3 : i64, stream = [[S0:[0-9]+]] : i64} : tensor<8x16xf32>
+// DROP: memfit.matmul %[[D]], %{{.*}} {memfit.lora_target = "h.0.attn.q_proj"} : tensor<8x16xf32>, tensor<16x2xf32> -> tensor<8x2xf32>
+// DROP: memfit.dropout %{{.*}} step %[[STEP]] {memfit.lora_target = "h.1.attn.q_proj", ratio = 1.000000e-01 : f32, seed = 3 : i64, stream = {{[0-9]+}} : i64}
+// DROP-NOT: stream = [[S0]]
+// DROP: memfit.assign @dropout_step

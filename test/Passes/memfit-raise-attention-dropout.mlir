@@ -91,3 +91,25 @@ func.func @mask_read(%q: tensor<1x2x3x4xf32>, %kt: tensor<1x2x4x3xf32>, %v: tens
   %o = memfit.matmul %pd, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
   return %o, %m : tensor<1x2x3x4xf32>, tensor<1x2x3x3xi1>
 }
+
+// -----
+
+// A dropout with a step (memfit-dropout-step's counter): the op draws for
+// the same step.
+// CHECK-LABEL: func.func @stepped_dropout
+// CHECK-SAME: %[[S:[^:]+]]: tensor<i64>
+// CHECK: memfit.attention causal %{{.+}}, %{{.+}}, %{{.+}} dropout_step %[[S]] scale 5.000000e-01 {dropout_ratio = 1.000000e-01 : f32, dropout_stream = 7 : i64}
+// REPORT: memfit-raise-attention: 1 of 1 softmaxes became memfit.attention
+func.func @stepped_dropout(%q: tensor<1x2x3x4xf32>, %k: tensor<1x2x3x4xf32>, %v: tensor<1x2x3x4xf32>, %step: tensor<i64>) -> tensor<1x2x3x4xf32> {
+  %tril = memfit.constant dense<[[[[true, false, false], [true, true, false], [true, true, true]]]]> : tensor<1x1x3x3xi1>
+  %ninf = memfit.constant dense<0xFF800000> : tensor<f32>
+  %c = memfit.constant dense<5.000000e-01> : tensor<f32>
+  %kt = memfit.transpose %k {perm = array<i64: 0, 1, 3, 2>} : tensor<1x2x3x4xf32> -> tensor<1x2x4x3xf32>
+  %s = memfit.matmul %q, %kt : tensor<1x2x3x4xf32>, tensor<1x2x4x3xf32> -> tensor<1x2x3x3xf32>
+  %x = memfit.mul %s, %c : tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %w = memfit.where %tril, %x, %ninf : tensor<1x1x3x3xi1>, tensor<1x2x3x3xf32>, tensor<f32> -> tensor<1x2x3x3xf32>
+  %p = memfit.softmax %w : tensor<1x2x3x3xf32>
+  %pd = memfit.dropout %p step %step {ratio = 1.000000e-01 : f32, stream = 7 : i64} : tensor<1x2x3x3xf32>
+  %o = memfit.matmul %pd, %v : tensor<1x2x3x3xf32>, tensor<1x2x3x4xf32> -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}

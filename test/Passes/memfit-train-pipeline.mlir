@@ -11,6 +11,7 @@
 // PASSES-NEXT: memfit-raise-attention{report=},
 // PASSES-NEXT: memfit-tie-parameters,
 // PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 linear-loss=true loss=output loss-scale=none {{.*}}}
+// PASSES-NEXT: memfit-dropout-step,
 // PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true optimizer=sgd
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
@@ -78,6 +79,7 @@
 // RUN: memfit-opt %s --memfit-train-pipeline='precision=fp16 loss-scale-init=1024 loss-scale-interval=3' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=FP16
 // FP16: memfit-mixed-precision{ precision=fp16}
 // FP16-NEXT: memfit-autodiff{{.*}}loss-scale=dynamic loss-scale-init=1.024000e+03
+// FP16-NEXT: memfit-dropout-step,
 // FP16-NEXT: memfit-optimizer{{.*}}loss-scale-backoff=5.000000e-01 loss-scale-growth=2.000000e+00 loss-scale-interval=3
 // And memfit-run prints the same options.
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fp16 --loss-scale-init=1024 --loss-scale-interval=3 --keep-fp32='/h.1/*' --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFP16

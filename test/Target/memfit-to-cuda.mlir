@@ -18,7 +18,7 @@
 // CHECK: template <typename T> static __device__ __forceinline__ T memfit_warp_sum(T v)
 // CHECK: template <typename T> static __device__ __forceinline__ T memfit_block_sum(T v, T* scratch)
 // CHECK: template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, T* scratch)
-// CHECK: static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long seed, long long i, float ratio)
+// CHECK: static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long seed, long long step, long long i, float ratio)
 
 // A [4] operand against a [2,4] result reads at the last coordinate only; a
 // scalar operand reads element 0.
@@ -130,13 +130,23 @@ func.func @gelu(%x: tensor<4xf32>, %y: tensor<4xf64>) -> (tensor<4xf32>, tensor<
 
 // -----
 
-// Dropout keeps an element by a hash of the seed and its index and scales
-// the kept ones by 1 / (1 - ratio).
+// Dropout keeps an element by a hash of the seed, the step (0 without a
+// step operand; a constant step is a literal, a step input its element)
+// and its index and scales the kept ones by 1 / (1 - ratio); its mask is
+// the same keep test.
 // CHECK-LABEL: // k0_dropout: dropout
-// CHECK: const float v1 = (memfit_dropout_keep({{[0-9]+}}ull, idx, 0.25f) ? v0 * 1.33333333f : (float)0);
-func.func @dropout(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = memfit.dropout %x {ratio = 2.500000e-01 : f32, seed = 7 : i64} : tensor<4xf32> loc("dropout")
-  return %0 : tensor<4xf32>
+// CHECK: const float v1 = (memfit_dropout_keep(7000042ull, 0LL, idx, 0.25f) ? v0 * 1.33333333f : (float)0);
+// CHECK-LABEL: // k1_dropout: stepped
+// CHECK: const float v1 = (memfit_dropout_keep(7000042ull, ((long long)5LL), idx, 0.25f) ? v0 * 1.33333333f : (float)0);
+// CHECK-LABEL: // k2_dropout_mask: mask
+// CHECK: const long long v1 = in1[0];
+// CHECK-NEXT: const bool v2 = memfit_dropout_keep(7000042ull, v1, idx, 0.25f);
+func.func @dropout(%x: tensor<4xf32>, %s: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xi1>) {
+  %0 = memfit.dropout %x {ratio = 2.500000e-01 : f32, seed = 7 : i64, stream = 21 : i64} : tensor<4xf32> loc("dropout")
+  %c5 = memfit.constant dense<5> : tensor<i64>
+  %1 = memfit.dropout %x step %c5 {ratio = 2.500000e-01 : f32, seed = 7 : i64, stream = 21 : i64} : tensor<4xf32> loc("stepped")
+  %2 = memfit.dropout_mask %x step %s {ratio = 2.500000e-01 : f32, seed = 7 : i64, stream = 21 : i64} : tensor<4xf32> -> tensor<4xi1> loc("mask")
+  return %0, %1, %2 : tensor<4xf32>, tensor<4xf32>, tensor<4xi1>
 }
 
 // -----

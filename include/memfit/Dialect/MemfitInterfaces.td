@@ -4,7 +4,9 @@
 //  - OpClassInterface: the computation class, for reports and fusion;
 //  - CostOpInterface: FLOPs and bytes moved, for memfit-op-cost and the
 //    recomputation prices of memfit-remat;
-//  - GradientOpInterface: the vector-Jacobian product, for memfit-autodiff.
+//  - GradientOpInterface: the vector-Jacobian product, for memfit-autodiff;
+//  - DropoutOpInterface: ops that draw a dropout's mask, for
+//    memfit-dropout-step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -191,6 +193,31 @@ def Memfit_GradientOpInterface : OpInterface<"GradientOpInterface"> {
            "::llvm::ArrayRef<::mlir::Value>":$resultGrads,
            "::llvm::ArrayRef<bool>":$needsGrad,
            "::llvm::SmallVectorImpl<::mlir::Value> &":$operandGrads)>,
+  ];
+}
+
+def Memfit_DropoutOpInterface : OpInterface<"DropoutOpInterface"> {
+  let cppNamespace = "::mlir::memfit";
+  let description = [{
+    An op that draws the mask of a training-mode dropout: memfit.dropout,
+    memfit.dropout_mask, and memfit.attention and its gradient ops with a
+    dropout on the probabilities. Which elements it keeps depends on its
+    seed and stream (attributes), the element's index and its step: an
+    optional 0-d i64 operand `dropout_step`, step 0 when absent.
+    memfit-dropout-step gives every such op of a training step the step's
+    counter, so that each call of the step draws new masks, and the
+    forward, its recomputations and its gradient the same ones.
+  }];
+  let methods = [
+    InterfaceMethod<"Whether the op drops anything (its ratio is above 0).",
+      "bool", "dropsElements", (ins)>,
+    InterfaceMethod<"The step operand; null when absent (step 0).",
+      "::mlir::Value", "getDropoutStep", (ins)>,
+    InterfaceMethod<"Makes `step` (a 0-d i64 tensor) the step operand.",
+      "void", "setDropoutStep", (ins "::mlir::Value":$step), /*methodBody=*/"",
+      /*defaultImplementation=*/[{
+        $_op.getDropoutStepMutable().assign(step);
+      }]>,
   ];
 }
 

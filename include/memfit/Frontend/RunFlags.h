@@ -192,11 +192,13 @@ struct RunFlags {
                        cl::desc("LoRA: scale by alpha / sqrt(rank)")};
   Opt<double> loraDropout{"lora-dropout", cl::init(0.0), cl::Hidden,
                           cl::cat(trainCategory),
-                          cl::desc("LoRA dropout (only 0 is supported)")};
+                          cl::desc("LoRA: PEFT's lora_dropout, the "
+                                   "probability of dropping an element of "
+                                   "an adapter's input")};
   Opt<int64_t> loraSeed{"lora-seed", cl::init(0), cl::Hidden,
                         cl::cat(trainCategory),
                         cl::desc("LoRA: seed of the adapters' initial "
-                                 "values")};
+                                 "values and of their dropout")};
   Opt<std::string> loadAdapters{
       "load-adapters", cl::cat(trainCategory),
       cl::desc("Set trainable parameters (LoRA adapters: PEFT's or memfit's "

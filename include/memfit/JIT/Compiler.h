@@ -67,7 +67,8 @@ struct TrainOptions {
   /// targeted contractions ("attention", "mlp", "all-linear" or globs over
   /// module paths; default attention), scaled by loraAlpha / loraRank
   /// (loraAlpha / sqrt(loraRank) with loraRslora), and every other
-  /// parameter frozen. Only loraDropout = 0 is supported.
+  /// parameter frozen; loraDropout is PEFT's lora_dropout of the adapters'
+  /// input, drawn with loraSeed.
   int64_t loraRank = 0;
   double loraAlpha = 8.0;
   std::vector<std::string> loraTargets, loraExclude;

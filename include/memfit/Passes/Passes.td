@@ -168,9 +168,9 @@ def MemfitRaiseAttentionPass
       own (broadcast) shape;
     - a training-mode `memfit.dropout` of the probabilities (after the
       `where(is_nan(p), 0, p)` zeroing, where there is one) before the
-      values: its ratio, seed and stream become the op's `dropout_ratio`,
-      `dropout_seed` and `dropout_stream`, and the op keeps the same
-      elements; an unread `memfit.dropout_mask` of the probabilities goes.
+      values: its ratio, seed, stream and step become the op's
+      `dropout_ratio`, `dropout_seed`, `dropout_stream` and
+      `dropout_step`, and the op keeps the same elements; an unread `memfit.dropout_mask` of the probabilities goes.
 
     A softmax that does not match stays spelled out, with the reason in
     the report: its probabilities, the dropout's result or the dropout's
@@ -447,6 +447,11 @@ def MemfitLoraPass : Pass<"memfit-lora", "::mlir::ModuleOp"> {
     `memfit.lora_of = "<W>"` (the base weight's name) and `memfit.lora =
     "A"` or `"B"`.
 
+    With `dropout` p > 0 the adapter reads `memfit.dropout(x)` of ratio p
+    instead of x (PEFT's `lora_dropout`; the base contraction reads x),
+    with `seed` and a stream of its own per adapter; memfit-dropout-step
+    then gives it the training step, so every step draws a new mask.
+
     `targets` are roles or globs: `attention` (the contractions of modules
     whose path has `attn` or `attention`, in a transformer layer: q, k, v
     and o projections, or a fused QKV), `mlp` (the other contractions in a
@@ -468,11 +473,12 @@ def MemfitLoraPass : Pass<"memfit-lora", "::mlir::ModuleOp"> {
     ListOption<"exclude", "exclude", "std::string",
                "Globs over module paths and node names not to adapt">,
     Option<"dropout", "dropout", "double", /*default=*/"0",
-           "PEFT's lora_dropout (only 0 is supported)">,
+           "PEFT's lora_dropout: the probability of dropping an element of "
+           "the adapter's input">,
     Option<"rslora", "rslora", "bool", /*default=*/"false",
            "Scale by alpha / sqrt(r) (rank-stabilized LoRA)">,
     Option<"seed", "seed", "int64_t", /*default=*/"0",
-           "Seed of the adapters' initial values">,
+           "Seed of the adapters' initial values and of their dropout">,
   ];
 }
 
@@ -546,6 +552,35 @@ def MemfitAutodiffPass : Pass<"memfit-autodiff", "::mlir::ModuleOp"> {
            "memfit.linear_cross_entropy (memfit-chunk-loss computes it a chunk "
            "of rows at a time)">,
   ];
+}
+
+def MemfitDropoutStepPass : Pass<"memfit-dropout-step", "::mlir::ModuleOp"> {
+  let summary = "Gives every training-mode dropout the step's counter, so "
+                "that each step draws new masks";
+  let description = [{
+    Which elements a dropout keeps depends on its seed, its stream, the
+    element's index and its step, the optional `dropout_step` operand of
+    the ops of DropoutOpInterface (`memfit.dropout`, `memfit.dropout_mask`,
+    `memfit.attention` and its gradient ops; absent: step 0, as a forward
+    pass runs). For every function with such ops that drop elements and
+    have no step, the pass adds the training state `dropout_step` (0-d
+    i64, role "counter", starting at 0; one for the module), reads it at
+    the function's start as the step of each of them, and writes it back
+    incremented (`memfit.assign`) at the function's end.
+
+    Run after memfit-autodiff, whose gradient rules give a dropout's
+    gradient the forward's step, and before memfit-optimizer: every call of
+    the training step (or of `accumulate`, once per micro-batch) draws new
+    masks, skipped steps of dynamic loss scaling included; the forward,
+    every recomputation of it and its gradient draw the same ones; and the
+    checkpoint holds the counter, so a resumed run draws the masks the
+    uninterrupted one drew.
+
+    ```
+    memfit-opt model.onnx --memfit-autodiff --memfit-dropout-step
+    ```
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }
 
 def MemfitChunkLossPass

@@ -176,11 +176,12 @@ struct TrainPipelineOptions
                           llvm::cl::init(false)};
   Option<double> loraDropout{
       *this, "lora-dropout",
-      llvm::cl::desc("LoRA: PEFT's lora_dropout (only 0 is supported)"),
+      llvm::cl::desc("LoRA: PEFT's lora_dropout of the adapters' input"),
       llvm::cl::init(0.0)};
   Option<int64_t> loraSeed{
       *this, "lora-seed",
-      llvm::cl::desc("LoRA: seed of the adapters' initial values"),
+      llvm::cl::desc("LoRA: seed of the adapters' initial values and of "
+                     "their dropout"),
       llvm::cl::init(0)};
 
   // Mixed precision (memfit-mixed-precision, before memfit-autodiff).

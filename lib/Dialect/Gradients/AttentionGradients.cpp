@@ -10,7 +10,7 @@
 //
 // With dropout on the probabilities (Z = keep / (1 - ratio), result =
 // (Z * P) V), the gradient ops take the forward's dropout attributes and
-// draw the same Z: dvalue = (Z * P)^T dresult, dP = Z * (dresult value^T),
+// step and draw the same Z: dvalue = (Z * P)^T dresult, dP = Z * (dresult value^T),
 // dscores = P * (dP - delta). delta stays sum(dresult * result): the sum
 // over the keys of P * dP is dresult . ((Z * P) V).
 //
@@ -35,12 +35,14 @@ static LogicalResult rule(AttentionOp op, GradBuilder &g) {
   if (g.needs(0))
     g.set(0, AttentionGradQueryOp::create(
                  g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult,
-                 op.getMask(), op.getScaleAttr(), op.getCausalAttr(),
+                 AttentionOp::extrasOf(op.getMask(), op.getDropoutStep()),
+                 op.getScaleAttr(), op.getCausalAttr(),
                  op.getUniformHiddenRowsAttr(), op.getDropoutRatioAttr(),
                  op.getDropoutSeedAttr(), op.getDropoutStreamAttr()));
   if (g.needs(1) || g.needs(2)) {
     auto kv = AttentionGradKeyValueOp::create(
-        g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult, op.getMask(),
+        g.b, g.loc, q, k, v, op.getLogsumexp(), delta, dresult,
+        AttentionOp::extrasOf(op.getMask(), op.getDropoutStep()),
         op.getScaleAttr(), op.getCausalAttr(), op.getUniformHiddenRowsAttr(),
         op.getDropoutRatioAttr(), op.getDropoutSeedAttr(),
         op.getDropoutStreamAttr());

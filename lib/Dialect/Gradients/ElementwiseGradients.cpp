@@ -8,7 +8,7 @@
 //    exponent; the loss is infinite then anyway.)
 //  - max and min: split in half between tied operands.
 //  - dropout: the same dropout of the gradient (its mask depends on its
-//    attributes and the element's index alone).
+//    attributes, its step operand and the element's index alone).
 //
 // The predicates and the ops with boolean results carry no gradient.
 //
@@ -145,11 +145,11 @@ static LogicalResult rule(DropoutOp op, GradBuilder &g) {
     g.set(0, g.grad());
     return success();
   }
-  // The same dropout of the gradient: its mask depends on the attributes
-  // and the element's index alone, so the same elements are kept.
+  // The same dropout of the gradient: its mask depends on the attributes,
+  // the step and the element's index alone, so the same elements are kept.
   g.set(0, DropoutOp::create(g.b, g.loc, g.grad().getType(), g.grad(),
-                             op.getRatioAttr(), op.getSeedAttr(),
-                             op.getStreamAttr()));
+                             op.getDropoutStep(), op.getRatioAttr(),
+                             op.getSeedAttr(), op.getStreamAttr()));
   return success();
 }
 

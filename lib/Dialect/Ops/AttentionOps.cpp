@@ -1,7 +1,8 @@
 //===- AttentionOps.cpp - attention and its gradient ----------------------===//
 //
-// The type inference and verifiers of memfit.attention and its two
-// gradient ops; their costs are in lib/Dialect/CostModel.cpp.
+// The type inference, verifiers and optional operands (a mask and the
+// dropout's step, one variadic group `extras`) of memfit.attention and its
+// two gradient ops; their costs are in lib/Dialect/CostModel.cpp.
 //
 // The ops are defined in include/memfit/Dialect/Ops/AttentionOps.td.
 //
@@ -9,10 +10,91 @@
 
 #include "OpHelpers.h"
 
+#include "mlir/IR/OpImplementation.h"
+
 #include <cmath>
 
 using namespace mlir;
 using namespace mlir::memfit;
+
+//===----------------------------------------------------------------------===//
+// The optional operands
+//===----------------------------------------------------------------------===//
+
+/// Whether `value` is a dropout step: a 0-d i64 tensor, which no mask is.
+static bool isStep(Value value) {
+  auto type = cast<RankedTensorType>(value.getType());
+  return type.getRank() == 0 && type.getElementType().isInteger(64);
+}
+
+/// The mask among the extras, or null.
+static Value maskOf(ValueRange extras) {
+  return !extras.empty() && !isStep(extras.front()) ? extras.front() : Value();
+}
+
+/// The dropout's step among the extras, or null.
+static Value stepOf(ValueRange extras) {
+  return !extras.empty() && isStep(extras.back()) ? extras.back() : Value();
+}
+
+/// Replaces the step among `op`'s extras by `step`.
+template <typename OpTy> static void setStep(OpTy op, Value step) {
+  SmallVector<Value> extras;
+  if (Value mask = op.getMask())
+    extras.push_back(mask);
+  if (step)
+    extras.push_back(step);
+  op.getExtrasMutable().assign(extras);
+}
+
+/// The extras must be a mask, a step, or a mask and a step, in that order.
+static LogicalResult verifyExtras(Operation *op, ValueRange extras) {
+  unsigned expected = (maskOf(extras) ? 1 : 0) + (stepOf(extras) ? 1 : 0);
+  if (extras.size() != expected)
+    return op->emitOpError("takes at most a mask and then a dropout step "
+                           "(tensor<i64>) after its operands, got ")
+           << extras.size() << " more operands";
+  return success();
+}
+
+Value AttentionOp::getMask() { return maskOf(getExtras()); }
+Value AttentionOp::getDropoutStep() { return stepOf(getExtras()); }
+void AttentionOp::setDropoutStep(Value step) { setStep(*this, step); }
+Value AttentionGradQueryOp::getMask() { return maskOf(getExtras()); }
+Value AttentionGradQueryOp::getDropoutStep() { return stepOf(getExtras()); }
+void AttentionGradQueryOp::setDropoutStep(Value step) { setStep(*this, step); }
+Value AttentionGradKeyValueOp::getMask() { return maskOf(getExtras()); }
+Value AttentionGradKeyValueOp::getDropoutStep() { return stepOf(getExtras()); }
+void AttentionGradKeyValueOp::setDropoutStep(Value step) {
+  setStep(*this, step);
+}
+
+namespace mlir::memfit {
+
+// Declared in lib/Dialect/MemfitOps.cpp, where the parsers are generated.
+ParseResult
+parseAttentionExtras(OpAsmParser &parser,
+                     SmallVectorImpl<OpAsmParser::UnresolvedOperand> &extras) {
+  for (StringRef keyword : {"mask", "dropout_step"}) {
+    if (failed(parser.parseOptionalKeyword(keyword)))
+      continue;
+    if (parser.parseOperand(extras.emplace_back()))
+      return failure();
+  }
+  return success();
+}
+
+void printAttentionExtras(OpAsmPrinter &printer, Operation *,
+                          OperandRange extras) {
+  for (Value value : extras)
+    printer << (isStep(value) ? " dropout_step " : " mask ") << value;
+}
+
+} // namespace mlir::memfit
+
+//===----------------------------------------------------------------------===//
+// Inference and verifiers
+//===----------------------------------------------------------------------===//
 
 /// The shapes of inferAttentionShapes for the op's operands.
 static LogicalResult inferShapes(OptLoc loc, Value query, Value key,
@@ -64,14 +146,16 @@ LogicalResult AttentionOp::inferReturnTypes(MLIRContext *context, OptLoc loc,
                                             SmallVectorImpl<Type> &types) {
   Shape result, logsumexp;
   if (failed(inferShapes(loc, adaptor.getQuery(), adaptor.getKey(),
-                         adaptor.getValue(), adaptor.getMask(), result,
-                         logsumexp)))
+                         adaptor.getValue(), maskOf(adaptor.getExtras()),
+                         result, logsumexp)))
     return failure();
   (void)pushTensor(types, result, eltOf(adaptor.getQuery()));
   return pushTensor(types, logsumexp, Float32Type::get(context));
 }
 
 LogicalResult AttentionOp::verify() {
+  if (failed(verifyExtras(*this, getExtras())))
+    return failure();
   return verifyCommon(*this, getQuery(), getKey(), getValue(), getMask(),
                       getScale(), getDropoutRatio());
 }
@@ -113,11 +197,13 @@ static LogicalResult verifyGrad(Operation *op, Value query, Value key,
 LogicalResult AttentionGradQueryOp::inferReturnTypes(
     MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
   return inferGradTypes(loc, adaptor.getQuery(), adaptor.getKey(),
-                        adaptor.getValue(), adaptor.getMask(),
+                        adaptor.getValue(), maskOf(adaptor.getExtras()),
                         {adaptor.getQuery()}, types);
 }
 
 LogicalResult AttentionGradQueryOp::verify() {
+  if (failed(verifyExtras(*this, getExtras())))
+    return failure();
   return verifyGrad(*this, getQuery(), getKey(), getValue(), getMask(),
                     getLogsumexp(), getDelta(), getDresult(), getScale(),
                     getDropoutRatio());
@@ -126,11 +212,13 @@ LogicalResult AttentionGradQueryOp::verify() {
 LogicalResult AttentionGradKeyValueOp::inferReturnTypes(
     MLIRContext *, OptLoc loc, Adaptor adaptor, SmallVectorImpl<Type> &types) {
   return inferGradTypes(loc, adaptor.getQuery(), adaptor.getKey(),
-                        adaptor.getValue(), adaptor.getMask(),
+                        adaptor.getValue(), maskOf(adaptor.getExtras()),
                         {adaptor.getKey(), adaptor.getValue()}, types);
 }
 
 LogicalResult AttentionGradKeyValueOp::verify() {
+  if (failed(verifyExtras(*this, getExtras())))
+    return failure();
   return verifyGrad(*this, getQuery(), getKey(), getValue(), getMask(),
                     getLogsumexp(), getDelta(), getDresult(), getScale(),
                     getDropoutRatio());

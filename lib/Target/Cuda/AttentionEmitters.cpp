@@ -15,8 +15,8 @@
 // No atomics: each thread owns the gradient rows it writes, and adds in
 // key or query order, so results are deterministic.
 // With a dropout on the probabilities, each pair's keep test is the one
-// memfit.dropout makes of the [B, Hq, S, T] probabilities' element
-// ((b * Hq + h) * S + i) * T + j: the forward skips the dropped keys'
+// memfit.dropout of the same step makes of the [B, Hq, S, T]
+// probabilities' element ((b * Hq + h) * S + i) * T + j: the forward skips the dropped keys'
 // values and scales the kept ones by 1 / (1 - ratio) with the output; the
 // gradients scale dresult . value and the pair's share of dvalue by the
 // factor z (1 / (1 - ratio) kept, 0 dropped). Without dropout the kernels
@@ -61,6 +61,8 @@ struct AttentionKernel {
   double dropoutRatio = 0;
   std::optional<int64_t> dropoutSeed;
   int64_t dropoutStream = 0;
+  /// The step the dropout draws for: its operand's element, or 0.
+  std::string dropoutStep = "0LL";
 
   raw_ostream &os() { return w.body(); }
   std::string lit(double v) const { return floatLiteral(v, isDouble); }
@@ -77,6 +79,7 @@ struct AttentionKernel {
   /// probabilities.
   std::string keeps(StringRef row, StringRef j) const {
     return dropoutKeepTest(dropoutRatio, dropoutSeed, dropoutStream,
+                           dropoutStep,
                            (row + " * " + ll(keys) + " + " + j).str());
   }
   /// 1 / (1 - ratio), the scale of a kept probability.
@@ -243,6 +246,12 @@ FailureOr<AttentionKernel> kernelFor(OpTy op, KernelWriter &w) {
   kernel.dropoutRatio = op.getDropoutRatio().convertToDouble();
   kernel.dropoutSeed = op.getDropoutSeed();
   kernel.dropoutStream = op.getDropoutStream();
+  if (Value step = op.getDropoutStep(); step && kernel.dropout()) {
+    FailureOr<std::string> element = w.load(step, "0", op);
+    if (failed(element))
+      return failure();
+    kernel.dropoutStep = *element;
+  }
   if (Value mask = op.getMask()) {
     Shape shape(shapeOf(mask));
     shape.insert(shape.begin(), 4 - shape.size(), 1);

@@ -235,13 +235,13 @@ struct TemplateModel
 };
 
 /// Whether a dropout of `ratio`, `seed` and `stream` keeps the element at
-/// flat index `idx` (a C++ expression): a call of the prelude's
-/// memfit_dropout_keep with the seed and stream combined as every dropout
-/// combines them, so memfit.dropout, its mask, its gradient and the
+/// flat index `idx` at step `step` (C++ expressions): a call of the
+/// prelude's memfit_dropout_keep with the seed and stream combined as every
+/// dropout combines them, so memfit.dropout, its mask, its gradient and the
 /// probabilities of memfit.attention keep the same elements wherever they
 /// run. Defined in PointwiseEmitters.cpp.
 std::string dropoutKeepTest(double ratio, std::optional<int64_t> seed,
-                            int64_t stream, StringRef idx);
+                            int64_t stream, StringRef step, StringRef idx);
 
 /// The attach functions of the files that hold the models.
 void attachPointwiseEmitters(MLIRContext *context); // PointwiseEmitters.cpp

@@ -110,26 +110,29 @@ Expr expr(GeluOp op, const Scalar &s) {
       .str();
 }
 
-/// Whether a dropout of `ratio`, `seed` and `stream` keeps element `idx`:
-/// the same for the dropout, its mask and its gradient, wherever they run.
-template <typename OpTy> std::string dropoutKeeps(OpTy op) {
+/// Whether a dropout of `ratio`, `seed`, `stream` and its step (operand 1,
+/// step 0 without one) keeps element `idx`: the same for the dropout, its
+/// mask and its gradient, wherever they run.
+template <typename OpTy> std::string dropoutKeeps(OpTy op, const Scalar &s) {
   return dropoutKeepTest(op.getRatio().convertToDouble(), op.getSeed(),
-                         op.getStream(), "idx");
+                         op.getStream(), op.getDropoutStep() ? s.x[1] : "0LL",
+                         "idx");
 }
 
 Expr expr(DropoutOp op, const Scalar &s) {
   double ratio = op.getRatio().convertToDouble();
   if (ratio <= 0)
     return s.x[0];
-  return llvm::formatv("({0} ? {1} * {2} : ({3})0)", dropoutKeeps(op), s.x[0],
+  return llvm::formatv("({0} ? {1} * {2} : ({3})0)", dropoutKeeps(op, s),
+                       s.x[0],
                        floatLiteral(1.0 / (1.0 - ratio), s.type.isF64()), s.t)
       .str();
 }
 
-Expr expr(DropoutMaskOp op, const Scalar &) {
+Expr expr(DropoutMaskOp op, const Scalar &s) {
   if (op.getRatio().convertToDouble() <= 0)
     return std::string("true");
-  return dropoutKeeps(op);
+  return dropoutKeeps(op, s);
 }
 
 Expr expr(CastOp op, const Scalar &s) {
@@ -594,11 +597,12 @@ void attach(MLIRContext *context) {
 } // namespace
 
 std::string cuda::dropoutKeepTest(double ratio, std::optional<int64_t> seed,
-                                  int64_t stream, StringRef idx) {
+                                  int64_t stream, StringRef step,
+                                  StringRef idx) {
   uint64_t combined = static_cast<uint64_t>(seed.value_or(0)) * 1000003ull +
                       static_cast<uint64_t>(stream);
-  return llvm::formatv("memfit_dropout_keep({0}ull, {1}, {2})", combined, idx,
-                       floatLiteral(ratio, false))
+  return llvm::formatv("memfit_dropout_keep({0}ull, {1}, {2}, {3})", combined,
+                       step, idx, floatLiteral(ratio, false))
       .str();
 }
 

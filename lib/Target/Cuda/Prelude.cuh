@@ -39,8 +39,6 @@ template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, 
   return v;
 }
 #endif
-// Dropout's keep decision: a counter-based hash (splitmix64) of the seed and
-// the element index, compared with the drop ratio.
 // An integer power by repeated squaring, wrapping like the C types (the
 // caller casts to its own); a negative exponent gives 0 unless the base is
 // 1 or -1 (ONNX Pow on integers, as onnxruntime).
@@ -51,11 +49,19 @@ static __device__ __forceinline__ long long memfit_ipow(long long b, long long e
   return (long long)r;
 }
 
-static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long seed, long long i, float ratio) {
-  unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1);
+// Dropout's keep decision, counter-based: splitmix64's finalizer of the
+// seed (with the stream) and the step gives the step's key, the finalizer
+// of the key and the element index a uniform number in [0, 1) from its top
+// 24 bits, kept when it is at least the drop ratio.
+static __device__ __forceinline__ unsigned long long memfit_mix64(unsigned long long z) {
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
+  return z ^ (z >> 31);
+}
+
+static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long seed, long long step, long long i, float ratio) {
+  const unsigned long long key = memfit_mix64(seed + 0xd1b54a32d192ed03ull * (unsigned long long)(step + 1));
+  const unsigned long long z = memfit_mix64(key + 0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1));
   return (float)(z >> 40) * (1.0f / 16777216.0f) >= ratio;
 }
 

@@ -9,7 +9,8 @@ kernel's 32 keys), scores = q . k^T * 0.25 with a constant causal mask
 Where(tril, x, -inf), softmax, a training-mode Dropout(ratio 0.2, seed 5)
 with its mask output unread (as TorchScript exports GPT-2's attn_dropout),
 the values, and the loss ReduceSum(Y * R). memfit-raise-attention folds
-the dropout into memfit.attention (checked in the compiled IR). A second
+the dropout into memfit.attention, and memfit-dropout-step gives it and
+its gradient ops the step counter (checked in the compiled IR). A second
 model adds Where(keep, 0, finfo.min) with a run-time keep-mask instead of
 the causal where, whose row 1 hides every key: memfit.attention with
 uniform_hidden_rows, where such a row attends to every key alike before
@@ -21,8 +22,8 @@ Checks, on the host backend:
     memfit.dropout and memfit's autodiff of them) within 1e-6 of each
     tensor's largest magnitude: both drop the same elements;
   - the loss equals a float64 NumPy evaluation of the same dropout (the
-    keep test of memfit_dropout_keep, with the stream from the IR) within
-    1e-6;
+    keep test of memfit_dropout_keep, with the stream from the IR, at step
+    0: memfit-dropout-step's counter starts there) within 1e-6;
   - the dropout drops: the loss and gradients differ from those of the
     same model with ratio 0 by more than 1e-3;
   - the second model's loss and gradients with memfit.attention equal the
@@ -86,14 +87,22 @@ def model(ratio, uniform=False):
     return onnx_model(graph, 17)
 
 
-def keeps(seed, stream, ratio, n):
-    """memfit_dropout_keep (lib/Target/Cuda/Prelude.cuh) of indices 0..n-1."""
-    s = np.uint64((seed * 1000003 + stream) % 2**64)
-    z = s + np.uint64(0x9e3779b97f4a7c15) * (np.arange(n, dtype=np.uint64) +
-                                             np.uint64(1))
+def mix64(z):
+    """splitmix64's finalizer (memfit_mix64) on uint64 arrays."""
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xbf58476d1ce4e5b9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94d049bb133111eb)
-    z ^= z >> np.uint64(31)
+    return z ^ (z >> np.uint64(31))
+
+
+def keeps(seed, stream, ratio, n, step=0):
+    """memfit_dropout_keep (lib/Target/Cuda/Prelude.cuh) of indices 0..n-1
+    at `step` (the first call of a compiled step draws step 0)."""
+    with np.errstate(over="ignore"):
+        s = np.uint64((seed * 1000003 + stream) % 2**64)
+        key = mix64(np.array([s + np.uint64(0xd1b54a32d192ed03) *
+                              np.uint64(step + 1)], dtype=np.uint64))[0]
+        z = mix64(key + np.uint64(0x9e3779b97f4a7c15) *
+                  (np.arange(n, dtype=np.uint64) + np.uint64(1)))
     u = (z >> np.uint64(40)).astype(np.float32) * np.float32(1 / 16777216)
     return u >= np.float32(ratio)
 
@@ -143,6 +152,10 @@ def main():
                      fused_ir):
         failures.append("the compiled step has no memfit.attention with "
                         "dropout_ratio 0.2")
+    if not re.search(r"memfit\.attention_grad_key_value .*dropout_step",
+                     fused_ir):
+        failures.append("the compiled step's attention gradient draws for "
+                        "no dropout_step")
     if "attention_grad_key_value" not in fused_ir:
         failures.append("the compiled step has no attention_grad_key_value")
     if not re.search(r"memfit\.attention uniform_hidden_rows .*dropout_ratio",

@@ -22,14 +22,38 @@ def Memfit_AttentionMask
 // The probability of dropping a probability; 0 (the default) is no dropout.
 def Memfit_AttentionDropoutRatio : DefaultValuedAttr<F32Attr, "0.0f">;
 
+// The optional operands, `extras`: a mask, then the dropout's step, each at
+// most once (a mask is never a 0-d i64 tensor). One variadic group rather
+// than two optional operands: operand segments need properties, which the
+// dialect does not use.
+def Memfit_AttentionExtra : AnyTypeOf<[Memfit_AttentionMask, Memfit_DropoutStep]>;
+
 // What the three attention ops share: the operands' layout, the scale, the
 // causal flag, the mask, the dropout on the probabilities, and a cost of
-// their own.
+// their own. getMask() and getDropoutStep() pick the extras (null when
+// absent); AttentionOps.cpp defines them.
 class Memfit_AttentionBase<string mnemonic, list<Trait> traits = []>
     : Memfit_InferredOp<mnemonic, "Attention",
         !listconcat([DeclareOpInterfaceMethods<Memfit_CostOpInterface,
-                                                ["getCost"]>], traits)> {
+                                                ["getCost"]>,
+                     Memfit_DropoutOpInterface], traits)> {
   let hasVerifier = 1;
+  code attentionDecls = [{
+    /// The extras of a mask and a step, either null.
+    static ::llvm::SmallVector<::mlir::Value, 2>
+    extrasOf(::mlir::Value mask, ::mlir::Value step) {
+      ::llvm::SmallVector<::mlir::Value, 2> extras;
+      for (::mlir::Value value : {mask, step})
+        if (value)
+          extras.push_back(value);
+      return extras;
+    }
+    ::mlir::Value getMask();
+    ::mlir::Value getDropoutStep();
+    void setDropoutStep(::mlir::Value step);
+    bool dropsElements() { return getDropoutRatio().convertToDouble() > 0; }
+  }];
+  let extraDecls = attentionDecls;
 }
 
 def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
@@ -51,12 +75,12 @@ def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
     every score of such a row rounds to the fill; its log-sum-exp is then
     `+inf`, which tells the gradient ops.
 
-    `dropout_ratio` (0 by default: none), `dropout_seed` and
-    `dropout_stream`: a training-mode dropout of the probabilities before
-    they meet the values, exactly `memfit.dropout` of `ratio`, `seed` and
-    `stream` applied to the `[B, Hq, S, T]` probability tensor (element
-    `((b * Hq + h) * S + i) * T + j`), so the op keeps the elements that
-    the spelled-out graph's dropout keeps.
+    `dropout_ratio` (0 by default: none), `dropout_seed`, `dropout_stream`
+    and the optional `dropout_step` operand: a training-mode dropout of the
+    probabilities before they meet the values, exactly `memfit.dropout` of
+    `ratio`, `seed`, `stream` and `step` applied to the `[B, Hq, S, T]`
+    probability tensor (element `((b * Hq + h) * S + i) * T + j`), so the
+    op keeps the elements that the spelled-out graph's dropout keeps.
 
     Results: the attention `[B, Hq, S, Dv]` in the query's type, and
     `logsumexp` `[B, Hq, S]` in f32, `max + log(sum(exp(score - max)))` of
@@ -66,12 +90,12 @@ def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
 
     ```mlir
     %o, %lse = memfit.attention causal %q, %k, %v scale 0.125 : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
-    %od, %lsed = memfit.attention causal %q, %k, %v scale 0.125 {dropout_ratio = 1.000000e-01 : f32, dropout_stream = 2 : i64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+    %od, %lsed = memfit.attention causal %q, %k, %v dropout_step %s scale 0.125 {dropout_ratio = 1.000000e-01 : f32, dropout_stream = 2 : i64} : (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<i64>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
     ```
   }];
   let arguments = (ins Memfit_FloatTensor:$query, Memfit_FloatTensor:$key,
                        Memfit_FloatTensor:$value,
-                       Optional<Memfit_AttentionMask>:$mask,
+                       Variadic<Memfit_AttentionExtra>:$extras,
                        F32Attr:$scale, UnitAttr:$causal,
                        UnitAttr:$uniform_hidden_rows,
                        Memfit_AttentionDropoutRatio:$dropout_ratio,
@@ -81,10 +105,10 @@ def Memfit_AttentionOp : Memfit_AttentionBase<"attention"> {
                       Memfit_FloatTensor:$logsumexp);
   let assemblyFormat = [{
     (`causal` $causal^)? (`uniform_hidden_rows` $uniform_hidden_rows^)?
-    $query `,` $key `,` $value (`mask` $mask^)?
+    $query `,` $key `,` $value `` custom<AttentionExtras>($extras)
     `scale` $scale attr-dict `:` functional-type(operands, results)
   }];
-  let extraDecls = [{
+  let extraDecls = attentionDecls # [{
     /// The log-sum-exp stays f32 under mixed precision.
     bool isFp32Result(unsigned index) { return index == 1; }
   }];
@@ -100,7 +124,7 @@ class Memfit_AttentionGradOp<string mnemonic, string what, dag outs>
                        Memfit_FloatTensor:$logsumexp,
                        Memfit_FloatTensor:$delta,
                        Memfit_FloatTensor:$dresult,
-                       Optional<Memfit_AttentionMask>:$mask,
+                       Variadic<Memfit_AttentionExtra>:$extras,
                        F32Attr:$scale, UnitAttr:$causal,
                        UnitAttr:$uniform_hidden_rows,
                        Memfit_AttentionDropoutRatio:$dropout_ratio,
@@ -110,8 +134,8 @@ class Memfit_AttentionGradOp<string mnemonic, string what, dag outs>
   let assemblyFormat = [{
     (`causal` $causal^)? (`uniform_hidden_rows` $uniform_hidden_rows^)?
     $query `,` $key `,` $value `,` $logsumexp `,`
-    $delta `,` $dresult (`mask` $mask^)? `scale` $scale attr-dict `:`
-    functional-type(operands, results)
+    $delta `,` $dresult `` custom<AttentionExtras>($extras) `scale` $scale
+    attr-dict `:` functional-type(operands, results)
   }];
 }
 
@@ -120,7 +144,8 @@ def Memfit_AttentionGradQueryOp
                              (outs Memfit_FloatTensor:$dquery)> {
   let description = [{
     The queries' gradient of `memfit.attention` with the same `query`,
-    `key`, `value`, `mask`, `scale`, `causal` and dropout attributes:
+    `key`, `value`, `mask`, `scale`, `causal`, dropout attributes and
+    step:
     `dresult` is the gradient of its result, `logsumexp` its second result
     and `delta` `[B, Hq, S]` (f32) the sum over the last axis of
     `dresult * result`. Each query row recomputes its probabilities

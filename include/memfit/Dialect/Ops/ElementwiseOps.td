@@ -124,7 +124,15 @@ def Memfit_GeluOp : Memfit_Op<"gelu", "ElementWise", [Pure, SameOperandsAndResul
   let assemblyFormat = "$approximate $input attr-dict `:` type($input)";
 }
 
-def Memfit_DropoutOp : Memfit_Op<"dropout", "ElementWise", [SameOperandsAndResultType]> {
+// The step a dropout draws its mask for: a 0-d i64 tensor, printed without
+// its type.
+def Memfit_DropoutStep : 0DTensorOf<[I64]> {
+  let builderCall =
+      "::mlir::RankedTensorType::get({}, $_builder.getIntegerType(64))";
+}
+
+def Memfit_DropoutOp : Memfit_Op<"dropout", "ElementWise",
+    [AllTypesMatch<["input", "result"]>, Memfit_DropoutOpInterface]> {
   // Its random numbers.
   let flopsPerElement = 4;
   let summary = "training-mode dropout";
@@ -133,39 +141,53 @@ def Memfit_DropoutOp : Memfit_Op<"dropout", "ElementWise", [SameOperandsAndResul
     `1/(1-ratio)`. Only dropout in training mode is an op: the importer
     forwards the input of an inference-mode ONNX Dropout. Not pure: it draws
     random numbers. Which elements it keeps depends on `seed`, `stream` (the
-    importer numbers a graph's dropouts) and the element's index alone, so
-    `memfit.dropout_mask` of the same attributes gives its mask, and its
-    gradient is a dropout of the same attributes.
+    importer numbers a graph's dropouts), the element's index and `step`,
+    a 0-d i64 operand (absent: step 0) that memfit-dropout-step makes the
+    training step's counter, so that every step draws a new mask. A
+    `memfit.dropout_mask` of the same attributes and step gives its mask,
+    and its gradient is a dropout of the same attributes and step.
 
     ```mlir
     %y = memfit.dropout %x {ratio = 1.000000e-01 : f32, stream = 2 : i64} : tensor<2x16x32xf32>
+    %z = memfit.dropout %x step %s {ratio = 1.000000e-01 : f32, stream = 2 : i64} : tensor<2x16x32xf32>
     ```
   }];
-  let arguments = (ins Memfit_FloatTensor:$input, F32Attr:$ratio,
-                       OptionalAttr<I64Attr>:$seed,
+  let arguments = (ins Memfit_FloatTensor:$input,
+                       Optional<Memfit_DropoutStep>:$dropout_step,
+                       F32Attr:$ratio, OptionalAttr<I64Attr>:$seed,
                        DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Memfit_FloatTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input)";
+  let assemblyFormat =
+      "$input (`step` $dropout_step^)? attr-dict `:` type($input)";
   let hasVerifier = 1;
+  let extraDecls = [{
+    bool dropsElements() { return getRatio().convertToDouble() > 0; }
+  }];
 }
 
-def Memfit_DropoutMaskOp : Memfit_Op<"dropout_mask", "ElementWise", [SameOperandsAndResultShape]> {
+def Memfit_DropoutMaskOp : Memfit_Op<"dropout_mask", "ElementWise",
+    [AllShapesMatch<["input", "result"]>, Memfit_DropoutOpInterface]> {
   let flopsPerElement = 4;
   let summary = "the mask of a training-mode dropout (ONNX Dropout's second output)";
   let description = [{
-    True where `memfit.dropout` of the same `ratio`, `seed` and `stream`
-    keeps the element. Reads only its input's shape.
+    True where `memfit.dropout` of the same `ratio`, `seed`, `stream` and
+    `step` keeps the element. Reads only its input's shape.
 
     ```mlir
     %m = memfit.dropout_mask %x {ratio = 1.000000e-01 : f32, stream = 2 : i64} : tensor<2x16x32xf32> -> tensor<2x16x32xi1>
     ```
   }];
-  let arguments = (ins Memfit_FloatTensor:$input, F32Attr:$ratio,
-                       OptionalAttr<I64Attr>:$seed,
+  let arguments = (ins Memfit_FloatTensor:$input,
+                       Optional<Memfit_DropoutStep>:$dropout_step,
+                       F32Attr:$ratio, OptionalAttr<I64Attr>:$seed,
                        DefaultValuedAttr<I64Attr, "0">:$stream);
   let results = (outs Memfit_BoolTensor:$result);
-  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
+  let assemblyFormat = "$input (`step` $dropout_step^)? attr-dict `:` "
+                       "type($input) `->` type($result)";
   let hasVerifier = 1;
+  let extraDecls = [{
+    bool dropsElements() { return getRatio().convertToDouble() > 0; }
+  }];
 }
 
 def Memfit_CastOp : Memfit_Op<"cast", "ElementWise", [Pure, SameOperandsAndResultShape]> {

@@ -191,7 +191,7 @@ enum class VariableKind {
   FrozenParameter,     // a parameter training leaves alone
   OptimizerState,      // "<param>.exp_avg", "<param>.momentum", ...
   GradientAccumulator, // "<param>.grad", summed over micro-batches
-  Counter,             // "step": optimizer steps taken, f32 of shape []
+  Counter,             // "step" (f32 []), loss scaling, "dropout_step" (i64 [])
 };
 
 /// "parameter", "frozen_parameter", "optimizer_state",
