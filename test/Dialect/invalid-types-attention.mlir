@@ -20,7 +20,7 @@ func.func @attention_value_of_another_type(%q: tensor<1x2x4x8xf16>, %v: tensor<1
 // -----
 
 func.func @attention_integer_mask(%q: tensor<1x2x4x8xf32>, %m: tensor<4x4xi32>) {
-  // expected-error @+1 {{'memfit.attention' op operand #3 must be statically shaped tensor of 1-bit signless integer or 16-bit float or bfloat16 type or 32-bit float or 64-bit float values, but got 'tensor<4x4xi32>'}}
+  // expected-error @+1 {{'memfit.attention' op operand #3 must be variadic of statically shaped tensor of 1-bit signless integer or 16-bit float or bfloat16 type or 32-bit float or 64-bit float values or 0D tensor of 64-bit signless integer values, but got 'tensor<4x4xi32>'}}
   %o, %l = memfit.attention %q, %q, %q mask %m scale 0.125 : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<4x4xi32>) -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>)
   return
 }
