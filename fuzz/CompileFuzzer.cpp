@@ -400,21 +400,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (verbose())
     llvm::errs() << "variant " << variant << "\n";
 
-  // The forward pass.
+  // The forward pass. The options are printed before the compile, so that a
+  // crash shows them.
   OwningOpRef<ModuleOp> forward = module->clone();
   ::memfit::CompileOptions compileOptions = forwardOptions(variant);
   auto forwardPipeline = ::memfit::forwardPipelineOptions(compileOptions);
+  if (verbose())
+    llvm::errs() << "forward ("
+                 << (forwardPipeline ? mlir::memfit::printForwardPipelineOptions(
+                                           **forwardPipeline)
+                                     : forwardPipeline.status().message())
+                 << ")\n";
   const char *outcome = "options refused";
   if (forwardPipeline)
     outcome = compile(*forward, [&](OpPassManager &pm) {
       mlir::memfit::buildForwardPipeline(pm, **forwardPipeline);
     });
   if (verbose())
-    llvm::errs() << "forward ("
-                 << (forwardPipeline ? mlir::memfit::printForwardPipelineOptions(
-                                           **forwardPipeline)
-                                     : forwardPipeline.status().message())
-                 << "): " << outcome << "\n";
+    llvm::errs() << "forward: " << outcome << "\n";
   forward = nullptr;
 
   // The training step.
@@ -422,16 +425,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ::memfit::Fusion fusion;
   ::memfit::TrainOptions train = trainOptions(variant, *module, weights, fusion);
   auto trainPipeline = ::memfit::trainPipelineOptions(train, weights, fusion);
+  if (verbose())
+    llvm::errs() << "train ("
+                 << (trainPipeline ? mlir::memfit::printTrainPipelineOptions(
+                                         **trainPipeline)
+                                   : trainPipeline.status().message())
+                 << ")\n";
   outcome = "options refused";
   if (trainPipeline)
     outcome = compile(*module, [&](OpPassManager &pm) {
       mlir::memfit::buildTrainPipeline(pm, **trainPipeline);
     });
   if (verbose())
-    llvm::errs() << "train ("
-                 << (trainPipeline ? mlir::memfit::printTrainPipelineOptions(
-                                         **trainPipeline)
-                                   : trainPipeline.status().message())
-                 << "): " << outcome << "\n";
+    llvm::errs() << "train: " << outcome << "\n";
   return 0;
 }
