@@ -79,7 +79,9 @@ else
   seeds=(fuzz/corpus/seeds "$regressions" test/models)
   # The passes take longer than the importer: a minute per input before
   # an input counts as a hang.
-  limits=(-timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=2048)
+  # fuzz/onnx.dict: the op types and attribute names the importer knows.
+  limits=(-timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=2048
+          -dict=fuzz/onnx.dict)
 fi
 mkdir -p "$corpus"
 # Artifacts of earlier runs were copied to the regressions folder then (and
