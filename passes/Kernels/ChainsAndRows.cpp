@@ -323,21 +323,23 @@ void fusion::fuseChainsAndRows(func::FuncOp func,
       schedule.apply(liveChanges);
       merge(producer, consumer);
     }
-    if (changed || !options.rows)
-      continue;
     // Siblings, once producers and consumers are merged.
-    for (auto [i, first] : llvm::enumerate(kernels)) {
-      if (erased.contains(first))
-        continue;
-      for (KernelOp second :
-           ArrayRef(kernels).drop_front(i + 1).take_front(kSiblingWindow)) {
-        if (erased.contains(second) ||
-            !canMergeSiblings(first, second, schedule, options.maxOps))
+    if (!changed && options.rows)
+      for (auto [i, first] : llvm::enumerate(kernels)) {
+        if (erased.contains(first))
           continue;
-        merge(first, second);
-        break;
+        for (KernelOp second :
+             ArrayRef(kernels).drop_front(i + 1).take_front(kSiblingWindow)) {
+          if (erased.contains(second) ||
+              !canMergeSiblings(first, second, schedule, options.maxOps))
+            continue;
+          merge(first, second);
+          break;
+        }
       }
-    }
+    // Every round, whichever merges it made (a round of producers and
+    // consumers that skipped the siblings leaked its kernels: found by
+    // memfit-compile-fuzz under LeakSanitizer).
     for (Operation *op : unlinked)
       op->destroy();
   }
