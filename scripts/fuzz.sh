@@ -77,10 +77,11 @@ else
   # test/models holds the Hugging Face exports (hf/) too: libFuzzer
   # reads folders recursively.
   seeds=(fuzz/corpus/seeds "$regressions" test/models)
-  # The passes take longer than the importer: a minute per input before
-  # an input counts as a hang.
+  # The passes take longer than the importer (remat=auto's search of a
+  # fixture takes 30 to 60 s under the sanitizers on two busy cores): two
+  # minutes per input before an input counts as a hang.
   # fuzz/onnx.dict: the op types and attribute names the importer knows.
-  limits=(-timeout=60 -rss_limit_mb=4096 -malloc_limit_mb=2048
+  limits=(-timeout=120 -rss_limit_mb=4096 -malloc_limit_mb=2048
           -dict=fuzz/onnx.dict)
 fi
 mkdir -p "$corpus"
