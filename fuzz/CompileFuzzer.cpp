@@ -63,6 +63,7 @@ constexpr uint64_t kMaxTensorBytes = 64ull << 20;
 /// Models with more ops than this are skipped.
 constexpr int64_t kMaxOps = 4096;
 
+/// Whether MEMFIT_FUZZ_VERBOSE asks for every diagnostic and outcome.
 bool verbose() {
   static bool on = std::getenv("MEMFIT_FUZZ_VERBOSE") != nullptr;
   return on;
@@ -92,11 +93,9 @@ uint64_t tensorBytes(Type type) {
   if (!shaped.hasStaticShape())
     return kMaxTensorBytes + 1;
   Type element = shaped.getElementType();
-  uint64_t elementBytes = element.isIntOrIndexOrFloat()
-                              ? (element.getIntOrFloatBitWidth() + 7) / 8
-                              : 16;
-  if (element.isIndex())
-    elementBytes = 8;
+  uint64_t elementBytes = element.isIndex()        ? 8
+                          : element.isIntOrFloat() ? (element.getIntOrFloatBitWidth() + 7) / 8
+                                                   : 16;
   uint64_t bytes = std::max<uint64_t>(elementBytes, 1);
   for (int64_t dim : shaped.getShape())
     bytes = llvm::SaturatingMultiply(bytes, static_cast<uint64_t>(dim));
@@ -150,6 +149,7 @@ private:
   uint64_t bits;
 };
 
+/// Quantized weights: none in half the variants, else NF4, FP4 or int8.
 void chooseWeights(Choices &c, ::memfit::WeightQuantization &weights) {
   switch (c.pick(6)) {
   case 0:
@@ -171,6 +171,8 @@ void chooseWeights(Choices &c, ::memfit::WeightQuantization &weights) {
     weights.doubleQuant = c.oneIn(2);
 }
 
+/// Fusion on in half the variants (at most 3 ops a kernel in a third of
+/// those); fused attention in three in four.
 void chooseFusion(Choices &c, ::memfit::Fusion &fusion) {
   fusion.enabled = c.oneIn(2);
   if (fusion.enabled && c.oneIn(3))
@@ -205,8 +207,8 @@ void chooseFusion(Choices &c, ::memfit::Fusion &fusion) {
   return ::memfit::LossKind::Output;
 }
 
-/// The training step's options of a variant (the bits after the forward
-/// pass's; `module` decides which loss suits it).
+/// The training step's options of a variant (`module` decides which loss
+/// suits it), and the weights and fusion it runs with.
 ::memfit::TrainOptions trainOptions(uint64_t variant, ModuleOp module,
                                   ::memfit::WeightQuantization &weights,
                                   ::memfit::Fusion &fusion) {
@@ -336,6 +338,8 @@ const char *compile(ModuleOp module, Build &&build) {
   return json.empty() ? "emitted (empty manifest)" : "emitted";
 }
 
+/// What every input shares: the import options (symbolic sizes) and the
+/// model's file name, next to which external data is looked up.
 struct FuzzState {
   mlir::memfit::OnnxImportOptions options;
   std::string fileName;
