@@ -1,10 +1,12 @@
-//===- ReplayMain.cpp - run the importer's fuzz target over files ---------===//
+//===- ReplayMain.cpp - run a fuzz target over files ----------------------===//
 //
-// A main() for the fuzz target without libFuzzer, so that the normal build
+// A main() for the fuzz targets without libFuzzer, so that the normal build
 // replays the seed and regression corpora (each file, or each file of each
 // folder, given on the command line) in the lit suite. It prints how many
 // inputs ran; a crash or sanitizer report fails the run as it would fail
-// the fuzzer.
+// the fuzzer. A target that defines LLVMFuzzerReplayFile is told each
+// file's path before its bytes (the compile target reads a variant from
+// the name).
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +20,8 @@
 #include <vector>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+/// Optional: defined by the targets that want each replayed file's path.
+extern "C" void LLVMFuzzerReplayFile(const char *path) __attribute__((weak));
 
 int main(int argc, char **argv) {
   std::vector<std::string> files;
@@ -47,6 +51,8 @@ int main(int argc, char **argv) {
       return 1;
     }
     llvm::StringRef bytes = (*buffer)->getBuffer();
+    if (LLVMFuzzerReplayFile)
+      LLVMFuzzerReplayFile(file.c_str());
     LLVMFuzzerTestOneInput(reinterpret_cast<const uint8_t *>(bytes.data()),
                            bytes.size());
   }

@@ -54,7 +54,8 @@ if shutil.which("cmake") and shutil.which("ninja"):
 tool_dirs = [config.memfit_tools_dir, config.llvm_tools_dir]
 tools = ["memfit-opt", "memfit-translate", "memfit-run", "memfit-nvrtc",
          "memfit-runtime-test", "memfit-example-forward", "memfit-example-train",
-         "memfit-cuda-mock-test", "memfit-import-fuzz-replay"]
+         "memfit-cuda-mock-test", "memfit-import-fuzz-replay",
+         "memfit-compile-fuzz-replay"]
 # memfit-half-check is built where CUDA's headers are.
 if os.path.exists(os.path.join(config.memfit_tools_dir, "memfit-half-check")):
     config.available_features.add("cuda-headers")

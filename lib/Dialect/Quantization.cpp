@@ -145,7 +145,11 @@ ArrayRef<uint8_t> mlir::memfit::quantSortedCodes(QuantScheme scheme) {
 //    divides instead of multiplying in a partial last block, and stores its
 //    absmax clamped to 1e-38; memfit treats it as any other block.)
 uint8_t mlir::memfit::quantEncode(QuantScheme scheme, float x, float absmax) {
-  auto clamp = [](float v) { return std::min(std::max(v, -1.0f), 1.0f); };
+  // A NaN (a NaN value, or an infinite one over an infinite absmax) encodes
+  // as 0: converting it to an integer code is undefined.
+  auto clamp = [](float v) {
+    return std::isnan(v) ? 0.0f : std::min(std::max(v, -1.0f), 1.0f);
+  };
   if (scheme == QuantScheme::Linear) {
     if (absmax == 0.0f)
       return 0;

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/StringSet.h"
 
 #include <map>
 
@@ -222,7 +223,14 @@ OwningOpRef<ModuleOp> GraphImporter::run(const onnx::ModelProto &model) {
       return nullptr;
 
   SmallVector<Value> results;
+  llvm::StringSet<> outputNames;
   for (const auto &out : graph.output()) {
+    // The runtime names each output (found by memfit-compile-fuzz: the
+    // emitter's manifest check refused the duplicate, after the pipeline).
+    if (!outputNames.insert(out.name()).second)
+      return emitError(fileLoc()) << "graph output '" << out.name()
+                                  << "' is listed twice",
+             nullptr;
     Value v = values.lookup(out.name());
     if (!v) {
       auto init = initializers.find(out.name());

@@ -82,20 +82,26 @@ bool fitsPointwise(KernelOp producer, KernelOp consumer) {
 
 /// Whether every op of `kernel` belongs in a row kernel of `frame`:
 /// reductions of that frame, element-wise ops computing full or row
-/// values, constants.
+/// values, constants. A reduction's results must be row values too: one
+/// without keepdims whose reduced axes are not all leading (a sum over the
+/// last axis of 2x4x8 to 2x4) has a value per row but not the row shape
+/// that the row kernel writes and that element-wise ops broadcast, so it
+/// stays a kernel of its own.
 bool fitsFrame(KernelOp kernel, const RowFrame &frame) {
+  auto fullOrRow = [&](Type type) {
+    ArrayRef<int64_t> shape = cast<RankedTensorType>(type).getShape();
+    return shape == ArrayRef<int64_t>(frame.full) || frame.isRowShape(shape);
+  };
   return llvm::all_of(kernel.getBodyOps(), [&](Operation &op) {
     if (isa<ConstantOp>(op))
       return true;
     if (isRowOp(&op)) {
       std::optional<RowFrame> own = rowFrameOf(&op);
-      return own && *own == frame;
+      return own && *own == frame && llvm::all_of(op.getResultTypes(), fullOrRow);
     }
     if (!isScalarOp(&op) || op.getNumResults() != 1)
       return false;
-    ArrayRef<int64_t> shape =
-        cast<RankedTensorType>(op.getResult(0).getType()).getShape();
-    return shape == ArrayRef<int64_t>(frame.full) || frame.isRowShape(shape);
+    return fullOrRow(op.getResult(0).getType());
   });
 }
 
@@ -317,21 +323,23 @@ void fusion::fuseChainsAndRows(func::FuncOp func,
       schedule.apply(liveChanges);
       merge(producer, consumer);
     }
-    if (changed || !options.rows)
-      continue;
     // Siblings, once producers and consumers are merged.
-    for (auto [i, first] : llvm::enumerate(kernels)) {
-      if (erased.contains(first))
-        continue;
-      for (KernelOp second :
-           ArrayRef(kernels).drop_front(i + 1).take_front(kSiblingWindow)) {
-        if (erased.contains(second) ||
-            !canMergeSiblings(first, second, schedule, options.maxOps))
+    if (!changed && options.rows)
+      for (auto [i, first] : llvm::enumerate(kernels)) {
+        if (erased.contains(first))
           continue;
-        merge(first, second);
-        break;
+        for (KernelOp second :
+             ArrayRef(kernels).drop_front(i + 1).take_front(kSiblingWindow)) {
+          if (erased.contains(second) ||
+              !canMergeSiblings(first, second, schedule, options.maxOps))
+            continue;
+          merge(first, second);
+          break;
+        }
       }
-    }
+    // Every round, whichever merges it made (a round of producers and
+    // consumers that skipped the siblings leaked its kernels: found by
+    // memfit-compile-fuzz under LeakSanitizer).
     for (Operation *op : unlinked)
       op->destroy();
   }

@@ -226,6 +226,15 @@ struct MemfitQuantizePass
           floatValues(param, 2 * weightBlockSize, splat);
       if (!values)
         continue;
+      // Codes cannot stand for a NaN or an infinity: such a weight keeps
+      // its values (it reached quantEncode and converted a NaN to an
+      // integer: found by memfit-compile-fuzz under UBSan).
+      if (llvm::any_of(*values, [](float v) { return !std::isfinite(v); })) {
+        param.emitRemark("weight '")
+            << param.getSymName()
+            << "' holds a NaN or an infinity: it is not quantized";
+        continue;
+      }
 
       // The codes and absmax, computed now.
       SmallVector<float> absmax;

@@ -120,6 +120,12 @@ struct MemfitOptimizerPass
       auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(func, of);
       if (!param)
         return func.emitError("gradient of unknown parameter ") << of;
+      // The updates compute in f32 with f32 hyperparameters and states.
+      if (!param.getType().getElementType().isF32())
+        return param.emitError("parameter '")
+               << param.getSymName() << "' is " << param.getType()
+               << ": the optimizer updates f32 parameters (freeze it with "
+                  "frozen=..., or export the model in fp32)";
       trained.push_back({param, ret.getOperand(i)});
     }
 

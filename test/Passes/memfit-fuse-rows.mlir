@@ -126,6 +126,25 @@ func.func @column_prologue(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> ten
 
 // -----
 
+// Not merged: a sum over the last axis without keepdims has a value per row
+// but not the row shape (4x1, or the kept axis last): the product stays a
+// pointwise kernel and the sum a reduction of its own, which the CUDA
+// emitter takes (fused, it refused the kernel: found by
+// memfit-compile-fuzz, the HF GPT-2 export's attention gradient at
+// fuse-max-ops=3).
+// CHECK-LABEL: func.func @row_prologue_no_keepdims
+// CHECK-COUNT-2: memfit.kernel
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// CUDA-LABEL: k1_reduce_sum
+func.func @row_prologue_no_keepdims(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32>) -> tensor<2x4xf32> {
+  %0 = memfit.mul %dy, %x : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x4x8xf32>
+  %1 = memfit.reduce_sum %0 {axes = array<i64: 2>, keepdims = false} : tensor<2x4x8xf32> -> tensor<2x4xf32>
+  return %1 : tensor<2x4xf32>
+}
+
+// -----
+
 // The named normalizations and softmax join row kernels too, computed as
 // their templates compute them: a residual add before a layer norm, and the
 // scale and mask before a softmax, are one kernel each.
