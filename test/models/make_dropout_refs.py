@@ -29,7 +29,6 @@ the test checks that memfit's curve lies within the seeds' spread.
 """
 
 import json
-import math
 import os
 import sys
 import warnings
@@ -61,19 +60,6 @@ class DropoutAttention(mf.GPTAttention):
         super().__init__(cfg)
         self.attn_dropout = nn.Dropout(p)
         self.resid_dropout = nn.Dropout(p)
-
-    def forward(self, x):
-        B, T, C = x.size()
-        hd = C // self.n_head
-        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
-        q = q.view(B, T, self.n_head, hd).transpose(1, 2)
-        k = k.view(B, T, self.n_head, hd).transpose(1, 2)
-        v = v.view(B, T, self.n_head, hd).transpose(1, 2)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
-        att = att.masked_fill(~self.bias[:, :, :T, :T], float("-inf"))
-        att = self.attn_dropout(F.softmax(att, dim=-1))
-        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
-        return self.resid_dropout(self.c_proj(y))
 
 
 class DropoutBlock(mf.GPTBlock):

@@ -77,6 +77,10 @@ class GPTAttention(nn.Module):
         self.n_embd = cfg.n_embd
         self.c_attn = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)   # fused q,k,v
         self.c_proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        # GPT-2's attn_dropout and resid_dropout: none in the fixture
+        # (make_dropout_refs.py sets them).
+        self.attn_dropout = nn.Identity()
+        self.resid_dropout = nn.Identity()
         # GPT-2 style: lower-triangular buffer, sliced to the current length.
         self.register_buffer(
             "bias",
@@ -94,10 +98,10 @@ class GPTAttention(nn.Module):
         v = v.view(B, T, self.n_head, hd).transpose(1, 2)
         att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(hd))
         att = att.masked_fill(~self.bias[:, :, :T, :T], float("-inf"))
-        att = F.softmax(att, dim=-1)
+        att = self.attn_dropout(F.softmax(att, dim=-1))
         y = att @ v
         y = y.transpose(1, 2).contiguous().view(B, T, C)
-        return self.c_proj(y)
+        return self.resid_dropout(self.c_proj(y))
 
 
 class GPTBlock(nn.Module):
