@@ -28,6 +28,7 @@
 #include "mlir/Tools/mlir-translate/Translation.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/MathExtras.h"
 
 #include <cstring>
 
@@ -161,6 +162,7 @@ private:
   void addMemoryReport();
   LogicalResult emitKernelStep(KernelOp kernel);
   LogicalResult addKernelStep(rt::Kernel kernel, ArrayRef<Value> buffers);
+  uint32_t indexErrorBuffer();
   LogicalResult emitMatMul(MatMulOp op);
   LogicalResult emitGemm(GemmOp op);
   LogicalResult addContraction(Operation *op, rt::Contraction contraction,
@@ -264,9 +266,30 @@ LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
       return failure();
     step.buffers.push_back(*id);
   }
+  // A kernel that checks indices takes the index-error word last.
+  if (!kernel.indexChecks.empty())
+    step.buffers.push_back(indexErrorBuffer());
   manifest.kernels.push_back(std::move(kernel));
   manifest.entries.back().steps.push_back(std::move(step));
   return success();
+}
+
+/// The index-error word (rt::IndexError), made on first use: 16 bytes past
+/// the planned weights, which the session zero-fills.
+uint32_t ExecutableBuilder::indexErrorBuffer() {
+  if (manifest.indexErrorBuffer != rt::kNoBuffer)
+    return manifest.indexErrorBuffer;
+  rt::Buffer buffer;
+  buffer.name = "memfit.index_error";
+  buffer.region = rt::Region::Weights;
+  buffer.offset = llvm::alignTo(manifest.weightsBytes, alignof(rt::IndexError));
+  buffer.bytes = sizeof(rt::IndexError);
+  buffer.dtype = rt::DType::u64;
+  buffer.shape = {2};
+  manifest.weightsBytes = buffer.offset + buffer.bytes;
+  manifest.buffers.push_back(std::move(buffer));
+  manifest.indexErrorBuffer = manifest.buffers.size() - 1;
+  return manifest.indexErrorBuffer;
 }
 
 LogicalResult ExecutableBuilder::addContraction(Operation *op,

@@ -51,6 +51,33 @@ static __device__ __forceinline__ long long memfit_ipow(long long b, long long e
   return (long long)r;
 }
 
+// Integer division that never traps, the same on every backend: x / 0 is 0
+// (NumPy's convention; a GPU does not trap, x86 does), and the lowest signed
+// value divided by -1 wraps to itself, as its negation does in two's
+// complement (ONNX Mod, a - (a / b) * b, then gives 0 for it).
+template <typename T> static __device__ __forceinline__ T memfit_idiv(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)(0ull - (unsigned long long)a);
+  return a / b;
+}
+
+// TopK's order of floats as unsigned keys: larger values have larger keys,
+// -0 equals 0 and NaN is above every number.
+static __device__ __forceinline__ unsigned long long memfit_order_key(double v) {
+  if (v != v) return ~0ull;
+  if (v == 0) v = 0;
+  const unsigned long long b = (unsigned long long)__double_as_longlong(v);
+  return (b >> 63) ? ~b : b | 0x8000000000000000ull;
+}
+
+// Records an index out of range in the executable's index-error word
+// (rt::IndexError): the first thread to find one stores `code` (its kernel
+// and check) and the index; the session fails the run with the check's
+// message after the kernels ran.
+static __device__ __forceinline__ void memfit_index_error(unsigned long long* err, unsigned long long code, long long index) {
+  if (atomicCAS(err, 0ull, code) == 0ull) err[1] = (unsigned long long)index;
+}
+
 static __device__ __forceinline__ bool memfit_dropout_keep(unsigned long long seed, long long i, float ratio) {
   unsigned long long z = seed + 0x9e3779b97f4a7c15ull * (unsigned long long)(i + 1);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;

@@ -278,7 +278,7 @@ def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMoveme
   }];
 }
 
-def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement"> {
   let summary = "writes slices at index tuples (ONNX ScatterND)";
   let description = [{
     With `k` the indices' last dimension, each tuple `indices[m, :]`
@@ -286,7 +286,8 @@ def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit
     replaces or combines with by `reduction` (`add`, `mul`, `max`, `min`);
     `updates` has the shape `indices.shape[:-1] + data.shape[k:]`. Negative
     indices count from the back. With `none`, of tuples naming one slice the
-    last wins. Each result entry looks through every tuple.
+    last wins. Its kernel copies the data and applies the updates in order,
+    one thread per entry of a slice: the work is the data plus the updates.
 
     ```mlir
     %r = memfit.scatter_nd %x, %i, %u : tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32> -> tensor<4x4xf32>
@@ -301,7 +302,7 @@ def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit
   }];
 }
 
-def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement"> {
   let flopsPerElement = 0;
   let summary = "the positions of the k largest or smallest entries along an axis (ONNX TopK)";
   let description = [{
@@ -310,8 +311,8 @@ def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement", [Me
     smallest entries along it, in order from the first; equal values keep
     their order (the lower position first) and NaN counts as larger than
     any number. TopK's values are `memfit.gather_elements` of the input at
-    these positions. Each result entry ranks every entry of its row against
-    every other, so the cost grows with the square of the axis's length.
+    these positions. Its kernel selects the k entries of a row by a radix
+    select and sorts them: O(n + k log k) for an axis of n entries.
 
     ```mlir
     %i = memfit.topk_indices %x {axis = 1 : i64, k = 2 : i64} : tensor<3x4xf32> -> tensor<3x2xi64>
