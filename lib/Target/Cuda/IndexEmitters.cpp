@@ -203,13 +203,18 @@ LogicalResult emitIndexOp(TopKIndicesOp op, KernelWriter &w) {
   os << "  long long want = " << k << "LL;\n";
   os << "  for (int shift = " << form.high - 4 << "; shift >= " << form.low
      << "; shift -= 4) {\n";
-  os << "    for (int d = 0; d < 16; ++d) hist[d * " << block << " + t] = 0;\n";
+  // Each thread counts its entries' digits in registers, then publishes
+  // its counts (no atomics; the host's shared arrays are thread-locals,
+  // slower to update one entry at a time).
+  os << "    unsigned int count[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, "
+        "0, 0, 0};\n";
   os << "    for (long long j = t; j < " << n << "LL; j += " << block
      << ") {\n";
   os << "      const unsigned long long key = " << *keyJ << ";\n";
-  os << "      if ((key & mask) == prefix) ++hist[((key >> shift) & 15) * "
-     << block << " + t];\n";
+  os << "      if ((key & mask) == prefix) ++count[(key >> shift) & 15];\n";
   os << "    }\n";
+  os << "    for (int d = 0; d < 16; ++d) hist[d * " << block
+     << " + t] = count[d];\n";
   os << "    __syncthreads();\n";
   os << "    if (t < 16) {\n";
   os << "      unsigned long long c = 0;\n";
