@@ -275,14 +275,15 @@ LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
 }
 
 /// The index-error word (rt::IndexError), made on first use: 16 bytes past
-/// the planned weights, which the session zero-fills.
+/// the planned weights (at the buffers' alignment), which the session
+/// zero-fills.
 uint32_t ExecutableBuilder::indexErrorBuffer() {
   if (manifest.indexErrorBuffer != rt::kNoBuffer)
     return manifest.indexErrorBuffer;
   rt::Buffer buffer;
   buffer.name = "memfit.index_error";
   buffer.region = rt::Region::Weights;
-  buffer.offset = llvm::alignTo(manifest.weightsBytes, alignof(rt::IndexError));
+  buffer.offset = llvm::alignTo(manifest.weightsBytes, rt::kBufferAlignment);
   buffer.bytes = sizeof(rt::IndexError);
   buffer.dtype = rt::DType::u64;
   buffer.shape = {2};
