@@ -115,8 +115,9 @@ LogicalResult emitIndexOp(ScatterNDOp op, KernelWriter &w) {
 //===----------------------------------------------------------------------===//
 
 /// How an entry of a top-k row becomes an unsigned 64-bit key whose order
-/// is the selection's (the first selected is the largest key): `expr` of
-/// the entry's value, and the bits [low, high) where keys can differ.
+/// is the selection's (the first selected has the largest key): the text
+/// around the entry's value (prefix, value, suffix), and the bits
+/// [low, high) where keys can differ, which the radix select visits.
 struct KeyForm {
   std::string prefix, suffix; // around the value
   int low = 0, high = 64;

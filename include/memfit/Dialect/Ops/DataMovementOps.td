@@ -167,7 +167,7 @@ def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement",
 }
 
 def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
-    [Memfit_IndexMapping, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+    [Memfit_IndexMapping, Memfit_ChecksIndices, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "selects entries along an axis by index (ONNX Gather)";
   let description = [{
     Embedding lookups and index selection: the result shape is
@@ -208,7 +208,7 @@ def Memfit_CumSumOp : Memfit_Op<"cumsum", "DataMovement", [Pure, SameOperandsAnd
   let hasFolder = 1;
 }
 
-def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement", [Memfit_IndexMapping, Memfit_ChecksIndices]> {
   let summary = "selects one entry per index along an axis (ONNX GatherElements)";
   let description = [{
     The result has the indices' shape; the entry at `i` is `data` at `i`
@@ -230,7 +230,7 @@ def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement
   let hasFolder = 1;
 }
 
-def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_IndexMapping, Memfit_ChecksIndices]> {
   let summary = "selects slices by index tuples (ONNX GatherND)";
   let description = [{
     With `b = batch_dims` and `k` the indices' last dimension, each tuple
@@ -253,7 +253,7 @@ def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_I
   let hasFolder = 1;
 }
 
-def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement", [Memfit_IndexMapping, Memfit_ChecksIndices]> {
   let summary = "writes entries at indices along an axis (ONNX ScatterElements)";
   let description = [{
     The result is `data` with, for each `j` of `indices` (and `updates`, of
@@ -278,7 +278,7 @@ def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMoveme
   }];
 }
 
-def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement"> {
+def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit_ChecksIndices]> {
   let summary = "writes slices at index tuples (ONNX ScatterND)";
   let description = [{
     With `k` the indices' last dimension, each tuple `indices[m, :]`
