@@ -763,6 +763,15 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
   result.initializedWeightsBytes = offset;
   for (ParameterOp param : zeroStates)
     place(param);
+  // The index-error word of the kernels that check indices, which the
+  // session zero-fills with the states and clears after a failed run.
+  bool checks = false;
+  for (func::FuncOp func : funcs)
+    func.walk([&](Operation *op) { checks |= checksIndices(op); });
+  if (checks) {
+    result.indexErrorOffset = offset;
+    offset = alignToPlan(offset + kIndexErrorWordBytes);
+  }
   layout.bytes = offset;
   result.weightsBytes = offset;
   result.parameterOffsets = layout.parameters;

@@ -46,6 +46,10 @@ bool mlir::memfit::isIndexMapping(Operation *op) {
   return op->hasTrait<OpTrait::memfit::IndexMapping>();
 }
 
+bool mlir::memfit::checksIndices(Operation *op) {
+  return op->hasTrait<OpTrait::memfit::ChecksIndices>();
+}
+
 Precision mlir::memfit::defaultPrecision(OpClass opClass) {
   switch (opClass) {
   case OpClass::Contraction:

@@ -44,12 +44,54 @@ LogicalResult convertSlice(NodeContext &n) {
   return failed(r) ? failure() : n.setResults(*r);
 }
 
+/// Refuses indices (input 1) known at compile time of which one is outside
+/// the axis of the data (input 0) it indexes, [-extent, extent): ONNX leaves
+/// such an index undefined and onnxruntime fails the node; memfit names it
+/// here (and at run time, for indices computed then, fails the run:
+/// docs/robustness.md). `axisOf(p)` is the data axis of the index at flat
+/// position p; a splat is checked at the first positions, over which
+/// axisOf takes every value it takes.
+LogicalResult checkConstantIndices(NodeContext &n,
+                                   function_ref<int64_t(int64_t)> axisOf) {
+  DenseElementsAttr indices = n.constantInput(1);
+  if (!indices || !isa<IntegerType>(indices.getElementType()))
+    return success();
+  ArrayRef<int64_t> shape = n.inputType(0).getShape();
+  int64_t count = indices.getNumElements();
+  if (indices.isSplat())
+    count = std::min<int64_t>(count, 1024);
+  auto values = indices.getValues<APInt>();
+  for (int64_t p = 0; p < count; ++p) {
+    int64_t i = values[p].getSExtValue();
+    int64_t axis = axisOf(p), extent = shape[axis];
+    if (i >= -extent && i < extent)
+      continue;
+    return n.error() << "index " << i << " (element " << p << " of '"
+                     << n.node.input(1) << "') is out of range for axis "
+                     << axis << " of '" << n.node.input(0) << "' ("
+                     << shapeToString(shape) << "): it must be within ["
+                     << -extent << ", " << extent - 1 << "]",
+           failure();
+  }
+  return success();
+}
+
+/// checkConstantIndices of an op whose indices all index attribute 'axis'.
+LogicalResult checkIndicesAlongAxis(NodeContext &n) {
+  int64_t rank = n.inputType(0).getRank();
+  int64_t axis = n.intAttr("axis", 0);
+  axis += axis < 0 ? rank : 0;
+  return checkConstantIndices(n, [&](int64_t) { return axis; });
+}
+
 /// Gather along 'axis'.
 LogicalResult convertGather(NodeContext &n) {
   FailureOr<Value> r = n.build<GatherOp>(
       {n.input(0), n.input(1)},
       {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 0)))});
-  return failed(r) ? failure() : n.setResults(*r);
+  if (failed(r) || failed(checkIndicesAlongAxis(n)))
+    return failure();
+  return n.setResults(*r);
 }
 
 /// GatherElements along 'axis'.
@@ -57,16 +99,27 @@ LogicalResult convertGatherElements(NodeContext &n) {
   FailureOr<Value> r = n.build<GatherElementsOp>(
       {n.input(0), n.input(1)},
       {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 0)))});
-  return failed(r) ? failure() : n.setResults(*r);
+  if (failed(r) || failed(checkIndicesAlongAxis(n)))
+    return failure();
+  return n.setResults(*r);
+}
+
+/// checkConstantIndices of GatherND and ScatterND: tuples of the indices'
+/// last dimension address the data's axes from `batch`.
+LogicalResult checkIndexTuples(NodeContext &n, int64_t batch) {
+  int64_t k = n.inputType(1).getShape().back();
+  return checkConstantIndices(n, [&](int64_t p) { return batch + p % k; });
 }
 
 /// GatherND with 'batch_dims'.
 LogicalResult convertGatherND(NodeContext &n) {
+  int64_t batch = n.intAttr("batch_dims", 0);
   FailureOr<Value> r = n.build<GatherNDOp>(
       {n.input(0), n.input(1)},
-      {n.named("batch_dims",
-               n.b.getI64IntegerAttr(n.intAttr("batch_dims", 0)))});
-  return failed(r) ? failure() : n.setResults(*r);
+      {n.named("batch_dims", n.b.getI64IntegerAttr(batch))});
+  if (failed(r) || failed(checkIndexTuples(n, batch)))
+    return failure();
+  return n.setResults(*r);
 }
 
 /// ScatterElements along 'axis', with its reduction.
@@ -76,7 +129,9 @@ LogicalResult convertScatterElements(NodeContext &n) {
       {n.named("axis", n.b.getI64IntegerAttr(n.intAttr("axis", 0))),
        n.named("reduction",
                n.b.getStringAttr(n.stringAttr("reduction", "none")))});
-  return failed(r) ? failure() : n.setResults(*r);
+  if (failed(r) || failed(checkIndicesAlongAxis(n)))
+    return failure();
+  return n.setResults(*r);
 }
 
 /// ScatterND with its reduction.
@@ -85,7 +140,9 @@ LogicalResult convertScatterND(NodeContext &n) {
       {n.input(0), n.input(1), n.input(2)},
       {n.named("reduction",
                n.b.getStringAttr(n.stringAttr("reduction", "none")))});
-  return failed(r) ? failure() : n.setResults(*r);
+  if (failed(r) || failed(checkIndexTuples(n, 0)))
+    return failure();
+  return n.setResults(*r);
 }
 
 /// TopK: the positions, then the values gathered at them. Always sorted

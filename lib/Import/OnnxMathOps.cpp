@@ -232,9 +232,21 @@ LogicalResult convertMish(NodeContext &n) {
   return failed(r) ? failure() : n.setResults(*r);
 }
 
+/// An integer Mod's result `r` where the divisor `b` is not zero, and 0
+/// where it is (NumPy's x % 0; memfit.div gives x / 0 = 0, so a - (a/b)*b
+/// alone would be a).
+FailureOr<Value> zeroWhereDivisorIsZero(NodeContext &n, Value b, Value r) {
+  Value zero = n.scalar(eltOf(b), 0.0);
+  FailureOr<Value> byZero = n.build<EqualOp>({b, zero});
+  if (failed(byZero))
+    return failure();
+  return n.build<WhereOp>({*byZero, zero, r});
+}
+
 /// Mod: the remainder of the truncating division, a - (a/b)*b on integers
 /// and memfit.fmod on floats (fmod = 1, C's % and fmod), moved by b where
-/// its sign differs from b's (fmod = 0, Python's %).
+/// its sign differs from b's (fmod = 0, Python's %). An integer Mod by
+/// zero is 0, as NumPy's.
 LogicalResult convertMod(NodeContext &n) {
   Value a = n.input(0), b = n.input(1);
   Type elt = eltOf(a);
@@ -253,6 +265,9 @@ LogicalResult convertMod(NodeContext &n) {
     if (succeeded(r))
       r = n.build<SubOp>({a, *r});
   }
+  bool integer = !isa<FloatType>(elt);
+  if (succeeded(r) && integer && (fmod || elt.isUnsignedInteger()))
+    r = zeroWhereDivisorIsZero(n, b, *r);
   if (failed(r) || fmod || elt.isUnsignedInteger())
     return failed(r) ? failure() : n.setResults(*r);
   Value zero = n.scalar(elt, 0.0);
@@ -270,6 +285,8 @@ LogicalResult convertMod(NodeContext &n) {
   if (failed(differ) || failed(moved))
     return failure();
   FailureOr<Value> result = n.build<WhereOp>({*differ, *moved, *r});
+  if (succeeded(result) && !isa<FloatType>(elt))
+    result = zeroWhereDivisorIsZero(n, b, *result);
   return failed(result) ? failure() : n.setResults(*result);
 }
 

@@ -49,7 +49,8 @@ LogicalResult convertReduce(NodeContext &n) {
 /// position along `axis` where the input equals its maximum (minimum):
 /// positions where it does not are replaced by a value that loses the
 /// reduction, and ReduceMax picks the winner (of the negated positions for
-/// the first).
+/// the first). The minimum is a ReduceMax of an order-reversing map of the
+/// input that does not overflow.
 template <bool isMax>
 LogicalResult convertArgExtreme(NodeContext &n) {
   RankedTensorType type = n.inputType(0);
@@ -74,12 +75,19 @@ LogicalResult convertArgExtreme(NodeContext &n) {
         v, {n.named("axes", n.b.getDenseI64ArrayAttr({axis})),
             n.named("keepdims", n.b.getBoolAttr(true))});
   };
-  // The extreme: max(x), or -max(-x).
-  FailureOr<Value> extreme = isMax ? FailureOr<Value>(x) : n.build<NegOp>(x);
+  // The extreme: max(x), or for the minimum the maximum of an order-reversing
+  // map: -max(-x) for floats, -1 - max(-1 - x) for integers, which unlike
+  // negation does not wrap at the lowest value (-(-2^63) is -2^63).
+  auto reverse = [&](Value v) -> FailureOr<Value> {
+    if (isa<FloatType>(eltOf(v)))
+      return n.build<NegOp>(v);
+    return n.build<SubOp>({n.scalar(eltOf(v), -1.0), v});
+  };
+  FailureOr<Value> extreme = isMax ? FailureOr<Value>(x) : reverse(x);
   if (succeeded(extreme))
     extreme = reduce(*extreme);
   if (succeeded(extreme) && !isMax)
-    extreme = n.build<NegOp>(*extreme);
+    extreme = reverse(*extreme);
   FailureOr<Value> hit = failed(extreme) ? FailureOr<Value>(failure())
                                          : n.build<EqualOp>({x, *extreme});
   // A NaN is the extreme (the reductions propagate it), as in NumPy.

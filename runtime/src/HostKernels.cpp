@@ -37,8 +37,10 @@ extern const char *const kHostEmulationHeader;
 namespace {
 
 /// How every unit and the precompiled header are compiled (a unit is then
-/// linked with -shared).
-constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC", "-w"};
+/// linked with -shared). -fwrapv: signed integer arithmetic wraps, as it
+/// does on a GPU, instead of being undefined.
+constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC",
+                                         "-fwrapv", "-w"};
 constexpr const char *kDefinition = "extern \"C\" __global__ void ";
 /// What a kernel's name is replaced with in its cache key.
 constexpr const char *kNamePlaceholder = "MEMFIT_KERNEL_NAME";

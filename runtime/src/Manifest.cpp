@@ -8,6 +8,7 @@
 
 #include "Files.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstdint>
@@ -281,6 +282,34 @@ Status validateKernel(const Kernel &k, size_t i) {
   if (threads > 1024)
     return invalidArgument(where + ": block of " + std::to_string(threads) +
                            " threads exceeds 1024");
+  if (k.indexChecks.size() > 0xfffffffeu)
+    return invalidArgument(where + ": too many index checks");
+  return Status::ok();
+}
+
+/// The index-error word is 16 bytes of the weights region, present where a
+/// kernel checks indices.
+Status validateIndexErrorBuffer(const Manifest &m) {
+  bool checks = std::any_of(m.kernels.begin(), m.kernels.end(),
+                            [](const Kernel &k) {
+                              return !k.indexChecks.empty();
+                            });
+  std::string where = "manifest: indexErrorBuffer";
+  if (m.indexErrorBuffer == kNoBuffer)
+    return checks ? invalidArgument(where + ": missing, and kernels check "
+                                            "indices")
+                  : Status::ok();
+  if (m.indexErrorBuffer >= m.buffers.size())
+    return invalidArgument(where + ": buffer " +
+                           std::to_string(m.indexErrorBuffer) +
+                           " out of range (" + std::to_string(m.buffers.size()) +
+                           " buffers)");
+  const Buffer &b = m.buffers[m.indexErrorBuffer];
+  if (b.region != Region::Weights || b.bytes < sizeof(IndexError) ||
+      b.offset % alignof(IndexError))
+    return invalidArgument(where + ": " +
+                           bufferLabel(m, m.indexErrorBuffer) +
+                           " is not 16 aligned bytes of the weights region");
   return Status::ok();
 }
 
@@ -416,6 +445,7 @@ Status Manifest::validate() const {
     MEMFIT_RT_RETURN_IF_ERROR(validateBuffer(*this, i));
   for (size_t i = 0; i < kernels.size(); ++i)
     MEMFIT_RT_RETURN_IF_ERROR(validateKernel(kernels[i], i));
+  MEMFIT_RT_RETURN_IF_ERROR(validateIndexErrorBuffer(*this));
   for (size_t i = 0; i < contractions.size(); ++i)
     MEMFIT_RT_RETURN_IF_ERROR(validateContraction(contractions[i], i));
   if (entries.empty())

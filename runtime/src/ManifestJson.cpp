@@ -87,6 +87,8 @@ std::string manifestToJson(const Manifest &m) {
     o.set("sharedBytes", k.sharedBytes);
     o.set("usesBarriers", k.usesBarriers);
     o.set("onnxNodes", stringArray(k.onnxNodes));
+    if (!k.indexChecks.empty())
+      o.set("indexChecks", stringArray(k.indexChecks));
     kernels.push(std::move(o));
   }
   root.set("kernels", std::move(kernels));
@@ -155,6 +157,9 @@ std::string manifestToJson(const Manifest &m) {
   }
   root.set("loraAdapters", std::move(adapters));
 
+  if (m.indexErrorBuffer != kNoBuffer)
+    root.set("indexErrorBuffer", static_cast<int64_t>(m.indexErrorBuffer));
+
   if (!m.inputRanges.empty()) {
     JsonValue ranges = JsonValue::array();
     for (const InputRange &r : m.inputRanges) {
@@ -193,8 +198,10 @@ public:
   ObjectReader(const JsonValue &object, std::string path)
       : object_(object), path_(std::move(path)) {}
 
-  /// The object itself must be an object with exactly `fields`.
-  Status checkFields(std::initializer_list<const char *> fields) const {
+  /// The object itself must be an object with exactly `fields`, and
+  /// any of `optional`.
+  Status checkFields(std::initializer_list<const char *> fields,
+                     std::initializer_list<const char *> optional = {}) const {
     if (!object_.isObject())
       return invalidArgument("manifest: " + displayPath() +
                              ": expected an object, got " +
@@ -202,6 +209,8 @@ public:
     for (const auto &member : object_.members()) {
       bool known = false;
       for (const char *f : fields)
+        known = known || member.first == f;
+      for (const char *f : optional)
         known = known || member.first == f;
       if (!known)
         return invalidArgument("manifest: " + displayPath() +
@@ -211,6 +220,11 @@ public:
       if (!object_.find(f))
         return error(f, "missing");
     return Status::ok();
+  }
+
+  /// Whether the object has `field` (an optional one).
+  bool has(const char *field) const {
+    return object_.isObject() && object_.find(field);
   }
 
   Status error(const std::string &field, const std::string &message) const {
@@ -384,7 +398,10 @@ Status readBuffer(const ObjectReader &r, Buffer &b) {
 
 Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
-      {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"}));
+      {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"},
+      {"indexChecks"}));
+  if (r.has("indexChecks"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.strings("indexChecks", k.indexChecks));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", k.name));
   MEMFIT_RT_RETURN_IF_ERROR(r.dims3("grid", k.grid));
   MEMFIT_RT_RETURN_IF_ERROR(r.dims3("block", k.block));
@@ -538,20 +555,14 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
                        (version->asInt() < Manifest::kVersion
                             ? " (recompile it with this memfit)"
                             : " (use the memfit that wrote it)"));
-  // inputRanges is optional: manifests written without it have none.
-  bool hasRanges = root.isObject() && root.find("inputRanges");
-  if (hasRanges)
-    MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
-        {"schema", "version", "model", "weightsBytes", "arenaBytes",
-         "trainableParameters", "frozenParameters", "quantizedParameters",
-         "buffers", "kernels", "contractions", "entries", "variables", "memory",
-         "loraAdapters", "inputRanges"}));
-  else
-    MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
-        {"schema", "version", "model", "weightsBytes", "arenaBytes",
-         "trainableParameters", "frozenParameters", "quantizedParameters",
-         "buffers", "kernels", "contractions", "entries", "variables", "memory",
-         "loraAdapters"}));
+  // inputRanges and indexErrorBuffer are optional: manifests written
+  // without them have none.
+  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
+      {"schema", "version", "model", "weightsBytes", "arenaBytes",
+       "trainableParameters", "frozenParameters", "quantizedParameters",
+       "buffers", "kernels", "contractions", "entries", "variables", "memory",
+       "loraAdapters"},
+      {"inputRanges", "indexErrorBuffer"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -576,9 +587,12 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
       readArray(r, "memory", m.memory, readMemoryCategory));
   MEMFIT_RT_RETURN_IF_ERROR(
       readArray(r, "loraAdapters", m.loraAdapters, readLoraAdapter));
-  if (hasRanges)
+  if (r.has("inputRanges"))
     MEMFIT_RT_RETURN_IF_ERROR(
         readArray(r, "inputRanges", m.inputRanges, readInputRange));
+  if (r.has("indexErrorBuffer"))
+    MEMFIT_RT_RETURN_IF_ERROR(
+        r.integer("indexErrorBuffer", m.indexErrorBuffer));
   return m;
 }
 

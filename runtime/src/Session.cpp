@@ -97,6 +97,7 @@ struct Session::Impl {
   }
 
   Status runEntry(size_t index);
+  Status checkIndexError(const std::string &where);
 };
 
 namespace {
@@ -291,10 +292,38 @@ Status Session::Impl::runEntry(size_t index) {
     }
   }
   MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
+  MEMFIT_RT_RETURN_IF_ERROR(checkIndexError(where));
   timings.runSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return Status::ok();
+}
+
+/// Fails the run, after clearing the word, when a kernel recorded an index
+/// out of range in the index-error word (Manifest::indexErrorBuffer).
+Status Session::Impl::checkIndexError(const std::string &where) {
+  if (manifest.indexErrorBuffer == kNoBuffer)
+    return Status::ok();
+  uint64_t at = offsetOf(manifest.indexErrorBuffer);
+  IndexError error;
+  MEMFIT_RT_RETURN_IF_ERROR(backend->download(at, &error, sizeof(error))
+                                .withContext(where + ": index-error word"));
+  if (error.code == 0)
+    return Status::ok();
+  const IndexError cleared;
+  MEMFIT_RT_RETURN_IF_ERROR(backend->upload(at, &cleared, sizeof(cleared))
+                                .withContext(where + ": index-error word"));
+  uint64_t kernel = error.code >> 32, check = (error.code & 0xffffffffu) - 1;
+  if (kernel >= manifest.kernels.size() ||
+      check >= manifest.kernels[kernel].indexChecks.size())
+    return Status::error(StatusCode::Internal,
+                         where + ": the index-error word holds code " +
+                             std::to_string(error.code) +
+                             ", which names no kernel's index check");
+  const Kernel &k = manifest.kernels[kernel];
+  return invalidArgument(where + ": kernel '" + k.name + "' found index " +
+                         std::to_string(error.value) + " out of range: " +
+                         k.indexChecks[check]);
 }
 
 StatusOr<Tensor> Session::getOutput(const std::string &name) const {

@@ -81,7 +81,7 @@ func.func @sub_byte(%x: tensor<4xi4>, %y: tensor<4xui2>, %z: tensor<4xf32>) -> (
 // -----
 
 // CHECK-LABEL: extern "C" __global__ void k0_div(const unsigned long long* __restrict__ in0, unsigned long long* __restrict__ out0) {
-// CHECK: const unsigned long long v1 = v0 / v0;
+// CHECK: const unsigned long long v1 = memfit_idiv((unsigned long long)v0, (unsigned long long)v0);
 // CHECK-LABEL: extern "C" __global__ void k1_mul(const unsigned short* __restrict__ in0, unsigned short* __restrict__ out0) {
 // CHECK: const unsigned int v1 = v0 * v0;
 // CHECK-LABEL: extern "C" __global__ void k2_mul(const short* __restrict__ in0, short* __restrict__ out0) {

@@ -236,7 +236,7 @@ func.func @compare(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xi1>, tenso
 // CHECK-NEXT: const long long v1 = in1[c0 * 1LL];
 // CHECK-NEXT: const long long v2 = v0 - v1;
 // CHECK-LABEL: // k1_div: idiv
-// CHECK: const long long v2 = v0 / v1;
+// CHECK: const long long v2 = memfit_idiv((long long)v0, (long long)v1);
 // CHECK-LABEL: // k2_mul: imul
 // CHECK-NEXT: extern "C" __global__ void k2_mul(const long long* __restrict__ in0, long long* __restrict__ out0) {
 // CHECK: const long long v1 = v0 * ((long long)(-3LL));
@@ -305,18 +305,20 @@ func.func @slice(%x: tensor<4x10xf32>) -> tensor<4x5xf32> {
 
 // -----
 
-// A negative index counts from the back; an index still out of range reads
-// zero.
+// A negative index counts from the back; an index still out of range is
+// recorded in the index-error word (the run fails) and reads zero.
 // CHECK-LABEL: // k0_gather: embed
-// CHECK-NEXT: extern "C" __global__ void k0_gather(const float* __restrict__ in0, const long long* __restrict__ in1, float* __restrict__ out0) {
+// CHECK-NEXT: extern "C" __global__ void k0_gather(const float* __restrict__ in0, const long long* __restrict__ in1, float* __restrict__ out0, unsigned long long* memfit_err) {
 // CHECK: long long g0 = (long long)in1[c0 * 3LL + c1 * 1LL];
+// CHECK-NEXT: if (g0 < -10LL || g0 >= 10LL) memfit_index_error(memfit_err, 0x1ull, g0);
 // CHECK-NEXT: if (g0 < 0) g0 += 10LL;
 // CHECK-NEXT: const float v1 = ((g0 >= 0 && g0 < 10LL) ? in0[g0 * 8LL + c2 * 1LL] : (float)0);
 // Along axis 1 of [4,10,8] with 3 indices: result [4,3,8]; the index is at
 // result coordinate 1, data dimensions 0 and 2 at coordinates 0 and 2.
 // CHECK-LABEL: // k1_gather: select
-// CHECK-NEXT: extern "C" __global__ void k1_gather(const float* __restrict__ in0, const int* __restrict__ in1, float* __restrict__ out0) {
+// CHECK-NEXT: extern "C" __global__ void k1_gather(const float* __restrict__ in0, const int* __restrict__ in1, float* __restrict__ out0, unsigned long long* memfit_err) {
 // CHECK: long long g0 = (long long)in1[c1 * 1LL];
+// CHECK-NEXT: if (g0 < -10LL || g0 >= 10LL) memfit_index_error(memfit_err, 0x100000001ull, g0);
 // CHECK-NEXT: if (g0 < 0) g0 += 10LL;
 // CHECK-NEXT: const float v1 = ((g0 >= 0 && g0 < 10LL) ? in0[g0 * 8LL + c0 * 80LL + c2 * 1LL] : (float)0);
 func.func @gather(%w: tensor<10x8xf32>, %ids: tensor<2x3xi64>, %d: tensor<4x10x8xf32>, %sel: tensor<3xi32>) -> (tensor<2x3x8xf32>, tensor<4x3x8xf32>) {

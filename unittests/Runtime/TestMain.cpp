@@ -18,6 +18,7 @@ int main(int argc, char **argv) {
     test::runHostBackendTests();
     test::runHostKernelsTests();
     test::runSessionTests();
+    test::runIndexErrorTests();
     test::runTrainingTests();
     test::runTrainingDataTests();
   });

@@ -80,6 +80,7 @@ void runTensorTests();
 void runHostBackendTests();
 void runHostKernelsTests();
 void runSessionTests();
+void runIndexErrorTests();
 void runTrainingTests();
 void runTrainingDataTests();
 

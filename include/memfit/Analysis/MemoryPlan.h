@@ -31,6 +31,8 @@ namespace mlir::memfit {
 
 /// Alignment of every buffer, in bytes (matches the runtime's).
 constexpr int64_t kPlanAlignment = 256;
+/// Bytes of the index-error word (the runtime's rt::IndexError).
+constexpr int64_t kIndexErrorWordBytes = 16;
 
 enum class BufferRegion { Weights, Arena };
 /// What a buffer holds. Weights-region categories persist across steps;
@@ -188,6 +190,10 @@ struct ModulePlan {
   CategoryBytes weightsByCategory{};
   /// The function whose arena peak is the largest.
   unsigned peakFunction = 0;
+  /// Where the index-error word (16 bytes) lies in the weights region, past
+  /// the zero-initialized states: reserved when an op checks the indices it
+  /// reads (checksIndices); -1 otherwise.
+  int64_t indexErrorOffset = -1;
 };
 FailureOr<ModulePlan> planModule(ModuleOp module,
                                  llvm::ArrayRef<func::FuncOp> funcs);

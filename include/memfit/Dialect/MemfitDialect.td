@@ -137,6 +137,13 @@ def Memfit_KernelReadsBuffers : Memfit_OpTrait<"KernelReadsBuffers">;
 // isIndexMapping.
 def Memfit_IndexMapping : Memfit_OpTrait<"IndexMapping">;
 
+// The op reads indices that its operands decide at run time (a gather's or
+// a scatter's): its kernel checks each against the axis it indexes and
+// records the first out of range in the executable's index-error word,
+// which the memory plan reserves in the weights region when some op of the
+// module has this trait (docs/robustness.md). Queried by checksIndices.
+def Memfit_ChecksIndices : Memfit_OpTrait<"ChecksIndices">;
+
 //===----------------------------------------------------------------------===//
 // Base op classes
 //===----------------------------------------------------------------------===//

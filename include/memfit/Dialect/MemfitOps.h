@@ -40,6 +40,10 @@ bool kernelTakesLiterals(Operation *op);
 /// (IndexMapping: transpose, slice, gathers, scatters, concat, expand,
 /// range, ...), so that a pointwise kernel composes it at its own index.
 bool isIndexMapping(Operation *op);
+/// Whether `op` has the ChecksIndices trait: its kernel checks the indices
+/// it reads at run time (and the memory plan reserves the index-error
+/// word).
+bool checksIndices(Operation *op);
 
 /// On a memfit.kernel that runs several independent pointwise kernels as
 /// one launch (memfit-fuse's multi-tensor kernels): how many results each

@@ -33,6 +33,11 @@ class KernelReadsBuffers : public TraitBase<ConcreteType, KernelReadsBuffers> {
 template <typename ConcreteType>
 class IndexMapping : public TraitBase<ConcreteType, IndexMapping> {};
 
+/// The op's kernel checks the indices it reads at run time against their
+/// axes; see MemfitDialect.td.
+template <typename ConcreteType>
+class ChecksIndices : public TraitBase<ConcreteType, ChecksIndices> {};
+
 } // namespace mlir::OpTrait::memfit
 
 #endif // MEMFIT_DIALECT_MEMFITTRAITS_H

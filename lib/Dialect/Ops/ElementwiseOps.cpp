@@ -284,8 +284,10 @@ OpFoldResult DivOp::fold(FoldAdaptor adaptor) {
   return foldArith(
       adaptor.getOperands(), getType(),
       [](const APInt &a, const APInt &b, bool isUnsigned) -> IntResult {
+        // As the kernels' memfit_idiv: x / 0 is 0, and the lowest signed
+        // value divided by -1 wraps to itself (APInt::sdiv wraps).
         if (b.isZero())
-          return std::nullopt;
+          return APInt::getZero(a.getBitWidth());
         return isUnsigned ? a.udiv(b) : a.sdiv(b);
       },
       [](APFloat a, const APFloat &b) {

@@ -160,7 +160,9 @@ private:
   LogicalResult addVariables();
   void addMemoryReport();
   LogicalResult emitKernelStep(KernelOp kernel);
-  LogicalResult addKernelStep(rt::Kernel kernel, ArrayRef<Value> buffers);
+  LogicalResult addKernelStep(Operation *op, rt::Kernel kernel,
+                              ArrayRef<Value> buffers);
+  FailureOr<uint32_t> indexErrorBuffer(Operation *kernel);
   LogicalResult emitMatMul(MatMulOp op);
   LogicalResult emitGemm(GemmOp op);
   LogicalResult addContraction(Operation *op, rt::Contraction contraction,
@@ -250,10 +252,11 @@ LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
     return failure();
   SmallVector<Value> buffers(kernel.getInputs());
   llvm::append_range(buffers, kernel.getResults());
-  return addKernelStep(std::move(*info), buffers);
+  return addKernelStep(kernel, std::move(*info), buffers);
 }
 
-LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
+LogicalResult ExecutableBuilder::addKernelStep(Operation *op,
+                                               rt::Kernel kernel,
                                                ArrayRef<Value> buffers) {
   rt::Step step;
   step.kind = rt::StepKind::Kernel;
@@ -264,9 +267,41 @@ LogicalResult ExecutableBuilder::addKernelStep(rt::Kernel kernel,
       return failure();
     step.buffers.push_back(*id);
   }
+  // A kernel that checks indices takes the index-error word last.
+  if (!kernel.indexChecks.empty()) {
+    FailureOr<uint32_t> word = indexErrorBuffer(op);
+    if (failed(word))
+      return failure();
+    step.buffers.push_back(*word);
+  }
   manifest.kernels.push_back(std::move(kernel));
   manifest.entries.back().steps.push_back(std::move(step));
   return success();
+}
+
+/// The index-error word (rt::IndexError) where the memory plan reserved it,
+/// made a buffer on first use.
+FailureOr<uint32_t> ExecutableBuilder::indexErrorBuffer(Operation *kernel) {
+  if (manifest.indexErrorBuffer != rt::kNoBuffer)
+    return manifest.indexErrorBuffer;
+  static_assert(sizeof(rt::IndexError) == kIndexErrorWordBytes,
+                "the plan reserves the runtime's index-error word");
+  if (modulePlan.indexErrorOffset < 0)
+    return kernel->emitError() << "the kernel checks indices, but the memory "
+                                  "plan reserved no index-error word (an op "
+                                  "without the ChecksIndices trait checks "
+                                  "them)",
+           failure();
+  rt::Buffer buffer;
+  buffer.name = "memfit.index_error";
+  buffer.region = rt::Region::Weights;
+  buffer.offset = modulePlan.indexErrorOffset;
+  buffer.bytes = sizeof(rt::IndexError);
+  buffer.dtype = rt::DType::u64;
+  buffer.shape = {2};
+  manifest.buffers.push_back(std::move(buffer));
+  manifest.indexErrorBuffer = manifest.buffers.size() - 1;
+  return manifest.indexErrorBuffer;
 }
 
 LogicalResult ExecutableBuilder::addContraction(Operation *op,
@@ -423,7 +458,7 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
         cuda::emitBroadcastCopy(op, kernelCount++, biasType,
                                 op.getResult().getType(), sourceOs);
     if (failed(info) ||
-        failed(addKernelStep(std::move(*info), {bias, op.getResult()})))
+        failed(addKernelStep(op, std::move(*info), {bias, op.getResult()})))
       return failure();
     c.beta = op.getBeta().convertToFloat();
   }

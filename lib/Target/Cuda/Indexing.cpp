@@ -9,6 +9,7 @@
 
 #include "KernelWriter.h"
 
+#include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/FormatVariadic.h"
 
 using namespace mlir;
@@ -107,4 +108,29 @@ std::string KernelWriter::writeRowOffset(const RowIndexing &indexing,
     return "j";
   emitCoords(os, indexing.redShape, "j", "r", indent);
   return offsetAt("r", indexing.redStrides);
+}
+
+//===----------------------------------------------------------------------===//
+// KernelWriter: index checks
+//===----------------------------------------------------------------------===//
+
+void KernelWriter::checkIndex(Operation *op, StringRef variable,
+                              int64_t extent, StringRef what,
+                              StringRef indent) {
+  std::vector<std::string> nodes;
+  collectNodeNames(op->getLoc(), nodes);
+  std::string message =
+      nodes.empty() ? "" : "ONNX node '" + llvm::join(nodes, "', '") + "' ";
+  message += llvm::formatv("({0}): {1} must be within [{2}, {3}]",
+                           op->getName(), what, -extent, extent - 1)
+                 .str();
+  // The word's code: this kernel's index in the executable and the check's
+  // number (from 1: 0 is "no error").
+  uint64_t code = (static_cast<uint64_t>(index) << 32) |
+                  (info.indexChecks.size() + 1);
+  info.indexChecks.push_back(std::move(message));
+  os << indent
+     << llvm::formatv("if ({0} < {1}LL || {0} >= {2}LL) "
+                      "memfit_index_error(memfit_err, {3:x}ull, {0});\n",
+                      variable, -extent, extent, code);
 }

@@ -26,6 +26,7 @@ static void attachKernelEmitters(MLIRContext *context, MemfitDialect *) {
   attachRowEmitters(context);
   attachLossEmitters(context);
   attachSpecialEmitters(context);
+  attachIndexEmitters(context);
   attachQuantEmitters(context);
   attachAttentionEmitters(context);
 }

@@ -144,6 +144,9 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
     out << (first ? "" : ", ") << *t << pointer << "out" << i;
     first = false;
   }
+  // The index-error word, last (checkIndex).
+  if (!info.indexChecks.empty())
+    out << (first ? "" : ", ") << "unsigned long long* memfit_err";
   out << ") {\n";
   return success();
 }

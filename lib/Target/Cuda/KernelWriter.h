@@ -69,6 +69,17 @@ public:
   /// A fresh variable name `<prefix><n>`.
   std::string freshName(StringRef prefix);
 
+  // Index checks (Indexing.cpp).
+
+  /// Writes, at `indent`, a test of the index in `variable` (as
+  /// read, negative ones not yet moved) against an axis of `extent`
+  /// entries: an index outside [-extent, extent) is recorded in the
+  /// executable's index-error word, and the run fails with a message that
+  /// names `op`'s ONNX nodes and says `what` the index selects. The caller
+  /// still guards its read or write.
+  void checkIndex(Operation *op, StringRef variable, int64_t extent,
+                  StringRef what, StringRef indent = "  ");
+
   // Launches and block reductions (Launch.cpp).
 
   /// One thread per element of `threads`, in blocks of kPointwiseBlock.
@@ -243,11 +254,20 @@ struct TemplateModel
 std::string dropoutKeepTest(double ratio, std::optional<int64_t> seed,
                             int64_t stream, StringRef step, StringRef idx);
 
+/// What an index along `axis` of data of `shape` selects, for the message
+/// of a run that finds one out of range (KernelWriter::checkIndex).
+/// Defined in IndexEmitters.cpp, as the next.
+std::string indexIntoAxis(int64_t axis, ArrayRef<int64_t> shape);
+/// `v` combined with `u` by a scatter's `reduction` ("none": replaced by
+/// `u`; "add", "mul", "max", "min").
+std::string scatterCombine(StringRef reduction, StringRef v, StringRef u);
+
 /// The attach functions of the files that hold the models.
 void attachPointwiseEmitters(MLIRContext *context); // PointwiseEmitters.cpp
 void attachRowEmitters(MLIRContext *context);       // RowEmitters.cpp
 void attachLossEmitters(MLIRContext *context);      // LossEmitters.cpp
 void attachSpecialEmitters(MLIRContext *context);   // SpecialEmitters.cpp
+void attachIndexEmitters(MLIRContext *context);     // IndexEmitters.cpp
 void attachQuantEmitters(MLIRContext *context);     // QuantEmitters.cpp
 void attachAttentionEmitters(MLIRContext *context); // AttentionEmitters.cpp
 

@@ -183,7 +183,13 @@ Expr expr(TriluOp op, const Scalar &s) {
 Expr expr(AddOp, const Scalar &s) { return s.x[0] + " + " + s.x[1]; }
 Expr expr(SubOp, const Scalar &s) { return s.x[0] + " - " + s.x[1]; }
 Expr expr(MulOp, const Scalar &s) { return s.x[0] + " * " + s.x[1]; }
-Expr expr(DivOp, const Scalar &s) { return s.x[0] + " / " + s.x[1]; }
+// Integers through the prelude's memfit_idiv: x / 0 is 0 and never traps.
+Expr expr(DivOp, const Scalar &s) {
+  if (!isa<IntegerType>(s.type))
+    return s.x[0] + " / " + s.x[1];
+  return "memfit_idiv((" + s.t + ")" + s.x[0] + ", (" + s.t + ")" + s.x[1] +
+         ")";
+}
 Expr expr(PowOp op, const Scalar &s) {
   if (!isa<IntegerType>(s.type))
     return s.fn("pow") + "(" + s.x[0] + ", " + s.x[1] + ")";
@@ -292,6 +298,7 @@ Expr mapping(GatherOp op, KernelWriter &w) {
   std::string g = w.freshName("g");
   int64_t extent = dataShape[*axis];
   w.body() << "  long long " << g << " = (long long)" << *index << ";\n";
+  w.checkIndex(op, g, extent, indexIntoAxis(*axis, dataShape));
   w.body() << "  if (" << g << " < 0) " << g << " += " << extent << "LL;\n";
   Shape dataStrides = stridesOf(dataShape);
   int64_t r = indexShape.size();
@@ -305,23 +312,31 @@ Expr mapping(GatherOp op, KernelWriter &w) {
   Expr element = in(w, op, 0, offset);
   if (failed(element))
     return failure();
-  // An index out of range reads as zero rather than faulting.
+  // An index out of range fails the run (checkIndex); it reads as zero
+  // rather than faulting.
   return llvm::formatv("(({0} >= 0 && {0} < {1}LL) ? {2} : ({3})0)", g, extent,
                        *element, *regType(eltOf(op.getResult())))
       .str();
 }
 
-/// Reads index input `i` of `op` at `offset` into a fresh variable made
-/// non-negative for an axis of `extent` entries; appends the in-range test.
+/// Reads index input 1 of `op` at `offset` into a fresh variable made
+/// non-negative for `axis` of data of `shape`; appends the in-range test.
+/// An index out of range fails the run (checkIndex).
 FailureOr<std::string> readIndex(KernelWriter &w, Operation *op,
-                                 StringRef offset, int64_t extent,
-                                 std::string &inRange) {
+                                 StringRef offset, int64_t axis,
+                                 ArrayRef<int64_t> shape,
+                                 std::string &inRange,
+                                 StringRef indent = "  ") {
   Expr index = in(w, op, 1, offset);
   if (failed(index))
     return failure();
   std::string g = w.freshName("g");
-  w.body() << "  long long " << g << " = (long long)" << *index << ";\n";
-  w.body() << "  if (" << g << " < 0) " << g << " += " << extent << "LL;\n";
+  int64_t extent = shape[axis];
+  w.body() << indent << "long long " << g << " = (long long)" << *index
+           << ";\n";
+  w.checkIndex(op, g, extent, indexIntoAxis(axis, shape), indent);
+  w.body() << indent << "if (" << g << " < 0) " << g << " += " << extent
+           << "LL;\n";
   inRange += llvm::formatv("{0}{1} >= 0 && {1} < {2}LL",
                            inRange.empty() ? "" : " && ", g, extent)
                  .str();
@@ -329,7 +344,7 @@ FailureOr<std::string> readIndex(KernelWriter &w, Operation *op,
 }
 
 /// `element` where every index is in range, else zero (an index out of
-/// range reads as zero rather than faulting).
+/// range fails the run; it reads as zero rather than faulting).
 Expr guarded(Operation *op, StringRef inRange, Expr element) {
   if (failed(element))
     return failure();
@@ -348,7 +363,7 @@ Expr mapping(GatherElementsOp op, KernelWriter &w) {
   std::string inRange;
   FailureOr<std::string> g = readIndex(
       w, op, offsetAlong(indexStrides, *axis, "c" + std::to_string(*axis)),
-      dataShape[*axis], inRange);
+      *axis, dataShape, inRange);
   if (failed(g))
     return failure();
   return guarded(op, inRange,
@@ -369,8 +384,9 @@ Expr mapping(GatherNDOp op, KernelWriter &w) {
   for (int64_t d = 0; d < b; ++d)
     offset += llvm::formatv(" + c{0} * {1}LL", d, dataStrides[d]).str();
   for (int64_t j = 0; j < k; ++j) {
-    FailureOr<std::string> g = readIndex(
-        w, op, std::to_string(j) + "LL" + tuple, dataShape[b + j], inRange);
+    FailureOr<std::string> g =
+        readIndex(w, op, std::to_string(j) + "LL" + tuple, b + j, dataShape,
+                  inRange);
     if (failed(g))
       return failure();
     offset += llvm::formatv(" + {0} * {1}LL", *g, dataStrides[b + j]).str();
@@ -406,19 +422,6 @@ Expr mapping(CumSumOp op, KernelWriter &w) {
   return sum;
 }
 
-/// `v` combined with `u` by a scatter's `reduction` ("none": replaced).
-std::string combine(StringRef reduction, StringRef v, StringRef u) {
-  if (reduction == "add")
-    return llvm::formatv("{0} + {1}", v, u).str();
-  if (reduction == "mul")
-    return llvm::formatv("{0} * {1}", v, u).str();
-  if (reduction == "max")
-    return llvm::formatv("({1} > {0} ? {1} : {0})", v, u).str();
-  if (reduction == "min")
-    return llvm::formatv("({1} < {0} ? {1} : {0})", v, u).str();
-  return u.str();
-}
-
 Expr mapping(ScatterElementsOp op, KernelWriter &w) {
   Shape dataShape(shapeOf(op.getData()));
   Shape updShape(shapeOf(op.getUpdates()));
@@ -442,104 +445,15 @@ Expr mapping(ScatterElementsOp op, KernelWriter &w) {
            << *data << ";\n";
   w.body() << "  for (long long " << j << " = 0; " << j << " < "
            << updShape[*axis] << "LL" << within << "; ++" << j << ") {\n";
-  std::string inRange; // every position is valid here
+  std::string inRange; // out-of-range indices name no entry
   FailureOr<std::string> g =
-      readIndex(w, op, updOffset, dataShape[*axis], inRange);
+      readIndex(w, op, updOffset, *axis, dataShape, inRange, "    ");
   if (failed(g))
     return failure();
   w.body() << "    if (" << *g << " == c" << *axis << ") " << v << " = "
-           << combine(op.getReduction(), v, *update) << ";\n";
+           << scatterCombine(op.getReduction(), v, *update) << ";\n";
   w.body() << "  }\n";
   return v;
-}
-
-Expr mapping(ScatterNDOp op, KernelWriter &w) {
-  Shape dataShape(shapeOf(op.getData()));
-  Shape indexShape(shapeOf(op.getIndices()));
-  int64_t k = indexShape.back(), r = dataShape.size();
-  int64_t tuples = 1, slice = 1;
-  for (int64_t e : ArrayRef<int64_t>(indexShape).drop_back())
-    tuples *= e;
-  for (int64_t d = k; d < r; ++d)
-    slice *= dataShape[d];
-  Shape dataStrides = stridesOf(dataShape);
-  std::string m = w.freshName("m"), v = w.freshName("v");
-  std::string sliceOffset = "0LL";
-  for (int64_t d = k; d < r; ++d)
-    sliceOffset += llvm::formatv(" + c{0} * {1}LL", d, dataStrides[d]).str();
-  Expr data = in(w, op, 0, broadcastOffset(dataShape, r, "c"));
-  Expr update =
-      in(w, op, 2,
-         llvm::formatv("{0} * {1}LL + {2}", m, slice, sliceOffset).str());
-  if (failed(data) || failed(update))
-    return failure();
-  w.body() << "  " << *regType(eltOf(op.getResult())) << " " << v << " = "
-           << *data << ";\n";
-  w.body() << "  for (long long " << m << " = 0; " << m << " < " << tuples
-           << "LL; ++" << m << ") {\n";
-  // The tuple names this entry's slice when each of its k indices (negative
-  // ones from the back) is the entry's coordinate.
-  std::string hit, inRange; // every position is valid here
-  for (int64_t t = 0; t < k; ++t) {
-    FailureOr<std::string> g =
-        readIndex(w, op, llvm::formatv("{0} * {1}LL + {2}LL", m, k, t).str(),
-                  dataShape[t], inRange);
-    if (failed(g))
-      return failure();
-    hit += llvm::formatv("{0}{1} == c{2}", t ? " && " : "", *g, t).str();
-  }
-  w.body() << "    if (" << hit << ") " << v << " = "
-           << combine(op.getReduction(), v, *update) << ";\n";
-  w.body() << "  }\n";
-  return v;
-}
-
-Expr mapping(TopKIndicesOp op, KernelWriter &w) {
-  Shape shape(shapeOf(op.getInput()));
-  FailureOr<int64_t> axis =
-      normalizeAxis(op.getAxis(), shape.size(), op.getLoc());
-  if (failed(axis))
-    return failure();
-  Shape strides = stridesOf(shape);
-  std::string j = w.freshName("j"), i = w.freshName("i");
-  std::string rank = w.freshName("rank"), found = w.freshName("found");
-  Expr xj = in(w, op, 0, offsetAlong(strides, *axis, j));
-  Expr xi = in(w, op, 0, offsetAlong(strides, *axis, i));
-  if (failed(xj) || failed(xi))
-    return failure();
-  // Entry i comes before entry j when it is larger (smaller), NaN counting
-  // as larger than any number, or equal and earlier.
-  Type elt = eltOf(op.getInput());
-  std::string a = w.freshName("a"), b = w.freshName("b");
-  bool isFloat = isa<FloatType>(elt);
-  std::string nanA = isFloat ? "(" + a + " != " + a + ")" : "false";
-  std::string nanB = isFloat ? "(" + b + " != " + b + ")" : "false";
-  std::string larger =
-      "(" + a + " > " + b + " || (" + nanA + " && !" + nanB + "))";
-  std::string smaller =
-      "(" + a + " < " + b + " || (" + nanB + " && !" + nanA + "))";
-  std::string same =
-      "(" + a + " == " + b + " || (" + nanA + " && " + nanB + "))";
-  std::string before = "(" + std::string(op.getLargest() ? larger : smaller) +
-                       " || (" + same + " && " + i + " < " + j + "))";
-  // The entry whose rank (how many come before it) is this result's
-  // position along the axis.
-  std::string t = *regType(elt);
-  int64_t n = shape[*axis];
-  w.body() << "  long long " << found << " = 0;\n";
-  w.body() << "  for (long long " << j << " = 0; " << j << " < " << n
-           << "LL; ++" << j << ") {\n";
-  w.body() << "    " << t << " " << b << " = " << *xj << ";\n";
-  w.body() << "    long long " << rank << " = 0;\n";
-  w.body() << "    for (long long " << i << " = 0; " << i << " < " << n
-           << "LL; ++" << i << ") {\n";
-  w.body() << "      " << t << " " << a << " = " << *xi << ";\n";
-  w.body() << "      if " << before << " ++" << rank << ";\n";
-  w.body() << "    }\n";
-  w.body() << "    if (" << rank << " == c" << *axis << ") { " << found << " = "
-           << j << "; break; }\n";
-  w.body() << "  }\n";
-  return found;
 }
 
 Expr mapping(ConcatOp op, KernelWriter &w) {
@@ -613,6 +527,6 @@ void cuda::attachPointwiseEmitters(MLIRContext *context) {
          DivOp, PowOp, FmodOp, EqualOp, LessOp, GreaterOp, MaxOp, MinOp, AndOp,
          OrOp, XorOp, WhereOp>(context);
   attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
-         GatherElementsOp, GatherNDOp, ScatterElementsOp, ScatterNDOp,
-         TopKIndicesOp, CumSumOp, ConcatOp, RangeOp>(context);
+         GatherElementsOp, GatherNDOp, ScatterElementsOp, CumSumOp, ConcatOp,
+         RangeOp>(context);
 }

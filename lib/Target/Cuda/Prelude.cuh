@@ -49,6 +49,33 @@ static __device__ __forceinline__ long long memfit_ipow(long long b, long long e
   return (long long)r;
 }
 
+// Integer division that never traps, the same on every backend: x / 0 is 0
+// (NumPy's convention; a GPU does not trap, x86 does), and the lowest signed
+// value divided by -1 wraps to itself, as its negation does in two's
+// complement (ONNX Mod, a - (a / b) * b, then gives 0 for it).
+template <typename T> static __device__ __forceinline__ T memfit_idiv(T a, T b) {
+  if (b == (T)0) return (T)0;
+  if ((T)-1 < (T)0 && b == (T)-1) return (T)(0ull - (unsigned long long)a);
+  return a / b;
+}
+
+// TopK's order of floats as unsigned keys: larger values have larger keys,
+// -0 equals 0 and NaN is above every number. Without a branch on the sign,
+// which random data mispredicts.
+static __device__ __forceinline__ unsigned long long memfit_order_key(double v) {
+  const unsigned long long b = (unsigned long long)__double_as_longlong(v == 0 ? 0.0 : v);
+  const unsigned long long k = b ^ ((unsigned long long)((long long)b >> 63) | 0x8000000000000000ull);
+  return v != v ? ~0ull : k;
+}
+
+// Records an index out of range in the executable's index-error word
+// (rt::IndexError): the first thread to find one stores `code` (its kernel
+// and check) and the index; the session fails the run with the check's
+// message after the kernels ran.
+static __device__ __forceinline__ void memfit_index_error(unsigned long long* err, unsigned long long code, long long index) {
+  if (atomicCAS(err, 0ull, code) == 0ull) err[1] = (unsigned long long)index;
+}
+
 // Dropout's keep decision, counter-based: splitmix64's finalizer of the
 // seed (with the stream) and the step gives the step's key, the finalizer
 // of the key and the element index a uniform number in [0, 1) from its top

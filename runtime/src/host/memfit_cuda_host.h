@@ -123,6 +123,15 @@ static inline long long __double_as_longlong(double x) {
   return memfit_host_bit_cast<long long>(x);
 }
 
+// atomicCAS on 64-bit words: blocks run on several OS threads.
+static inline unsigned long long atomicCAS(unsigned long long *address,
+                                           unsigned long long compare,
+                                           unsigned long long value) {
+  __atomic_compare_exchange_n(address, &compare, value, false,
+                              __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+  return compare;
+}
+
 //===----------------------------------------------------------------------===//
 // f16 and bf16
 //===----------------------------------------------------------------------===//

@@ -167,7 +167,7 @@ def Memfit_SliceOp : Memfit_InferredOp<"slice", "DataMovement",
 }
 
 def Memfit_GatherOp : Memfit_InferredOp<"gather", "DataMovement",
-    [Memfit_IndexMapping, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+    [Memfit_IndexMapping, Memfit_ChecksIndices, DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
   let summary = "selects entries along an axis by index (ONNX Gather)";
   let description = [{
     Embedding lookups and index selection: the result shape is
@@ -208,7 +208,7 @@ def Memfit_CumSumOp : Memfit_Op<"cumsum", "DataMovement", [Pure, SameOperandsAnd
   let hasFolder = 1;
 }
 
-def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement", [Memfit_IndexMapping, Memfit_ChecksIndices]> {
   let summary = "selects one entry per index along an axis (ONNX GatherElements)";
   let description = [{
     The result has the indices' shape; the entry at `i` is `data` at `i`
@@ -230,7 +230,7 @@ def Memfit_GatherElementsOp : Memfit_InferredOp<"gather_elements", "DataMovement
   let hasFolder = 1;
 }
 
-def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_IndexMapping, Memfit_ChecksIndices]> {
   let summary = "selects slices by index tuples (ONNX GatherND)";
   let description = [{
     With `b = batch_dims` and `k` the indices' last dimension, each tuple
@@ -253,7 +253,7 @@ def Memfit_GatherNDOp : Memfit_InferredOp<"gather_nd", "DataMovement", [Memfit_I
   let hasFolder = 1;
 }
 
-def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMovement", [Memfit_IndexMapping, Memfit_ChecksIndices]> {
   let summary = "writes entries at indices along an axis (ONNX ScatterElements)";
   let description = [{
     The result is `data` with, for each `j` of `indices` (and `updates`, of
@@ -278,7 +278,7 @@ def Memfit_ScatterElementsOp : Memfit_InferredOp<"scatter_elements", "DataMoveme
   }];
 }
 
-def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit_ChecksIndices]> {
   let summary = "writes slices at index tuples (ONNX ScatterND)";
   let description = [{
     With `k` the indices' last dimension, each tuple `indices[m, :]`
@@ -286,7 +286,8 @@ def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit
     replaces or combines with by `reduction` (`add`, `mul`, `max`, `min`);
     `updates` has the shape `indices.shape[:-1] + data.shape[k:]`. Negative
     indices count from the back. With `none`, of tuples naming one slice the
-    last wins. Each result entry looks through every tuple.
+    last wins. Its kernel copies the data and applies the updates in order,
+    one thread per entry of a slice: the work is the data plus the updates.
 
     ```mlir
     %r = memfit.scatter_nd %x, %i, %u : tensor<4x4xf32>, tensor<2x1xi64>, tensor<2x4xf32> -> tensor<4x4xf32>
@@ -301,7 +302,7 @@ def Memfit_ScatterNDOp : Memfit_InferredOp<"scatter_nd", "DataMovement", [Memfit
   }];
 }
 
-def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement", [Memfit_IndexMapping]> {
+def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement"> {
   let flopsPerElement = 0;
   let summary = "the positions of the k largest or smallest entries along an axis (ONNX TopK)";
   let description = [{
@@ -310,8 +311,8 @@ def Memfit_TopKIndicesOp : Memfit_InferredOp<"topk_indices", "DataMovement", [Me
     smallest entries along it, in order from the first; equal values keep
     their order (the lower position first) and NaN counts as larger than
     any number. TopK's values are `memfit.gather_elements` of the input at
-    these positions. Each result entry ranks every entry of its row against
-    every other, so the cost grows with the square of the axis's length.
+    these positions. Its kernel selects the k entries of a row by a radix
+    select and sorts them: O(n + k log k) for an axis of n entries.
 
     ```mlir
     %i = memfit.topk_indices %x {axis = 1 : i64, k = 2 : i64} : tensor<3x4xf32> -> tensor<3x2xi64>

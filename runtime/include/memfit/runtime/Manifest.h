@@ -106,7 +106,21 @@ struct Kernel {
   uint32_t sharedBytes = 0;         // dynamic shared memory (static is in the source)
   bool usesBarriers = false;        // __syncthreads or warp shuffles
   std::vector<std::string> onnxNodes; // the ONNX nodes it computes
+  /// What each of its index checks tests ("ONNX node 'g' (memfit.gather):
+  /// indices 'ids' must be within [-96, 95], ..."). A kernel with checks
+  /// takes Manifest::indexErrorBuffer as its last parameter (see there).
+  std::vector<std::string> indexChecks;
 };
+
+/// The first bytes of Manifest::indexErrorBuffer, two u64: `code`, 0 while
+/// no index was out of range, else (kernel << 32) | (check + 1) of the
+/// first failing check; `value`, the index it found.
+struct IndexError {
+  uint64_t code = 0;
+  int64_t value = 0;
+};
+/// "no buffer", for an optional buffer id.
+constexpr uint32_t kNoBuffer = 0xffffffffu;
 
 /// out[b] = alpha * op(A[b]) x op(B[b]) + beta * out[b], row-major, for every
 /// batch index b of batchShape. A is [m, k] ([k, m] when transA), B is
@@ -261,6 +275,15 @@ struct Manifest {
   std::vector<LoraAdapter> loraAdapters;
   /// Optional in manifest.json ("inputRanges"; absent: none).
   std::vector<InputRange> inputRanges;
+  /// The index-error word (an IndexError, 16 bytes of the weights region,
+  /// zero when a session starts), or kNoBuffer when no kernel checks
+  /// indices. Kernels cannot fail: one that finds an index out of range
+  /// (a gather's or scatter's, computed at run time) reads it as zero or
+  /// skips the update, and the first such thread records it here; the
+  /// session reads the word after each run and fails the run with the
+  /// check's message, as onnxruntime fails the node. Optional in
+  /// manifest.json ("indexErrorBuffer").
+  uint32_t indexErrorBuffer = kNoBuffer;
 
   const Entry *findEntry(const std::string &name) const;
   const Variable *findVariable(const std::string &name) const;
