@@ -70,6 +70,7 @@ def curve(memfit_run, models, workdir, failures):
     mean, sd = seeds.mean(0), seeds.std(0, ddof=1)
     z = (memfit - mean) / sd
     worst = int(np.argmax(np.abs(z)))
+    inside = int(((memfit >= seeds.min(0)) & (memfit <= seeds.max(0))).sum())
     controls = {name: float(((np.array(ref[key]) - mean) / sd).mean())
                 for name, key in (("fixed mask", "losses_fixed_mask"),
                                   ("no dropout", "losses_no_dropout"))}
@@ -77,7 +78,8 @@ def curve(memfit_run, models, workdir, failures):
           f"-> {memfit[-1]:.4f}, seeds {mean[0]:.4f} -> {mean[-1]:.4f} (last "
           f"{seeds[:, -1].min():.4f}..{seeds[:, -1].max():.4f}); largest |z| "
           f"{abs(z[worst]):.2f} at step {worst + 1} (bound {Z_STEP}); mean z "
-          f"{z.mean():+.2f} (bound {Z_MEAN}); controls' mean z: " +
+          f"{z.mean():+.2f} (bound {Z_MEAN}); inside the seeds' range at "
+          f"{inside} of {steps} steps; controls' mean z: " +
           ", ".join(f"{k} {v:+.2f}" for k, v in controls.items()))
     if abs(z[worst]) > Z_STEP:
         failures.append(f"step {worst + 1}: {memfit[worst]:.4f} is "
