@@ -314,6 +314,8 @@ rt::SessionOptions RunFlags::sessionOptions() const {
   rt::SessionOptions options;
   options.cacheDir = cacheDir;
   options.disableCache = noCache;
+  options.hostThreads = hostThreads;
+  options.profileSteps = profile;
   return options;
 }
 

@@ -474,6 +474,10 @@ createHostBackend(const SessionOptions &options) {
   if (compiler.empty())
     return invalidArgument("host backend: the host compiler command is empty");
   unsigned threads = options.hostThreads;
+  if (threads > 1024)
+    return invalidArgument("host backend: " + std::to_string(threads) +
+                           " threads: expected a number of threads from 1 "
+                           "to 1024");
   if (threads == 0)
     if (const char *env = std::getenv("MEMFIT_HOST_THREADS"); env && *env) {
       char *end = nullptr;

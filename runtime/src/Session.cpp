@@ -36,6 +36,12 @@ struct Session::Impl {
   uint64_t clock = 0;
   std::vector<std::vector<uint64_t>> inputSetAt;
   std::vector<uint64_t> lastRunAt;
+  // With SessionOptions::profileSteps: seconds per step of each entry and
+  // the entry's runs.
+  bool profileSteps = false;
+  std::vector<std::vector<double>> stepSeconds;
+  std::vector<uint64_t> entryRuns;
+  std::vector<uint64_t> offsets; // runStep's, reused
 
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
@@ -97,6 +103,7 @@ struct Session::Impl {
   }
 
   Status runEntry(size_t index);
+  Status runStep(const Entry &entry, size_t i, const std::string &where);
   Status checkIndexError(const std::string &where);
 };
 
@@ -181,6 +188,9 @@ Session::create(const Executable &executable, DeviceKind device,
   for (const Entry &e : manifest.entries)
     impl->inputSetAt.emplace_back(e.inputs.size(), 0);
   impl->lastRunAt.assign(manifest.entries.size(), 0);
+  impl->profileSteps = options.profileSteps;
+  impl->stepSeconds.resize(manifest.entries.size());
+  impl->entryRuns.assign(manifest.entries.size(), 0);
   StatusOr<std::unique_ptr<Backend>> backend = device == DeviceKind::Host
                                                    ? createHostBackend(options)
                                                    : createCudaBackend(options);
@@ -271,32 +281,44 @@ Status Session::Impl::runEntry(size_t index) {
   }
   lastRunAt[index] = ++clock;
   auto start = std::chrono::steady_clock::now();
-  std::vector<uint64_t> offsets;
   for (size_t i = 0; i < entry.steps.size(); ++i) {
-    const Step &step = entry.steps[i];
-    offsets.clear();
-    for (uint32_t id : step.buffers)
-      offsets.push_back(offsetOf(id));
-    if (step.kind == StepKind::Kernel) {
-      MEMFIT_RT_RETURN_IF_ERROR(
-          backend->launchKernel(step.index, offsets)
-              .withContext(where + ": step " + std::to_string(i) +
-                           " (kernel '" + manifest.kernels[step.index].name +
-                           "')"));
-    } else {
-      const Contraction &c = manifest.contractions[step.index];
-      MEMFIT_RT_RETURN_IF_ERROR(
-          backend->runContraction(c, offsets[0], offsets[1], offsets[2])
-              .withContext(where + ": step " + std::to_string(i) +
-                           " (contraction '" + c.name + "')"));
+    if (!profileSteps) {
+      MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
+      continue;
     }
+    auto begin = std::chrono::steady_clock::now();
+    MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
+    MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
+    std::vector<double> &seconds = stepSeconds[index];
+    seconds.resize(entry.steps.size());
+    seconds[i] += std::chrono::duration<double>(
+                      std::chrono::steady_clock::now() - begin)
+                      .count();
   }
+  if (profileSteps)
+    ++entryRuns[index];
   MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
   MEMFIT_RT_RETURN_IF_ERROR(checkIndexError(where));
   timings.runSeconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   return Status::ok();
+}
+
+Status Session::Impl::runStep(const Entry &entry, size_t i,
+                              const std::string &where) {
+  const Step &step = entry.steps[i];
+  offsets.clear();
+  for (uint32_t id : step.buffers)
+    offsets.push_back(offsetOf(id));
+  if (step.kind == StepKind::Kernel)
+    return backend->launchKernel(step.index, offsets)
+        .withContext(where + ": step " + std::to_string(i) + " (kernel '" +
+                     manifest.kernels[step.index].name + "')");
+  const Contraction &c = manifest.contractions[step.index];
+  return backend->runContraction(c, offsets[0], offsets[1], offsets[2])
+      .withContext(where + ": step " + std::to_string(i) + " (contraction '" +
+                   c.name + "')");
 }
 
 /// Fails the run, after clearing the word, when a kernel recorded an index
@@ -324,6 +346,28 @@ Status Session::Impl::checkIndexError(const std::string &where) {
   return invalidArgument(where + ": kernel '" + k.name + "' found index " +
                          std::to_string(error.value) + " out of range: " +
                          k.indexChecks[check]);
+}
+
+std::vector<StepTime> Session::stepProfile() const {
+  const Manifest &m = impl_->manifest;
+  std::vector<StepTime> times;
+  for (size_t e = 0; e < m.entries.size(); ++e) {
+    const std::vector<double> &seconds = impl_->stepSeconds[e];
+    for (size_t i = 0; i < seconds.size(); ++i) {
+      const Step &step = m.entries[e].steps[i];
+      StepTime t;
+      t.entry = e;
+      t.step = i;
+      t.contraction = step.kind != StepKind::Kernel;
+      t.name = t.contraction ? m.contractions[step.index].name
+                             : m.kernels[step.index].name;
+      t.barriers = !t.contraction && m.kernels[step.index].usesBarriers;
+      t.calls = impl_->entryRuns[e];
+      t.seconds = seconds[i];
+      times.push_back(std::move(t));
+    }
+  }
+  return times;
 }
 
 StatusOr<Tensor> Session::getOutput(const std::string &name) const {

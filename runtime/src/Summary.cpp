@@ -122,6 +122,99 @@ std::string formatTensorSummary(const std::string &name, const Tensor &t) {
   return s + (n > 6 ? ", ...]\n" : "]\n");
 }
 
+namespace {
+
+/// The op a kernel computes, from its name: "k58_layer_norm" -> "layer_norm".
+std::string opOfKernel(const std::string &name) {
+  size_t i = 0;
+  if (!name.empty() && name[0] == 'k') {
+    i = 1;
+    while (i < name.size() && std::isdigit(static_cast<unsigned char>(name[i])))
+      ++i;
+    if (i > 1 && i < name.size() && name[i] == '_')
+      return name.substr(i + 1);
+  }
+  return name;
+}
+
+struct Bucket {
+  std::string label;
+  size_t steps = 0;
+  double seconds = 0;
+};
+
+/// The buckets' lines, largest first, at most `top` (0: all).
+std::string bucketLines(std::vector<Bucket> buckets, double total,
+                        size_t top) {
+  std::stable_sort(buckets.begin(), buckets.end(),
+                   [](const Bucket &a, const Bucket &b) {
+                     return a.seconds > b.seconds;
+                   });
+  std::string s;
+  size_t shown = 0;
+  for (const Bucket &b : buckets) {
+    if (top && shown++ == top)
+      break;
+    char line[160];
+    std::snprintf(line, sizeof(line), "    %-30s %5zu steps %10.2f ms %6.1f%%\n",
+                  b.label.c_str(), b.steps, b.seconds * 1e3,
+                  total > 0 ? 100.0 * b.seconds / total : 0.0);
+    s += line;
+  }
+  return s;
+}
+
+} // namespace
+
+std::string formatStepProfile(const Manifest &manifest,
+                              const std::vector<StepTime> &times, size_t top) {
+  std::string s;
+  for (size_t e = 0; e < manifest.entries.size(); ++e) {
+    std::vector<Bucket> kinds(3), ops;
+    kinds[0].label = "contractions";
+    kinds[1].label = "kernels without barriers";
+    kinds[2].label = "kernels with barriers";
+    uint64_t runs = 0;
+    double total = 0;
+    for (const StepTime &t : times) {
+      if (t.entry != e || t.calls == 0)
+        continue;
+      runs = t.calls;
+      double perRun = t.seconds / double(t.calls);
+      total += perRun;
+      Bucket &kind = kinds[t.contraction ? 0 : t.barriers ? 2 : 1];
+      ++kind.steps;
+      kind.seconds += perRun;
+      std::string op = t.contraction ? "contraction" : opOfKernel(t.name);
+      auto it = std::find_if(ops.begin(), ops.end(),
+                             [&](const Bucket &b) { return b.label == op; });
+      if (it == ops.end()) {
+        ops.push_back({op, 0, 0});
+        it = ops.end() - 1;
+      }
+      ++it->steps;
+      it->seconds += perRun;
+    }
+    if (!runs)
+      continue;
+    char head[200];
+    std::snprintf(head, sizeof(head),
+                  "profile of entry '%s': %llu run%s, %.2f ms a run (each step "
+                  "waited for)\n",
+                  manifest.entries[e].name.c_str(),
+                  static_cast<unsigned long long>(runs), runs == 1 ? "" : "s",
+                  total * 1e3);
+    s += head;
+    s += "  by kind:\n" + bucketLines(kinds, total, 0);
+    s += "  by op";
+    if (top && ops.size() > top)
+      s += " (the " + std::to_string(top) + " largest of " +
+           std::to_string(ops.size()) + ")";
+    s += ":\n" + bucketLines(ops, total, top);
+  }
+  return s;
+}
+
 std::string tensorFileName(const std::string &name) {
   std::string file = name;
   for (char &c : file)

@@ -498,7 +498,9 @@ int main(int argc, char **argv) {
       return fail(loaded.message());
     out() << "loaded parameters from " << f.loadAdapters << "\n";
   }
-  if (f.train)
-    return trainModel(**session);
-  return runOnce(**session);
+  int status = f.train ? trainModel(**session) : runOnce(**session);
+  // Asked for, so printed with --quiet too.
+  if (status == 0 && f.profile)
+    std::cout << rt::formatStepProfile(manifest, (*session)->stepProfile());
+  return status;
 }

@@ -9,6 +9,7 @@
 #include "TestUtil.h"
 
 #include "memfit/runtime/Session.h"
+#include "memfit/runtime/Summary.h"
 
 #include <cmath>
 #include <cstring>
@@ -255,6 +256,64 @@ void testSession() {
   }
 }
 
+/// SessionOptions::profileSteps: every step timed over the runs, the same
+/// results, and the summary by kind and by op; without it, no profile.
+void testStepProfile() {
+  Executable e = sampleExecutable();
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/cache-session";
+  options.hostThreads = 2;
+  StatusOr<std::unique_ptr<Session>> plain =
+      Session::create(e, DeviceKind::Host, options);
+  if (!CHECK_OK(plain.status()))
+    return;
+  checkRun(**plain, e, 5);
+  CHECK((*plain)->stepProfile().empty());
+
+  options.profileSteps = true;
+  StatusOr<std::unique_ptr<Session>> created =
+      Session::create(e, DeviceKind::Host, options);
+  if (!CHECK_OK(created.status()))
+    return;
+  checkRun(**created, e, 6);
+  checkRun(**created, e, 7);
+  std::vector<StepTime> times = (*created)->stepProfile();
+  if (!CHECK(times.size() == 5))
+    return;
+  const char *names[] = {"x_wT", "bias_relu", "fill_ones", "yT_v", "row_sum"};
+  for (size_t i = 0; i < times.size(); ++i) {
+    CHECK(times[i].entry == 0 && times[i].step == i);
+    CHECK(times[i].name == names[i]);
+    CHECK(times[i].calls == 2 && times[i].seconds > 0);
+  }
+  CHECK(times[0].contraction && times[3].contraction);
+  CHECK(!times[1].contraction && !times[1].barriers && times[4].barriers);
+
+  // Made-up times, so that the text is known: kernels "k<n>_<op>" are
+  // grouped by op.
+  Manifest m = e.manifest;
+  m.kernels[0].name = "k3_add";
+  m.kernels[1].name = "k7_add";
+  m.kernels[2].name = "k9_layer_norm";
+  std::vector<StepTime> made = {
+      {0, 0, "x_wT", true, false, 4, 0.004},
+      {0, 1, "k3_add", false, false, 4, 0.002},
+      {0, 2, "k7_add", false, false, 4, 0.002},
+      {0, 3, "yT_v", true, false, 4, 0.004},
+      {0, 4, "k9_layer_norm", false, true, 4, 0.008}};
+  std::string text = formatStepProfile(m, made, 2);
+  CHECK(text.find("profile of entry 'main': 4 runs, 5.00 ms a run") == 0);
+  CHECK(text.find("    contractions                       2 steps       "
+                  "2.00 ms   40.0%") != std::string::npos);
+  CHECK(text.find("    kernels with barriers              1 steps       "
+                  "2.00 ms   40.0%") != std::string::npos);
+  CHECK(text.find("by op (the 2 largest of 3):") != std::string::npos);
+  CHECK(text.find("    add                                2 steps       "
+                  "1.00 ms   20.0%") == std::string::npos);
+  CHECK(text.find("    contraction ") != std::string::npos);
+  CHECK(text.find("    layer_norm ") != std::string::npos);
+}
+
 void testSessionErrors() {
   SessionOptions options;
   options.cacheDir = scratchDirectory() + "/cache-session";
@@ -307,6 +366,7 @@ void testSessionErrors() {
 
 void runSessionTests() {
   testSession();
+  testStepProfile();
   testSessionErrors();
 }
 

@@ -31,6 +31,9 @@ struct SessionOptions {
   /// Host backend: worker threads for blocks and contractions (0:
   /// $MEMFIT_HOST_THREADS, else one per CPU the process may run on).
   unsigned hostThreads = 0;
+  /// Wait for every step of a run and time it (Session::stepProfile): for
+  /// profiles, at the cost of the overlap of steps on a GPU.
+  bool profileSteps = false;
   /// Told about problems the session works around rather than fails on (a
   /// kernel cache it cannot create or write: kernels are compiled without
   /// it); null: they go unreported.
@@ -46,6 +49,20 @@ struct SessionTimings {
   double compileSeconds = 0; // NVRTC or host compiler (0 on a cache hit)
   bool cacheHit = false;
   double runSeconds = 0;     // last run(), synchronized
+};
+
+/// The time one step of an entry (a kernel or a contraction) took over the
+/// runs of a session with SessionOptions::profileSteps, each run waited for.
+struct StepTime {
+  size_t entry = 0, step = 0;
+  /// The kernel's or the contraction's name in the manifest.
+  std::string name;
+  bool contraction = false;
+  /// A kernel with barriers (block reductions, shuffles): the host backend
+  /// runs its blocks' threads as fibers.
+  bool barriers = false;
+  uint64_t calls = 0;
+  double seconds = 0;
 };
 
 /// An executable loaded on one device: one allocation of
@@ -68,6 +85,9 @@ public:
   /// Bytes of the one device allocation the session made.
   uint64_t allocatedBytes() const;
   const SessionTimings &timings() const;
+  /// Every step of every entry that ran, with its time, when the session
+  /// was created with SessionOptions::profileSteps; else empty.
+  std::vector<StepTime> stepProfile() const;
 
   /// Copies a tensor to the named input of the first entry that has one;
   /// dtype and shape must match.
