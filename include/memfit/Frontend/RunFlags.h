@@ -122,12 +122,12 @@ struct RunFlags {
   Opt<bool> noCache{"no-cache", cl::cat(deviceCategory),
                     cl::desc("Do not use the kernel cache")};
   Opt<unsigned> hostThreads{
-      "host-threads", cl::cat(deviceCategory),
+      "host-threads", cl::Hidden, cl::cat(deviceCategory),
       cl::desc("Host backend: worker threads for blocks and contractions "
                "(default: $MEMFIT_HOST_THREADS, else the CPUs the process "
                "may run on)")};
   Opt<bool> profile{
-      "profile", cl::cat(outputCategory),
+      "profile", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Wait for every kernel and contraction and print where a "
                "run's time went: by kind and by op, per run")};
   Opt<std::string> outputDir{
