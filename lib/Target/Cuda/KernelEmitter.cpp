@@ -96,13 +96,11 @@ FailureOr<rt::Kernel> cuda::emitBroadcastCopy(Operation *op, unsigned index,
     return failure();
   os << "// " << info.name << ": bias of " << nodeList(info.onnxNodes)
      << "\nextern \"C\" __global__ void " << info.name << "(const " << *t
-     << "* __restrict__ in0, " << *t
-     << "* __restrict__ out0) { MEMFIT_THREADS_BEGIN\n";
+     << "* __restrict__ in0, " << *t << "* __restrict__ out0) {\n";
   writeThreadIndex(os, "idx", n);
   emitCoords(os, to.getShape(), "idx", "c");
   os << "  out0[idx] = in0["
-     << broadcastOffset(from.getShape(), to.getRank(), "c")
-     << "];\nMEMFIT_THREADS_END }\n\n";
+     << broadcastOffset(from.getShape(), to.getRank(), "c") << "];\n}\n\n";
   info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
   info.grid = {static_cast<uint32_t>(blocks), 1, 1};
   return info;

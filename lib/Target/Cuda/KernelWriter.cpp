@@ -147,10 +147,7 @@ LogicalResult KernelWriter::writeSignature(raw_ostream &out) {
   // The index-error word, last (checkIndex).
   if (!info.indexChecks.empty())
     out << (first ? "" : ", ") << "unsigned long long* memfit_err";
-  // A kernel without barriers computes one thread: the host backend runs
-  // its body as a loop over the block's threads (the prelude's macros are
-  // empty on a GPU).
-  out << (info.usesBarriers ? ") {\n" : ") { MEMFIT_THREADS_BEGIN\n");
+  out << ") {\n";
   return success();
 }
 
@@ -196,7 +193,7 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
   out << "// " << info.name << ": " << nodeList(info.onnxNodes) << "\n";
   if (failed(writeSignature(out)))
     return failure();
-  out << text << (info.usesBarriers ? "}\n\n" : "MEMFIT_THREADS_END }\n\n");
+  out << text << "}\n\n";
   return info;
 }
 

@@ -39,13 +39,6 @@ template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, 
   return v;
 }
 #endif
-// A kernel without barriers is written as one thread's work between
-// MEMFIT_THREADS_BEGIN and MEMFIT_THREADS_END: nothing on a GPU; the host
-// backend's header makes the body a loop over the block's threads.
-#ifndef MEMFIT_CUDA_HOST_H
-#define MEMFIT_THREADS_BEGIN
-#define MEMFIT_THREADS_END
-#endif
 // An integer power by repeated squaring, wrapping like the C types (the
 // caller casts to its own); a negative exponent gives 0 unless the base is
 // 1 or -1 (ONNX Pow on integers, as onnxruntime).

@@ -10,9 +10,6 @@
 //  - threadIdx, blockIdx, blockDim and gridDim are thread_local variables
 //    the launcher sets before running a thread;
 //  - kernels without barriers run as plain loops over blocks and threads;
-//    a body between MEMFIT_THREADS_BEGIN and MEMFIT_THREADS_END (the
-//    emitter's, empty macros on a GPU) is one call per block that loops
-//    over the block's threads itself;
 //  - kernels with barriers run each block as cooperative fibers, one per
 //    CUDA thread: __syncthreads() switches to the next fiber, and a round
 //    over all fibers brings every thread to the barrier. Warp shuffles
@@ -262,8 +259,6 @@ struct ThreadState {
 };
 
 static thread_local ThreadState *tlsState;
-/// Set by MEMFIT_THREADS_BEGIN: the kernel ran all of its block's threads.
-static thread_local bool tlsThreadLoop;
 
 static inline ThreadState *state() {
   if (!tlsState)
@@ -506,18 +501,14 @@ static int launch(const memfit_host_launch *params, void **args,
         return 1;
       continue;
     }
-    // Thread 0 first: a kernel written with MEMFIT_THREADS_BEGIN runs the
-    // block's threads itself and says so; any other is called per thread.
-    tlsThreadLoop = false;
-    threadIdx = uint3{0, 0, 0};
-    Traits::template call<K>(pointers,
-                             std::make_index_sequence<Traits::arity>());
-    for (unsigned long long t = 1; !tlsThreadLoop && t < threads; ++t) {
-      threadIdx = uint3{unsigned(t % blockDim.x),
-                        unsigned(t / blockDim.x % blockDim.y),
-                        unsigned(t / blockDim.x / blockDim.y)};
-      Traits::template call<K>(pointers,
-                               std::make_index_sequence<Traits::arity>());
+    for (unsigned z = 0; z < blockDim.z; ++z) {
+      for (unsigned y = 0; y < blockDim.y; ++y) {
+        for (unsigned x = 0; x < blockDim.x; ++x) {
+          threadIdx = uint3{x, y, z};
+          Traits::template call<K>(pointers,
+                                   std::make_index_sequence<Traits::arity>());
+        }
+      }
     }
     if (s->barrierMisuse) {
       snprintf(params->error, params->errorSize,
@@ -654,29 +645,6 @@ memfit_host_release_thread(void) {
   free(s);
   memfit_host::tlsState = nullptr;
 }
-
-//===----------------------------------------------------------------------===//
-// Kernels without barriers
-//===----------------------------------------------------------------------===//
-
-// The prelude's MEMFIT_THREADS_BEGIN/END around a kernel's body (empty on
-// a GPU): the body becomes a loop over the block's threads, x fastest as
-// the launcher orders them, each with its own threadIdx (a local that
-// hides the thread-local one) and the body as an inlined lambda (a
-// `return` ends that thread). One call per block instead of one per
-// thread, and no thread-local stores in the loop.
-#define MEMFIT_THREADS_BEGIN                                                 \
-  memfit_host::tlsThreadLoop = true;                                         \
-  for (unsigned memfit_tz = 0, memfit_bz = blockDim.z, memfit_by = blockDim.y, \
-                memfit_bx = blockDim.x;                                      \
-       memfit_tz < memfit_bz; ++memfit_tz)                                   \
-    for (unsigned memfit_ty = 0; memfit_ty < memfit_by; ++memfit_ty)         \
-      for (unsigned memfit_tx = 0; memfit_tx < memfit_bx; ++memfit_tx) {     \
-        const uint3 threadIdx = {memfit_tx, memfit_ty, memfit_tz};           \
-        [&]() __attribute__((always_inline)) {
-#define MEMFIT_THREADS_END                                                   \
-  }();                                                                       \
-  }
 
 //===----------------------------------------------------------------------===//
 // Barriers and warp shuffles
