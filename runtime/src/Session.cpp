@@ -189,7 +189,9 @@ Session::create(const Executable &executable, DeviceKind device,
     impl->inputSetAt.emplace_back(e.inputs.size(), 0);
   impl->lastRunAt.assign(manifest.entries.size(), 0);
   impl->profileSteps = options.profileSteps;
-  impl->stepSeconds.resize(manifest.entries.size());
+  if (options.profileSteps)
+    for (const Entry &e : manifest.entries)
+      impl->stepSeconds.emplace_back(e.steps.size(), 0.0);
   impl->entryRuns.assign(manifest.entries.size(), 0);
   StatusOr<std::unique_ptr<Backend>> backend = device == DeviceKind::Host
                                                    ? createHostBackend(options)
@@ -289,11 +291,9 @@ Status Session::Impl::runEntry(size_t index) {
     auto begin = std::chrono::steady_clock::now();
     MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
     MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
-    std::vector<double> &seconds = stepSeconds[index];
-    seconds.resize(entry.steps.size());
-    seconds[i] += std::chrono::duration<double>(
-                      std::chrono::steady_clock::now() - begin)
-                      .count();
+    stepSeconds[index][i] +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
+            .count();
   }
   if (profileSteps)
     ++entryRuns[index];
@@ -352,6 +352,8 @@ std::vector<StepTime> Session::stepProfile() const {
   const Manifest &m = impl_->manifest;
   std::vector<StepTime> times;
   for (size_t e = 0; e < m.entries.size(); ++e) {
+    if (impl_->entryRuns[e] == 0)
+      continue;
     const std::vector<double> &seconds = impl_->stepSeconds[e];
     for (size_t i = 0; i < seconds.size(); ++i) {
       const Step &step = m.entries[e].steps[i];
