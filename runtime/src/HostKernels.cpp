@@ -299,7 +299,8 @@ std::string batchSource(const Manifest &manifest, const SplitSource &split,
          "(const memfit_host_launch *launch, void **args) {\n";
     s += "  return memfit_host::launch<&memfit_k_" + keys[i] +
          ">(launch, args, " +
-         (manifest.kernels[i].usesBarriers ? "true" : "false") + ");\n}\n";
+         (manifest.kernels[i].usesBarriers ? "true" : "false") + ", " +
+         (manifest.kernels[i].threadLoops ? "true" : "false") + ");\n}\n";
   }
   return s;
 }
@@ -316,7 +317,8 @@ std::string wholeSource(const Manifest &manifest, const std::string &header) {
     s += "extern \"C\" int " MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i) +
          "(const memfit_host_launch *launch, void **args) {\n";
     s += "  return memfit_host::launch<&" + k.name + ">(launch, args, " +
-         (k.usesBarriers ? "true" : "false") + ");\n}\n";
+         (k.usesBarriers ? "true" : "false") + ", " +
+         (k.threadLoops ? "true" : "false") + ");\n}\n";
   }
   return s;
 }
@@ -404,7 +406,8 @@ Status loadHostKernels(const Manifest &manifest,
   KernelCache keyer(SessionOptions{}); // paths only, when the cache is off
   for (size_t i = 0; i < keys.size(); ++i) {
     std::string target =
-        flags + (manifest.kernels[i].usesBarriers ? " barriers" : "");
+        flags + (manifest.kernels[i].usesBarriers ? " barriers" : "") +
+        (manifest.kernels[i].threadLoops ? " loops" : "");
     std::string path =
         (cache.enabled() ? cache : keyer)
             .path("host-kernel", split->bodies[i], target, context, "lib");

@@ -86,6 +86,8 @@ std::string manifestToJson(const Manifest &m) {
     o.set("block", intArray(k.block));
     o.set("sharedBytes", k.sharedBytes);
     o.set("usesBarriers", k.usesBarriers);
+    if (k.threadLoops)
+      o.set("threadLoops", true);
     o.set("onnxNodes", stringArray(k.onnxNodes));
     if (!k.indexChecks.empty())
       o.set("indexChecks", stringArray(k.indexChecks));
@@ -399,7 +401,9 @@ Status readBuffer(const ObjectReader &r, Buffer &b) {
 Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"},
-      {"indexChecks"}));
+      {"indexChecks", "threadLoops"}));
+  if (r.has("threadLoops"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.boolean("threadLoops", k.threadLoops));
   if (r.has("indexChecks"))
     MEMFIT_RT_RETURN_IF_ERROR(r.strings("indexChecks", k.indexChecks));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", k.name));

@@ -41,19 +41,19 @@
 // CUDA: __global__ void k0_mul_reduce_mean_add_6ops(const float* __restrict__ in0, float* __restrict__ out0, float* __restrict__ out1) {
 // CUDA: const long long row = blockIdx.x;
 // CUDA-NEXT: const long long base = row * 8LL;
-// CUDA: float a0 = 0;
-// CUDA-NEXT: for (long long j = threadIdx.x; j < 8LL; j += blockDim.x) {
+// CUDA: MEMFIT_PARTIAL(float, [[P:ps[0-9]+]], 0);
+// CUDA-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL) {
 // CUDA-NEXT: const long long idx = base + j;
 // CUDA: const float [[X:v[0-9]+]] = in0[
 // CUDA-NEXT: const float [[SQ:v[0-9]+]] = [[X]] * [[X]];
-// CUDA-NEXT: a0 = a0 + (float)[[SQ]];
+// CUDA-NEXT: MEMFIT_LANE([[P]]) = MEMFIT_LANE([[P]]) + (float)[[SQ]];
 // CUDA-NEXT: }
-// CUDA-NEXT: a0 = memfit_block_sum(a0, scratch);
-// CUDA-NEXT: const float [[M:v[0-9]+]] = (float)(a0 / 8.0f);
+// CUDA-NEXT: const float [[A:a[0-9]+]] = memfit_block_sum([[P]], scratch);
+// CUDA-NEXT: const float [[M:v[0-9]+]] = (float)([[A]] / 8.0f);
 // CUDA-NEXT: const float [[E:v[0-9]+]] = [[M]] + 9.99999975e-06f;
 // CUDA-NEXT: const float [[S:v[0-9]+]] = sqrtf([[E]]);
 // CUDA-NEXT: const float [[R:v[0-9]+]] = 1.0f / [[S]];
-// CUDA-NEXT: for (long long j = threadIdx.x; j < 8LL; j += blockDim.x) {
+// CUDA-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL) {
 // CUDA: const float [[Y:v[0-9]+]] = {{v[0-9]+}} * [[R]];
 // CUDA-NEXT: out0[idx] = [[Y]];
 // CUDA-NEXT: }
@@ -168,11 +168,11 @@ func.func @row_prologue_no_keepdims(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32
 // CHECK-NOT: memfit.kernel
 // CHECK: return
 // CUDA-LABEL: __global__ void k1_mul_where_softmax(
-// CUDA: a0 = memfit_max(a0, (float)[[M:v[0-9]+]]);
-// CUDA: a0 = memfit_block_max(a0, scratch);
-// CUDA: a{{[0-9]+}} = a{{[0-9]+}} + expf((float){{v[0-9]+}} - a0);
-// CUDA: [[S:a[0-9]+]] = memfit_block_sum([[S]], scratch);
-// CUDA: = (float)(expf((float){{v[0-9]+}} - a0) / [[S]]);
+// CUDA: MEMFIT_LANE([[PM:pm[0-9]+]]) = memfit_max(MEMFIT_LANE([[PM]]), (float){{v[0-9]+}});
+// CUDA: const float [[M:a[0-9]+]] = memfit_block_max([[PM]], scratch);
+// CUDA: MEMFIT_LANE([[PS:ps[0-9]+]]) = MEMFIT_LANE([[PS]]) + expf((float){{v[0-9]+}} - [[M]]);
+// CUDA: const float [[S:a[0-9]+]] = memfit_block_sum([[PS]], scratch);
+// CUDA: = (float)(expf((float){{v[0-9]+}} - [[M]]) / [[S]]);
 func.func @norm_prologue(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   %0 = memfit.add %x, %r : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>
   %1 = memfit.layer_norm %0, %g, %b : tensor<4x8xf32>, tensor<8xf32>, tensor<8xf32>

@@ -43,7 +43,7 @@ memfit.parameter @b = dense<2.000000e+00> : tensor<5xf32>
 // CUDA-NEXT: {
 // CUDA-NEXT: const long long first = (block - 0LL) * 8192LL;
 // CUDA-NEXT: const long long last = first + 8192LL < 6LL ? first + 8192LL : 6LL;
-// CUDA-NEXT: for (long long idx = first + threadIdx.x; idx < last; idx += blockDim.x) {
+// CUDA-NEXT: MEMFIT_BLOCK_STRIDE(idx, first, last) {
 // CUDA: out0[idx] =
 // CUDA-NEXT: }
 // CUDA-NEXT: }

@@ -72,8 +72,7 @@ func.func @widen_argument(%x: tensor<4xbf16>) -> tensor<4xf32> {
 // rounded once by the store.
 // CHECK-LABEL: // k0_add: add_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_add(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, __nv_bfloat16* __restrict__ out0) {
-// CHECK-NEXT: const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-// CHECK-NEXT: if (idx >= 8LL) return;
+// CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 8LL) {
 // CHECK-NEXT: const long long c0 = (idx) / 4LL;
 // CHECK-NEXT: const long long c1 = ((idx) / 1LL) % 4LL;
 // CHECK-NEXT: const float v0 = __bfloat162float(in0[c0 * 4LL + c1 * 1LL]);
@@ -187,20 +186,20 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 // CHECK-LABEL: // k0_softmax: softmax_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_softmax(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
-// CHECK: float m = __int_as_float((int)0xff800000u);
-// CHECK: m = memfit_max(m, __bfloat162float(in0[base + j * 1LL]));
-// CHECK: float s = 0;
-// CHECK: s += expf(__bfloat162float(in0[base + j * 1LL]) - m);
+// CHECK: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
+// CHECK: MEMFIT_LANE([[M]]) = memfit_max(MEMFIT_LANE([[M]]), __bfloat162float(in0[base + j * 1LL]));
+// CHECK: MEMFIT_PARTIAL(float, [[S:ps[0-9]+]], 0);
+// CHECK: MEMFIT_LANE([[S]]) = MEMFIT_LANE([[S]]) + expf(__bfloat162float(in0[base + j * 1LL]) - m);
 // CHECK: out0[base + j * 1LL] = __float2bfloat16_rn(expf(__bfloat162float(in0[base + j * 1LL]) - m) / s);
 // The scale and the bias widen like the input.
 // CHECK-LABEL: // k1_layer_norm: ln_bf16
 // CHECK-NEXT: extern "C" __global__ void k1_layer_norm(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, const __nv_bfloat16* __restrict__ in2, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
-// CHECK: float sum = 0;
-// CHECK: sum += __bfloat162float(in0[base + j]);
-// CHECK-NEXT: const float mean = memfit_block_sum(sum, scratch) / 8.0f;
-// CHECK: const float t = __bfloat162float(in0[base + j]) - mean;
-// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum(sq, scratch) / 8.0f + 9.99999975e-06f);
+// CHECK: MEMFIT_PARTIAL(float, [[SUM:ps[0-9]+]], 0);
+// CHECK: MEMFIT_LANE([[SUM]]) = MEMFIT_LANE([[SUM]]) + __bfloat162float(in0[base + j]);
+// CHECK-NEXT: const float mean = memfit_block_sum([[SUM]], scratch) / 8.0f;
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + (__bfloat162float(in0[base + j]) - mean) * (__bfloat162float(in0[base + j]) - mean);
+// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = __float2bfloat16_rn((__bfloat162float(in0[base + j]) - mean) * inv * __bfloat162float(in1[j]) + __bfloat162float(in2[j]));
 // A broadcast scale [8] of a normalized shape [3,8] widens at its offset.
 // CHECK-LABEL: // k2_layer_norm: ln_broadcast_f16
@@ -208,8 +207,7 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 // CHECK-LABEL: // k3_rms_norm: rms_f16
 // CHECK-NEXT: extern "C" __global__ void k3_rms_norm(const __half* __restrict__ in0, const __half* __restrict__ in1, __half* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
-// CHECK: const float t = __half2float(in0[base + j]);
-// CHECK-NEXT: sq += t * t;
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + __half2float(in0[base + j]) * __half2float(in0[base + j]);
 // CHECK: out0[base + j] = __float2half_rn((__half2float(in0[base + j])) * inv * __half2float(in1[j]));
 // CHECK-LABEL: // k4_log_softmax: log_softmax_f16
 // CHECK: const float shift = m + logf(s);
@@ -217,18 +215,18 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 // CHECK-LABEL: // k5_reduce_sum: sum_bf16
 // CHECK-NEXT: extern "C" __global__ void k5_reduce_sum(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
-// CHECK: float a = 0;
-// CHECK: a += __bfloat162float(in0[base + j]);
-// CHECK: a = memfit_block_sum(a, scratch);
+// CHECK: MEMFIT_PARTIAL(float, p, 0);
+// CHECK: MEMFIT_LANE(p) += __bfloat162float(in0[base + j]);
+// CHECK: const float a = memfit_block_sum(p, scratch);
 // CHECK-NEXT: if (threadIdx.x == 0) out0[row] = __float2bfloat16_rn(a);
 // CHECK-LABEL: // k6_reduce_sum: sum_f16
-// CHECK: a += __half2float(in0[base + r0 * 10LL]);
+// CHECK: MEMFIT_LANE(p) += __half2float(in0[base + r0 * 10LL]);
 // CHECK: if (threadIdx.x == 0) out0[row] = __float2half_rn(a);
 // CHECK-LABEL: // k7_reduce_mean: mean_f16
 // CHECK: if (threadIdx.x == 0) out0[row] = __float2half_rn(a / 8.0f);
 // CHECK-LABEL: // k8_reduce_max: max_bf16
-// CHECK: float a = __int_as_float((int)0xff800000u);
-// CHECK: a = memfit_max(a, __bfloat162float(in0[base + j]));
+// CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
+// CHECK: MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), __bfloat162float(in0[base + j]));
 // CHECK: if (threadIdx.x == 0) out0[row] = __float2bfloat16_rn(a);
 func.func @rows(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %h: tensor<2x3x8xf16>, %hg: tensor<8xf16>, %l: tensor<6x2x5xf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<2x3x8xf16>, tensor<2x3x8xf16>, tensor<2x3x8xf16>, tensor<4x1xbf16>, tensor<2x5xf16>, tensor<2x3xf16>, tensor<4x1xbf16>) {
   %0 = memfit.softmax %x {axis = -1 : i64} : tensor<4x8xbf16> loc("softmax_bf16")
@@ -254,7 +252,8 @@ func.func @rows(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %h
 // CHECK-LABEL: // k0_softmax_cross_entropy_loss: sce_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_softmax_cross_entropy_loss(const __nv_bfloat16* __restrict__ in0, const long long* __restrict__ in1, const __nv_bfloat16* __restrict__ in2, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
-// CHECK-NEXT: float total = 0, weight = 0;
+// CHECK-NEXT: MEMFIT_PARTIAL(float, totals, 0);
+// CHECK-NEXT: MEMFIT_PARTIAL(float, weights, 0);
 // CHECK: float loss = 0, w = 0;
 // CHECK: w = __bfloat162float(in2[label]);
 // CHECK: for (long long c = 0; c < 10LL; ++c) m = memfit_max(m, __bfloat162float(in0[base + (c) * 1LL]));
@@ -284,7 +283,7 @@ func.func @losses(%x: tensor<4x10xbf16>, %l: tensor<4xi64>, %w: tensor<10xbf16>,
 // Split copies elements as they are, in the buffer type.
 // CHECK-LABEL: // k0_split: split_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_split(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0, __nv_bfloat16* __restrict__ out1) {
-// CHECK: if (idx >= 12LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 12LL) {
 // CHECK: const __nv_bfloat16 v = in0[idx];
 // CHECK-NEXT: if (c1 < 2LL) out0[c0 * 2LL + (c1 - 0LL) * 1LL] = v;
 // CHECK-NEXT: else if (c1 < 6LL) out1[c0 * 4LL + (c1 - 2LL) * 1LL] = v;
@@ -310,7 +309,7 @@ func.func @movement(%x: tensor<2x6xbf16>, %t: tensor<2x3x4xf16>) -> (tensor<2x2x
 // rounding. The f16 matmul has no kernel.
 // CHECK-LABEL: // k0_gemm_bias: bias of fc_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_gemm_bias(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
-// CHECK: if (idx >= 12LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 12LL) {
 // CHECK: out0[idx] = in0[c1 * 1LL];
 // CHECK-NEXT: }
 // CHECK-NOT: __global__

@@ -24,8 +24,7 @@
 // scalar operand reads element 0.
 // CHECK-LABEL: // k0_add: add_node
 // CHECK-NEXT: extern "C" __global__ void k0_add(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
-// CHECK-NEXT: const long long idx = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-// CHECK-NEXT: if (idx >= 8LL) return;
+// CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 8LL) {
 // CHECK-NEXT: const long long c0 = (idx) / 4LL;
 // CHECK-NEXT: const long long c1 = ((idx) / 1LL) % 4LL;
 // CHECK-NEXT: const float v0 = in0[c0 * 4LL + c1 * 1LL];
@@ -281,7 +280,7 @@ func.func @fused(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, te
 // Output dimension d reads input dimension perm[d]: input [2,3,4] has
 // strides [12,4,1], so perm [2,0,1] gives strides [1,12,4].
 // CHECK-LABEL: // k0_transpose: transpose
-// CHECK: if (idx >= 24LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 24LL) {
 // CHECK-NEXT: const long long c0 = (idx) / 6LL;
 // CHECK-NEXT: const long long c1 = ((idx) / 3LL) % 2LL;
 // CHECK-NEXT: const long long c2 = ((idx) / 1LL) % 3LL;
@@ -296,7 +295,7 @@ func.func @transpose(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
 
 // starts -1, ends 0, step -2 on a dimension of 10 takes 9, 7, 5, 3, 1.
 // CHECK-LABEL: // k0_slice: slice
-// CHECK: if (idx >= 20LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 20LL) {
 // CHECK: const float v0 = in0[(0LL + c0 * 1LL) * 10LL + (9LL + c1 * -2LL) * 1LL];
 func.func @slice(%x: tensor<4x10xf32>) -> tensor<4x5xf32> {
   %0 = memfit.slice %x {starts = array<i64: -1>, ends = array<i64: 0>, axes = array<i64: 1>, steps = array<i64: -2>} : tensor<4x10xf32> -> tensor<4x5xf32> loc("slice")
@@ -346,7 +345,7 @@ func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x1xf32>, %c: tensor<2x4xf32>)
 // [1,4,1] expanded to [2,4,3] reads at the coordinate of its dimension of 4.
 // CHECK-LABEL: // k0_expand: expand
 // CHECK-NEXT: extern "C" __global__ void k0_expand(const bool* __restrict__ in0, bool* __restrict__ out0) {
-// CHECK: if (idx >= 24LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 24LL) {
 // CHECK: const bool v0 = in0[c1 * 1LL];
 // CHECK-NEXT: out0[idx] = v0;
 func.func @expand(%x: tensor<1x4x1xi1>) -> tensor<2x4x3xi1> {
@@ -360,7 +359,7 @@ func.func @expand(%x: tensor<1x4x1xi1>) -> tensor<2x4x3xi1> {
 // coordinate along the axis.
 // CHECK-LABEL: // k0_split: split
 // CHECK-NEXT: extern "C" __global__ void k0_split(const float* __restrict__ in0, float* __restrict__ out0, float* __restrict__ out1) {
-// CHECK: if (idx >= 12LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 12LL) {
 // CHECK: const float v = in0[idx];
 // CHECK-NEXT: if (c1 < 2LL) out0[c0 * 2LL + (c1 - 0LL) * 1LL] = v;
 // CHECK-NEXT: else if (c1 < 6LL) out1[c0 * 4LL + (c1 - 2LL) * 1LL] = v;
@@ -374,7 +373,7 @@ func.func @split(%x: tensor<2x6xf32>) -> (tensor<2x2xf32>, tensor<2x4xf32>) {
 // A kernel without inputs.
 // CHECK-LABEL: // k0_range: range
 // CHECK-NEXT: extern "C" __global__ void k0_range(long long* __restrict__ out0) {
-// CHECK: if (idx >= 5LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 5LL) {
 // CHECK: const long long v0 = (((long long)2LL) + (long long)idx * ((long long)(-3LL)));
 // CHECK-LABEL: // k1_range: range_f32
 // CHECK: const float v0 = (0.5f + (float)idx * 0.25f);
@@ -395,12 +394,12 @@ func.func @range() -> (tensor<5xi64>, tensor<3xf32>) {
 // CHECK: __shared__ float scratch[32];
 // CHECK-NEXT: const long long row = blockIdx.x;
 // CHECK-NEXT: const long long base = (row / 1LL) * 40LL + row % 1LL;
-// CHECK-NEXT: float m = __int_as_float((int)0xff800000u);
-// CHECK-NEXT: for (long long j = threadIdx.x; j < 40LL; j += blockDim.x)
-// CHECK-NEXT: m = memfit_max(m, (float)in0[base + j * 1LL]);
-// CHECK-NEXT: m = memfit_block_max(m, scratch);
-// CHECK: s += expf((float)in0[base + j * 1LL] - m);
-// CHECK-NEXT: s = memfit_block_sum(s, scratch);
+// CHECK-NEXT: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
+// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 40LL)
+// CHECK-NEXT: MEMFIT_LANE([[M]]) = memfit_max(MEMFIT_LANE([[M]]), (float)in0[base + j * 1LL]);
+// CHECK-NEXT: const float m = memfit_block_max([[M]], scratch);
+// CHECK: MEMFIT_LANE([[S:ps[0-9]+]]) = MEMFIT_LANE([[S]]) + expf((float)in0[base + j * 1LL] - m);
+// CHECK-NEXT: const float s = memfit_block_sum([[S]], scratch);
 // CHECK: out0[base + j * 1LL] = expf((float)in0[base + j * 1LL] - m) / s;
 func.func @softmax_last(%x: tensor<2x3x40xf32>) -> tensor<2x3x40xf32> {
   %0 = memfit.softmax %x {axis = -1 : i64} : tensor<2x3x40xf32> loc("softmax")
@@ -413,8 +412,8 @@ func.func @softmax_last(%x: tensor<2x3x40xf32>) -> tensor<2x3x40xf32> {
 // starts at (r / 4) * 20 + r % 4.
 // CHECK-LABEL: // k0_softmax: softmax_mid
 // CHECK: const long long base = (row / 4LL) * 20LL + row % 4LL;
-// CHECK: for (long long j = threadIdx.x; j < 5LL; j += blockDim.x)
-// CHECK-NEXT: m = memfit_max(m, (float)in0[base + j * 4LL]);
+// CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 5LL)
+// CHECK-NEXT: MEMFIT_LANE([[M:pm[0-9]+]]) = memfit_max(MEMFIT_LANE([[M]]), (float)in0[base + j * 4LL]);
 // CHECK: out0[base + j * 4LL] = expf((float)in0[base + j * 4LL] - m) / s;
 func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
   %0 = memfit.softmax %x {axis = 1 : i64} : tensor<2x5x4xf32> loc("softmax_mid")
@@ -426,10 +425,10 @@ func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
 // log_softmax subtracts max + log(sum); f64 accumulates in double.
 // CHECK-LABEL: // k0_log_softmax: log_softmax
 // CHECK: __shared__ double scratch[32];
-// CHECK: double m = __longlong_as_double((long long)0xfff0000000000000ULL);
-// CHECK: s += exp((double)in0[base + j * 1LL] - m);
+// CHECK: MEMFIT_PARTIAL(double, {{pm[0-9]+}}, __longlong_as_double((long long)0xfff0000000000000ULL));
+// CHECK: MEMFIT_LANE([[S:ps[0-9]+]]) = MEMFIT_LANE([[S]]) + exp((double)in0[base + j * 1LL] - m);
 // CHECK: const double shift = m + log(s);
-// CHECK-NEXT: for (long long j = threadIdx.x; j < 8LL; j += blockDim.x)
+// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL)
 // CHECK-NEXT: out0[base + j * 1LL] = (double)in0[base + j * 1LL] - shift;
 func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
   %0 = memfit.log_softmax %x {axis = -1 : i64} : tensor<4x8xf64> loc("log_softmax")
@@ -442,11 +441,10 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // CHECK-LABEL: // k0_layer_norm: ln
 // CHECK-NEXT: extern "C" __global__ void k0_layer_norm(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out0) {
 // CHECK: const long long base = (long long)blockIdx.x * 8LL;
-// CHECK: sum += (float)in0[base + j];
-// CHECK-NEXT: const float mean = memfit_block_sum(sum, scratch) / 8.0f;
-// CHECK: const float t = (float)in0[base + j] - mean;
-// CHECK-NEXT: sq += t * t;
-// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum(sq, scratch) / 8.0f + 9.99999975e-06f);
+// CHECK: MEMFIT_LANE([[SUM:ps[0-9]+]]) = MEMFIT_LANE([[SUM]]) + (float)in0[base + j];
+// CHECK-NEXT: const float mean = memfit_block_sum([[SUM]], scratch) / 8.0f;
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + ((float)in0[base + j] - mean) * ((float)in0[base + j] - mean);
+// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[j] + in2[j];
 // Without bias, over the last two dimensions (axis 1: 3 x 8 = 24).
 // CHECK-LABEL: // k1_layer_norm: ln_nobias
@@ -457,7 +455,7 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // through the coordinates s0, s1 of j in [3,8].
 // CHECK-LABEL: // k2_layer_norm: ln_broadcast
 // CHECK: const float inv =
-// CHECK-NEXT: for (long long j = threadIdx.x; j < 24LL; j += blockDim.x) {
+// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 24LL) {
 // CHECK-NEXT: const long long s0 = (j) / 8LL;
 // CHECK-NEXT: const long long s1 = ((j) / 1LL) % 8LL;
 // CHECK-NEXT: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[s1 * 1LL] + in2[s0 * 1LL];
@@ -473,9 +471,8 @@ func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 // RMS norm: no mean; x * rsqrt(mean(x^2) + eps) * scale.
 // CHECK-LABEL: // k0_rms_norm: rms
 // CHECK-NOT: mean
-// CHECK: const float t = (float)in0[base + j];
-// CHECK-NEXT: sq += t * t;
-// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum(sq, scratch) / 300.0f + 9.99999997e-07f);
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + (float)in0[base + j] * (float)in0[base + j];
+// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 300.0f + 9.99999997e-07f);
 // CHECK: out0[base + j] = ((float)in0[base + j]) * inv * in1[j];
 func.func @rms_norm(%x: tensor<4x300xf32>, %g: tensor<300xf32>) -> tensor<4x300xf32> {
   %0 = memfit.rms_norm %x, %g {axis = -1 : i64, epsilon = 9.99999997E-7 : f32} : tensor<4x300xf32>, tensor<300xf32> loc("rms")
@@ -492,10 +489,10 @@ func.func @rms_norm(%x: tensor<4x300xf32>, %g: tensor<300xf32>) -> tensor<4x300x
 // CHECK-LABEL: // k0_reduce_sum: sum_last
 // CHECK: const long long row = blockIdx.x;
 // CHECK-NEXT: const long long base = row * 50LL;
-// CHECK-NEXT: float a = 0;
-// CHECK-NEXT: for (long long j = threadIdx.x; j < 50LL; j += blockDim.x) {
-// CHECK-NEXT: a += (float)in0[base + j];
-// CHECK: a = memfit_block_sum(a, scratch);
+// CHECK-NEXT: MEMFIT_PARTIAL(float, p, 0);
+// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 50LL) {
+// CHECK-NEXT: MEMFIT_LANE(p) += (float)in0[base + j];
+// CHECK: const float a = memfit_block_sum(p, scratch);
 // CHECK-NEXT: if (threadIdx.x == 0) out0[row] = (float)(a);
 func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
   %0 = memfit.reduce_sum %x {axes = array<i64: -1>} : tensor<3x4x50xf32> -> tensor<3x4x1xf32> loc("sum_last")
@@ -510,9 +507,9 @@ func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
 // CHECK: const long long k0 = (row) / 5LL;
 // CHECK-NEXT: const long long k1 = ((row) / 1LL) % 5LL;
 // CHECK-NEXT: const long long base = k0 * 5LL + k1 * 1LL;
-// CHECK: for (long long j = threadIdx.x; j < 6LL; j += blockDim.x) {
+// CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 6LL) {
 // CHECK-NEXT: const long long r0 = (j) / 1LL;
-// CHECK-NEXT: a += (float)in0[base + r0 * 10LL];
+// CHECK-NEXT: MEMFIT_LANE(p) += (float)in0[base + r0 * 10LL];
 func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
   %0 = memfit.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<6x2x5xf32> -> tensor<2x5xf32> loc("sum_lead")
   return %0 : tensor<2x5xf32>
@@ -523,15 +520,15 @@ func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
 // Max starts from -inf (floats), INT64_MIN (integers) or false (booleans,
 // ONNX's max over no elements).
 // CHECK-LABEL: // k0_reduce_max: max
-// CHECK: float a = __int_as_float((int)0xff800000u);
-// CHECK: a = memfit_max(a, (float)in0[base + j]);
-// CHECK: a = memfit_block_max(a, scratch);
+// CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
+// CHECK: MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), (float)in0[base + j]);
+// CHECK: const float a = memfit_block_max(p, scratch);
 // CHECK-LABEL: // k1_reduce_max: imax
 // CHECK: __shared__ long long scratch[32];
-// CHECK: long long a = (-9223372036854775807LL - 1);
-// CHECK: a = memfit_max(a, (long long)in0[base + j]);
+// CHECK: MEMFIT_PARTIAL(long long, p, (-9223372036854775807LL - 1));
+// CHECK: MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), (long long)in0[base + j]);
 // CHECK-LABEL: // k2_reduce_max: bmax
-// CHECK: long long a = 0LL;
+// CHECK: MEMFIT_PARTIAL(long long, p, 0LL);
 func.func @reduce_max(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %b: tensor<4x0xi1>) -> (tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xi1>) {
   %0 = memfit.reduce_max %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32> loc("max")
   %1 = memfit.reduce_max %i {axes = array<i64: 1>} : tensor<4x8xi64> -> tensor<4x1xi64> loc("imax")
@@ -559,8 +556,8 @@ func.func @reduce_mean(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> (tensor<4xf3
 // CHECK-NEXT: extern "C" __global__ void k0_reduce_sum(const int* __restrict__ in0, int* __restrict__ out0) {
 // CHECK-NEXT: __shared__ long long scratch[32];
 // CHECK: const long long base = row * 32LL;
-// CHECK-NEXT: long long a = 0;
-// CHECK: a += (long long)in0[base + j];
+// CHECK-NEXT: MEMFIT_PARTIAL(long long, p, 0);
+// CHECK: MEMFIT_LANE(p) += (long long)in0[base + j];
 // CHECK: if (threadIdx.x == 0) out0[row] = (int)(a);
 func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
   %0 = memfit.reduce_sum %x {axes = array<i64>, keepdims = false} : tensor<4x8xi32> -> tensor<i32> loc("isum")
@@ -577,7 +574,7 @@ func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
 // nor weight; the result is the weighted loss over the weight.
 // CHECK-LABEL: // k0_softmax_cross_entropy_loss: sce_mean
 // CHECK-NEXT: extern "C" __global__ void k0_softmax_cross_entropy_loss(const float* __restrict__ in0, const long long* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out0) {
-// CHECK: for (long long r = threadIdx.x; r < 4LL; r += blockDim.x) {
+// CHECK: MEMFIT_BLOCK_STRIDE(r, 0LL, 4LL) {
 // CHECK-NEXT: const long long base = (r / 1LL) * 10LL + r % 1LL;
 // CHECK-NEXT: const long long label = (long long)in1[r];
 // CHECK-NEXT: float loss = 0, w = 0;
@@ -588,10 +585,10 @@ func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
 // CHECK: for (long long c = 0; c < 10LL; ++c) m = memfit_max(m, (float)in0[base + (c) * 1LL]);
 // CHECK: for (long long c = 0; c < 10LL; ++c) s += expf((float)in0[base + (c) * 1LL] - m);
 // CHECK-NEXT: loss = (m + logf(s) - (float)in0[base + (label) * 1LL]) * w;
-// CHECK: total += loss;
-// CHECK-NEXT: weight += w;
-// CHECK: total = memfit_block_sum(total, scratch);
-// CHECK-NEXT: weight = memfit_block_sum(weight, scratch);
+// CHECK: MEMFIT_LANE(totals) += loss;
+// CHECK-NEXT: MEMFIT_LANE(weights) += w;
+// CHECK: const float total = memfit_block_sum(totals, scratch);
+// CHECK-NEXT: const float weight = memfit_block_sum(weights, scratch);
 // CHECK-NEXT: if (threadIdx.x == 0) out0[0] = total / weight;
 // Sum without weights or ignore_index.
 // CHECK-LABEL: // k1_softmax_cross_entropy_loss: sce_sum
@@ -600,8 +597,7 @@ func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
 // CHECK: if (threadIdx.x == 0) out0[0] = total;
 // None: one thread per label, the loss of each written in place.
 // CHECK-LABEL: // k2_softmax_cross_entropy_loss: sce_none
-// CHECK: const long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x;
-// CHECK-NEXT: if (r >= 4LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(r, 4LL) {
 // CHECK: out0[r] = loss;
 func.func @softmax_cross_entropy(%x: tensor<4x10xf32>, %l: tensor<4xi64>, %w: tensor<10xf32>) -> (tensor<f32>, tensor<f32>, tensor<4xf32>) {
   %0 = memfit.softmax_cross_entropy_loss mean %x, %l, %w {ignore_index = -100 : i64} : (tensor<4x10xf32>, tensor<4xi64>, tensor<10xf32>) -> tensor<f32> loc("sce_mean")
@@ -615,7 +611,7 @@ func.func @softmax_cross_entropy(%x: tensor<4x10xf32>, %l: tensor<4xi64>, %w: te
 // NLL on [N=2, C=5, d=3]: position r is sample r / 3, position r % 3; class
 // c is 3 elements apart. The loss is minus the log-probability of the label.
 // CHECK-LABEL: // k0_negative_log_likelihood_loss: nll
-// CHECK: for (long long r = threadIdx.x; r < 6LL; r += blockDim.x) {
+// CHECK: MEMFIT_BLOCK_STRIDE(r, 0LL, 6LL) {
 // CHECK-NEXT: const long long base = (r / 3LL) * 15LL + r % 3LL;
 // CHECK: if (label != 1LL) {
 // CHECK: loss = -(float)in0[base + (label) * 3LL] * w;
@@ -631,7 +627,7 @@ func.func @nll(%x: tensor<2x5x3xf32>, %t: tensor<2x3xi64>) -> tensor<f32> {
 // gemm's node; an op without a NameLoc has no ONNX node to name.
 // CHECK-LABEL: // k0_gemm_bias: bias of fc
 // CHECK-NEXT: extern "C" __global__ void k0_gemm_bias(const float* __restrict__ in0, float* __restrict__ out0) {
-// CHECK: if (idx >= 12LL) return;
+// CHECK: MEMFIT_THREAD_LOOP(idx, 12LL) {
 // CHECK: out0[idx] = in0[c1 * 1LL];
 // CHECK-LABEL: // k1_exp: (no ONNX node)
 // CHECK-NEXT: extern "C" __global__ void k1_exp(

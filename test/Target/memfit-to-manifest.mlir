@@ -171,6 +171,7 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: "block": [256, 1, 1],
 // CHECK-NEXT: "sharedBytes": 0,
 // CHECK-NEXT: "usesBarriers": false,
+// CHECK-NEXT: "threadLoops": true,
 // CHECK-NEXT: "onnxNodes": [
 // CHECK-NEXT: "fc"
 // CHECK-NEXT: ]

@@ -290,6 +290,127 @@ void testBlockReductions() {
   }
 }
 
+/// A row kernel in thread loops (host = true: run once per block, partials
+/// in arrays) or in CUDA's form (fibers): each block strides over its row
+/// of `row` elements and writes thread 0's block_sum and block_max of the
+/// float, double and int64 inputs to out[6 * block + 0..5].
+std::string rowReductionBody(bool host, int row) {
+  std::string r = std::to_string(row) + "LL";
+  std::string s = R"((double* __restrict__ out, const float* __restrict__ f,
+    const double* __restrict__ d, const long long* __restrict__ n) {
+  __shared__ float scratch[32];
+  __shared__ double dscratch[32];
+  __shared__ long long nscratch[32];
+  const long long base = (long long)blockIdx.x * )" + r + ";\n";
+  const char *names[] = {"sf", "mf", "sd", "md", "sn", "mn"};
+  const char *types[] = {"float", "float", "double", "double", "long long",
+                         "long long"};
+  const char *inits[] = {"0", "-INFINITY", "0", "-INFINITY", "0",
+                         "(-9223372036854775807LL - 1)"};
+  const char *inputs[] = {"f", "f", "d", "d", "n", "n"};
+  const char *scratch[] = {"scratch", "scratch", "dscratch", "dscratch",
+                           "nscratch", "nscratch"};
+  for (int k = 0; k < 6; ++k)
+    s += host ? std::string("  MEMFIT_PARTIAL(") + types[k] + ", " + names[k] +
+                    ", " + inits[k] + ");\n"
+              : std::string("  ") + types[k] + " " + names[k] + " = " +
+                    inits[k] + ";\n";
+  s += host ? "  MEMFIT_BLOCK_STRIDE(j, 0LL, " + r + ") {\n"
+            : "  for (long long j = threadIdx.x; j < " + r +
+                  "; j += blockDim.x) {\n";
+  for (int k = 0; k < 6; ++k) {
+    std::string lane =
+        host ? std::string("MEMFIT_LANE(") + names[k] + ")" : names[k];
+    std::string x = std::string(inputs[k]) + "[base + j]";
+    s += "    " + lane + " = " +
+         (k % 2 ? "op_max(" + lane + ", " + x + ")" : lane + " + " + x) +
+         ";\n";
+  }
+  s += "  }\n";
+  // Every thread reduces (the CUDA form meets at barriers); thread 0 writes.
+  for (int k = 0; k < 6; ++k)
+    s += "  const double r" + std::to_string(k) + " = (double)" +
+         (host ? std::string(k % 2 ? "memfit_host::laneMax("
+                                   : "memfit_host::laneSum(") +
+                     names[k] + ")"
+               : std::string(k % 2 ? "cuda_block_max(" : "cuda_block_sum(") +
+                     names[k] + ", " + scratch[k] + ")") +
+         ";\n";
+  s += "  if (threadIdx.x == 0) {\n";
+  for (int k = 0; k < 6; ++k)
+    s += "    out[6 * blockIdx.x + " + std::to_string(k) + "] = r" +
+         std::to_string(k) + ";\n";
+  return s + "  }\n}\n";
+}
+
+const char *kThreadLoop = R"((float* __restrict__ out, const float* __restrict__ in) {
+  MEMFIT_THREAD_LOOP(i, 300LL) {
+    out[i] = 2.0f * in[i] + 1.0f;
+  }
+}
+)";
+
+/// Thread-loop kernels run once per block give what their CUDA form gives
+/// as fibers, to the bit: rows longer than the block (threads get
+/// different numbers of elements), signed zeros and a NaN; a thread loop
+/// leaves the elements past its count alone.
+void testThreadLoops() {
+  for (uint32_t block : {32u, 96u, 256u}) {
+    int row = 3 * int(block) + 5;
+    Manifest m;
+    m.source = std::string(kPrelude) +
+               kernelText("k0_loops", rowReductionBody(true, row)) +
+               kernelText("k1_fibers", rowReductionBody(false, row)) +
+               kernelText("k2_map", kThreadLoop);
+    m.kernels = {kernel("k0_loops", 2, block, true),
+                 kernel("k1_fibers", 2, block, true),
+                 kernel("k2_map", 2, 256, false)};
+    m.kernels[0].threadLoops = m.kernels[2].threadLoops = true;
+    SessionOptions options;
+    options.cacheDir = scratchDirectory() + "/cache-thread-loops";
+    options.hostThreads = 2;
+    SessionTimings timings;
+    std::unique_ptr<Backend> b = prepared(m, options, timings);
+    if (!b)
+      return;
+    size_t n = 2 * size_t(row);
+    std::vector<float> f(n);
+    std::vector<double> d(n);
+    std::vector<long long> ints(n);
+    for (size_t i = 0; i < n; ++i) {
+      f[i] = (i % 7 == 0 ? 1e8f : 1.0f) * std::sin(float(i) * 0.7f);
+      if (i % 11 == 3 || i < 40)
+        f[i] = (i % 3) ? -0.0f : 0.0f;
+      d[i] = double(f[i]) * 1e-3 + double(i % 97);
+      ints[i] = (long long)(i * 2654435761u % 1000) - 500;
+    }
+    f[n - 5] = std::numeric_limits<float>::quiet_NaN();
+    // f @8192, d @16384, n @32768, out @49152.
+    CHECK_OK(b->upload(8192, f.data(), n * 4));
+    CHECK_OK(b->upload(16384, d.data(), n * 8));
+    CHECK_OK(b->upload(32768, ints.data(), n * 8));
+    std::vector<double> loops(12), fibers(12);
+    CHECK_OK(b->launchKernel(0, {49152, 8192, 16384, 32768}));
+    CHECK_OK(b->download(49152, loops.data(), loops.size() * 8));
+    CHECK_OK(b->launchKernel(1, {49152, 8192, 16384, 32768}));
+    CHECK_OK(b->download(49152, fibers.data(), fibers.size() * 8));
+    CHECK(std::memcmp(loops.data(), fibers.data(), loops.size() * 8) == 0);
+    CHECK(std::isfinite(loops[0]) && std::isnan(loops[6]));
+
+    std::vector<float> in(512), out(512, -7.0f);
+    for (int i = 0; i < 512; ++i)
+      in[i] = float(i);
+    CHECK_OK(b->upload(4096, in.data(), in.size() * 4));
+    CHECK_OK(b->upload(0, out.data(), out.size() * 4));
+    CHECK_OK(b->launchKernel(2, {0, 4096}));
+    CHECK_OK(b->download(0, out.data(), out.size() * 4));
+    bool ok = true;
+    for (int i = 0; i < 512; ++i)
+      ok = ok && out[i] == (i < 300 ? 2.0f * float(i) + 1.0f : -7.0f);
+    CHECK(ok);
+  }
+}
+
 /// Products large enough to go to the workers (batches of matrices, and
 /// one matrix split into panels of rows), against a naive product.
 void testParallelContractions() {
@@ -356,6 +477,7 @@ void testParallelContractions() {
 void runHostKernelsTests() {
   testKernelCache();
   testBlockReductions();
+  testThreadLoops();
   testParallelContractions();
 }
 

@@ -36,6 +36,7 @@ Manifest sampleManifest() {
   k.block = {128, 2, 1};
   k.sharedBytes = 512;
   k.usesBarriers = true;
+  k.threadLoops = true;
   k.onnxNodes = {"/layer/Add", "/layer/Relu"};
   m.kernels = {k};
   Contraction c;
@@ -80,7 +81,7 @@ bool sameBuffer(const Buffer &a, const Buffer &b) {
 bool sameKernel(const Kernel &a, const Kernel &b) {
   return a.name == b.name && a.grid == b.grid && a.block == b.block &&
          a.sharedBytes == b.sharedBytes && a.usesBarriers == b.usesBarriers &&
-         a.onnxNodes == b.onnxNodes;
+         a.threadLoops == b.threadLoops && a.onnxNodes == b.onnxNodes;
 }
 
 bool sameContraction(const Contraction &a, const Contraction &b) {
@@ -211,6 +212,8 @@ void testJsonErrors() {
       "manifest: buffers[3].shape[1]: expected an integer, got a string");
   checkJsonError("\"usesBarriers\": true", "\"usesBarriers\": 1",
                  "manifest: kernels[0].usesBarriers: expected a boolean");
+  checkJsonError("\"threadLoops\": true", "\"threadLoops\": \"yes\"",
+                 "manifest: kernels[0].threadLoops: expected a boolean");
   checkJsonError(
       "\"kind\": \"kernel\"", "\"kind\": \"copy\"",
       "manifest: entries[0].steps[0].kind: expected \"kernel\" or "

@@ -202,7 +202,7 @@ struct AttentionKernel {
   /// The query-row frame: `t` over B * Hq * S, its (b, h, i), and `kv`,
   /// the first key row of its key and value head.
   void writeQueryRowIndex() {
-    writeThreadIndex(os(), "t", batch * heads * queries);
+    w.threadLoop("t", batch * heads * queries);
     os() << "  const long long i = t % " << ll(queries) << ";\n";
     os() << "  const long long h = (t / " << ll(queries) << ") % "
          << ll(heads) << ";\n";
@@ -389,7 +389,7 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
     return failure();
   raw_ostream &os = k->os();
   // Thread t owns key row j of key head hk of sample b.
-  writeThreadIndex(os, "t", k->batch * k->kvHeads * k->keys);
+  k->w.threadLoop("t", k->batch * k->kvHeads * k->keys);
   os << "  const long long j = t % " << k->ll(k->keys) << ";\n";
   os << "  const long long hk = (t / " << k->ll(k->keys) << ") % "
      << k->ll(k->kvHeads) << ";\n";

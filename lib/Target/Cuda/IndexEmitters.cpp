@@ -65,7 +65,7 @@ LogicalResult emitIndexOp(ScatterNDOp op, KernelWriter &w) {
   raw_ostream &os = w.body();
   // Thread s owns the entries s of every slice: it copies them from the
   // data, then applies the tuples' updates to them in order.
-  writeThreadIndex(os, "s", slice);
+  w.threadLoop("s", slice);
   FailureOr<std::string> data =
       w.load(op.getData(), llvm::formatv("p * {0}LL + s", slice).str(), op);
   if (failed(data))
@@ -307,7 +307,8 @@ LogicalResult emitIndexOp(TopKIndicesOp op, KernelWriter &w) {
   os << "      root = child;\n";
   os << "    }\n";
   os << "  }\n";
-  w.setRowLaunch(n, rows);
+  // Threads own histogram columns across barriers: fibers on the host.
+  w.setRowLaunch(n, rows, /*threadLoops=*/false);
   return success();
 }
 

@@ -97,11 +97,13 @@ FailureOr<rt::Kernel> cuda::emitBroadcastCopy(Operation *op, unsigned index,
   os << "// " << info.name << ": bias of " << nodeList(info.onnxNodes)
      << "\nextern \"C\" __global__ void " << info.name << "(const " << *t
      << "* __restrict__ in0, " << *t << "* __restrict__ out0) {\n";
-  writeThreadIndex(os, "idx", n);
+  openThreadLoop(os, "idx", n);
   emitCoords(os, to.getShape(), "idx", "c");
   os << "  out0[idx] = in0["
-     << broadcastOffset(from.getShape(), to.getRank(), "c") << "];\n}\n\n";
+     << broadcastOffset(from.getShape(), to.getRank(), "c")
+     << "];\n  }\n}\n\n";
   info.block = {static_cast<uint32_t>(kPointwiseBlock), 1, 1};
   info.grid = {static_cast<uint32_t>(blocks), 1, 1};
+  info.threadLoops = true;
   return info;
 }

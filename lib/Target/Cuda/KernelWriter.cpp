@@ -193,7 +193,7 @@ FailureOr<rt::Kernel> KernelWriter::emit(raw_ostream &out) {
   out << "// " << info.name << ": " << nodeList(info.onnxNodes) << "\n";
   if (failed(writeSignature(out)))
     return failure();
-  out << text << "}\n\n";
+  out << text << closings << "}\n\n";
   return info;
 }
 
@@ -327,7 +327,7 @@ LogicalResult KernelWriter::emitPointwise() {
              failure();
 
   int64_t n = getNumElements(domainShape);
-  writeThreadIndex(os, "idx", n);
+  threadLoop("idx", n);
   emitCoords(os, domainShape, "idx", "c");
   for (Operation &op : kernel.getBodyOps())
     if (failed(emitScalarOp(&op)))
@@ -394,8 +394,7 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
     os << "  const long long last = first + " << kChunk << "LL < "
        << elements[lo] << "LL ? first + " << kChunk << "LL : " << elements[lo]
        << "LL;\n";
-    os << "  for (long long idx = first + threadIdx.x; idx < last; idx += "
-          "blockDim.x) {\n";
+    os << blockStrideLoop("idx", "first", "last") << " {\n";
     emitCoords(os, domainShape, "idx", "c");
     for (Operation &op : kernel.getBodyOps())
       if (needed.contains(&op) && failed(emitScalarOp(&op)))
@@ -413,6 +412,6 @@ LogicalResult KernelWriter::emitSegments(ArrayRef<int64_t> sizes) {
   if (failed(emitRange(0, sizes.size())))
     return failure();
   setLaunch(kPointwiseBlock, std::max<int64_t>(blockBegins.back(), 1),
-            /*barriers=*/false);
+            /*barriers=*/false, /*threadLoops=*/true);
   return success();
 }

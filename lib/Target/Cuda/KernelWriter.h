@@ -82,14 +82,30 @@ public:
 
   // Launches and block reductions (Launch.cpp).
 
-  /// One thread per element of `threads`, in blocks of kPointwiseBlock.
+  /// One thread per element of `threads`, in blocks of kPointwiseBlock;
+  /// the body reads its thread index only through threadLoop.
   void setPointwiseLaunch(int64_t threads);
-  /// One block per row of `rowLength` elements.
-  void setRowLaunch(int64_t rowLength, int64_t rows);
-  /// One block of kMaxRowBlock threads.
+  /// One block per row of `rowLength` elements. With `threadLoops`, the
+  /// body reads its thread index only through block-stride loops
+  /// (blockStrideLoop) and reduces only with writeReduction; without, it
+  /// may use __syncthreads and threadIdx as it likes (the host backend then
+  /// runs its threads as fibers).
+  void setRowLaunch(int64_t rowLength, int64_t rows, bool threadLoops = true);
+  /// One block of kMaxRowBlock threads, in thread loops like a row kernel.
   void setSingleBlockLaunch();
+  /// Opens `MEMFIT_THREAD_LOOP(name, count) {`, closed at the kernel's end:
+  /// the rest of the body runs once for each of the first `count` threads
+  /// of the grid, `name` being the thread's index.
+  void threadLoop(StringRef name, int64_t count);
   /// Declares the shared scratch of the block reductions.
   void writeScratch(StringRef acc);
+  /// Writes a block-stride `loop` (blockStrideLoop, over `j` or its own
+  /// variable) in which each thread folds `term` into a partial result
+  /// (MEMFIT_PARTIAL, from `init`) by sum or, with `isMax`, memfit_max;
+  /// returns the expression of the block's result, the same in every
+  /// thread (memfit_block_sum or memfit_block_max of the partials).
+  std::string writeReduction(StringRef acc, bool isMax, StringRef init,
+                             StringRef loop, StringRef term);
   /// Writes `m`, the maximum of a row of `n` elements `element` (an
   /// expression of `j`), and `s`, the sum of exp(element - m) over it.
   void writeRowMaxSum(StringRef acc, Type type, int64_t n, StringRef element);
@@ -174,13 +190,18 @@ private:
   InFlightDiagnostic missingModel(Operation *op);
   /// Adds the ONNX node names of `loc` to the kernel's, once each.
   void collectNodeNamesInto(Location loc);
-  /// `block` threads per block, `blocks` blocks, with or without barriers.
-  void setLaunch(int64_t block, int64_t blocks, bool barriers);
+  /// `block` threads per block, `blocks` blocks, with or without barriers,
+  /// in the prelude's thread loops or not (rt::Kernel::threadLoops).
+  void setLaunch(int64_t block, int64_t blocks, bool barriers,
+                 bool threadLoops);
 
   KernelOp kernel;
   unsigned index;
   std::string text;
   llvm::raw_string_ostream os{text};
+  /// What closes the loops the body opened (threadLoop), before the
+  /// kernel's closing brace.
+  std::string closings;
   rt::Kernel info;
   /// Blocks of the 1-D grid; checked against CUDA's limit before it goes
   /// into the manifest.

@@ -38,40 +38,50 @@ LogicalResult cuda::checkGridLimit(Operation *op, int64_t blocks) {
 }
 
 std::string cuda::blockStrideLoop(StringRef var, int64_t count) {
-  return llvm::formatv("  for (long long {0} = threadIdx.x; {0} < {1}LL; {0} "
-                       "+= blockDim.x)",
-                       var, count)
+  return blockStrideLoop(var, "0LL", std::to_string(count) + "LL");
+}
+
+std::string cuda::blockStrideLoop(StringRef var, StringRef first,
+                                  StringRef last) {
+  return llvm::formatv("  MEMFIT_BLOCK_STRIDE({0}, {1}, {2})", var, first,
+                       last)
       .str();
 }
 
-void cuda::writeThreadIndex(raw_ostream &os, StringRef name, int64_t count) {
-  os << "  const long long " << name
-     << " = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
-  os << "  if (" << name << " >= " << count << "LL) return;\n";
+void cuda::openThreadLoop(raw_ostream &os, StringRef name, int64_t count) {
+  os << "  MEMFIT_THREAD_LOOP(" << name << ", " << count << "LL) {\n";
 }
 
 //===----------------------------------------------------------------------===//
 // KernelWriter: launches
 //===----------------------------------------------------------------------===//
 
-void KernelWriter::setLaunch(int64_t block, int64_t blocks, bool barriers) {
+void KernelWriter::setLaunch(int64_t block, int64_t blocks, bool barriers,
+                             bool threadLoops) {
   info.block = {static_cast<uint32_t>(block), 1, 1};
   gridBlocks = blocks;
   info.usesBarriers = barriers;
+  info.threadLoops = threadLoops;
 }
 
 void KernelWriter::setPointwiseLaunch(int64_t threads) {
   setLaunch(kPointwiseBlock, gridFor(threads, kPointwiseBlock),
-            /*barriers=*/false);
+            /*barriers=*/false, /*threadLoops=*/true);
 }
 
-void KernelWriter::setRowLaunch(int64_t rowLength, int64_t rows) {
+void KernelWriter::setRowLaunch(int64_t rowLength, int64_t rows,
+                                bool threadLoops) {
   setLaunch(rowBlockSize(rowLength), std::max<int64_t>(rows, 1),
-            /*barriers=*/true);
+            /*barriers=*/true, threadLoops);
 }
 
 void KernelWriter::setSingleBlockLaunch() {
-  setLaunch(kMaxRowBlock, 1, /*barriers=*/true);
+  setLaunch(kMaxRowBlock, 1, /*barriers=*/true, /*threadLoops=*/true);
+}
+
+void KernelWriter::threadLoop(StringRef name, int64_t count) {
+  openThreadLoop(os, name, count);
+  closings += "  }\n";
 }
 
 //===----------------------------------------------------------------------===//
@@ -82,15 +92,30 @@ void KernelWriter::writeScratch(StringRef acc) {
   os << "  __shared__ " << acc << " scratch[32];\n";
 }
 
+std::string KernelWriter::writeReduction(StringRef acc, bool isMax,
+                                         StringRef init, StringRef loop,
+                                         StringRef term) {
+  std::string partial = freshName(isMax ? "pm" : "ps");
+  std::string lane = "MEMFIT_LANE(" + partial + ")";
+  os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", " << init
+     << ");\n";
+  os << loop << "\n    " << lane << " = "
+     << (isMax ? "memfit_max(" + lane + ", " + term.str() + ")"
+               : lane + " + " + term.str())
+     << ";\n";
+  return (isMax ? "memfit_block_max(" : "memfit_block_sum(") + partial +
+         ", scratch)";
+}
+
 void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,
                                   StringRef element) {
-  std::string loop = blockStrideLoop("j", n) + "\n";
-  os << "  " << acc << " m = " << floatLiteral(-INFINITY, type.isF64())
-     << ";\n";
-  os << loop << "    m = memfit_max(m, " << element << ");\n";
-  os << "  m = memfit_block_max(m, scratch);\n";
-  os << "  " << acc << " s = 0;\n";
-  os << loop << "    s += " << mathFn("exp", type) << "(" << element
-     << " - m);\n";
-  os << "  s = memfit_block_sum(s, scratch);\n";
+  std::string loop = blockStrideLoop("j", n);
+  std::string max = writeReduction(
+      acc, /*isMax=*/true, floatLiteral(-INFINITY, type.isF64()), loop,
+      element);
+  os << "  const " << acc << " m = " << max << ";\n";
+  std::string sum =
+      writeReduction(acc, /*isMax=*/false, "0", loop,
+                     mathFn("exp", type) + "(" + element.str() + " - m)");
+  os << "  const " << acc << " s = " << sum << ";\n";
 }

@@ -3,9 +3,11 @@
 // Internal to the CUDA target. Every kernel runs on a 1-D grid of 1-D
 // blocks: pointwise kernels one thread per element in blocks of
 // kPointwiseBlock, row kernels one block per row whose threads stride over
-// it and combine partial results in shared memory. The KernelWriter sets a
-// kernel's launch with setPointwiseLaunch, setRowLaunch or
-// setSingleBlockLaunch (Launch.cpp).
+// it and combine partial results in shared memory. Kernels read their
+// thread index through the prelude's thread loops (runtime/KERNELS.md), so
+// that the host backend can run a block's threads as loops. The
+// KernelWriter sets a kernel's launch with setPointwiseLaunch, setRowLaunch
+// or setSingleBlockLaunch (Launch.cpp).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,12 +40,16 @@ int64_t gridFor(int64_t threads, int64_t block);
 /// limit.
 LogicalResult checkGridLimit(Operation *op, int64_t blocks);
 /// The header of a loop over `var` in [0, count) whose iterations the
-/// threads of a block share, each striding by the block's size:
-/// `  for (long long var = threadIdx.x; var < countLL; var += blockDim.x)`.
+/// threads of a block share, each striding by the block's size: the
+/// prelude's `  MEMFIT_BLOCK_STRIDE(var, 0LL, countLL)`.
 std::string blockStrideLoop(StringRef var, int64_t count);
-/// Writes `name`, the thread's index in a grid of one thread per element,
-/// and the return of the threads past the `count` elements.
-void writeThreadIndex(raw_ostream &os, StringRef name, int64_t count);
+/// The same over [first, last), two expressions the same for every thread.
+std::string blockStrideLoop(StringRef var, StringRef first, StringRef last);
+/// Writes the opening of the prelude's `MEMFIT_THREAD_LOOP(name, countLL) {`:
+/// `name` is the thread's index in a grid of one thread per element, and
+/// the body runs for the first `count` threads. The caller writes the
+/// closing brace (KernelWriter::threadLoop does).
+void openThreadLoop(raw_ostream &os, StringRef name, int64_t count);
 
 } // namespace mlir::memfit::cuda
 

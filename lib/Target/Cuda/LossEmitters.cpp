@@ -86,7 +86,7 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   };
 
   if (reduction == LossReduction::None) {
-    writeThreadIndex(os, "r", rows);
+    w.threadLoop("r", rows);
     writeRow("  ");
     os << "  (void)w;\n";
     os << "  out0[r] = " << narrow(eltOf(op->getResult(0)), "loss") << ";\n";
@@ -94,12 +94,15 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
     return success();
   }
   w.writeScratch(*acc);
-  os << "  " << *acc << " total = 0, weight = 0;\n";
+  os << "  MEMFIT_PARTIAL(" << *acc << ", totals, 0);\n";
+  os << "  MEMFIT_PARTIAL(" << *acc << ", weights, 0);\n";
   os << blockStrideLoop("r", rows) << " {\n";
   writeRow("    ");
-  os << "    total += loss;\n    weight += w;\n  }\n";
-  os << "  total = memfit_block_sum(total, scratch);\n";
-  os << "  weight = memfit_block_sum(weight, scratch);\n";
+  os << "    MEMFIT_LANE(totals) += loss;\n    MEMFIT_LANE(weights) += w;\n"
+        "  }\n";
+  os << "  const " << *acc << " total = memfit_block_sum(totals, scratch);\n";
+  os << "  const " << *acc
+     << " weight = memfit_block_sum(weights, scratch);\n";
   os << "  if (threadIdx.x == 0) out0[0] = "
      << narrow(eltOf(op->getResult(0)),
                reduction == LossReduction::Mean ? "total / weight" : "total")
@@ -152,12 +155,12 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
       dloss + (op.getReduction() == LossReduction::None ? "[row]" : "[0]"));
   if (op.getReduction() == LossReduction::Mean) {
     if (ignoreIndex) {
-      os << "  " << *acc << " count = 0;\n";
-      os << blockStrideLoop("r", rows) << "\n";
-      os << "    if ((long long)" << labels << "[r] != "
-         << intLiteral(*ignoreIndex) << ") count += " << floatLiteral(1.0, d)
-         << ";\n";
-      os << "  count = memfit_block_sum(count, scratch);\n";
+      std::string count = w.writeReduction(
+          *acc, /*isMax=*/false, "0", blockStrideLoop("r", rows),
+          "((long long)" + labels + "[r] != " + intLiteral(*ignoreIndex) +
+              " ? " + floatLiteral(1.0, d) + " : " + floatLiteral(0.0, d) +
+              ")");
+      os << "  const " << *acc << " count = " << count << ";\n";
       g += " / count";
     } else {
       g += " / " + floatLiteral(static_cast<double>(rows), d);

@@ -11,12 +11,33 @@ template <typename T> static __device__ __forceinline__ T memfit_warp_max(T v) {
   for (int o = 16; o > 0; o >>= 1) v = memfit_max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+// Thread loops (runtime/KERNELS.md): a kernel whose manifest entry has
+// threadLoops reads its thread index only through these, so that the host
+// backend can run each block once, the loops going over the block's threads.
+//  - MEMFIT_THREAD_LOOP(i, n) { ... }: i is the thread's index in the grid,
+//    the body runs if i < n (one thread per element);
+//  - MEMFIT_BLOCK_STRIDE(j, first, last) { ... }: the block's threads stride
+//    over [first, last);
+//  - MEMFIT_PARTIAL(T, a, init): a per-thread partial result, read and
+//    written as MEMFIT_LANE(a) inside a block-stride loop and combined by
+//    memfit_block_sum or memfit_block_max after it.
+// Everything else in such a kernel is the same for every thread of a block.
+#ifndef MEMFIT_CUDA_HOST_H
+#define MEMFIT_THREAD_LOOP(i, n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i = (n))
+#define MEMFIT_BLOCK_STRIDE(j, first, last) for (long long j = (first) + threadIdx.x; j < (last); j += blockDim.x)
+#define MEMFIT_PARTIAL(T, a, init) T a = (init)
+#define MEMFIT_LANE(a) a
+#endif
 // Block-wide reductions: every thread gets the result. `scratch` holds one
 // value per warp; blockDim.x is a multiple of 32. The host backend computes
-// the same results at one barrier (memfit_host::blockSum and blockMax).
+// the same results at one barrier (memfit_host::blockSum and blockMax), or
+// from a thread-loop kernel's partials without one (laneSum and laneMax:
+// thread 0's result).
 #ifdef MEMFIT_CUDA_HOST_H
 template <typename T> static __device__ __forceinline__ T memfit_block_sum(T v, T* scratch) { return memfit_host::blockSum(v); }
 template <typename T> static __device__ __forceinline__ T memfit_block_max(T v, T* scratch) { return memfit_host::blockMax(v); }
+template <typename T, unsigned long N> static __device__ __forceinline__ T memfit_block_sum(T (&partials)[N], T* scratch) { return memfit_host::laneSum(partials); }
+template <typename T, unsigned long N> static __device__ __forceinline__ T memfit_block_max(T (&partials)[N], T* scratch) { return memfit_host::laneMax(partials); }
 #else
 template <typename T> static __device__ __forceinline__ T memfit_block_sum(T v, T* scratch) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;

@@ -283,8 +283,10 @@ KernelWriter::emitBlockwise(MutableArrayRef<QuantizeOp> quantizes) {
     os << "  if (threadIdx.x == 0) out" << absmaxOut << "[blockIdx.x] = a" << k
        << ";\n";
   }
+  // Each thread keeps its elements across the block's absmax, and 4-bit
+  // codes meet in shared memory: fibers on the host.
   setLaunch(threads, std::max<int64_t>(1, quantBlockCount(n, blockSize)),
-            /*barriers=*/true);
+            /*barriers=*/true, /*threadLoops=*/false);
   return success();
 }
 

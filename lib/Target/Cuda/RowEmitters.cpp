@@ -109,21 +109,17 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
   std::string loop = blockStrideLoop("j", n);
   std::string x = loadAs(acc, type, in + "[base + j]");
+  std::string t = x;
   if (!rms) {
-    os << "  " << acc << " sum = 0;\n";
-    os << loop << "\n    sum += " << x << ";\n";
-    os << "  const " << acc << " mean = memfit_block_sum(sum, scratch) / "
+    std::string sum = w.writeReduction(acc, /*isMax=*/false, "0", loop, x);
+    os << "  const " << acc << " mean = " << sum << " / "
        << floatLiteral(static_cast<double>(n), d) << ";\n";
-    os << "  " << acc << " sq = 0;\n";
-    os << loop << " {\n    const " << acc << " t = " << x
-       << " - mean;\n    sq += t * t;\n  }\n";
-  } else {
-    os << "  " << acc << " sq = 0;\n";
-    os << loop << " {\n    const " << acc << " t = " << x
-       << ";\n    sq += t * t;\n  }\n";
+    t = "(" + x + " - mean)";
   }
+  std::string sq = w.writeReduction(acc, /*isMax=*/false, "0", loop,
+                                    t + " * " + t);
   os << "  const " << acc << " inv = " << floatLiteral(1.0, d) << " / "
-     << mathFn("sqrt", type) << "(memfit_block_sum(sq, scratch) / "
+     << mathFn("sqrt", type) << "(" << sq << " / "
      << floatLiteral(static_cast<double>(n), d) << " + "
      << floatLiteral(epsilon, d) << ");\n";
   os << loop << " {\n";
@@ -178,16 +174,17 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                                       : llvm::APInt::getSignedMinValue(
                                             type.getIntOrFloatBitWidth())
                                             .getSExtValue()));
-  os << "  " << *acc << " a = " << init << ";\n";
+  os << "  MEMFIT_PARTIAL(" << *acc << ", p, " << init << ");\n";
   os << blockStrideLoop("j", n) << " {\n";
   std::string offset = w.writeRowOffset(indexing, "    ");
   std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
-    os << "    a = memfit_max(a, " << x << ");\n  }\n";
+    os << "    MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), " << x
+       << ");\n  }\n";
   else
-    os << "    a += " << x << ";\n  }\n";
-  os << "  a = " << (isMax ? "memfit_block_max" : "memfit_block_sum")
-     << "(a, scratch);\n";
+    os << "    MEMFIT_LANE(p) += " << x << ";\n  }\n";
+  os << "  const " << *acc << " a = "
+     << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(p, scratch);\n";
   std::string value = "a";
   // A mean over no elements is NaN for floats (0/0) and 0 for integers.
   if (kind == ReduceKind::Mean)

@@ -29,24 +29,26 @@ KernelWriter::reduceRow(Value input, bool isMax,
                         function_ref<std::string(StringRef)> term) {
   const std::string &acc = row->acc;
   bool d = eltOf(input).isF64();
-  std::string a = freshName("a");
-  os << "  " << acc << " " << a << " = "
-     << (isMax ? floatLiteral(-INFINITY, d) : "0") << ";\n";
+  std::string partial = freshName(isMax ? "pm" : "ps");
+  std::string lane = "MEMFIT_LANE(" + partial + ")";
+  os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", "
+     << (isMax ? floatLiteral(-INFINITY, d) : "0") << ");\n";
   LogicalResult done = writeRowLoop([&]() -> LogicalResult {
     FailureOr<std::string> x = fullScalar(input);
     if (failed(x))
       return failure();
     std::string element = term("(" + acc + ")" + *x);
-    os << "    " << a << " = "
-       << (isMax ? "memfit_max(" + a + ", " + element + ")"
-                 : a + " + " + element)
+    os << "    " << lane << " = "
+       << (isMax ? "memfit_max(" + lane + ", " + element + ")"
+                 : lane + " + " + element)
        << ";\n";
     return success();
   });
   if (failed(done))
     return failure();
-  os << "  " << a << " = "
-     << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << a
+  std::string a = freshName("a");
+  os << "  const " << acc << " " << a << " = "
+     << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << partial
      << ", scratch);\n";
   return a;
 }

@@ -31,7 +31,7 @@ LogicalResult emitSpecial(SplitOp op, KernelWriter &w) {
            failure();
   raw_ostream &os = w.body();
   int64_t n = getNumElements(shape);
-  writeThreadIndex(os, "idx", n);
+  w.threadLoop("idx", n);
   emitCoords(os, shape, "idx", "c");
   os << "  const " << *cType(eltOf(op.getInput())) << " v = "
      << w.param(op.getInput()) << "[idx];\n";
@@ -66,7 +66,7 @@ LogicalResult emitSpecial(GatherGradOp op, KernelWriter &w) {
   // Thread t owns column (o, i) of the result along the axis: it zeroes it
   // (unless the result accumulates into its init, whose buffer the memory
   // plan gives it), then adds every index position's gradient in order.
-  writeThreadIndex(os, "t", columns);
+  w.threadLoop("t", columns);
   os << "  const long long o = t / " << std::max<int64_t>(inner, 1)
      << "LL, i = t % " << std::max<int64_t>(inner, 1) << "LL;\n";
   os << "  const long long base = o * " << extent * inner << "LL + i;\n";

@@ -9,7 +9,12 @@
 //    per block because each OS thread runs whole blocks, one at a time;
 //  - threadIdx, blockIdx, blockDim and gridDim are thread_local variables
 //    the launcher sets before running a thread;
-//  - kernels without barriers run as plain loops over blocks and threads;
+//  - kernels with thread loops (the prelude's MEMFIT_THREAD_LOOP and
+//    MEMFIT_BLOCK_STRIDE) run once per block as thread 0, their loops over
+//    the block's threads and their partial results one per thread in
+//    arrays, reduced as the barrier kernels' block reductions are;
+//  - other kernels without barriers run as plain loops over blocks and
+//    threads;
 //  - kernels with barriers run each block as cooperative fibers, one per
 //    CUDA thread: __syncthreads() switches to the next fiber, and a round
 //    over all fibers brings every thread to the barrier. Warp shuffles
@@ -456,10 +461,13 @@ template <class... P> struct KernelTraits<void (*)(P...)> {
   }
 };
 
-/// Runs the blocks [params->blockBegin, params->blockEnd) of kernel K.
+/// Runs the blocks [params->blockBegin, params->blockEnd) of kernel K: a
+/// thread-loop kernel once per block, as thread 0 (its loops go over the
+/// block's threads), a kernel with barriers as fibers, any other thread by
+/// thread.
 template <auto K>
 static int launch(const memfit_host_launch *params, void **args,
-                  bool usesBarriers) {
+                  bool usesBarriers, bool threadLoops) {
   typedef KernelTraits<decltype(K)> Traits;
   static_assert(Traits::allPointers(),
                 "kernel parameters must be pointers (runtime/KERNELS.md)");
@@ -493,27 +501,36 @@ static int launch(const memfit_host_launch *params, void **args,
     blockIdx.x = unsigned(b % gridDim.x);
     blockIdx.y = unsigned((b / gridDim.x) % gridDim.y);
     blockIdx.z = unsigned(b / ((unsigned long long)gridDim.x * gridDim.y));
-    if (usesBarriers) {
+    if (threadLoops) {
+      threadIdx = uint3{0, 0, 0};
+      Traits::template call<K>(pointers,
+                               std::make_index_sequence<Traits::arity>());
+    } else if (usesBarriers) {
       s->body = &Traits::template body<K>;
       s->bodyArgs = pointers;
       if (!runBlockInFibers(s, unsigned(threads), params->error,
                             params->errorSize))
         return 1;
       continue;
-    }
-    for (unsigned z = 0; z < blockDim.z; ++z) {
-      for (unsigned y = 0; y < blockDim.y; ++y) {
-        for (unsigned x = 0; x < blockDim.x; ++x) {
-          threadIdx = uint3{x, y, z};
-          Traits::template call<K>(pointers,
-                                   std::make_index_sequence<Traits::arity>());
+    } else {
+      for (unsigned z = 0; z < blockDim.z; ++z) {
+        for (unsigned y = 0; y < blockDim.y; ++y) {
+          for (unsigned x = 0; x < blockDim.x; ++x) {
+            threadIdx = uint3{x, y, z};
+            Traits::template call<K>(
+                pointers, std::make_index_sequence<Traits::arity>());
+          }
         }
       }
     }
     if (s->barrierMisuse) {
       snprintf(params->error, params->errorSize,
-               "the kernel calls __syncthreads or a warp shuffle but the "
-               "manifest says usesBarriers is false");
+               threadLoops ? "a thread-loop kernel calls __syncthreads or a "
+                             "warp shuffle (it may only reduce with "
+                             "memfit_block_sum and memfit_block_max)"
+                           : "the kernel calls __syncthreads or a warp "
+                             "shuffle but the manifest says usesBarriers is "
+                             "false");
       return 1;
     }
   }
@@ -622,7 +639,32 @@ static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
   return result;
 }
 
+/// Thread 0's result of blockReduce over a thread-loop kernel's partials,
+/// one per thread of the block, without fibers: a warp's butterfly and the
+/// second one are done only as far as lane 0 reads them.
+template <class T, class Op>
+static inline T laneReduce(const T *partials, Op op, T pad, bool padWithFirst) {
+  unsigned warps = blockDim.x / 32;
+  T lanes[32], firsts[32];
+  for (unsigned w = 0; w < warps; ++w) {
+    memcpy(lanes, partials + w * 32, sizeof(lanes));
+    firsts[w] = butterflyLane0(lanes, op);
+  }
+  for (unsigned i = 0; i < 32; ++i)
+    lanes[i] = i < warps ? firsts[i] : padWithFirst ? firsts[0] : pad;
+  return butterflyLane0(lanes, op);
+}
+
 /// memfit_block_sum and memfit_block_max of the prelude, on the host.
+template <class T> static inline T laneSum(const T *partials) {
+  return laneReduce(
+      partials, [](T a, T b) { return T(a + b); }, T(0), false);
+}
+template <class T> static inline T laneMax(const T *partials) {
+  return laneReduce(
+      partials, [](T a, T b) { return (a != a || a > b) ? a : b; }, T(0),
+      true);
+}
 template <class T> static inline T blockSum(T v) {
   return blockReduce(
       v, [](T a, T b) { return T(a + b); }, T(0), false);
@@ -645,6 +687,32 @@ memfit_host_release_thread(void) {
   free(s);
   memfit_host::tlsState = nullptr;
 }
+
+//===----------------------------------------------------------------------===//
+// Thread loops
+//===----------------------------------------------------------------------===//
+
+// The prelude's thread loops (runtime/KERNELS.md) for a kernel run once per
+// block: a loop over the block's threads, each thread's partial result an
+// entry of an array. A block-stride loop runs its elements in order, lane
+// by lane, which gives each thread's partial the additions in the order the
+// thread does them.
+#define MEMFIT_THREAD_LOOP(i, n)                                               \
+  for (long long i = (long long)blockIdx.x * blockDim.x,                       \
+                 memfit_end = min(i + (long long)blockDim.x, (long long)(n));  \
+       i < memfit_end; ++i)
+#define MEMFIT_BLOCK_STRIDE(j, first, last)                                    \
+  for (long long memfit_j0 = (first), memfit_last = (last);                    \
+       memfit_j0 < memfit_last; memfit_j0 += blockDim.x)                       \
+    for (long long j = memfit_j0, memfit_lane = 0,                             \
+                   memfit_end = min(memfit_j0 + (long long)blockDim.x,         \
+                                    memfit_last);                              \
+         j < memfit_end; ++j, ++memfit_lane)
+#define MEMFIT_PARTIAL(T, a, init)                                             \
+  T a[memfit_host::kMaxThreads];                                               \
+  for (unsigned memfit_t = 0; memfit_t < blockDim.x; ++memfit_t)               \
+  a[memfit_t] = (init)
+#define MEMFIT_LANE(a) a[memfit_lane]
 
 //===----------------------------------------------------------------------===//
 // Barriers and warp shuffles

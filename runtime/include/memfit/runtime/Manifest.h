@@ -105,6 +105,9 @@ struct Kernel {
   std::array<uint32_t, 3> block{1, 1, 1};
   uint32_t sharedBytes = 0;         // dynamic shared memory (static is in the source)
   bool usesBarriers = false;        // __syncthreads or warp shuffles
+  /// Its threads appear only in the prelude's thread loops
+  /// (runtime/KERNELS.md): the host backend runs each block once.
+  bool threadLoops = false;
   std::vector<std::string> onnxNodes; // the ONNX nodes it computes
   /// What each of its index checks tests ("ONNX node 'g' (memfit.gather):
   /// indices 'ids' must be within [-96, 95], ..."). A kernel with checks
