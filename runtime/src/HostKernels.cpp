@@ -38,9 +38,13 @@ namespace {
 
 /// How every unit and the precompiled header are compiled (a unit is then
 /// linked with -shared). -fwrapv: signed integer arithmetic wraps, as it
-/// does on a GPU, instead of being undefined.
-constexpr const char *kCompileFlags[] = {"-O2", "-std=c++17", "-fPIC",
-                                         "-fwrapv", "-w"};
+/// does on a GPU, instead of being undefined. -fno-math-errno: sqrtf is one
+/// instruction, without the call that would set errno (the kernels never
+/// read it). -O3 and -march=native (with -ffp-contract=off, for the same
+/// roundings) compiled the 12-layer GPT's step slower and ran it no faster
+/// (docs/benchmarks.md).
+constexpr const char *kCompileFlags[] = {"-O2", "-fno-math-errno", "-std=c++17",
+                                         "-fPIC", "-fwrapv", "-w"};
 constexpr const char *kDefinition = "extern \"C\" __global__ void ";
 /// What a kernel's name is replaced with in its cache key.
 constexpr const char *kNamePlaceholder = "MEMFIT_KERNEL_NAME";

@@ -364,6 +364,7 @@ std::vector<StepTime> Session::stepProfile() const {
       t.name = t.contraction ? m.contractions[step.index].name
                              : m.kernels[step.index].name;
       t.barriers = !t.contraction && m.kernels[step.index].usesBarriers;
+      t.threadLoops = !t.contraction && m.kernels[step.index].threadLoops;
       t.calls = impl_->entryRuns[e];
       t.seconds = seconds[i];
       times.push_back(std::move(t));

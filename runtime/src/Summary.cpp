@@ -170,10 +170,11 @@ std::string formatStepProfile(const Manifest &manifest,
                               const std::vector<StepTime> &times, size_t top) {
   std::string s;
   for (size_t e = 0; e < manifest.entries.size(); ++e) {
-    std::vector<Bucket> kinds(3), ops;
+    std::vector<Bucket> kinds(4), ops;
     kinds[0].label = "contractions";
-    kinds[1].label = "kernels without barriers";
-    kinds[2].label = "kernels with barriers";
+    kinds[1].label = "element-wise kernels";
+    kinds[2].label = "row kernels";
+    kinds[3].label = "kernels run as fibers";
     uint64_t runs = 0;
     double total = 0;
     for (const StepTime &t : times) {
@@ -182,7 +183,10 @@ std::string formatStepProfile(const Manifest &manifest,
       runs = t.calls;
       double perRun = t.seconds / double(t.calls);
       total += perRun;
-      Bucket &kind = kinds[t.contraction ? 0 : t.barriers ? 2 : 1];
+      Bucket &kind = kinds[t.contraction    ? 0
+                           : !t.barriers    ? 1
+                           : t.threadLoops ? 2
+                                           : 3];
       ++kind.steps;
       kind.seconds += perRun;
       std::string op = t.contraction ? "contraction" : opOfKernel(t.name);
@@ -205,6 +209,10 @@ std::string formatStepProfile(const Manifest &manifest,
                   static_cast<unsigned long long>(runs), runs == 1 ? "" : "s",
                   total * 1e3);
     s += head;
+    // Kinds with no steps (no fibers, mostly) are left out.
+    kinds.erase(std::remove_if(kinds.begin(), kinds.end(),
+                               [](const Bucket &b) { return b.steps == 0; }),
+                kinds.end());
     s += "  by kind:\n" + bucketLines(kinds, total, 0);
     s += "  by op";
     if (top && ops.size() > top)

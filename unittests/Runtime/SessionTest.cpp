@@ -300,13 +300,16 @@ void testStepProfile() {
       {0, 1, "k3_add", false, false, 4, 0.002},
       {0, 2, "k7_add", false, false, 4, 0.002},
       {0, 3, "yT_v", true, false, 4, 0.004},
-      {0, 4, "k9_layer_norm", false, true, 4, 0.008}};
+      {0, 4, "k9_layer_norm", false, true, 4, 0.008, true}};
   std::string text = formatStepProfile(m, made, 2);
   CHECK(text.find("profile of entry 'main': 4 runs, 5.00 ms a run") == 0);
   CHECK(text.find("    contractions                       2 steps       "
                   "2.00 ms   40.0%") != std::string::npos);
-  CHECK(text.find("    kernels with barriers              1 steps       "
+  CHECK(text.find("    row kernels                        1 steps       "
                   "2.00 ms   40.0%") != std::string::npos);
+  CHECK(text.find("    element-wise kernels               2 steps       "
+                  "1.00 ms   20.0%") != std::string::npos);
+  CHECK(text.find("fibers") == std::string::npos);
   CHECK(text.find("by op (the 2 largest of 3):") != std::string::npos);
   CHECK(text.find("    add                                2 steps       "
                   "1.00 ms   20.0%") == std::string::npos);

@@ -58,11 +58,14 @@ struct StepTime {
   /// The kernel's or the contraction's name in the manifest.
   std::string name;
   bool contraction = false;
-  /// A kernel with barriers (block reductions, shuffles): the host backend
-  /// runs its blocks' threads as fibers.
+  /// A kernel with barriers (block reductions, shuffles).
   bool barriers = false;
   uint64_t calls = 0;
   double seconds = 0;
+  /// A kernel in thread loops (Kernel::threadLoops): the host backend runs
+  /// its blocks once each; one with barriers and without thread loops runs
+  /// its blocks' threads as fibers.
+  bool threadLoops = false;
 };
 
 /// An executable loaded on one device: one allocation of

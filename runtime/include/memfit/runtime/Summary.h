@@ -33,8 +33,9 @@ std::string formatPlanSummary(const Manifest &manifest);
 std::string formatTensorSummary(const std::string &name, const Tensor &tensor);
 
 /// Where a profiled session's time went (Session::stepProfile), per run of
-/// each entry that ran: by kind (contractions, kernels without barriers,
-/// kernels with barriers) and by the op a kernel computes (its name
+/// each entry that ran: by kind (contractions, element-wise kernels, row
+/// kernels in thread loops, kernels run as fibers; kinds that did not run
+/// are left out) and by the op a kernel computes (its name
 /// without the leading "k<n>_"), the `top` largest first:
 ///
 ///   profile of entry 'train_step': 10 runs, 31.20 ms a run (each step
