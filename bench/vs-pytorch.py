@@ -13,8 +13,10 @@ labels:
     --no-fuse) with memfit-run --device=host, MEMFIT_HOST_THREADS=N: the
     median of the steps after the first two, the cold start (an empty
     kernel cache: import, passes, emission, g++ and one step) and the warm
-    one (the same with the cache filled), and the one allocation of the
-    memory plan; the forward pass with --repeat (best of R);
+    one (the same with the cache filled; in brackets without its step),
+    and the one allocation of the memory plan; the forward pass (fused
+    unless --no-fuse) with --repeat (best of R); a --profile of 4 steps,
+    by kind of step and the 5 largest ops;
   - PyTorch eager: the same model as a torch module holding the ONNX
     file's weights, torch.optim.AdamW with memfit-run's defaults, the
     median step; the peak of torch.profiler's memory timeline of one step
@@ -142,18 +144,28 @@ def memfit(path, shape, feeds, args, threads, cache):
     run(train + ["--steps=1"], env)
     cold = time.perf_counter() - t0
     t0 = time.perf_counter()
-    run(train + ["--steps=1"], env)
+    warm_out = run(train + ["--steps=1"], env)
     warm = time.perf_counter() - t0
+    warm_step = float(re.search(r"^step 1/1 loss \S+ lr \S+ (\S+) ms",
+                                warm_out, re.M).group(1)) / 1e3
     out = run(train + [f"--steps={args.steps}", "--memory-report"], env)
     steps = [(float(l), float(ms)) for l, ms in re.findall(
         r"^step \d+/\d+ loss (\S+) lr \S+ (\S+) ms", out, re.M)]
     plan = int(re.search(r"memory plan: ([0-9,]+) bytes", out).group(1)
                .replace(",", ""))
-    fwd = run(base + [f"--repeat={args.repeat}"], env)
+    fused = [] if args.no_fuse else ["--fuse"]
+    fwd = run(base + fused + [f"--repeat={args.repeat}"], env)
     forward = float(re.search(r"forward pass: (\S+) ms", fwd).group(1))
+    # Where a step's time goes: --profile waits for each kernel.
+    prof = run(train + ["--steps=4", "--profile"], env)
+    kinds = re.findall(r"^    (\S.*?)\s+(\d+) steps\s+(\S+) ms\s+(\S+)%$",
+                       prof.split("by kind:")[1].split("by op")[0], re.M)
+    ops = re.findall(r"^    (\S+)\s+(\d+) steps\s+(\S+) ms\s+(\S+)%$",
+                     prof.split("by op")[1], re.M)
     return {"loss1": steps[0][0], "step": statistics.median(
-        ms for _, ms in steps[2:]), "cold": cold, "warm": warm, "plan": plan,
-        "forward": forward}
+        ms for _, ms in steps[2:]), "cold": cold, "warm": warm,
+        "warm_prepare": warm - warm_step, "plan": plan, "forward": forward,
+        "kinds": kinds, "ops": ops[:5]}
 
 
 def torch_steps(model, ids, labels, steps, compiled=False):
@@ -260,14 +272,29 @@ def main():
               f"{r['eager']:.2f} ms | {comp} | {m['step'] / r['eager']:.1f}x | "
               f"{m['forward']:.2f} ms | {r['ort']:.2f} ms | "
               f"{m['forward'] / r['ort']:.1f}x |")
-    print("\n| model | memfit cold start | memfit warm start | torch.compile "
-          "first step | memfit plan | PyTorch peak (profiler) |")
+    print("\n| model | memfit cold start | memfit warm start (before the "
+          "step) | torch.compile first step | memfit plan | PyTorch peak "
+          "(profiler) |")
     print("|---|---:|---:|---:|---:|---:|")
     for r in rows:
         m = r["memfit"]
         first = f"{r['compile_first']:.1f} s" if "compile_first" in r else "-"
-        print(f"| {r['model']} | {m['cold']:.1f} s | {m['warm']:.2f} s | "
-              f"{first} | {m['plan']:,} B | {r['torch_peak']:,} B |")
+        print(f"| {r['model']} | {m['cold']:.1f} s | {m['warm']:.2f} s "
+              f"({m['warm_prepare']:.2f} s) | {first} | {m['plan']:,} B | "
+              f"{r['torch_peak']:,} B |")
+    print("\nmemfit's step by kind (--profile, ms a step):\n")
+    print("| model | " + " | ".join(
+        k for k in ("contractions", "element-wise kernels", "row kernels",
+                    "kernels run as fibers")) + " | largest ops |")
+    print("|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        m = r["memfit"]
+        by = {k: (float(ms), pct) for k, _, ms, pct in m["kinds"]}
+        cells = [f"{by[k][0]:.1f} ({by[k][1]}%)" if k in by else "-"
+                 for k in ("contractions", "element-wise kernels",
+                           "row kernels", "kernels run as fibers")]
+        ops = ", ".join(f"{op} {float(ms):.1f}" for op, _, ms, _ in m["ops"])
+        print(f"| {r['model']} | " + " | ".join(cells) + f" | {ops} |")
     shutil.rmtree(work, ignore_errors=True)
 
 

@@ -28,6 +28,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
+#include <chrono>
+
 using namespace mlir;
 using namespace mlir::memfit;
 
@@ -146,6 +148,14 @@ std::vector<rt::InputRange> inputRanges(ModuleOp module) {
 
 rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
                                               const CompileOptions &options) {
+  using Clock = std::chrono::steady_clock;
+  auto lap = [last = Clock::now()](double CompileTimings::*phase,
+                                   CompileTimings *timings) mutable {
+    Clock::time_point now = Clock::now();
+    if (timings)
+      timings->*phase = std::chrono::duration<double>(now - last).count();
+    last = now;
+  };
   std::string error;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &error);
   if (!file)
@@ -180,6 +190,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   }
   if (!module)
     return rt::invalidArgument(diagnostics.text());
+  lap(&CompileTimings::import, options.timings);
 
   std::vector<rt::InputRange> ranges = inputRanges(*module);
   // Cross-entropy training adds a 'labels' input that indexes the classes
@@ -215,6 +226,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   }
   if (failed(pm.run(*module)))
     return rt::invalidArgument(diagnostics.text());
+  lap(&CompileTimings::passes, options.timings);
 
   if (!options.mlirOutput.empty()) {
     std::string error;
@@ -247,6 +259,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
   rt::Executable executable;
   if (failed(emitExecutable(*module, emitOptions, executable)))
     return rt::invalidArgument(diagnostics.text());
+  lap(&CompileTimings::emission, options.timings);
   // Only ranges of inputs the executable still has (a forward pass of a
   // training model has no labels).
   for (rt::InputRange &range : ranges)

@@ -405,7 +405,7 @@ Status HostBackend::prepareKernels(const Manifest &manifest,
 
   kernelLibraries_ = std::make_unique<HostKernels>();
   MEMFIT_RT_RETURN_IF_ERROR(loadHostKernels(manifest, compiler_, version_,
-                                            options, timings,
+                                            options, pool_->size(), timings,
                                             *kernelLibraries_));
   pool_->setExitHooks(kernelLibraries_->releases);
   for (size_t i = 0; i < manifest.kernels.size(); ++i) {

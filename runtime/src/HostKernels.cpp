@@ -22,12 +22,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <dlfcn.h>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unistd.h>
 
 namespace memfit::rt {
@@ -327,6 +330,24 @@ std::string wholeSource(const Manifest &manifest, const std::string &header) {
   return s;
 }
 
+/// Moves the shared object at `compiled` (in compileSource's temporary
+/// directory) into the cache at `cachePath` (or uses it where it is when the
+/// cache cannot take it), loads it and removes the temporary directory.
+StatusOr<void *> openCompiled(const std::string &compiled,
+                              const KernelCache &cache,
+                              const std::string &cachePath, Loader &loader) {
+  std::string libraryPath = compiled;
+  if (!cachePath.empty()) {
+    if (StatusOr<std::string> bytes = readFile(compiled))
+      cache.store(cachePath, std::vector<char>(bytes->begin(), bytes->end()));
+    if (fileExists(cachePath))
+      libraryPath = cachePath;
+  }
+  StatusOr<void *> handle = loader.open(libraryPath);
+  removeDirectoryAndFiles(compiled.substr(0, compiled.rfind('/')));
+  return handle;
+}
+
 /// Compiles `source` into the cache at `cachePath` (or privately when the
 /// cache cannot take it) and loads it.
 StatusOr<void *> compileAndOpen(const std::vector<std::string> &compiler,
@@ -337,16 +358,92 @@ StatusOr<void *> compileAndOpen(const std::vector<std::string> &compiler,
   StatusOr<std::string> compiled = compileSource(compiler, source, seconds);
   if (!compiled)
     return compiled.status();
-  std::string libraryPath = *compiled;
-  if (!cachePath.empty()) {
-    if (StatusOr<std::string> bytes = readFile(*compiled))
-      cache.store(cachePath, std::vector<char>(bytes->begin(), bytes->end()));
-    if (fileExists(cachePath))
-      libraryPath = cachePath;
+  return openCompiled(*compiled, cache, cachePath, loader);
+}
+
+/// Kernels per translation unit below which a compile is not split
+/// further: each unit reads the precompiled header and starts a compiler.
+constexpr size_t kMinKernelsPerUnit = 4;
+
+/// `kernels` (indices of split.bodies) in at most `units` groups of about
+/// the same length of source (the longest first, each to the shortest
+/// group so far), each group in the executable's order.
+std::vector<std::vector<size_t>> balanceUnits(const SplitSource &split,
+                                              const std::vector<size_t> &kernels,
+                                              unsigned units) {
+  size_t count = std::max<size_t>(
+      1, std::min<size_t>(units, (kernels.size() + kMinKernelsPerUnit - 1) /
+                                     kMinKernelsPerUnit));
+  std::vector<size_t> order = kernels;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    return split.bodies[a].size() > split.bodies[b].size();
+  });
+  std::vector<std::vector<size_t>> groups(count);
+  std::vector<size_t> lengths(count, 0);
+  for (size_t i : order) {
+    size_t g = std::min_element(lengths.begin(), lengths.end()) -
+               lengths.begin();
+    groups[g].push_back(i);
+    lengths[g] += split.bodies[i].size();
   }
-  StatusOr<void *> handle = loader.open(libraryPath);
-  removeDirectoryAndFiles(compiled->substr(0, compiled->rfind('/')));
-  return handle;
+  for (std::vector<size_t> &group : groups)
+    std::sort(group.begin(), group.end());
+  return groups;
+}
+
+/// One translation unit of a parallel compile.
+struct Unit {
+  std::vector<size_t> kernels;
+  std::string source, cachePath;
+  StatusOr<std::string> compiled = notFound("not compiled");
+  double seconds = 0;
+};
+
+/// Compiles every unit, side by side, each on a thread of its own that
+/// waits for the compiler's process. `progress` (if set) hears, once the
+/// compile took more than two seconds, how many units are done.
+void compileUnits(const std::vector<std::string> &compiler,
+                  std::vector<Unit> &units, size_t kernels,
+                  const std::function<void(const std::string &)> &progress) {
+  std::mutex mutex;
+  std::condition_variable finished;
+  size_t done = 0;
+  std::vector<std::thread> threads;
+  threads.reserve(units.size());
+  for (Unit &unit : units)
+    threads.emplace_back([&, u = &unit] {
+      u->compiled = compileSource(compiler, u->source, u->seconds);
+      std::lock_guard<std::mutex> lock(mutex);
+      ++done;
+      finished.notify_all();
+    });
+  auto start = std::chrono::steady_clock::now();
+  {
+    // Quiet for two seconds; after, a line at first and at each unit done.
+    std::unique_lock<std::mutex> lock(mutex);
+    bool quiet = finished.wait_until(lock, start + std::chrono::seconds(2),
+                                     [&] { return done == units.size(); });
+    size_t told = units.size() + 1;
+    while (!quiet) {
+      if (progress && done != told) {
+        double seconds = std::chrono::duration<double>(
+                             std::chrono::steady_clock::now() - start)
+                             .count();
+        char line[160];
+        std::snprintf(line, sizeof(line),
+                      "compiling %zu kernels for the host: %zu of %zu units "
+                      "done, %.0f s",
+                      kernels, done, units.size(), seconds);
+        progress(line);
+      }
+      told = done;
+      if (done == units.size())
+        break;
+      finished.wait(lock, [&] { return done != told; });
+    }
+  }
+  for (std::thread &t : threads)
+    t.join();
 }
 
 } // namespace
@@ -359,8 +456,8 @@ HostKernels::~HostKernels() {
 Status loadHostKernels(const Manifest &manifest,
                        const std::vector<std::string> &compiler,
                        const std::string &version,
-                       const SessionOptions &options, SessionTimings &timings,
-                       HostKernels &out) {
+                       const SessionOptions &options, unsigned jobs,
+                       SessionTimings &timings, HostKernels &out) {
   KernelCache cache(options);
   std::string compilerId = joinWords(compiler) + "\n" + version;
   std::string flags = "host" + compileFlags();
@@ -438,27 +535,56 @@ Status loadHostKernels(const Manifest &manifest,
   if (missing.empty())
     return Status::ok();
 
-  // The rest, compiled together, then indexed.
-  std::string source =
-      batchSource(manifest, *split, missing, keys,
-                  cachedHeader(compiler, cache, compilerId,
-                               timings.compileSeconds));
-  std::string batchPath =
-      cache.enabled() ? cache.path("host-batch", source, flags, compilerId, "so")
-                      : "";
-  StatusOr<void *> handle = compileAndOpen(compiler, source, cache, batchPath,
-                                           loader, timings.compileSeconds);
-  if (!handle)
-    return handle.status();
-  if (cache.enabled() && fileExists(batchPath)) {
-    std::string name = batchPath.substr(batchPath.rfind('/') + 1);
-    for (size_t i : missing)
-      cache.store(indexPaths[i], std::vector<char>(name.begin(), name.end()));
+  // The rest, in up to `jobs` translation units compiled side by side,
+  // each a shared object of its own, then indexed.
+  std::string header =
+      cachedHeader(compiler, cache, compilerId, timings.compileSeconds);
+  std::vector<Unit> units;
+  for (std::vector<size_t> &group : balanceUnits(*split, missing, jobs)) {
+    Unit unit;
+    unit.source = batchSource(manifest, *split, group, keys, header);
+    unit.cachePath =
+        cache.enabled()
+            ? cache.path("host-batch", unit.source, flags, compilerId, "so")
+            : "";
+    unit.kernels = std::move(group);
+    units.push_back(std::move(unit));
   }
+  auto start = std::chrono::steady_clock::now();
+  compileUnits(compiler, units, missing.size(), options.progress);
+  timings.compileSeconds += std::chrono::duration<double>(
+                                std::chrono::steady_clock::now() - start)
+                                .count();
+  // Every unit's temporary directory goes, whichever failed.
+  Status failure = Status::ok();
+  std::map<std::string, void *> handleOfKey;
+  for (Unit &unit : units) {
+    if (!unit.compiled) {
+      if (failure.isOk())
+        failure = unit.compiled.status();
+      continue;
+    }
+    StatusOr<void *> handle =
+        openCompiled(*unit.compiled, cache, unit.cachePath, loader);
+    if (!handle) {
+      if (failure.isOk())
+        failure = handle.status();
+      continue;
+    }
+    if (cache.enabled() && fileExists(unit.cachePath)) {
+      std::string name = unit.cachePath.substr(unit.cachePath.rfind('/') + 1);
+      for (size_t i : unit.kernels)
+        cache.store(indexPaths[i], std::vector<char>(name.begin(), name.end()));
+    }
+    for (size_t i : unit.kernels)
+      handleOfKey[keys[i]] = *handle;
+  }
+  if (!failure.isOk())
+    return failure;
   for (size_t i = 0; i < keys.size(); ++i) {
     if (out.launchers[i])
       continue;
-    out.launchers[i] = Loader::find(*handle, launcherOf(keys[i]));
+    out.launchers[i] = Loader::find(handleOfKey.at(keys[i]), launcherOf(keys[i]));
     if (!out.launchers[i])
       return internalError("host backend: the kernels' library lacks " +
                            launcherOf(keys[i]) + " (kernels[" +

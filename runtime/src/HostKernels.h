@@ -7,9 +7,11 @@
 // CUDA source with its name taken out (a kernel's name carries its index in
 // the executable), the source before the first kernel (the prelude and
 // tables it calls), the emulation header, the compiler and its flags. The
-// kernels that no executable compiled before go into one translation unit,
-// compiled into one shared object (`host-batch-<key>.so`), and each of them
-// gets an index entry (`host-kernel-<key>.lib`) naming that object. So an
+// kernels that no executable compiled before go into translation units of
+// about equal length, one per worker thread (at least 4 kernels each),
+// compiled side by side into shared objects (`host-batch-<key>.so`), and
+// each kernel gets an index entry (`host-kernel-<key>.lib`) naming its
+// object. So an
 // executable that shares most of its kernels with one compiled before (the
 // training step of a model whose gradients were compiled, the same model
 // under another remat policy) compiles only the kernels that are new, and
@@ -52,13 +54,13 @@ struct HostKernels {
 
 /// Compiles (or loads from the cache) the kernels of `manifest` with
 /// `compiler` (its `--version` line is `version`) and loads them into
-/// `out`. `timings` gets the compile time and whether nothing had to be
-/// compiled.
+/// `out`, in up to `jobs` compiler processes at a time. `timings` gets the
+/// compile time (wall clock) and whether nothing had to be compiled.
 Status loadHostKernels(const Manifest &manifest,
                        const std::vector<std::string> &compiler,
                        const std::string &version,
-                       const SessionOptions &options, SessionTimings &timings,
-                       HostKernels &out);
+                       const SessionOptions &options, unsigned jobs,
+                       SessionTimings &timings, HostKernels &out);
 
 } // namespace memfit::rt
 

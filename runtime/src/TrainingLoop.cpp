@@ -124,6 +124,8 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
       return loss.status().withContext("step " + std::to_string(global));
     }
     double ms = secondsSince(stepStart) * 1e3;
+    if (summary.losses.empty())
+      summary.firstStepSeconds = ms / 1e3;
     summary.losses.emplace_back(global, *loss);
     // Dynamic loss scaling: " scale 65536", and " skipped" for a step whose
     // gradients overflowed.

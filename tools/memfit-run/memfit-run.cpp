@@ -108,11 +108,49 @@ std::string shellWord(const std::string &word) {
   return quoted + "'";
 }
 
+/// Where the time before the first step went (--timings).
+struct RunTimings {
+  memfit::CompileTimings compile;
+  bool compiled = false; // else loaded from a directory
+  double loadSeconds = 0;
+  double sessionSeconds = 0; // Session::create, its kernels' compile included
+  bool cuda = false;
+  double kernelSeconds = 0; // the host compiler or NVRTC
+  bool cacheHit = false;
+  double firstStepSeconds = 0;
+};
+
+RunTimings &runTimings() {
+  static RunTimings timings;
+  return timings;
+}
+
+/// "timings: import 0.21 s, passes 0.40 s, ..."
+std::string formatTimings(const RunTimings &t) {
+  std::string s = "timings: ";
+  if (t.compiled)
+    s += llvm::formatv("import {0:f2} s, passes {1:f2} s, emission {2:f2} s",
+                       t.compile.import, t.compile.passes, t.compile.emission)
+             .str();
+  else
+    s += llvm::formatv("executable loaded in {0:f2} s", t.loadSeconds).str();
+  s += llvm::formatv(", {0} {1:f2} s{2}, session {3:f2} s, first step {4:f2} s",
+                     t.cuda ? "NVRTC" : "host compile", t.kernelSeconds,
+                     t.cacheHit ? " (cached)" : "",
+                     t.sessionSeconds - t.kernelSeconds, t.firstStepSeconds)
+           .str();
+  return s + "\n";
+}
+
 /// The executable: compiled from the model, or loaded from a directory.
 rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   const RunFlags &f = flags();
   if (loaded) {
+    auto start = std::chrono::steady_clock::now();
     auto executable = rt::loadExecutable(f.modelPath);
+    runTimings().loadSeconds = std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - start)
+                                   .count();
     if (executable)
       for (const std::string &flag : f.ignoredCompileFlags())
         warn(flag + " is ignored: the executable is compiled already");
@@ -139,6 +177,8 @@ rt::StatusOr<rt::Executable> loadOrCompile(bool loaded) {
   // The compiler's passes write their reports (--remat-report=-) through
   // LLVM's stdout stream: keep them in order with this tool's lines.
   std::cout.flush();
+  options->timings = &runTimings().compile;
+  runTimings().compiled = true;
   auto compiled = memfit::compileModelFile(f.modelPath, *options);
   llvm::outs().flush();
   return compiled;
@@ -211,6 +251,12 @@ std::optional<std::string> checkMode(const rt::Manifest &manifest,
 rt::SessionOptions sessionOptions() {
   rt::SessionOptions options = flags().sessionOptions();
   options.warn = warn;
+  // A compile that takes more than two seconds says how it goes, on a
+  // terminal.
+  if (!flags().quiet && ::isatty(STDERR_FILENO))
+    options.progress = [](const std::string &line) {
+      std::cerr << "memfit-run: " << line << "\n";
+    };
   return options;
 }
 
@@ -253,10 +299,18 @@ openSession(const rt::Executable &executable) {
       out() << "no usable GPU (" << whyNot
             << "); running on the host backend\n";
   }
+  auto start = std::chrono::steady_clock::now();
   auto session = rt::Session::create(executable, kind, sessionOptions());
   if (!session)
     return session;
   const rt::SessionTimings &timings = (*session)->timings();
+  RunTimings &t = runTimings();
+  t.sessionSeconds = std::chrono::duration<double>(
+                         std::chrono::steady_clock::now() - start)
+                         .count();
+  t.cuda = kind == rt::DeviceKind::Cuda;
+  t.kernelSeconds = timings.compileSeconds;
+  t.cacheHit = timings.cacheHit;
   out() << "device: " << (*session)->deviceDescription() << "\n"
         << "kernels: "
         << (timings.cacheHit
@@ -358,6 +412,7 @@ int trainModel(rt::Session &session) {
   }();
   if (!summary)
     return fail(summary.status().message());
+  runTimings().firstStepSeconds = summary->firstStepSeconds;
   if (summary->stoppedBy)
     return reportStop(*summary);
   for (auto [path, adaptersOnly] :
@@ -418,6 +473,8 @@ int runOnce(rt::Session &session) {
   for (unsigned r = 0; r < std::max(1u, unsigned(f.repeat)); ++r) {
     if (rt::Status ran = session.run(entry.name); !ran)
       return fail(ran.message());
+    if (r == 0)
+      runTimings().firstStepSeconds = session.timings().runSeconds;
     best = std::min(best, session.timings().runSeconds);
   }
   out() << llvm::formatv("{0}: {1:f3} ms",
@@ -502,5 +559,7 @@ int main(int argc, char **argv) {
   // Asked for, so printed with --quiet too.
   if (status == 0 && f.profile)
     std::cout << rt::formatStepProfile(manifest, (*session)->stepProfile());
+  if (status == 0 && f.timings)
+    std::cout << formatTimings(runTimings());
   return status;
 }

@@ -290,6 +290,47 @@ void testBlockReductions() {
   }
 }
 
+/// Kernels compiled in units side by side: ten new kernels and two workers
+/// make two units (two shared objects), each kernel found and right; one
+/// kernel changed compiles alone.
+void testParallelUnits() {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/cache-units";
+  options.hostThreads = 2;
+  auto body = [](int k) {
+    return "(float* __restrict__ out, const float* __restrict__ in) {\n"
+           "  long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n"
+           "  out[i] = in[i] * " +
+           std::to_string(k) + ".0f + 1.0f;\n}\n";
+  };
+  auto manifest = [&](int changed) {
+    Manifest m;
+    m.source = kPrelude;
+    for (int k = 0; k < 10; ++k) {
+      std::string name = "k" + std::to_string(k) + "_affine";
+      m.source += kernelText(name, body(k == changed ? 100 : k));
+      m.kernels.push_back(kernel(name, 1, 256, false));
+    }
+    return m;
+  };
+  SessionTimings timings;
+  std::unique_ptr<Backend> b = prepared(manifest(-1), options, timings);
+  if (!b)
+    return;
+  CHECK(countFiles(options.cacheDir, "host-batch-") == 2);
+  CHECK(countFiles(options.cacheDir, "host-kernel-") == 10);
+  bool ok = true;
+  for (uint32_t k = 0; k < 10; ++k)
+    ok = ok && runElementwise(*b, k)[10] == 5.0f * float(k) + 1.0f;
+  CHECK(ok);
+  b = prepared(manifest(3), options, timings);
+  if (!b)
+    return;
+  CHECK(!timings.cacheHit);
+  CHECK(countFiles(options.cacheDir, "host-batch-") == 3);
+  CHECK(runElementwise(*b, 3)[10] == 501.0f && runElementwise(*b, 4)[10] == 21.0f);
+}
+
 /// A row kernel in thread loops (host = true: run once per block, partials
 /// in arrays) or in CUDA's form (fibers): each block strides over its row
 /// of `row` elements and writes thread 0's block_sum and block_max of the
@@ -478,6 +519,7 @@ void runHostKernelsTests() {
   testKernelCache();
   testBlockReductions();
   testThreadLoops();
+  testParallelUnits();
   testParallelContractions();
 }
 

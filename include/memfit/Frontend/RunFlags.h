@@ -130,6 +130,11 @@ struct RunFlags {
       "profile", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Wait for every kernel and contraction and print where a "
                "run's time went: by kind and by op, per run")};
+  Opt<bool> timings{
+      "timings", cl::Hidden, cl::cat(outputCategory),
+      cl::desc("Print where the time before the first step went: import, "
+               "passes, emission, host compile or NVRTC, the session, and "
+               "the first step")};
   Opt<std::string> outputDir{
       "output-dir", cl::cat(outputCategory),
       cl::desc("Write every output as <dir>/<name>.npy")};

@@ -152,6 +152,13 @@ struct Fusion {
   std::string attentionReport;
 };
 
+/// Where compileModelFile's time went, in seconds of wall clock: reading
+/// and importing the model (or parsing MLIR), the pass pipeline, and
+/// emitting the executable (CUDA C++, manifest, weights).
+struct CompileTimings {
+  double import = 0, passes = 0, emission = 0;
+};
+
 struct CompileOptions {
   /// Shapes of the ONNX graph's inputs ("input_ids=2x16") or sizes of its
   /// symbolic dimensions ("batch=2,seq=16"); see memfit-opt --input-shape.
@@ -176,6 +183,8 @@ struct CompileOptions {
   /// also written to this file as MLIR text ("-": standard output), as
   /// memfit-opt prints it.
   std::string mlirOutput;
+  /// When set, gets where the compile's time went.
+  CompileTimings *timings = nullptr;
 };
 
 /// The pipeline argument of memfit-opt that compiles as `options` do:

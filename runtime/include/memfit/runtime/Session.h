@@ -38,6 +38,9 @@ struct SessionOptions {
   /// kernel cache it cannot create or write: kernels are compiled without
   /// it); null: they go unreported.
   std::function<void(const std::string &)> warn;
+  /// Told how a long preparation goes (the host backend's compile, once it
+  /// took two seconds: a line at each translation unit done); null: nothing.
+  std::function<void(const std::string &)> progress;
 };
 
 /// Whether a CUDA device can be used, and if not, why (no libcuda.so.1, no

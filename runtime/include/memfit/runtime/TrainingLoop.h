@@ -86,6 +86,8 @@ struct TrainingSummary {
   /// (their parameters and states unchanged).
   std::vector<int64_t> skipped;
   double seconds = 0;
+  /// The first step's time (its whole step, accumulation included).
+  double firstStepSeconds = 0;
 };
 
 /// Runs the loop on `session` through `trainer` (made for it) with `data`;
