@@ -40,14 +40,23 @@ extern const char *const kHostEmulationHeader;
 namespace {
 
 /// How every unit and the precompiled header are compiled (a unit is then
-/// linked with -shared). -fwrapv: signed integer arithmetic wraps, as it
-/// does on a GPU, instead of being undefined. -fno-math-errno: sqrtf is one
-/// instruction, without the call that would set errno (the kernels never
-/// read it). -O3 and -march=native (with -ffp-contract=off, for the same
-/// roundings) compiled the 12-layer GPT's step slower and ran it no faster
-/// (docs/benchmarks.md).
-constexpr const char *kCompileFlags[] = {"-O2", "-fno-math-errno", "-std=c++17",
-                                         "-fPIC", "-fwrapv", "-w"};
+/// linked with -shared):
+///  - -march=native: the kernels run where they are compiled, so they use
+///    the CPU's vector instructions (the cache key has the CPU, cpuKey);
+///    -ffp-contract=off keeps every rounding of the scalar code (no fused
+///    multiply-adds), so that the results do not depend on the CPU;
+///  - -fopenmp-simd: the thread loops are `omp simd` (memfit_cuda_host.h);
+///    -fno-trapping-math lets the vectorizer compute both sides of a
+///    select (floating-point exceptions are never read);
+///  - -fno-math-errno: sqrtf is one instruction (errno is never read);
+///  - -fwrapv: signed integer arithmetic wraps, as on a GPU.
+/// -O3 compiled the 12-layer GPT's step slower and ran it no faster than
+/// -O2 (docs/benchmarks.md).
+constexpr const char *kCompileFlags[] = {
+    "-O2",          "-march=native",      "-ffp-contract=off",
+    "-fopenmp-simd", "-fno-trapping-math", "-fno-math-errno",
+    "-std=c++17",   "-fPIC",              "-fwrapv",
+    "-w"};
 constexpr const char *kDefinition = "extern \"C\" __global__ void ";
 /// What a kernel's name is replaced with in its cache key.
 constexpr const char *kNamePlaceholder = "MEMFIT_KERNEL_NAME";
@@ -57,6 +66,37 @@ std::string compileFlags() {
   for (const char *flag : kCompileFlags)
     flags += std::string(" ") + flag;
   return flags;
+}
+
+/// What -march=native compiles for: the first processor's identity and
+/// features in /proc/cpuinfo (x86: vendor, family, model and its name,
+/// flags; Arm: implementer, architecture, part, features), part of every
+/// cache key.
+const std::string &cpuKey() {
+  static const std::string key = [] {
+    std::string text;
+    if (StatusOr<std::string> info = readFile("/proc/cpuinfo"))
+      text = *info;
+    std::string key;
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t end = text.find('\n', at);
+      end = end == std::string::npos ? text.size() : end;
+      std::string line = text.substr(at, end - at);
+      at = end + 1;
+      if (line.empty() && !key.empty())
+        break; // the first processor only
+      for (const char *field :
+           {"vendor_id", "cpu family", "model", "flags", "CPU implementer",
+            "CPU architecture", "CPU part", "Features"})
+        if (line.rfind(field, 0) == 0) {
+          key += line + "\n";
+          break;
+        }
+    }
+    return key.empty() ? std::string("cpu unknown") : key;
+  }();
+  return key;
 }
 
 /// The first occurrence of `needle` at the start of a line of `s`, at or
@@ -459,7 +499,7 @@ Status loadHostKernels(const Manifest &manifest,
                        const SessionOptions &options, unsigned jobs,
                        SessionTimings &timings, HostKernels &out) {
   KernelCache cache(options);
-  std::string compilerId = joinWords(compiler) + "\n" + version;
+  std::string compilerId = joinWords(compiler) + "\n" + version + "\n" + cpuKey();
   std::string flags = "host" + compileFlags();
   Loader loader(out);
   timings.cacheHit = false;

@@ -46,7 +46,7 @@
 // CUDA-NEXT: const long long idx = base + j;
 // CUDA: const float [[X:v[0-9]+]] = in0[
 // CUDA-NEXT: const float [[SQ:v[0-9]+]] = [[X]] * [[X]];
-// CUDA-NEXT: MEMFIT_LANE([[P]]) = MEMFIT_LANE([[P]]) + (float)[[SQ]];
+// CUDA-NEXT: MEMFIT_LANE([[P]], j) = MEMFIT_LANE([[P]], j) + (float)[[SQ]];
 // CUDA-NEXT: }
 // CUDA-NEXT: const float [[A:a[0-9]+]] = memfit_block_sum([[P]], scratch);
 // CUDA-NEXT: const float [[M:v[0-9]+]] = (float)([[A]] / 8.0f);
@@ -168,9 +168,9 @@ func.func @row_prologue_no_keepdims(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32
 // CHECK-NOT: memfit.kernel
 // CHECK: return
 // CUDA-LABEL: __global__ void k1_mul_where_softmax(
-// CUDA: MEMFIT_LANE([[PM:pm[0-9]+]]) = memfit_max(MEMFIT_LANE([[PM]]), (float){{v[0-9]+}});
+// CUDA: MEMFIT_LANE([[PM:pm[0-9]+]], j) = memfit_max(MEMFIT_LANE([[PM]], j), (float){{v[0-9]+}});
 // CUDA: const float [[M:a[0-9]+]] = memfit_block_max([[PM]], scratch);
-// CUDA: MEMFIT_LANE([[PS:ps[0-9]+]]) = MEMFIT_LANE([[PS]]) + expf((float){{v[0-9]+}} - [[M]]);
+// CUDA: MEMFIT_LANE([[PS:ps[0-9]+]], j) = MEMFIT_LANE([[PS]], j) + expf((float){{v[0-9]+}} - [[M]]);
 // CUDA: const float [[S:a[0-9]+]] = memfit_block_sum([[PS]], scratch);
 // CUDA: = (float)(expf((float){{v[0-9]+}} - [[M]]) / [[S]]);
 func.func @norm_prologue(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {

@@ -73,9 +73,9 @@ func.func @widen_argument(%x: tensor<4xbf16>) -> tensor<4xf32> {
 // CHECK-LABEL: // k0_add: add_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_add(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 8LL) {
-// CHECK-NEXT: const long long c0 = (idx) / 4LL;
-// CHECK-NEXT: const long long c1 = ((idx) / 1LL) % 4LL;
-// CHECK-NEXT: const float v0 = __bfloat162float(in0[c0 * 4LL + c1 * 1LL]);
+// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 4ULL);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 1ULL % 4ULL);
+// CHECK-NEXT: const float v0 = __bfloat162float(in0[idx]);
 // CHECK-NEXT: const float v1 = __bfloat162float(in1[c1 * 1LL]);
 // CHECK-NEXT: const float v2 = v0 + v1;
 // CHECK-NEXT: out0[idx] = __float2bfloat16_rn(v2);
@@ -84,12 +84,12 @@ func.func @widen_argument(%x: tensor<4xbf16>) -> tensor<4xf32> {
 // 0.0999755859375 in f16).
 // CHECK-LABEL: // k1_mul: mul_f16
 // CHECK-NEXT: extern "C" __global__ void k1_mul(const __half* __restrict__ in0, __half* __restrict__ out0) {
-// CHECK: const float v0 = __half2float(in0[c0 * 1LL]);
+// CHECK: const float v0 = __half2float(in0[idx]);
 // CHECK-NEXT: const float v1 = v0 * 0.0999755859f;
 // CHECK-NEXT: out0[idx] = __float2half_rn(v1);
 // Math functions are the float ones.
 // CHECK-LABEL: // k2_sigmoid: sigmoid_f16
-// CHECK: const float v0 = __half2float(in0[c0 * 1LL]);
+// CHECK: const float v0 = __half2float(in0[idx]);
 // CHECK-NEXT: const float v1 = 1.0f / (1.0f + expf(-v0));
 // CHECK-NEXT: out0[idx] = __float2half_rn(v1);
 // CHECK-LABEL: // k3_gelu: gelu_bf16
@@ -117,7 +117,7 @@ func.func @pointwise(%x: tensor<2x4xbf16>, %b: tensor<4xbf16>, %h: tensor<4xf16>
 // store, not after every op.
 // CHECK-LABEL: // k0_mul_add: scale, shift
 // CHECK-NEXT: extern "C" __global__ void k0_mul_add(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, __nv_bfloat16* __restrict__ out0) {
-// CHECK: const float v0 = __bfloat162float(in0[c0 * 4LL + c1 * 1LL]);
+// CHECK: const float v0 = __bfloat162float(in0[idx]);
 // CHECK-NEXT: const float v1 = v0 * 0.5f;
 // CHECK-NEXT: const float v2 = __bfloat162float(in1[c1 * 1LL]);
 // CHECK-NEXT: const float v3 = v1 + v2;
@@ -142,11 +142,11 @@ func.func @fused(%x: tensor<2x4xbf16>, %b: tensor<4xbf16>) -> tensor<2x4xbf16> {
 // float of the f16 value.
 // CHECK-LABEL: // k0_cast_cast_cast_4ops: to_bf16, from_bf16, to_f16, f16_to_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_cast_cast_cast_4ops(const float* __restrict__ in0, const __half* __restrict__ in1, __nv_bfloat16* __restrict__ out0, float* __restrict__ out1, __half* __restrict__ out2, __nv_bfloat16* __restrict__ out3) {
-// CHECK: const float v0 = in0[c0 * 1LL];
+// CHECK: const float v0 = in0[idx];
 // CHECK-NEXT: const float v1 = __bfloat162float(__float2bfloat16_rn((float)v0));
 // CHECK-NEXT: const float v2 = (float)v1;
 // CHECK-NEXT: const float v3 = __half2float(__float2half_rn((float)v0));
-// CHECK-NEXT: const float v4 = __half2float(in1[c0 * 1LL]);
+// CHECK-NEXT: const float v4 = __half2float(in1[idx]);
 // CHECK-NEXT: const float v5 = __bfloat162float(__float2bfloat16_rn((float)v4));
 // CHECK-NEXT: out0[idx] = __float2bfloat16_rn(v1);
 // CHECK-NEXT: out1[idx] = v2;
@@ -156,7 +156,7 @@ func.func @fused(%x: tensor<2x4xbf16>, %b: tensor<4xbf16>) -> tensor<2x4xbf16> {
 // rounded register rounds again, exactly).
 // CHECK-LABEL: // k1_cast: widen_bf16
 // CHECK-NEXT: extern "C" __global__ void k1_cast(const __nv_bfloat16* __restrict__ in0, float* __restrict__ out0) {
-// CHECK: const float v0 = __bfloat162float(in0[c0 * 1LL]);
+// CHECK: const float v0 = __bfloat162float(in0[idx]);
 // CHECK-NEXT: const float v1 = (float)v0;
 // CHECK-NEXT: out0[idx] = v1;
 // CHECK-LABEL: // k2_cast: narrow_bf16
@@ -187,18 +187,18 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 // CHECK-NEXT: extern "C" __global__ void k0_softmax(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
 // CHECK: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
-// CHECK: MEMFIT_LANE([[M]]) = memfit_max(MEMFIT_LANE([[M]]), __bfloat162float(in0[base + j * 1LL]));
+// CHECK: MEMFIT_LANE([[M]], j) = memfit_max(MEMFIT_LANE([[M]], j), __bfloat162float(in0[base + j * 1LL]));
 // CHECK: MEMFIT_PARTIAL(float, [[S:ps[0-9]+]], 0);
-// CHECK: MEMFIT_LANE([[S]]) = MEMFIT_LANE([[S]]) + expf(__bfloat162float(in0[base + j * 1LL]) - m);
+// CHECK: MEMFIT_LANE([[S]], j) = MEMFIT_LANE([[S]], j) + expf(__bfloat162float(in0[base + j * 1LL]) - m);
 // CHECK: out0[base + j * 1LL] = __float2bfloat16_rn(expf(__bfloat162float(in0[base + j * 1LL]) - m) / s);
 // The scale and the bias widen like the input.
 // CHECK-LABEL: // k1_layer_norm: ln_bf16
 // CHECK-NEXT: extern "C" __global__ void k1_layer_norm(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, const __nv_bfloat16* __restrict__ in2, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
 // CHECK: MEMFIT_PARTIAL(float, [[SUM:ps[0-9]+]], 0);
-// CHECK: MEMFIT_LANE([[SUM]]) = MEMFIT_LANE([[SUM]]) + __bfloat162float(in0[base + j]);
+// CHECK: MEMFIT_LANE([[SUM]], j) = MEMFIT_LANE([[SUM]], j) + __bfloat162float(in0[base + j]);
 // CHECK-NEXT: const float mean = memfit_block_sum([[SUM]], scratch) / 8.0f;
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + (__bfloat162float(in0[base + j]) - mean) * (__bfloat162float(in0[base + j]) - mean);
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + (__bfloat162float(in0[base + j]) - mean) * (__bfloat162float(in0[base + j]) - mean);
 // CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = __float2bfloat16_rn((__bfloat162float(in0[base + j]) - mean) * inv * __bfloat162float(in1[j]) + __bfloat162float(in2[j]));
 // A broadcast scale [8] of a normalized shape [3,8] widens at its offset.
@@ -207,7 +207,7 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 // CHECK-LABEL: // k3_rms_norm: rms_f16
 // CHECK-NEXT: extern "C" __global__ void k3_rms_norm(const __half* __restrict__ in0, const __half* __restrict__ in1, __half* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + __half2float(in0[base + j]) * __half2float(in0[base + j]);
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + __half2float(in0[base + j]) * __half2float(in0[base + j]);
 // CHECK: out0[base + j] = __float2half_rn((__half2float(in0[base + j])) * inv * __half2float(in1[j]));
 // CHECK-LABEL: // k4_log_softmax: log_softmax_f16
 // CHECK: const float shift = m + logf(s);
@@ -216,17 +216,17 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 // CHECK-NEXT: extern "C" __global__ void k5_reduce_sum(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: __shared__ float scratch[32];
 // CHECK: MEMFIT_PARTIAL(float, p, 0);
-// CHECK: MEMFIT_LANE(p) += __bfloat162float(in0[base + j]);
+// CHECK: MEMFIT_LANE(p, j) += __bfloat162float(in0[base + j]);
 // CHECK: const float a = memfit_block_sum(p, scratch);
 // CHECK-NEXT: if (threadIdx.x == 0) out0[row] = __float2bfloat16_rn(a);
 // CHECK-LABEL: // k6_reduce_sum: sum_f16
-// CHECK: MEMFIT_LANE(p) += __half2float(in0[base + r0 * 10LL]);
+// CHECK: MEMFIT_LANE(p, j) += __half2float(in0[base + r0 * 10LL]);
 // CHECK: if (threadIdx.x == 0) out0[row] = __float2half_rn(a);
 // CHECK-LABEL: // k7_reduce_mean: mean_f16
 // CHECK: if (threadIdx.x == 0) out0[row] = __float2half_rn(a / 8.0f);
 // CHECK-LABEL: // k8_reduce_max: max_bf16
 // CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
-// CHECK: MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), __bfloat162float(in0[base + j]));
+// CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), __bfloat162float(in0[base + j]));
 // CHECK: if (threadIdx.x == 0) out0[row] = __float2bfloat16_rn(a);
 func.func @rows(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %h: tensor<2x3x8xf16>, %hg: tensor<8xf16>, %l: tensor<6x2x5xf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<2x3x8xf16>, tensor<2x3x8xf16>, tensor<2x3x8xf16>, tensor<4x1xbf16>, tensor<2x5xf16>, tensor<2x3xf16>, tensor<4x1xbf16>) {
   %0 = memfit.softmax %x {axis = -1 : i64} : tensor<4x8xbf16> loc("softmax_bf16")

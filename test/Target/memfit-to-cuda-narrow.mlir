@@ -45,10 +45,10 @@ func.func @to_f8(%x: tensor<4xf32>) -> (tensor<4xf8E4M3FN>, tensor<4xf8E5M2>) {
 // -----
 
 // CHECK-LABEL: extern "C" __global__ void k0_cast(const unsigned char* __restrict__ in0, __half* __restrict__ out0) {
-// CHECK: const float v0 = memfit_fp_decode(in0[c0 * 1LL], 4, 3, 8, 2);
+// CHECK: const float v0 = memfit_fp_decode(in0[idx], 4, 3, 8, 2);
 // CHECK-NEXT: const float v1 = __half2float(__float2half_rn((float)v0));
 // CHECK-LABEL: extern "C" __global__ void k1_cast(const unsigned char* __restrict__ in0, float* __restrict__ out0) {
-// CHECK: const float v0 = memfit_fp_decode(in0[c0 * 1LL], 2, 1, 1, 3);
+// CHECK: const float v0 = memfit_fp_decode(in0[idx], 2, 1, 1, 3);
 // MANIFEST: "dtype": "f8e4m3fnuz",
 // MANIFEST: "dtype": "f4e2m1",
 func.func @from_small_floats(%x: tensor<4xf8E4M3FNUZ>, %y: tensor<4xf4E2M1FN>) -> (tensor<4xf16>, tensor<4xf32>) {
@@ -60,13 +60,13 @@ func.func @from_small_floats(%x: tensor<4xf8E4M3FNUZ>, %y: tensor<4xf4E2M1FN>) -
 // -----
 
 // CHECK-LABEL: extern "C" __global__ void k0_cast(const unsigned char* __restrict__ in0, signed char* __restrict__ out0) {
-// CHECK: const int v0 = ((int)(signed char)((in0[c0 * 1LL]) << 4) >> 4);
+// CHECK: const int v0 = ((int)(signed char)((in0[idx]) << 4) >> 4);
 // CHECK-NEXT: const signed char v1 = (signed char)v0;
 // CHECK-LABEL: extern "C" __global__ void k1_cast(const float* __restrict__ in0, unsigned char* __restrict__ out0) {
 // CHECK: const int v1 = (int)v0;
 // CHECK-NEXT: out0[idx] = (unsigned char)((int)(v1) & 15);
 // CHECK-LABEL: extern "C" __global__ void k2_add(const unsigned char* __restrict__ in0, unsigned char* __restrict__ out0) {
-// CHECK: const int v0 = ((int)(in0[c0 * 1LL]) & 3);
+// CHECK: const int v0 = ((int)(in0[idx]) & 3);
 // CHECK-NEXT: const int v1 = v0 + v0;
 // CHECK-NEXT: out0[idx] = (unsigned char)((int)(v1) & 3);
 // MANIFEST: "dtype": "i4",

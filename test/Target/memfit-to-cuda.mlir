@@ -25,9 +25,9 @@
 // CHECK-LABEL: // k0_add: add_node
 // CHECK-NEXT: extern "C" __global__ void k0_add(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 8LL) {
-// CHECK-NEXT: const long long c0 = (idx) / 4LL;
-// CHECK-NEXT: const long long c1 = ((idx) / 1LL) % 4LL;
-// CHECK-NEXT: const float v0 = in0[c0 * 4LL + c1 * 1LL];
+// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 4ULL);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 1ULL % 4ULL);
+// CHECK-NEXT: const float v0 = in0[idx];
 // CHECK-NEXT: const float v1 = in1[c1 * 1LL];
 // CHECK-NEXT: const float v2 = v0 + v1;
 // CHECK-NEXT: out0[idx] = v2;
@@ -37,7 +37,7 @@
 // CHECK-NEXT: const float v2 = v0 * v1;
 // A [2,1] operand broadcasts along its dimension of 1.
 // CHECK-LABEL: // k2_sub: sub_node
-// CHECK: const float v0 = in0[c0 * 4LL + c1 * 1LL];
+// CHECK: const float v0 = in0[idx];
 // CHECK-NEXT: const float v1 = in1[c0 * 1LL];
 // CHECK-NEXT: const float v2 = v0 - v1;
 func.func @broadcasting(%x: tensor<2x4xf32>, %b: tensor<4xf32>, %s: tensor<f32>, %col: tensor<2x1xf32>) -> tensor<2x4xf32> {
@@ -178,8 +178,8 @@ func.func @cast(%x: tensor<4xf32>, %b: tensor<4xi1>, %i: tensor<4xi64>) -> (tens
 // Three-way broadcasting; the splat -inf is a literal.
 // CHECK-LABEL: // k0_where: where
 // CHECK-NEXT: extern "C" __global__ void k0_where(const bool* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
-// CHECK: const bool v0 = in0[c1 * 4LL + c2 * 1LL];
-// CHECK-NEXT: const float v1 = in1[c0 * 16LL + c1 * 4LL + c2 * 1LL];
+// CHECK: const bool v0 = (*(const unsigned char *)&in0[c1 * 4LL + c2 * 1LL] != 0);
+// CHECK-NEXT: const float v1 = in1[idx];
 // CHECK-NEXT: const float v2 = (v0 ? v1 : __int_as_float((int)0xff800000u));
 func.func @where(%m: tensor<4x4xi1>, %x: tensor<2x4x4xf32>) -> tensor<2x4x4xf32> {
   %ninf = memfit.constant dense<0xFF800000> : tensor<f32>
@@ -192,8 +192,8 @@ func.func @where(%m: tensor<4x4xi1>, %x: tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
 // Trilu compares the diagonal offset (column - row) of the last two
 // coordinates with k.
 // CHECK-LABEL: // k0_trilu: triu
-// CHECK: const long long c1 = ((idx) / 4LL) % 4LL;
-// CHECK-NEXT: const long long c2 = ((idx) / 1LL) % 4LL;
+// CHECK: const long long c1 = (long long)((unsigned long long)(idx) / 4ULL % 4ULL);
+// CHECK-NEXT: const long long c2 = (long long)((unsigned long long)(idx) / 1ULL % 4ULL);
 // CHECK: const float v1 = ((c2 - c1) >= 1LL ? v0 : (float)0);
 // CHECK-LABEL: // k1_trilu: tril
 // CHECK: const float v1 = ((c2 - c1) <= 0LL ? v0 : (float)0);
@@ -231,8 +231,8 @@ func.func @compare(%x: tensor<4xf32>, %y: tensor<4xf32>) -> (tensor<4xi1>, tenso
 // Integer arithmetic in long long; an integer splat is a typed literal.
 // CHECK-LABEL: // k0_sub: isub
 // CHECK-NEXT: extern "C" __global__ void k0_sub(const long long* __restrict__ in0, const long long* __restrict__ in1, long long* __restrict__ out0) {
-// CHECK: const long long v0 = in0[c0 * 1LL];
-// CHECK-NEXT: const long long v1 = in1[c0 * 1LL];
+// CHECK: const long long v0 = in0[idx];
+// CHECK-NEXT: const long long v1 = in1[idx];
 // CHECK-NEXT: const long long v2 = v0 - v1;
 // CHECK-LABEL: // k1_div: idiv
 // CHECK: const long long v2 = memfit_idiv((long long)v0, (long long)v1);
@@ -254,7 +254,7 @@ func.func @int64(%x: tensor<4xi64>, %y: tensor<4xi64>) -> (tensor<4xi64>, tensor
 // every node in its comment.
 // CHECK-LABEL: // k0_mul_add: scale, shift
 // CHECK-NEXT: extern "C" __global__ void k0_mul_add(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0, float* __restrict__ out1) {
-// CHECK: const float v0 = in0[c0 * 4LL + c1 * 1LL];
+// CHECK: const float v0 = in0[idx];
 // CHECK-NEXT: const float v1 = v0 * 0.5f;
 // CHECK-NEXT: const float v2 = in1[c1 * 1LL];
 // CHECK-NEXT: const float v3 = v1 + v2;
@@ -281,9 +281,9 @@ func.func @fused(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, te
 // strides [12,4,1], so perm [2,0,1] gives strides [1,12,4].
 // CHECK-LABEL: // k0_transpose: transpose
 // CHECK: MEMFIT_THREAD_LOOP(idx, 24LL) {
-// CHECK-NEXT: const long long c0 = (idx) / 6LL;
-// CHECK-NEXT: const long long c1 = ((idx) / 3LL) % 2LL;
-// CHECK-NEXT: const long long c2 = ((idx) / 1LL) % 3LL;
+// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 6ULL);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 3ULL % 2ULL);
+// CHECK-NEXT: const long long c2 = (long long)((unsigned long long)(idx) / 1ULL % 3ULL);
 // CHECK-NEXT: const float v0 = in0[c0 * 1LL + c1 * 12LL + c2 * 4LL];
 // CHECK-NEXT: out0[idx] = v0;
 func.func @transpose(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
@@ -346,7 +346,7 @@ func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x1xf32>, %c: tensor<2x4xf32>)
 // CHECK-LABEL: // k0_expand: expand
 // CHECK-NEXT: extern "C" __global__ void k0_expand(const bool* __restrict__ in0, bool* __restrict__ out0) {
 // CHECK: MEMFIT_THREAD_LOOP(idx, 24LL) {
-// CHECK: const bool v0 = in0[c1 * 1LL];
+// CHECK: const bool v0 = (*(const unsigned char *)&in0[c1 * 1LL] != 0);
 // CHECK-NEXT: out0[idx] = v0;
 func.func @expand(%x: tensor<1x4x1xi1>) -> tensor<2x4x3xi1> {
   %0 = memfit.expand %x : tensor<1x4x1xi1> to tensor<2x4x3xi1> loc("expand")
@@ -396,9 +396,9 @@ func.func @range() -> (tensor<5xi64>, tensor<3xf32>) {
 // CHECK-NEXT: const long long base = (row / 1LL) * 40LL + row % 1LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
 // CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 40LL)
-// CHECK-NEXT: MEMFIT_LANE([[M]]) = memfit_max(MEMFIT_LANE([[M]]), (float)in0[base + j * 1LL]);
+// CHECK-NEXT: MEMFIT_LANE([[M]], j) = memfit_max(MEMFIT_LANE([[M]], j), (float)in0[base + j * 1LL]);
 // CHECK-NEXT: const float m = memfit_block_max([[M]], scratch);
-// CHECK: MEMFIT_LANE([[S:ps[0-9]+]]) = MEMFIT_LANE([[S]]) + expf((float)in0[base + j * 1LL] - m);
+// CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j) = MEMFIT_LANE([[S]], j) + expf((float)in0[base + j * 1LL] - m);
 // CHECK-NEXT: const float s = memfit_block_sum([[S]], scratch);
 // CHECK: out0[base + j * 1LL] = expf((float)in0[base + j * 1LL] - m) / s;
 func.func @softmax_last(%x: tensor<2x3x40xf32>) -> tensor<2x3x40xf32> {
@@ -413,7 +413,7 @@ func.func @softmax_last(%x: tensor<2x3x40xf32>) -> tensor<2x3x40xf32> {
 // CHECK-LABEL: // k0_softmax: softmax_mid
 // CHECK: const long long base = (row / 4LL) * 20LL + row % 4LL;
 // CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 5LL)
-// CHECK-NEXT: MEMFIT_LANE([[M:pm[0-9]+]]) = memfit_max(MEMFIT_LANE([[M]]), (float)in0[base + j * 4LL]);
+// CHECK-NEXT: MEMFIT_LANE([[M:pm[0-9]+]], j) = memfit_max(MEMFIT_LANE([[M]], j), (float)in0[base + j * 4LL]);
 // CHECK: out0[base + j * 4LL] = expf((float)in0[base + j * 4LL] - m) / s;
 func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
   %0 = memfit.softmax %x {axis = 1 : i64} : tensor<2x5x4xf32> loc("softmax_mid")
@@ -426,7 +426,7 @@ func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
 // CHECK-LABEL: // k0_log_softmax: log_softmax
 // CHECK: __shared__ double scratch[32];
 // CHECK: MEMFIT_PARTIAL(double, {{pm[0-9]+}}, __longlong_as_double((long long)0xfff0000000000000ULL));
-// CHECK: MEMFIT_LANE([[S:ps[0-9]+]]) = MEMFIT_LANE([[S]]) + exp((double)in0[base + j * 1LL] - m);
+// CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j) = MEMFIT_LANE([[S]], j) + exp((double)in0[base + j * 1LL] - m);
 // CHECK: const double shift = m + log(s);
 // CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL)
 // CHECK-NEXT: out0[base + j * 1LL] = (double)in0[base + j * 1LL] - shift;
@@ -441,9 +441,9 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // CHECK-LABEL: // k0_layer_norm: ln
 // CHECK-NEXT: extern "C" __global__ void k0_layer_norm(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out0) {
 // CHECK: const long long base = (long long)blockIdx.x * 8LL;
-// CHECK: MEMFIT_LANE([[SUM:ps[0-9]+]]) = MEMFIT_LANE([[SUM]]) + (float)in0[base + j];
+// CHECK: MEMFIT_LANE([[SUM:ps[0-9]+]], j) = MEMFIT_LANE([[SUM]], j) + (float)in0[base + j];
 // CHECK-NEXT: const float mean = memfit_block_sum([[SUM]], scratch) / 8.0f;
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + ((float)in0[base + j] - mean) * ((float)in0[base + j] - mean);
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + ((float)in0[base + j] - mean) * ((float)in0[base + j] - mean);
 // CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[j] + in2[j];
 // Without bias, over the last two dimensions (axis 1: 3 x 8 = 24).
@@ -456,8 +456,8 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // CHECK-LABEL: // k2_layer_norm: ln_broadcast
 // CHECK: const float inv =
 // CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 24LL) {
-// CHECK-NEXT: const long long s0 = (j) / 8LL;
-// CHECK-NEXT: const long long s1 = ((j) / 1LL) % 8LL;
+// CHECK-NEXT: const long long s0 = (long long)((unsigned long long)(j) / 8ULL);
+// CHECK-NEXT: const long long s1 = (long long)((unsigned long long)(j) / 1ULL % 8ULL);
 // CHECK-NEXT: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[s1 * 1LL] + in2[s0 * 1LL];
 func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %g2: tensor<3x8xf32>, %b2: tensor<3x1xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
   %0 = memfit.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 9.99999974E-6 : f32} : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32> loc("ln")
@@ -471,7 +471,7 @@ func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 // RMS norm: no mean; x * rsqrt(mean(x^2) + eps) * scale.
 // CHECK-LABEL: // k0_rms_norm: rms
 // CHECK-NOT: mean
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]]) = MEMFIT_LANE([[SQ]]) + (float)in0[base + j] * (float)in0[base + j];
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + (float)in0[base + j] * (float)in0[base + j];
 // CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 300.0f + 9.99999997e-07f);
 // CHECK: out0[base + j] = ((float)in0[base + j]) * inv * in1[j];
 func.func @rms_norm(%x: tensor<4x300xf32>, %g: tensor<300xf32>) -> tensor<4x300xf32> {
@@ -491,7 +491,7 @@ func.func @rms_norm(%x: tensor<4x300xf32>, %g: tensor<300xf32>) -> tensor<4x300x
 // CHECK-NEXT: const long long base = row * 50LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(float, p, 0);
 // CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 50LL) {
-// CHECK-NEXT: MEMFIT_LANE(p) += (float)in0[base + j];
+// CHECK-NEXT: MEMFIT_LANE(p, j) += (float)in0[base + j];
 // CHECK: const float a = memfit_block_sum(p, scratch);
 // CHECK-NEXT: if (threadIdx.x == 0) out0[row] = (float)(a);
 func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
@@ -504,12 +504,12 @@ func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
 // Reducing the leading axis of [6,2,5]: the row's kept coordinates k0, k1
 // give its base, the reduced coordinate r0 steps by the stride 10.
 // CHECK-LABEL: // k0_reduce_sum: sum_lead
-// CHECK: const long long k0 = (row) / 5LL;
-// CHECK-NEXT: const long long k1 = ((row) / 1LL) % 5LL;
+// CHECK: const long long k0 = (long long)((unsigned long long)(row) / 5ULL);
+// CHECK-NEXT: const long long k1 = (long long)((unsigned long long)(row) / 1ULL % 5ULL);
 // CHECK-NEXT: const long long base = k0 * 5LL + k1 * 1LL;
 // CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 6LL) {
-// CHECK-NEXT: const long long r0 = (j) / 1LL;
-// CHECK-NEXT: MEMFIT_LANE(p) += (float)in0[base + r0 * 10LL];
+// CHECK-NEXT: const long long r0 = (long long)((unsigned long long)(j) / 1ULL);
+// CHECK-NEXT: MEMFIT_LANE(p, j) += (float)in0[base + r0 * 10LL];
 func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
   %0 = memfit.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<6x2x5xf32> -> tensor<2x5xf32> loc("sum_lead")
   return %0 : tensor<2x5xf32>
@@ -521,12 +521,12 @@ func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
 // ONNX's max over no elements).
 // CHECK-LABEL: // k0_reduce_max: max
 // CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
-// CHECK: MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), (float)in0[base + j]);
+// CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), (float)in0[base + j]);
 // CHECK: const float a = memfit_block_max(p, scratch);
 // CHECK-LABEL: // k1_reduce_max: imax
 // CHECK: __shared__ long long scratch[32];
 // CHECK: MEMFIT_PARTIAL(long long, p, (-9223372036854775807LL - 1));
-// CHECK: MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), (long long)in0[base + j]);
+// CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), (long long)in0[base + j]);
 // CHECK-LABEL: // k2_reduce_max: bmax
 // CHECK: MEMFIT_PARTIAL(long long, p, 0LL);
 func.func @reduce_max(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %b: tensor<4x0xi1>) -> (tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xi1>) {
@@ -557,7 +557,7 @@ func.func @reduce_mean(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> (tensor<4xf3
 // CHECK-NEXT: __shared__ long long scratch[32];
 // CHECK: const long long base = row * 32LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(long long, p, 0);
-// CHECK: MEMFIT_LANE(p) += (long long)in0[base + j];
+// CHECK: MEMFIT_LANE(p, j) += (long long)in0[base + j];
 // CHECK: if (threadIdx.x == 0) out0[row] = (int)(a);
 func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
   %0 = memfit.reduce_sum %x {axes = array<i64>, keepdims = false} : tensor<4x8xi32> -> tensor<i32> loc("isum")
@@ -585,8 +585,8 @@ func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
 // CHECK: for (long long c = 0; c < 10LL; ++c) m = memfit_max(m, (float)in0[base + (c) * 1LL]);
 // CHECK: for (long long c = 0; c < 10LL; ++c) s += expf((float)in0[base + (c) * 1LL] - m);
 // CHECK-NEXT: loss = (m + logf(s) - (float)in0[base + (label) * 1LL]) * w;
-// CHECK: MEMFIT_LANE(totals) += loss;
-// CHECK-NEXT: MEMFIT_LANE(weights) += w;
+// CHECK: MEMFIT_LANE(totals, r) += loss;
+// CHECK-NEXT: MEMFIT_LANE(weights, r) += w;
 // CHECK: const float total = memfit_block_sum(totals, scratch);
 // CHECK-NEXT: const float weight = memfit_block_sum(weights, scratch);
 // CHECK-NEXT: if (threadIdx.x == 0) out0[0] = total / weight;

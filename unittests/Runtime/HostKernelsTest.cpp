@@ -361,7 +361,7 @@ std::string rowReductionBody(bool host, int row) {
                   "; j += blockDim.x) {\n";
   for (int k = 0; k < 6; ++k) {
     std::string lane =
-        host ? std::string("MEMFIT_LANE(") + names[k] + ")" : names[k];
+        host ? std::string("MEMFIT_LANE(") + names[k] + ", j)" : names[k];
     std::string x = std::string(inputs[k]) + "[base + j]";
     s += "    " + lane + " = " +
          (k % 2 ? "op_max(" + lane + ", " + x + ")" : lane + " + " + x) +

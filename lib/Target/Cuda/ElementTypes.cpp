@@ -107,6 +107,10 @@ FailureOr<std::string> cuda::regType(Type type) {
 }
 
 std::string cuda::widen(Type type, StringRef access) {
+  // A bool is read as its byte (0 or 1): the same value, and a load that
+  // the host compiler vectorizes (GCC does not vectorize loads of bool).
+  if (type.isInteger(1))
+    return ("(*(const unsigned char *)&" + access + " != 0)").str();
   if (type.isBF16())
     return ("__bfloat162float(" + access + ")").str();
   if (type.isF16())

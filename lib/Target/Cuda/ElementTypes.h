@@ -57,7 +57,8 @@ FailureOr<std::string> cType(Type type);
 FailureOr<std::string> regType(Type type);
 /// `access`, an element of `type` in a buffer, as its register value:
 /// `__bfloat162float(access)` for bf16, `__half2float(access)` for f16,
-/// decoded or sign-extended for the packed types, `access` otherwise.
+/// decoded or sign-extended for the packed types, its byte compared with
+/// 0 for i1, `access` otherwise.
 std::string widen(Type type, StringRef access);
 /// `access` as a value of the accumulator type `acc`: widened for f16,
 /// bf16 and the packed types, `(acc)access` otherwise.

@@ -18,14 +18,17 @@ using namespace mlir::memfit::cuda;
 
 void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
                       StringRef index, StringRef prefix, StringRef indent) {
+  // Unsigned division: the index is never negative, and a signed 64-bit
+  // division, even by a power of two, keeps the host compiler from
+  // vectorizing a loop on CPUs without 64-bit arithmetic vector shifts.
   Shape strides = stridesOf(shape);
   for (size_t d = 0; d < shape.size(); ++d) {
-    os << indent << "const long long " << prefix << d << " = ";
-    if (d == 0)
-      os << "(" << index << ") / " << strides[d] << "LL;\n";
-    else
-      os << "((" << index << ") / " << strides[d] << "LL) % " << shape[d]
-         << "LL;\n";
+    os << indent << "const long long " << prefix << d
+       << " = (long long)((unsigned long long)(" << index << ") / "
+       << strides[d] << "ULL";
+    if (d != 0)
+      os << " % " << shape[d] << "ULL";
+    os << ");\n";
   }
 }
 

@@ -19,8 +19,9 @@
 
 namespace mlir::memfit::cuda {
 
-/// Writes `const long long <prefix><d> = ...;` coordinates of `index` in
-/// `shape`, one per dimension.
+/// Writes `const long long <prefix><d> = ...;` coordinates of `index` (an
+/// expression never negative) in `shape`, one per dimension, by unsigned
+/// division.
 void emitCoords(raw_ostream &os, ArrayRef<int64_t> shape, StringRef index,
                 StringRef prefix, StringRef indent = "  ");
 /// The offset `<prefix>0 * strides[0] + <prefix>1 * strides[1] + ...` of

@@ -243,11 +243,13 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
                            << " does not broadcast to the kernel's shape "
                            << shapeToString(domainShape),
              failure();
-    return define(
-        value,
-        widen(eltOf(arg), param(arg) + "[" +
-                              broadcastOffset(shape, domainShape.size(), "c") +
-                              "]"));
+    // An input of the domain's shape is read at the domain's index (the
+    // offset its coordinates would add up to).
+    std::string offset = shape == domainShape
+                             ? domainIndex
+                             : broadcastOffset(shape, domainShape.size(), "c");
+    return define(value,
+                  widen(eltOf(arg), param(arg) + "[" + offset + "]"));
   }
   return error(value.getDefiningOp()) << "value used before its definition",
          failure();

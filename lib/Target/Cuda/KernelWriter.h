@@ -99,13 +99,13 @@ public:
   void threadLoop(StringRef name, int64_t count);
   /// Declares the shared scratch of the block reductions.
   void writeScratch(StringRef acc);
-  /// Writes a block-stride `loop` (blockStrideLoop, over `j` or its own
-  /// variable) in which each thread folds `term` into a partial result
+  /// Writes a block-stride loop of `var` over [0, count) in which each
+  /// thread folds `term` (an expression of `var`) into a partial result
   /// (MEMFIT_PARTIAL, from `init`) by sum or, with `isMax`, memfit_max;
   /// returns the expression of the block's result, the same in every
   /// thread (memfit_block_sum or memfit_block_max of the partials).
   std::string writeReduction(StringRef acc, bool isMax, StringRef init,
-                             StringRef loop, StringRef term);
+                             StringRef var, int64_t count, StringRef term);
   /// Writes `m`, the maximum of a row of `n` elements `element` (an
   /// expression of `j`), and `s`, the sum of exp(element - m) over it.
   void writeRowMaxSum(StringRef acc, Type type, int64_t n, StringRef element);
@@ -207,6 +207,10 @@ private:
   /// into the manifest.
   int64_t gridBlocks = 1;
   Shape domainShape;
+  /// The linear index of the domain's element in the code being written
+  /// (`idx`; `row` in a row kernel's per-row code): an input of the
+  /// domain's shape is read at it.
+  std::string domainIndex = "idx";
   DenseMap<Value, std::string> names;
   unsigned nextVar = 0;
 

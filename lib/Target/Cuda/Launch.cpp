@@ -93,13 +93,13 @@ void KernelWriter::writeScratch(StringRef acc) {
 }
 
 std::string KernelWriter::writeReduction(StringRef acc, bool isMax,
-                                         StringRef init, StringRef loop,
-                                         StringRef term) {
+                                         StringRef init, StringRef var,
+                                         int64_t count, StringRef term) {
   std::string partial = freshName(isMax ? "pm" : "ps");
-  std::string lane = "MEMFIT_LANE(" + partial + ")";
+  std::string lane = "MEMFIT_LANE(" + partial + ", " + var.str() + ")";
   os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", " << init
      << ");\n";
-  os << loop << "\n    " << lane << " = "
+  os << blockStrideLoop(var, count) << "\n    " << lane << " = "
      << (isMax ? "memfit_max(" + lane + ", " + term.str() + ")"
                : lane + " + " + term.str())
      << ";\n";
@@ -109,13 +109,12 @@ std::string KernelWriter::writeReduction(StringRef acc, bool isMax,
 
 void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,
                                   StringRef element) {
-  std::string loop = blockStrideLoop("j", n);
   std::string max = writeReduction(
-      acc, /*isMax=*/true, floatLiteral(-INFINITY, type.isF64()), loop,
+      acc, /*isMax=*/true, floatLiteral(-INFINITY, type.isF64()), "j", n,
       element);
   os << "  const " << acc << " m = " << max << ";\n";
   std::string sum =
-      writeReduction(acc, /*isMax=*/false, "0", loop,
+      writeReduction(acc, /*isMax=*/false, "0", "j", n,
                      mathFn("exp", type) + "(" + element.str() + " - m)");
   os << "  const " << acc << " s = " << sum << ";\n";
 }

@@ -98,7 +98,8 @@ LogicalResult emitLoss(KernelWriter &w, Operation *op, Value scores,
   os << "  MEMFIT_PARTIAL(" << *acc << ", weights, 0);\n";
   os << blockStrideLoop("r", rows) << " {\n";
   writeRow("    ");
-  os << "    MEMFIT_LANE(totals) += loss;\n    MEMFIT_LANE(weights) += w;\n"
+  os << "    MEMFIT_LANE(totals, r) += loss;\n"
+        "    MEMFIT_LANE(weights, r) += w;\n"
         "  }\n";
   os << "  const " << *acc << " total = memfit_block_sum(totals, scratch);\n";
   os << "  const " << *acc
@@ -156,7 +157,7 @@ LogicalResult emitLossTemplate(SoftmaxCrossEntropyGradOp op, KernelWriter &w) {
   if (op.getReduction() == LossReduction::Mean) {
     if (ignoreIndex) {
       std::string count = w.writeReduction(
-          *acc, /*isMax=*/false, "0", blockStrideLoop("r", rows),
+          *acc, /*isMax=*/false, "0", "r", rows,
           "((long long)" + labels + "[r] != " + intLiteral(*ignoreIndex) +
               " ? " + floatLiteral(1.0, d) + " : " + floatLiteral(0.0, d) +
               ")");

@@ -19,14 +19,15 @@ template <typename T> static __device__ __forceinline__ T memfit_warp_max(T v) {
 //  - MEMFIT_BLOCK_STRIDE(j, first, last) { ... }: the block's threads stride
 //    over [first, last);
 //  - MEMFIT_PARTIAL(T, a, init): a per-thread partial result, read and
-//    written as MEMFIT_LANE(a) inside a block-stride loop and combined by
+//    written as MEMFIT_LANE(a, j) inside a block-stride loop over j and
+//    combined by
 //    memfit_block_sum or memfit_block_max after it.
 // Everything else in such a kernel is the same for every thread of a block.
 #ifndef MEMFIT_CUDA_HOST_H
 #define MEMFIT_THREAD_LOOP(i, n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i = (n))
 #define MEMFIT_BLOCK_STRIDE(j, first, last) for (long long j = (first) + threadIdx.x; j < (last); j += blockDim.x)
 #define MEMFIT_PARTIAL(T, a, init) T a = (init)
-#define MEMFIT_LANE(a) a
+#define MEMFIT_LANE(a, j) a
 #endif
 // Block-wide reductions: every thread gets the result. `scratch` holds one
 // value per warp; blockDim.x is a multiple of 32. The host backend computes

@@ -111,13 +111,13 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   std::string x = loadAs(acc, type, in + "[base + j]");
   std::string t = x;
   if (!rms) {
-    std::string sum = w.writeReduction(acc, /*isMax=*/false, "0", loop, x);
+    std::string sum = w.writeReduction(acc, /*isMax=*/false, "0", "j", n, x);
     os << "  const " << acc << " mean = " << sum << " / "
        << floatLiteral(static_cast<double>(n), d) << ";\n";
     t = "(" + x + " - mean)";
   }
-  std::string sq = w.writeReduction(acc, /*isMax=*/false, "0", loop,
-                                    t + " * " + t);
+  std::string sq =
+      w.writeReduction(acc, /*isMax=*/false, "0", "j", n, t + " * " + t);
   os << "  const " << acc << " inv = " << floatLiteral(1.0, d) << " / "
      << mathFn("sqrt", type) << "(" << sq << " / "
      << floatLiteral(static_cast<double>(n), d) << " + "
@@ -179,10 +179,10 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   std::string offset = w.writeRowOffset(indexing, "    ");
   std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
-    os << "    MEMFIT_LANE(p) = memfit_max(MEMFIT_LANE(p), " << x
+    os << "    MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), " << x
        << ");\n  }\n";
   else
-    os << "    MEMFIT_LANE(p) += " << x << ";\n  }\n";
+    os << "    MEMFIT_LANE(p, j) += " << x << ";\n  }\n";
   os << "  const " << *acc << " a = "
      << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(p, scratch);\n";
   std::string value = "a";

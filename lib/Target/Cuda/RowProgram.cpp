@@ -30,7 +30,7 @@ KernelWriter::reduceRow(Value input, bool isMax,
   const std::string &acc = row->acc;
   bool d = eltOf(input).isF64();
   std::string partial = freshName(isMax ? "pm" : "ps");
-  std::string lane = "MEMFIT_LANE(" + partial + ")";
+  std::string lane = "MEMFIT_LANE(" + partial + ", j)";
   os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", "
      << (isMax ? floatLiteral(-INFINITY, d) : "0") << ");\n";
   LogicalResult done = writeRowLoop([&]() -> LogicalResult {
@@ -84,14 +84,27 @@ LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
   os << blockStrideLoop("j", row->frame->length) << " {\n";
   std::string offset = writeRowOffset(row->indexing, "    ");
   os << "  const long long idx = base + " << offset << ";\n";
-  emitCoords(os, row->frame->full, "idx", "c");
+  // The element's coordinates: the row's along the kept dimensions (q<d>,
+  // once per block), j's along the reduced ones (r<k>; writeRowOffset
+  // wrote them unless the reduced dimensions trail), not divisions of idx:
+  // a read that broadcasts over the row's kept dimensions is then at a
+  // constant offset plus j, which the host compiler vectorizes.
+  if (row->indexing.trailing)
+    emitCoords(os, row->indexing.redShape, "j", "r", "    ");
+  size_t k = 0;
+  for (auto [d, reduced] : llvm::enumerate(row->frame->reduced))
+    os << "    const long long c" << d << " = "
+       << (reduced ? "r" + std::to_string(k++) : "q" + std::to_string(d))
+       << ";\n";
   DenseMap<Value, std::string> rowNames = names;
   for (BlockArgument arg : kernel.getBodyBlock().getArguments())
     names.erase(arg);
   domainShape = row->frame->full;
+  domainIndex = "idx";
   LogicalResult result = body();
   names = std::move(rowNames);
   domainShape = row->kept;
+  domainIndex = "row";
   os << "  }\n";
   return result;
 }
@@ -151,7 +164,9 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
   // Row values are computed by every thread of the block, at the row's
   // coordinates in the kept shape.
   emitCoords(os, kept, "row", "c");
+  emitCoords(os, kept, "row", "q"); // for the loops over the row
   domainShape = kept;
+  domainIndex = "row";
   for (Operation &op : kernel.getBodyOps()) {
     if (isa<ConstantOp>(op))
       continue;
