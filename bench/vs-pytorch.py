@@ -21,8 +21,9 @@ labels:
     file's weights, torch.optim.AdamW with memfit-run's defaults, the
     median step; the peak of torch.profiler's memory timeline of one step
     (bench/torch_memory.py); torch.set_num_threads(N);
-  - torch.compile: the first step (compile included) and the median of
-    later ones (skipped with --no-compile);
+  - torch.compile: the first step (compile included, Inductor's cache
+    empty unless TORCHINDUCTOR_CACHE_DIR is set) and the median of later
+    ones (skipped with --no-compile);
   - onnxruntime: the forward pass, best of R (intra_op_num_threads=N).
 
 Before timing, it checks that the models agree: memfit's first loss and
@@ -46,10 +47,17 @@ import time
 
 import numpy as np
 import onnx
-import torch
-import torch.nn as nn
-import torch.nn.functional as F
-from onnx import numpy_helper
+
+# torch.compile's first step is measured cold: Inductor gets an empty cache
+# of its own (a warm one from an earlier run made it 3.3 s instead of 66 s).
+INDUCTOR_CACHE = None
+if "TORCHINDUCTOR_CACHE_DIR" not in os.environ:
+    INDUCTOR_CACHE = tempfile.mkdtemp(prefix="memfit-vs-pytorch-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = INDUCTOR_CACHE
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+from onnx import numpy_helper  # noqa: E402
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RUN = os.path.join(ROOT, "build", "bin", "memfit-run")
@@ -296,6 +304,8 @@ def main():
         ops = ", ".join(f"{op} {float(ms):.1f}" for op, _, ms, _ in m["ops"])
         print(f"| {r['model']} | " + " | ".join(cells) + f" | {ops} |")
     shutil.rmtree(work, ignore_errors=True)
+    if INDUCTOR_CACHE:
+        shutil.rmtree(INDUCTOR_CACHE, ignore_errors=True)
 
 
 if __name__ == "__main__":
