@@ -164,15 +164,18 @@ template <typename Gemm> void forEachBatch(const Contraction &c, Gemm gemm) {
 
 /// The contraction as single-threaded BLAS calls on the worker threads
 /// (OpenBLAS's own threads are off, so that they do not spin beside the
-/// workers): one task per matrix of the batch, or per panel of rows of
-/// the output when the batch has fewer matrices than workers. A row of the
-/// output is computed as one call computes it, whatever the split.
+/// workers): one task per matrix of the batch, or per panel of the output
+/// when the batch has fewer matrices than workers: panels of columns when
+/// the output is wider than tall (each task then reads its part of B once,
+/// where panels of rows would each read all of it: the LM head's 154 MB in
+/// GPT-2 small), of rows otherwise. An element of the output is computed
+/// by one call over all of K, whatever the split.
 template <typename T>
 void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
                  WorkerPool &pool) {
   CBLAS_TRANSPOSE ta = c.transA ? CblasTrans : CblasNoTrans;
   CBLAS_TRANSPOSE tb = c.transB ? CblasTrans : CblasNoTrans;
-  blasint n = blasint(c.n), k = blasint(c.k);
+  blasint k = blasint(c.k);
   blasint lda = blasint(c.ld[0]), ldb = blasint(c.ld[1]),
           ldc = blasint(c.ld[2]);
   std::vector<std::array<int64_t, 3>> matrices;
@@ -182,35 +185,51 @@ void gemmBatched(const Contraction &c, const T *a, const T *b, T *out,
   // Below a million multiply-adds, waking the workers costs more than the
   // products: the calling thread does them, a call per matrix (which gives
   // what one OpenBLAS thread gives). Above, the matrices go to the workers;
-  // a batch of fewer matrices than workers is split into panels of rows
-  // only when each matrix is large (kSplitWork), where OpenBLAS would have
-  // split it among its threads too (a split changes which of its kernels
-  // small products take, so the last bits of a result).
+  // a batch of fewer matrices than workers is split into panels only when
+  // each matrix is large (kSplitWork), where OpenBLAS would have split it
+  // among its threads too (a split changes which of its kernels small
+  // products take, so the last bits of a result).
   constexpr int64_t kParallelWork = int64_t(1) << 20;
   constexpr int64_t kSplitWork = int64_t(1) << 24;
-  constexpr int64_t kMinRows = 16;
+  constexpr int64_t kMinRows = 16, kMinColumns = 64;
   int64_t work = c.m * c.n * c.k, count = int64_t(matrices.size());
   bool parallelWorth = pool.size() > 1 && count * work >= kParallelWork;
+  bool byColumns = c.n > c.m;
+  int64_t extent = byColumns ? c.n : c.m;
   int64_t wanted = int64_t(pool.size()) * 2, panels = 1;
   if (parallelWorth && work >= kSplitWork && count < wanted)
     panels = std::max<int64_t>(
-        1, std::min<int64_t>((wanted + count - 1) / count, c.m / kMinRows));
-  int64_t rowsPerPanel = (c.m + panels - 1) / panels;
+        1, std::min<int64_t>((wanted + count - 1) / count,
+                             extent / (byColumns ? kMinColumns : kMinRows)));
+  int64_t perPanel = (extent + panels - 1) / panels;
+  if (byColumns && panels > 1)
+    perPanel = (perPanel + 15) / 16 * 16; // whole vector registers
   auto task = [&](size_t t) {
     const std::array<int64_t, 3> &at = matrices[t / size_t(panels)];
-    int64_t row = int64_t(t % size_t(panels)) * rowsPerPanel;
-    int64_t rows = std::min(rowsPerPanel, c.m - row);
-    if (rows <= 0)
+    int64_t first = int64_t(t % size_t(panels)) * perPanel;
+    int64_t size = std::min(perPanel, extent - first);
+    if (size <= 0)
       return;
-    // Rows of op(A): rows of A, or columns of A when it is transposed.
-    const T *pa = a + at[0] + (c.transA ? row : row * c.ld[0]);
-    T *pc = out + at[2] + row * c.ld[2];
+    const T *pa = a + at[0], *pb = b + at[1];
+    T *pc = out + at[2];
+    blasint rows = blasint(c.m), columns = blasint(c.n);
+    if (byColumns) {
+      // Columns of op(B): columns of B, or rows of B when it is transposed.
+      pb += c.transB ? first * c.ld[1] : first;
+      pc += first;
+      columns = blasint(size);
+    } else {
+      // Rows of op(A): rows of A, or columns of A when it is transposed.
+      pa += c.transA ? first : first * c.ld[0];
+      pc += first * c.ld[2];
+      rows = blasint(size);
+    }
     if constexpr (std::is_same_v<T, float>)
-      cblas_sgemm(CblasRowMajor, ta, tb, blasint(rows), n, k, c.alpha, pa,
-                  lda, b + at[1], ldb, c.beta, pc, ldc);
+      cblas_sgemm(CblasRowMajor, ta, tb, rows, columns, k, c.alpha, pa, lda,
+                  pb, ldb, c.beta, pc, ldc);
     else
-      cblas_dgemm(CblasRowMajor, ta, tb, blasint(rows), n, k, c.alpha, pa,
-                  lda, b + at[1], ldb, c.beta, pc, ldc);
+      cblas_dgemm(CblasRowMajor, ta, tb, rows, columns, k, c.alpha, pa, lda,
+                  pb, ldb, c.beta, pc, ldc);
   };
   size_t tasks = matrices.size() * size_t(panels);
   if (!parallelWorth || tasks == 1)
