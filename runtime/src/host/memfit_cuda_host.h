@@ -128,42 +128,8 @@ static inline long long __double_as_longlong(double x) {
   return memfit_host_bit_cast<long long>(x);
 }
 
-// tanhf in float arithmetic without calls or branches, so that a thread
-// loop around it vectorizes: below 0.625 in magnitude an odd polynomial
-// (degree 11, fitted to tanh, relative error 5e-9), above
-// (e - 1) / (e + 1) for e = exp(2|x|) from 2^n times a degree-7 polynomial
-// (|x| is clamped to 9, past which tanh rounds to 1). Over every float it
-// is within 2 units in the last place of the float nearest tanh(x) and
-// equal to it for all but 0.34% (glibc's tanhf: 2 units, 9% differ; CUDA
-// documents 2 units). NaN stays NaN, -0.0 stays -0.0.
-static inline float memfit_host_tanhf(float x) {
-  float a = fabsf(x), t = x * x;
-  float small =
-      a + a * t *
-              (-0.33333285218236697f +
-               t * (0.133315126256647f +
-                    t * (-0.05374465438568219f +
-                         t * (0.020653112384104843f +
-                              t * -0.00571894833924139f))));
-  float y = 2.0f * (a < 9.0f ? a : 9.0f);
-  // n = rint(y / ln 2) by the 1.5 * 2^23 trick, r = y - n ln 2 in two parts.
-  float n = (y * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  float r = (y - n * 0.693145751953125f) - n * 1.42860682030941723e-6f;
-  float p =
-      1.0f +
-      r * (1.0f +
-           r * (0.5f +
-                r * (0.166666667f +
-                     r * (0.0416666667f +
-                          r * (0.00833333333f +
-                               r * (0.00138888889f + r * 0.000198412698f))))));
-  float e = p * memfit_host_bit_cast<float>(((int)n + 127) << 23);
-  float big = (e - 1.0f) / (e + 1.0f);
-  float v = a < 0.625f ? small : big;
-  return x != x ? x : copysignf(v, x);
-}
-#define tanhf memfit_host_tanhf
-// expf in the same form, for the softmaxes' and the losses' loops: 2^n
+// expf in float arithmetic without calls or branches, so that a thread
+// loop around it vectorizes (the softmaxes' and the losses' loops): 2^n
 // (two normal powers, so that results below 2^-126 round once, to the
 // subnormal) times a degree-7 polynomial. Within 1 unit in the last place
 // of the float nearest exp(x) everywhere, equal to it for all but 0.8% of
@@ -187,6 +153,30 @@ static inline float memfit_host_expf(float x) {
   return x != x ? x : (x > 88.72283935546875f ? INFINITY : v);
 }
 #define expf memfit_host_expf
+
+// tanhf in the same form: below 0.625 in magnitude an odd polynomial
+// (degree 11, fitted to tanh, relative error 5e-9), above (e - 1) / (e + 1)
+// for e = exp(2|x|) (|x| is clamped to 9, past which tanh rounds to 1).
+// Over every float it is within 2 units in the last place of the float
+// nearest tanh(x) and equal to it for all but 0.34% (glibc's tanhf: 2
+// units, 9% differ; CUDA documents 2 units). NaN stays NaN, -0.0 stays
+// -0.0.
+static inline float memfit_host_tanhf(float x) {
+  float a = fabsf(x), t = x * x;
+  float small =
+      a + a * t *
+              (-0.33333285218236697f +
+               t * (0.133315126256647f +
+                    t * (-0.05374465438568219f +
+                         t * (0.020653112384104843f +
+                              t * -0.00571894833924139f))));
+  float e = memfit_host_expf(2.0f * (a < 9.0f ? a : 9.0f));
+  float big = (e - 1.0f) / (e + 1.0f);
+  float v = a < 0.625f ? small : big;
+  return x != x ? x : copysignf(v, x);
+}
+#define tanhf memfit_host_tanhf
+
 
 // atomicCAS on 64-bit words: blocks run on several OS threads.
 static inline unsigned long long atomicCAS(unsigned long long *address,
