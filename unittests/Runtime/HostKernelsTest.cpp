@@ -136,6 +136,17 @@ std::unique_ptr<Backend> prepared(const Manifest &m,
   return std::move(*backend);
 }
 
+/// `m` prepared on two workers with the kernel cache in `cache` (a
+/// directory of the scratch directory).
+std::unique_ptr<Backend> preparedOnTwo(const Manifest &m,
+                                       const std::string &cache) {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/" + cache;
+  options.hostThreads = 2;
+  SessionTimings timings;
+  return prepared(m, options, timings);
+}
+
 /// The prelude and element-wise kernels (name, body), each one block of 256
 /// threads.
 Manifest elementwise(
@@ -248,11 +259,7 @@ void testBlockReductions() {
   for (uint32_t block : {32u, 96u, 256u}) {
     m.kernels = {kernel("k0_host", 2, block, true),
                  kernel("k1_cuda", 2, block, true)};
-    SessionOptions options;
-    options.cacheDir = scratchDirectory() + "/cache-reductions";
-    options.hostThreads = 2;
-    SessionTimings timings;
-    std::unique_ptr<Backend> b = prepared(m, options, timings);
+    std::unique_ptr<Backend> b = preparedOnTwo(m, "cache-reductions");
     if (!b)
       return;
     size_t n = 2 * block;
@@ -407,11 +414,7 @@ void testThreadLoops() {
                  kernel("k1_fibers", 2, block, true),
                  kernel("k2_map", 2, 256, false)};
     m.kernels[0].threadLoops = m.kernels[2].threadLoops = true;
-    SessionOptions options;
-    options.cacheDir = scratchDirectory() + "/cache-thread-loops";
-    options.hostThreads = 2;
-    SessionTimings timings;
-    std::unique_ptr<Backend> b = prepared(m, options, timings);
+    std::unique_ptr<Backend> b = preparedOnTwo(m, "cache-thread-loops");
     if (!b)
       return;
     size_t n = 2 * size_t(row);

@@ -106,6 +106,14 @@ public:
   /// thread (memfit_block_sum or memfit_block_max of the partials).
   std::string writeReduction(StringRef acc, bool isMax, StringRef init,
                              StringRef var, int64_t count, StringRef term);
+  /// The pieces of writeReduction, for loops written otherwise: declares a
+  /// fresh partial result from `init` and returns its name; the statement
+  /// that folds `term` into it inside a block-stride loop over `var`; the
+  /// block's result of the partials.
+  std::string openPartial(StringRef acc, bool isMax, StringRef init);
+  std::string foldPartial(StringRef partial, StringRef var, bool isMax,
+                          StringRef term);
+  std::string partialResult(StringRef partial, bool isMax);
   /// Writes `m`, the maximum of a row of `n` elements `element` (an
   /// expression of `j`), and `s`, the sum of exp(element - m) over it.
   void writeRowMaxSum(StringRef acc, Type type, int64_t n, StringRef element);

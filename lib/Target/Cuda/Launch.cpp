@@ -92,19 +92,36 @@ void KernelWriter::writeScratch(StringRef acc) {
   os << "  __shared__ " << acc << " scratch[32];\n";
 }
 
+std::string KernelWriter::openPartial(StringRef acc, bool isMax,
+                                      StringRef init) {
+  std::string partial = freshName(isMax ? "pm" : "ps");
+  os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", " << init
+     << ");\n";
+  return partial;
+}
+
+std::string KernelWriter::foldPartial(StringRef partial, StringRef var,
+                                      bool isMax, StringRef term) {
+  std::string lane = ("MEMFIT_LANE(" + partial + ", " + var + ")").str();
+  return "    " + lane + " = " +
+         (isMax ? "memfit_max(" + lane + ", " + term.str() + ")"
+                : lane + " + " + term.str()) +
+         ";\n";
+}
+
+std::string KernelWriter::partialResult(StringRef partial, bool isMax) {
+  return ((isMax ? "memfit_block_max(" : "memfit_block_sum(") + partial +
+          ", scratch)")
+      .str();
+}
+
 std::string KernelWriter::writeReduction(StringRef acc, bool isMax,
                                          StringRef init, StringRef var,
                                          int64_t count, StringRef term) {
-  std::string partial = freshName(isMax ? "pm" : "ps");
-  std::string lane = "MEMFIT_LANE(" + partial + ", " + var.str() + ")";
-  os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", " << init
-     << ");\n";
-  os << blockStrideLoop(var, count) << "\n    " << lane << " = "
-     << (isMax ? "memfit_max(" + lane + ", " + term.str() + ")"
-               : lane + " + " + term.str())
-     << ";\n";
-  return (isMax ? "memfit_block_max(" : "memfit_block_sum(") + partial +
-         ", scratch)";
+  std::string partial = openPartial(acc, isMax, init);
+  os << blockStrideLoop(var, count) << "\n"
+     << foldPartial(partial, var, isMax, term);
+  return partialResult(partial, isMax);
 }
 
 void KernelWriter::writeRowMaxSum(StringRef acc, Type type, int64_t n,

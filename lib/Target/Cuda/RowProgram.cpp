@@ -29,27 +29,20 @@ KernelWriter::reduceRow(Value input, bool isMax,
                         function_ref<std::string(StringRef)> term) {
   const std::string &acc = row->acc;
   bool d = eltOf(input).isF64();
-  std::string partial = freshName(isMax ? "pm" : "ps");
-  std::string lane = "MEMFIT_LANE(" + partial + ", j)";
-  os << "  MEMFIT_PARTIAL(" << acc << ", " << partial << ", "
-     << (isMax ? floatLiteral(-INFINITY, d) : "0") << ");\n";
+  std::string partial =
+      openPartial(acc, isMax, isMax ? floatLiteral(-INFINITY, d) : "0");
   LogicalResult done = writeRowLoop([&]() -> LogicalResult {
     FailureOr<std::string> x = fullScalar(input);
     if (failed(x))
       return failure();
-    std::string element = term("(" + acc + ")" + *x);
-    os << "    " << lane << " = "
-       << (isMax ? "memfit_max(" + lane + ", " + element + ")"
-                 : lane + " + " + element)
-       << ";\n";
+    os << foldPartial(partial, "j", isMax, term("(" + acc + ")" + *x));
     return success();
   });
   if (failed(done))
     return failure();
   std::string a = freshName("a");
   os << "  const " << acc << " " << a << " = "
-     << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(" << partial
-     << ", scratch);\n";
+     << partialResult(partial, isMax) << ";\n";
   return a;
 }
 

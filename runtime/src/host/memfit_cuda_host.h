@@ -647,16 +647,33 @@ template <class T, class Op> static inline T butterflyLane0(T *x, Op op) {
   return x[0];
 }
 
+/// The 32 lanes of a block reduction's second butterfly, as the prelude's
+/// CUDA memfit_block_sum/max fills them: lane w holds lane 0's value of
+/// the butterfly over warp w's values (`value(t)` for thread t of the
+/// `threads`), the lanes beyond the warps `pad`, or warp 0's value when
+/// `padWithFirst`. Of each warp's butterfly only lane 0 is read, so only its
+/// 31 operations are done.
+template <class T, class Op, class Value>
+static inline void secondStage(unsigned threads, Value value, Op op, T pad,
+                               bool padWithFirst, T *lanes) {
+  unsigned warps = threads / 32;
+  T firsts[32];
+  for (unsigned w = 0; w < warps; ++w) {
+    for (unsigned i = 0; i < 32; ++i)
+      lanes[i] = value(w * 32 + i);
+    firsts[w] = butterflyLane0(lanes, op);
+  }
+  for (unsigned i = 0; i < 32; ++i)
+    lanes[i] = i < warps ? firsts[i] : padWithFirst ? firsts[0] : pad;
+}
+
 /// A block-wide reduction at one barrier, with the result of the prelude's
-/// CUDA memfit_block_sum/max to the bit: a butterfly in each warp, lane 0's
-/// value of each warp to lane `warp` of a second butterfly (lanes beyond
-/// the warps hold `pad`, or warp 0's value when `padWithFirst`), and
-/// thread t gets lane t % 32's value. Every thread enters with its value;
-/// the first to pass the barrier computes the results, the others read
-/// them. Of each warp's butterfly only lane 0 is read, so only its 31
-/// operations are done; the second butterfly is done whole, since every
-/// lane's value is read (they may differ: max does not commute on signed
-/// zeros). (The CUDA code switches threads at 12 barriers and shuffles.)
+/// CUDA memfit_block_sum/max to the bit: thread t gets lane t % 32's value
+/// of the second butterfly (secondStage). Every thread enters with its
+/// value; the first to pass the barrier computes the results, the others
+/// read them. The second butterfly is done whole, since every lane's value
+/// is read (they may differ: max does not commute on signed zeros). (The
+/// CUDA code switches threads at 12 barriers and shuffles.)
 template <class T, class Op>
 static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
   static_assert(sizeof(T) <= 8 && std::is_trivially_copyable<T>::value,
@@ -670,15 +687,15 @@ static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
   yieldFiber(s);
   s = tlsState;
   if (s->computed != round) {
-    unsigned warps = s->count / 32;
-    T lanes[32], firsts[32];
-    for (unsigned w = 0; w < warps; ++w) {
-      for (unsigned i = 0; i < 32; ++i)
-        memcpy(&lanes[i], &s->values[w * 32 + i], sizeof(T));
-      firsts[w] = butterflyLane0(lanes, op);
-    }
-    for (unsigned i = 0; i < 32; ++i)
-      lanes[i] = i < warps ? firsts[i] : padWithFirst ? firsts[0] : pad;
+    T lanes[32];
+    secondStage(
+        s->count,
+        [&](unsigned t) {
+          T x;
+          memcpy(&x, &s->values[t], sizeof(T));
+          return x;
+        },
+        op, pad, padWithFirst, lanes);
     butterfly(lanes, op);
     for (unsigned i = 0; i < 32; ++i)
       memcpy(&s->results[i], &lanes[i], sizeof(T));
@@ -690,38 +707,41 @@ static inline T blockReduce(T v, Op op, T pad, bool padWithFirst) {
 }
 
 /// Thread 0's result of blockReduce over a thread-loop kernel's partials,
-/// one per thread of the block, without fibers: a warp's butterfly and the
-/// second one are done only as far as lane 0 reads them.
+/// one per thread of the block, without fibers: the second butterfly is
+/// done only as far as lane 0 reads it.
 template <class T, class Op>
 static inline T laneReduce(const T *partials, Op op, T pad, bool padWithFirst) {
-  unsigned warps = blockDim.x / 32;
-  T lanes[32], firsts[32];
-  for (unsigned w = 0; w < warps; ++w) {
-    memcpy(lanes, partials + w * 32, sizeof(lanes));
-    firsts[w] = butterflyLane0(lanes, op);
-  }
-  for (unsigned i = 0; i < 32; ++i)
-    lanes[i] = i < warps ? firsts[i] : padWithFirst ? firsts[0] : pad;
+  T lanes[32];
+  secondStage(
+      blockDim.x, [&](unsigned t) { return partials[t]; }, op, pad,
+      padWithFirst, lanes);
   return butterflyLane0(lanes, op);
 }
 
-/// memfit_block_sum and memfit_block_max of the prelude, on the host.
+/// The operations of memfit_block_sum and memfit_block_max (the prelude's
+/// memfit_max: NaN wins, and of two equal values the second).
+struct AddOp {
+  template <class T> T operator()(T a, T b) const { return T(a + b); }
+};
+struct MaxOp {
+  template <class T> T operator()(T a, T b) const {
+    return (a != a || a > b) ? a : b;
+  }
+};
+
+/// memfit_block_sum and memfit_block_max of the prelude, on the host: over
+/// a thread-loop kernel's partials, or each thread's value at a barrier.
 template <class T> static inline T laneSum(const T *partials) {
-  return laneReduce(
-      partials, [](T a, T b) { return T(a + b); }, T(0), false);
+  return laneReduce(partials, AddOp(), T(0), false);
 }
 template <class T> static inline T laneMax(const T *partials) {
-  return laneReduce(
-      partials, [](T a, T b) { return (a != a || a > b) ? a : b; }, T(0),
-      true);
+  return laneReduce(partials, MaxOp(), T(0), true);
 }
 template <class T> static inline T blockSum(T v) {
-  return blockReduce(
-      v, [](T a, T b) { return T(a + b); }, T(0), false);
+  return blockReduce(v, AddOp(), T(0), false);
 }
 template <class T> static inline T blockMax(T v) {
-  return blockReduce(
-      v, [](T a, T b) { return (a != a || a > b) ? a : b; }, T(0), true);
+  return blockReduce(v, MaxOp(), T(0), true);
 }
 
 } // namespace memfit_host
