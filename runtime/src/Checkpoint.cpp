@@ -24,6 +24,7 @@
 #include "memfit/runtime/Session.h"
 
 #include "Files.h"
+#include "Hash.h"
 #include "Json.h"
 
 #include <algorithm>
@@ -39,19 +40,6 @@ namespace {
 
 constexpr const char *kMagic = "memfit-checkpoint";
 constexpr int kCheckpointVersion = 1;
-
-uint64_t fnv1a64(const uint8_t *data, size_t size) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < size; ++i)
-    hash = (hash ^ data[i]) * 0x100000001b3ull;
-  return hash;
-}
-
-std::string hex64(uint64_t value) {
-  char text[17];
-  std::snprintf(text, sizeof(text), "%016llx", (unsigned long long)value);
-  return text;
-}
 
 std::string shapeText(const std::vector<int64_t> &shape) {
   std::string s = "[";

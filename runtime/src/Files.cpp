@@ -28,7 +28,11 @@ namespace {
 std::string systemError() { return std::strerror(errno); }
 } // namespace
 
-StatusOr<std::string> readFile(const std::string &path) {
+namespace {
+
+/// The whole file into `Bytes` (std::string or a vector of bytes), read in
+/// place: sized from fstat, grown only for a file that grows while read.
+template <typename Bytes> StatusOr<Bytes> readWhole(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     int err = errno;
@@ -40,12 +44,13 @@ StatusOr<std::string> readFile(const std::string &path) {
     ::close(fd);
     return invalidArgument(path + ": is a directory");
   }
-  std::string data;
-  if (st.st_size > 0)
-    data.reserve(static_cast<size_t>(st.st_size));
-  char buffer[1 << 16];
+  Bytes data;
+  data.resize(st.st_size > 0 ? static_cast<size_t>(st.st_size) : 0);
+  size_t used = 0;
   while (true) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
+    if (used == data.size())
+      data.resize(data.size() + (size_t(1) << 16));
+    ssize_t n = ::read(fd, &data[used], data.size() - used);
     if (n < 0) {
       if (errno == EINTR)
         continue;
@@ -55,10 +60,21 @@ StatusOr<std::string> readFile(const std::string &path) {
     }
     if (n == 0)
       break;
-    data.append(buffer, static_cast<size_t>(n));
+    used += static_cast<size_t>(n);
   }
   ::close(fd);
+  data.resize(used);
   return data;
+}
+
+} // namespace
+
+StatusOr<std::string> readFile(const std::string &path) {
+  return readWhole<std::string>(path);
+}
+
+StatusOr<std::vector<uint8_t>> readFileBytes(const std::string &path) {
+  return readWhole<std::vector<uint8_t>>(path);
 }
 
 Status writeFile(const std::string &path, const void *data, size_t size) {

@@ -6,12 +6,16 @@
 #include "memfit/runtime/Status.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace memfit::rt {
 
 /// The bytes of a file; errors name the path and the system's reason.
 StatusOr<std::string> readFile(const std::string &path);
+/// The same, as bytes (weights: no copy from a string).
+StatusOr<std::vector<uint8_t>> readFileBytes(const std::string &path);
 
 /// Writes (truncating) a file in one go.
 Status writeFile(const std::string &path, const void *data, size_t size);

@@ -9,16 +9,6 @@
 
 namespace memfit::rt {
 
-uint64_t hashBytes(const void *data, size_t size, uint64_t seed) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint64_t h = seed;
-  for (size_t i = 0; i < size; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 namespace {
 
 std::string defaultCacheDirectory() {

@@ -7,6 +7,7 @@
 #include "memfit/runtime/Manifest.h"
 
 #include "Files.h"
+#include "Hash.h"
 
 #include <algorithm>
 #include <array>
@@ -493,16 +494,12 @@ const Variable *Manifest::findVariable(const std::string &name) const {
 
 namespace {
 
-/// weights.sum: weights.bin's size and 64-bit FNV-1a hash, so that a
-/// truncated, replaced or corrupted weights file is refused when loaded.
+/// weights.sum: weights.bin's size and hash64, so that a truncated,
+/// replaced or corrupted weights file is refused when loaded. Executables
+/// saved before hash64 have "fnv1a64:" sums, still checked.
 std::string weightsSum(const std::vector<uint8_t> &weights) {
-  uint64_t hash = 0xcbf29ce484222325ull;
-  for (uint8_t byte : weights)
-    hash = (hash ^ byte) * 0x100000001b3ull;
-  char hex[17];
-  std::snprintf(hex, sizeof(hex), "%016llx",
-                static_cast<unsigned long long>(hash));
-  return std::to_string(weights.size()) + " fnv1a64:" + hex + "\n";
+  return std::to_string(weights.size()) +
+         " hash64:" + hex64(hash64(weights.data(), weights.size())) + "\n";
 }
 
 /// Checks weights.bin against the weights.sum saved with it (absent from
@@ -517,11 +514,13 @@ Status checkWeightsSum(const std::string &directory,
   if (!sum)
     return sum.status();
   unsigned long long bytes = 0;
-  char hex[17] = {0};
-  if (std::sscanf(sum->c_str(), "%llu fnv1a64:%16[0-9a-f]", &bytes, hex) != 2 ||
-      std::string(hex).size() != 16)
+  char kind[9] = {0}, hex[17] = {0};
+  if (std::sscanf(sum->c_str(), "%llu %8[a-z0-9]:%16[0-9a-f]", &bytes, kind,
+                  hex) != 3 ||
+      std::string(hex).size() != 16 ||
+      (std::string(kind) != "hash64" && std::string(kind) != "fnv1a64"))
     return invalidArgument(sumPath + ": malformed (expected '<bytes> "
-                                     "fnv1a64:<16 hex digits>')");
+                                     "hash64:<16 hex digits>')");
   std::string weightsPath = directory + "/weights.bin";
   if (bytes != weights.size())
     return invalidArgument(
@@ -529,7 +528,10 @@ Status checkWeightsSum(const std::string &directory,
         " bytes, but the executable was saved with " + std::to_string(bytes) +
         " (weights.sum): the file was truncated or "
         "replaced; save the executable again");
-  if (weightsSum(weights) != *sum)
+  uint64_t hash = std::string(kind) == "hash64"
+                      ? hash64(weights.data(), weights.size())
+                      : fnv1a64(weights.data(), weights.size());
+  if (hex64(hash) != hex)
     return invalidArgument(weightsPath +
                            ": the data does not match its checksum in "
                            "weights.sum: the file is corrupt or was changed "
@@ -610,7 +612,7 @@ StatusOr<Executable> loadExecutable(const std::string &directory) {
   executable.manifest.source = std::move(*source);
 
   std::string weightsPath = directory + "/weights.bin";
-  StatusOr<std::string> weights = readFile(weightsPath);
+  StatusOr<std::vector<uint8_t>> weights = readFileBytes(weightsPath);
   if (!weights)
     return weights.status().withContext("loadExecutable");
   if (weights->size() > executable.manifest.weightsBytes)
@@ -618,7 +620,7 @@ StatusOr<Executable> loadExecutable(const std::string &directory) {
                            std::to_string(weights->size()) +
                            " bytes, more than the manifest's weightsBytes " +
                            std::to_string(executable.manifest.weightsBytes));
-  executable.weights.assign(weights->begin(), weights->end());
+  executable.weights = std::move(*weights);
   MEMFIT_RT_RETURN_IF_ERROR(checkWeightsSum(directory, executable.weights)
                                 .withContext("loadExecutable"));
   MEMFIT_RT_RETURN_IF_ERROR(
