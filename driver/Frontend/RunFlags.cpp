@@ -298,6 +298,8 @@ rt::StatusOr<CompileOptions> RunFlags::compileOptions() const {
   options.weights.scheme = quantizeWeights;
   options.weights.blockSize = weightBlockSize;
   options.weights.doubleQuant = doubleQuant;
+  options.cacheDir = cacheDir;
+  options.disableCache = noCache;
   options.fusion.enabled = fuse;
   options.fusion.maxOps = fuseMaxOps;
   options.fusion.attention = !noFusedAttention;

@@ -16,6 +16,7 @@
 #include "memfit/Target/Cuda/EmitCuda.h"
 
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/runtime/ExecutableCache.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -23,12 +24,15 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <chrono>
+#include <dlfcn.h>
+#include <sys/stat.h>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -146,9 +150,19 @@ std::vector<rt::InputRange> inputRanges(ModuleOp module) {
 
 } // namespace
 
-rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
-                                              const CompileOptions &options) {
-  using Clock = std::chrono::steady_clock;
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+/// The compile itself; `externalFiles`, when set, gets the external data
+/// files an ONNX model's import read.
+rt::StatusOr<rt::Executable>
+compileUncached(const std::string &path, const CompileOptions &options,
+                std::vector<std::string> *externalFiles) {
   auto lap = [last = Clock::now()](double CompileTimings::*phase,
                                    CompileTimings *timings) mutable {
     Clock::time_point now = Clock::now();
@@ -179,6 +193,7 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
         return rt::invalidArgument("input values: " + valueError);
     }
     importOptions.withoutWeights = options.planOnly;
+    importOptions.externalFiles = externalFiles;
     module = importOnnxModel(file->getBuffer(), path, &context, importOptions);
   } else {
     if (!options.inputShapes.empty() || !options.inputValues.empty())
@@ -271,6 +286,96 @@ rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
         break;
       }
   return executable;
+}
+
+/// This build of the compiler: the files its code was loaded from (the
+/// program, or the library that holds the compiler, such as a Python
+/// extension), by path, size and modification time, so that a rebuilt
+/// memfit never loads what another build compiled. Empty when neither can
+/// be examined.
+std::string buildIdentity() {
+  std::string identity;
+  auto add = [&](const char *path) {
+    struct stat st;
+    if (!path || !*path || ::stat(path, &st) != 0)
+      return;
+    identity += std::string(path) + " " + std::to_string(st.st_size) + " " +
+                std::to_string(st.st_mtim.tv_sec) + "." +
+                std::to_string(st.st_mtim.tv_nsec) + "\n";
+  };
+  add("/proc/self/exe");
+  Dl_info info;
+  if (::dladdr(reinterpret_cast<void *>(&buildIdentity), &info))
+    add(info.dli_fname);
+  return identity;
+}
+
+/// Whether the compile writes nothing but the executable, so that loading
+/// a cached one gives the caller all it would have had.
+bool onlyTheExecutable(const CompileOptions &options) {
+  const TrainOptions *train = options.train ? &*options.train : nullptr;
+  return !options.planOnly && options.mlirOutput.empty() &&
+         options.fusion.report.empty() &&
+         options.fusion.attentionReport.empty() &&
+         (!train || (train->rematReport.empty() && train->timeline.empty() &&
+                     train->timelineData.empty()));
+}
+
+} // namespace
+
+rt::StatusOr<rt::Executable> compileModelFile(const std::string &path,
+                                              const CompileOptions &options) {
+  if (options.disableCache || !onlyTheExecutable(options))
+    return compileUncached(path, options, nullptr);
+  Clock::time_point start = Clock::now();
+  rt::ExecutableCache cache(options.cacheDir, /*disabled=*/false);
+  std::string build = buildIdentity();
+  rt::StatusOr<std::string> pipeline = pipelineArgument(options);
+  // Options the pipeline refuses, and a model that cannot be read, are
+  // reported by the compile.
+  if (!cache.enabled() || build.empty() || !pipeline)
+    return compileUncached(path, options, nullptr);
+  // Everything else the executable depends on: the options the pipeline
+  // does not hold, the model's file name (the manifest's `model`) and its
+  // folder (where its external data is found: the same bytes elsewhere
+  // read other files, or none).
+  SmallString<256> folder;
+  if (llvm::sys::fs::real_path(llvm::sys::path::parent_path(path).empty()
+                                   ? StringRef(".")
+                                   : llvm::sys::path::parent_path(path),
+                               folder))
+    return compileUncached(path, options, nullptr);
+  std::string configuration = "memfit executable cache 1\nbuild " + build +
+                              "folder " + folder.str().str() + "\nname " +
+                              llvm::sys::path::filename(path).str() +
+                              "\nshapes " + options.inputShapes + "\nentry " +
+                              options.entry + "\npipeline " + *pipeline;
+  for (const std::string &value : options.inputValues)
+    configuration += "\nvalue " + value;
+  rt::StatusOr<std::string> key = cache.key(configuration, path);
+  if (!key)
+    return compileUncached(path, options, nullptr);
+  if (std::optional<rt::Executable> cached = cache.load(*key)) {
+    if (options.timings) {
+      *options.timings = CompileTimings{};
+      options.timings->cache = secondsSince(start);
+      options.timings->cacheHit = true;
+    }
+    return std::move(*cached);
+  }
+  double lookup = secondsSince(start);
+  std::vector<std::string> externalFiles;
+  rt::StatusOr<rt::Executable> compiled =
+      compileUncached(path, options, &externalFiles);
+  if (!compiled)
+    return compiled;
+  // Best effort: an entry that cannot be written costs the next compile
+  // its time, nothing else.
+  Clock::time_point stored = Clock::now();
+  (void)cache.store(*key, externalFiles, *compiled);
+  if (options.timings)
+    options.timings->cache = lookup + secondsSince(stored);
+  return compiled;
 }
 
 } // namespace memfit

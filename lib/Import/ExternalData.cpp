@@ -31,7 +31,7 @@ static bool isWithin(StringRef path, StringRef dir) {
 
 llvm::Expected<std::string> mlir::memfit::onnx_import::readExternalData(
     const onnx::TensorProto &t, StringRef modelDir,
-    std::optional<uint64_t> expectedBytes) {
+    std::optional<uint64_t> expectedBytes, std::string *readPath) {
   std::string location;
   uint64_t offset = 0;
   std::optional<uint64_t> length;
@@ -97,5 +97,7 @@ llvm::Expected<std::string> mlir::memfit::onnx_import::readExternalData(
   if (!buffer)
     return llvm::createStringError("'" + path.str().str() +
                                    "': " + buffer.getError().message());
+  if (readPath)
+    *readPath = realPath.str().str();
   return (*buffer)->getBuffer().str();
 }

@@ -28,7 +28,7 @@ public:
                 const OnnxImportOptions &options)
       : ctx(ctx), fileName(fileName), options(options), builder(ctx),
         tensors(ctx, fileName, options.maxInlineElements,
-                options.withoutWeights) {}
+                options.withoutWeights, options.externalFiles) {}
 
   /// Imports `model`, which has a graph; null after emitting diagnostics.
   OwningOpRef<ModuleOp> run(const onnx::ModelProto &model);

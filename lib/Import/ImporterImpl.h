@@ -47,9 +47,10 @@ size_t byteWidth(Type elt);
 class TensorLoader {
 public:
   TensorLoader(MLIRContext *ctx, StringRef fileName, int64_t maxInline,
-               bool withoutWeights)
+               bool withoutWeights,
+               std::vector<std::string> *externalFiles = nullptr)
       : ctx(ctx), fileName(fileName), maxInline(maxInline),
-        withoutWeights(withoutWeights) {}
+        withoutWeights(withoutWeights), externalFiles(externalFiles) {}
 
   /// Converts `t`; `loc` is where errors go, after `context` (the node that
   /// holds the tensor, if any). Large tensors become dense resources named
@@ -76,6 +77,8 @@ private:
   std::string fileName;
   int64_t maxInline;
   bool withoutWeights;
+  // Gets each external data file read (once each), when set.
+  std::vector<std::string> *externalFiles;
   // Where the tensor being loaded reports errors.
   Location loc = UnknownLoc::get(ctx);
   std::string context;
@@ -90,10 +93,12 @@ private:
 /// names the file and why it cannot be read. The location must stay inside
 /// `modelDir` (no absolute path, no '..', no symbolic link out of it), and
 /// the data inside the file; with `expectedBytes`, a size that differs is
-/// refused before anything is read.
+/// refused before anything is read. `readPath`, when set, gets the real
+/// path of the file read.
 llvm::Expected<std::string>
 readExternalData(const onnx::TensorProto &t, llvm::StringRef modelDir,
-                 std::optional<uint64_t> expectedBytes = std::nullopt);
+                 std::optional<uint64_t> expectedBytes = std::nullopt,
+                 std::string *readPath = nullptr);
 
 //===----------------------------------------------------------------------===//
 // Diagnostics

@@ -184,8 +184,11 @@ TensorLoader::readPackedBytes(const onnx::TensorProto &t, RankedTensorType type,
                     << " needs " << want << " bytes of data but has " << got;
   };
   if (t.data_location() == onnx::TensorProto::EXTERNAL) {
+    std::string readPath;
     llvm::Expected<std::string> bytes = onnx_import::readExternalData(
-        t, llvm::sys::path::parent_path(fileName), want);
+        t, llvm::sys::path::parent_path(fileName), want, &readPath);
+    if (bytes && externalFiles && !llvm::is_contained(*externalFiles, readPath))
+      externalFiles->push_back(readPath);
     if (!bytes) {
       std::string why;
       std::error_code code;

@@ -168,7 +168,8 @@ void removeStaleTemporaries(const std::string &path) {
   }
   ::closedir(dir);
   for (const std::string &file : stale)
-    ::unlink(file.c_str());
+    if (::unlink(file.c_str()) != 0 && errno == EISDIR)
+      removeDirectoryAndFiles(file); // a temporary directory of files
 }
 
 Status DurableFileWriter::open() {

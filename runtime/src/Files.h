@@ -33,8 +33,8 @@ Status renameFile(const std::string &from, const std::string &to);
 /// Removes the temporary siblings of `path` (temporarySibling's names) that
 /// a writer killed before its rename left behind: those whose process has
 /// exited (or is this one: a temporary of this process is only ever open
-/// through a DurableFileWriter, which is not writing `path` now). Best
-/// effort.
+/// through a DurableFileWriter, which is not writing `path` now), files or
+/// directories of files. Best effort.
 void removeStaleTemporaries(const std::string &path);
 
 /// Writes a file that must survive a crash whole or not at all: data goes to

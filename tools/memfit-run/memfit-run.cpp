@@ -125,12 +125,19 @@ RunTimings &runTimings() {
   return timings;
 }
 
-/// "timings: import 0.21 s, passes 0.40 s, ..."
+/// "timings: import 0.21 s, passes 0.40 s, ..." (or "executable from the
+/// cache in 0.05 s, ...")
 std::string formatTimings(const RunTimings &t) {
   std::string s = "timings: ";
-  if (t.compiled)
-    s += llvm::formatv("import {0:f2} s, passes {1:f2} s, emission {2:f2} s",
-                       t.compile.import, t.compile.passes, t.compile.emission)
+  if (t.compiled && t.compile.cacheHit)
+    s += llvm::formatv("executable from the cache in {0:f2} s",
+                       t.compile.cache)
+             .str();
+  else if (t.compiled)
+    s += llvm::formatv("import {0:f2} s, passes {1:f2} s, emission {2:f2} s, "
+                       "executable cache {3:f2} s",
+                       t.compile.import, t.compile.passes, t.compile.emission,
+                       t.compile.cache)
              .str();
   else
     s += llvm::formatv("executable loaded in {0:f2} s", t.loadSeconds).str();

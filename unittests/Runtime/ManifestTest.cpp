@@ -2,11 +2,14 @@
 
 #include "TestUtil.h"
 
+#include "memfit/runtime/ExecutableCache.h"
 #include "memfit/runtime/Manifest.h"
 
 #include "Files.h"
 
+#include <chrono>
 #include <functional>
+#include <thread>
 
 namespace memfit::rt::test {
 
@@ -433,6 +436,86 @@ void testExecutables() {
   CHECK(!fileExists(scratchDirectory() + "/executable/long/manifest.json"));
 }
 
+/// The executable cache: keys from the configuration and the model's bytes,
+/// entries checked against the files they were compiled from, the least
+/// recently used removed past the size limit.
+void testExecutableCache() {
+  Executable e;
+  e.manifest = sampleManifest();
+  e.weights.assign(e.manifest.weightsBytes, 3);
+  std::string dir = scratchDirectory() + "/executable-cache";
+  std::string model = scratchDirectory() + "/cached-model.onnx";
+  std::string data = scratchDirectory() + "/cached-model.bin";
+  CHECK_OK(writeFile(model, "model bytes", 11));
+  CHECK_OK(writeFile(data, "weights", 7));
+
+  ExecutableCache probe(dir, /*disabled=*/false);
+  CHECK(probe.enabled() && probe.directory() == dir);
+  CHECK(!ExecutableCache(dir, /*disabled=*/true).enabled());
+  StatusOr<std::string> a = probe.key("options a", model);
+  StatusOr<std::string> b = probe.key("options b", model);
+  if (!CHECK_OK(a.status()) || !CHECK_OK(b.status()))
+    return;
+  CHECK(a->rfind("executable-", 0) == 0 && *a != *b);
+  CHECK(*probe.key("options a", model) == *a);
+  CHECK_ERROR(probe.key("options a", scratchDirectory() + "/none.onnx")
+                  .status(),
+              "none.onnx: cannot open");
+  CHECK_OK(writeFile(model, "model bytez", 11));
+  StatusOr<std::string> changedModel = probe.key("options a", model);
+  CHECK(changedModel && *changedModel != *a);
+
+  // Stored, then loaded while its external file is unchanged.
+  CHECK(!probe.load(*a));
+  CHECK_OK(probe.store(*a, {data}, e));
+  std::optional<Executable> back = probe.load(*a);
+  if (CHECK(back.has_value())) {
+    checkSameManifest(e.manifest, back->manifest);
+    CHECK(back->weights == e.weights);
+  }
+  CHECK_OK(writeFile(data, "weightz", 7));
+  CHECK(!probe.load(*a));
+  CHECK_OK(probe.store(*a, {data}, e)); // replaces the stale entry
+  CHECK(probe.load(*a).has_value());
+  // A corrupt entry is a miss, and removed.
+  CHECK_OK(writeFile(dir + "/" + *a + "/weights.bin", "x", 1));
+  CHECK(!probe.load(*a));
+  CHECK(!fileExists(dir + "/" + *a + "/manifest.json"));
+  // Plan-only executables are not stored.
+  Executable plan = e;
+  plan.planOnly = true;
+  CHECK_OK(probe.store(*b, {}, plan));
+  CHECK(!fileExists(dir + "/" + *b + "/manifest.json"));
+
+  // Room for two entries: storing a third removes the one used longest
+  // ago (b, since a was loaded after it was stored).
+  CHECK_OK(probe.store(*a, {}, e));
+  uint64_t entryBytes = 0;
+  for (const char *file :
+       {"manifest.json", "kernels.cu", "weights.bin", "weights.sum", "inputs"})
+    if (StatusOr<std::string> bytes = readFile(dir + "/" + *a + "/" + file))
+      entryBytes += bytes->size();
+  ExecutableCache small(dir, false, entryBytes * 2 + entryBytes / 2);
+  // Uses are told apart by modification times, which the file system
+  // keeps to a few milliseconds.
+  auto later = [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); };
+  later();
+  CHECK_OK(small.store(*b, {}, e));
+  later();
+  CHECK(small.load(*a).has_value());
+  later();
+  std::string c = *small.key("options c", model);
+  CHECK_OK(small.store(c, {}, e));
+  CHECK(small.load(*a).has_value());
+  CHECK(!small.load(*b));
+  CHECK(small.load(c).has_value());
+  // An executable larger than the whole limit is not stored.
+  ExecutableCache tiny(dir, false, 16);
+  std::string d = *tiny.key("options d", model);
+  CHECK_OK(tiny.store(d, {}, e));
+  CHECK(!tiny.load(d));
+}
+
 } // namespace
 
 void runManifestTests() {
@@ -441,6 +524,7 @@ void runManifestTests() {
   testJsonErrors();
   testValidate();
   testExecutables();
+  testExecutableCache();
 }
 
 } // namespace memfit::rt::test

@@ -117,10 +117,10 @@ struct RunFlags {
                                 "and report the best time")};
   Opt<std::string> cacheDir{
       "cache-dir", cl::cat(deviceCategory),
-      cl::desc("Kernel cache directory (default: $MEMFIT_CACHE_DIR or "
-               "~/.cache/memfit)")};
+      cl::desc("Cache directory of compiled kernels and executables "
+               "(default: $MEMFIT_CACHE_DIR or ~/.cache/memfit)")};
   Opt<bool> noCache{"no-cache", cl::cat(deviceCategory),
-                    cl::desc("Do not use the kernel cache")};
+                    cl::desc("Do not use the kernel and executable caches")};
   Opt<unsigned> hostThreads{
       "host-threads", cl::Hidden, cl::cat(deviceCategory),
       cl::desc("Host backend: worker threads for blocks and contractions "

@@ -52,6 +52,10 @@ struct OnnxImportOptions {
   /// not read (the files may be absent) and import as zeros. Other external
   /// tensors (integers that may decide shapes) are still read.
   bool withoutWeights = false;
+  /// When set, gets the path of each external data file the import reads,
+  /// once each (what a cached compile of the model depends on besides the
+  /// model file).
+  std::vector<std::string> *externalFiles = nullptr;
 };
 
 /// Parses `name=2x16,other=2x16` into `options.inputShapes`, and `name=2`

@@ -154,9 +154,13 @@ struct Fusion {
 
 /// Where compileModelFile's time went, in seconds of wall clock: reading
 /// and importing the model (or parsing MLIR), the pass pipeline, and
-/// emitting the executable (CUDA C++, manifest, weights).
+/// emitting the executable (CUDA C++, manifest, weights); `cache`: looking
+/// the compile up in the executable cache (hashing the model, and loading
+/// the executable on a hit) and storing it after a miss.
 struct CompileTimings {
-  double import = 0, passes = 0, emission = 0;
+  double import = 0, passes = 0, emission = 0, cache = 0;
+  /// Loaded from the executable cache: nothing was imported or compiled.
+  bool cacheHit = false;
 };
 
 struct CompileOptions {
@@ -185,6 +189,15 @@ struct CompileOptions {
   std::string mlirOutput;
   /// When set, gets where the compile's time went.
   CompileTimings *timings = nullptr;
+  /// The executable cache (memfit/runtime/ExecutableCache.h): a compile of
+  /// the same model bytes (and external data) with the same options by the
+  /// same build of memfit is loaded from `cacheDir` (empty: the kernel
+  /// cache's, rt::SessionOptions::cacheDir) instead of run, unless
+  /// disableCache. Compiles that write something besides the executable
+  /// (mlirOutput, the remat, fusion and attention reports, the timeline)
+  /// and plan-only ones always run.
+  std::string cacheDir;
+  bool disableCache = false;
 };
 
 /// The pipeline argument of memfit-opt that compiles as `options` do:
