@@ -73,8 +73,8 @@ func.func @widen_argument(%x: tensor<4xbf16>) -> tensor<4xf32> {
 // CHECK-LABEL: // k0_add: add_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_add(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 8LL) {
-// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 4ULL);
-// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 1ULL % 4ULL);
+// CHECK-NEXT: const long long c0 = (long long)((unsigned)(idx) / 4U);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned)(idx) / 1U % 4U);
 // CHECK-NEXT: const float v0 = __bfloat162float(in0[idx]);
 // CHECK-NEXT: const float v1 = __bfloat162float(in1[c1 * 1LL]);
 // CHECK-NEXT: const float v2 = v0 + v1;

@@ -25,8 +25,8 @@
 // CHECK-LABEL: // k0_add: add_node
 // CHECK-NEXT: extern "C" __global__ void k0_add(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 8LL) {
-// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 4ULL);
-// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 1ULL % 4ULL);
+// CHECK-NEXT: const long long c0 = (long long)((unsigned)(idx) / 4U);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned)(idx) / 1U % 4U);
 // CHECK-NEXT: const float v0 = in0[idx];
 // CHECK-NEXT: const float v1 = in1[c1 * 1LL];
 // CHECK-NEXT: const float v2 = v0 + v1;
@@ -45,6 +45,26 @@ func.func @broadcasting(%x: tensor<2x4xf32>, %b: tensor<4xf32>, %s: tensor<f32>,
   %1 = memfit.mul %0, %s : tensor<2x4xf32>, tensor<f32> -> tensor<2x4xf32> loc("mul_node")
   %2 = memfit.sub %1, %col : tensor<2x4xf32>, tensor<2x1xf32> -> tensor<2x4xf32> loc("sub_node")
   return %2 : tensor<2x4xf32>
+}
+
+// -----
+
+// From 2^31 elements the coordinates divide in 64 bits (an index past the
+// last element of a block would not fit 32); below, in 32.
+// CHECK-LABEL: // k0_add: wide
+// CHECK-NEXT: extern "C" __global__ void k0_add(
+// CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 2147483648LL) {
+// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 65536ULL);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 1ULL % 65536ULL);
+// CHECK-LABEL: // k1_add: narrow
+// CHECK-NEXT: extern "C" __global__ void k1_add(
+// CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 2147418112LL) {
+// CHECK-NEXT: const long long c0 = (long long)((unsigned)(idx) / 65536U);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned)(idx) / 1U % 65536U);
+func.func @wide(%x: tensor<32768x65536xf32>, %b: tensor<65536xf32>, %y: tensor<32767x65536xf32>) -> (tensor<32768x65536xf32>, tensor<32767x65536xf32>) {
+  %0 = memfit.add %x, %b : tensor<32768x65536xf32>, tensor<65536xf32> -> tensor<32768x65536xf32> loc("wide")
+  %1 = memfit.add %y, %b : tensor<32767x65536xf32>, tensor<65536xf32> -> tensor<32767x65536xf32> loc("narrow")
+  return %0, %1 : tensor<32768x65536xf32>, tensor<32767x65536xf32>
 }
 
 // -----
@@ -192,8 +212,8 @@ func.func @where(%m: tensor<4x4xi1>, %x: tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
 // Trilu compares the diagonal offset (column - row) of the last two
 // coordinates with k.
 // CHECK-LABEL: // k0_trilu: triu
-// CHECK: const long long c1 = (long long)((unsigned long long)(idx) / 4ULL % 4ULL);
-// CHECK-NEXT: const long long c2 = (long long)((unsigned long long)(idx) / 1ULL % 4ULL);
+// CHECK: const long long c1 = (long long)((unsigned)(idx) / 4U % 4U);
+// CHECK-NEXT: const long long c2 = (long long)((unsigned)(idx) / 1U % 4U);
 // CHECK: const float v1 = ((c2 - c1) >= 1LL ? v0 : (float)0);
 // CHECK-LABEL: // k1_trilu: tril
 // CHECK: const float v1 = ((c2 - c1) <= 0LL ? v0 : (float)0);
@@ -281,9 +301,9 @@ func.func @fused(%x: tensor<2x4xf32>, %b: tensor<4xf32>) -> (tensor<2x4xf32>, te
 // strides [12,4,1], so perm [2,0,1] gives strides [1,12,4].
 // CHECK-LABEL: // k0_transpose: transpose
 // CHECK: MEMFIT_THREAD_LOOP(idx, 24LL) {
-// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 6ULL);
-// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 3ULL % 2ULL);
-// CHECK-NEXT: const long long c2 = (long long)((unsigned long long)(idx) / 1ULL % 3ULL);
+// CHECK-NEXT: const long long c0 = (long long)((unsigned)(idx) / 6U);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned)(idx) / 3U % 2U);
+// CHECK-NEXT: const long long c2 = (long long)((unsigned)(idx) / 1U % 3U);
 // CHECK-NEXT: const float v0 = in0[c0 * 1LL + c1 * 12LL + c2 * 4LL];
 // CHECK-NEXT: out0[idx] = v0;
 func.func @transpose(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
@@ -456,8 +476,8 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // CHECK-LABEL: // k2_layer_norm: ln_broadcast
 // CHECK: const float inv =
 // CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 24LL) {
-// CHECK-NEXT: const long long s0 = (long long)((unsigned long long)(j) / 8ULL);
-// CHECK-NEXT: const long long s1 = (long long)((unsigned long long)(j) / 1ULL % 8ULL);
+// CHECK-NEXT: const long long s0 = (long long)((unsigned)(j) / 8U);
+// CHECK-NEXT: const long long s1 = (long long)((unsigned)(j) / 1U % 8U);
 // CHECK-NEXT: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[s1 * 1LL] + in2[s0 * 1LL];
 func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>, %g2: tensor<3x8xf32>, %b2: tensor<3x1xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
   %0 = memfit.layer_norm %x, %g, %b {axis = -1 : i64, epsilon = 9.99999974E-6 : f32} : tensor<2x3x8xf32>, tensor<8xf32>, tensor<8xf32> loc("ln")
@@ -504,11 +524,11 @@ func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
 // Reducing the leading axis of [6,2,5]: the row's kept coordinates k0, k1
 // give its base, the reduced coordinate r0 steps by the stride 10.
 // CHECK-LABEL: // k0_reduce_sum: sum_lead
-// CHECK: const long long k0 = (long long)((unsigned long long)(row) / 5ULL);
-// CHECK-NEXT: const long long k1 = (long long)((unsigned long long)(row) / 1ULL % 5ULL);
+// CHECK: const long long k0 = (long long)((unsigned)(row) / 5U);
+// CHECK-NEXT: const long long k1 = (long long)((unsigned)(row) / 1U % 5U);
 // CHECK-NEXT: const long long base = k0 * 5LL + k1 * 1LL;
 // CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 6LL) {
-// CHECK-NEXT: const long long r0 = (long long)((unsigned long long)(j) / 1ULL);
+// CHECK-NEXT: const long long r0 = (long long)((unsigned)(j) / 1U);
 // CHECK-NEXT: MEMFIT_LANE(p, j) += (float)in0[base + r0 * 10LL];
 func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
   %0 = memfit.reduce_sum %x {axes = array<i64: 0>, keepdims = false} : tensor<6x2x5xf32> -> tensor<2x5xf32> loc("sum_lead")

@@ -21,13 +21,22 @@ void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
   // Unsigned division: the index is never negative, and a signed 64-bit
   // division, even by a power of two, keeps the host compiler from
   // vectorizing a loop on CPUs without 64-bit arithmetic vector shifts.
+  // Below 2^31 elements (the index, even a block's overshoot past the last
+  // element, then fits 32 bits) the division is 32-bit: one by a constant
+  // that is not a power of two is a 64-bit multiply-high otherwise, which
+  // AVX2 has no vector form of (and a GPU does in several instructions).
   Shape strides = stridesOf(shape);
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements *= size;
+  bool narrow = elements < (int64_t(1) << 31);
+  StringRef type = narrow ? "unsigned" : "unsigned long long";
+  StringRef suffix = narrow ? "U" : "ULL";
   for (size_t d = 0; d < shape.size(); ++d) {
-    os << indent << "const long long " << prefix << d
-       << " = (long long)((unsigned long long)(" << index << ") / "
-       << strides[d] << "ULL";
+    os << indent << "const long long " << prefix << d << " = (long long)(("
+       << type << ")(" << index << ") / " << strides[d] << suffix;
     if (d != 0)
-      os << " % " << shape[d] << "ULL";
+      os << " % " << shape[d] << suffix;
     os << ");\n";
   }
 }
