@@ -50,21 +50,34 @@ func.func @broadcasting(%x: tensor<2x4xf32>, %b: tensor<4xf32>, %s: tensor<f32>,
 // -----
 
 // From 2^31 elements the coordinates divide in 64 bits (an index past the
-// last element of a block would not fit 32); below, in 32.
+// last element of a block would not fit 32); below, in 32. A block of 256
+// threads never crosses an innermost dimension of 65,536: the outer
+// coordinates are the block's first element's, the innermost is that one's
+// plus the thread's distance from it (a bias read as a vector on the host).
 // CHECK-LABEL: // k0_add: wide
 // CHECK-NEXT: extern "C" __global__ void k0_add(
 // CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 2147483648LL) {
-// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)(idx) / 65536ULL);
-// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)(idx) / 1ULL % 65536ULL);
+// CHECK-NEXT: const long long c0 = (long long)((unsigned long long)((long long)blockIdx.x * blockDim.x) / 65536ULL);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned long long)((long long)blockIdx.x * blockDim.x) % 65536ULL) + (idx - ((long long)blockIdx.x * blockDim.x));
+// CHECK-NEXT: const float v0 = in0[idx];
+// CHECK-NEXT: const float v1 = in1[c1 * 1LL];
 // CHECK-LABEL: // k1_add: narrow
 // CHECK-NEXT: extern "C" __global__ void k1_add(
 // CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 2147418112LL) {
-// CHECK-NEXT: const long long c0 = (long long)((unsigned)(idx) / 65536U);
-// CHECK-NEXT: const long long c1 = (long long)((unsigned)(idx) / 1U % 65536U);
-func.func @wide(%x: tensor<32768x65536xf32>, %b: tensor<65536xf32>, %y: tensor<32767x65536xf32>) -> (tensor<32768x65536xf32>, tensor<32767x65536xf32>) {
+// CHECK-NEXT: const long long c0 = (long long)((unsigned)((long long)blockIdx.x * blockDim.x) / 65536U);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned)((long long)blockIdx.x * blockDim.x) % 65536U) + (idx - ((long long)blockIdx.x * blockDim.x));
+// An innermost dimension that a block can cross (6): coordinates of the
+// index itself.
+// CHECK-LABEL: // k2_add: crossing
+// CHECK-NEXT: extern "C" __global__ void k2_add(
+// CHECK-NEXT: MEMFIT_THREAD_LOOP(idx, 600LL) {
+// CHECK-NEXT: const long long c0 = (long long)((unsigned)(idx) / 6U);
+// CHECK-NEXT: const long long c1 = (long long)((unsigned)(idx) / 1U % 6U);
+func.func @wide(%x: tensor<32768x65536xf32>, %b: tensor<65536xf32>, %y: tensor<32767x65536xf32>, %z: tensor<100x6xf32>, %c: tensor<6xf32>) -> (tensor<32768x65536xf32>, tensor<32767x65536xf32>, tensor<100x6xf32>) {
   %0 = memfit.add %x, %b : tensor<32768x65536xf32>, tensor<65536xf32> -> tensor<32768x65536xf32> loc("wide")
   %1 = memfit.add %y, %b : tensor<32767x65536xf32>, tensor<65536xf32> -> tensor<32767x65536xf32> loc("narrow")
-  return %0, %1 : tensor<32768x65536xf32>, tensor<32767x65536xf32>
+  %2 = memfit.add %z, %c : tensor<100x6xf32>, tensor<6xf32> -> tensor<100x6xf32> loc("crossing")
+  return %0, %1, %2 : tensor<32768x65536xf32>, tensor<32767x65536xf32>, tensor<100x6xf32>
 }
 
 // -----

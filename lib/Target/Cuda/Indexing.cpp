@@ -16,22 +16,32 @@ using namespace mlir;
 using namespace mlir::memfit;
 using namespace mlir::memfit::cuda;
 
+namespace {
+
+/// The unsigned type and literal suffix the coordinates of `shape` divide
+/// in. Below 2^31 elements (the index, even a block's overshoot past the
+/// last element, then fits 32 bits) the division is 32-bit: one by a
+/// constant that is not a power of two is a 64-bit multiply-high otherwise,
+/// which AVX2 has no vector form of (and a GPU does in several
+/// instructions).
+std::pair<StringRef, StringRef> divisionType(ArrayRef<int64_t> shape) {
+  int64_t elements = 1;
+  for (int64_t size : shape)
+    elements *= size;
+  if (elements < (int64_t(1) << 31))
+    return {"unsigned", "U"};
+  return {"unsigned long long", "ULL"};
+}
+
+} // namespace
+
 void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
                       StringRef index, StringRef prefix, StringRef indent) {
   // Unsigned division: the index is never negative, and a signed 64-bit
   // division, even by a power of two, keeps the host compiler from
   // vectorizing a loop on CPUs without 64-bit arithmetic vector shifts.
-  // Below 2^31 elements (the index, even a block's overshoot past the last
-  // element, then fits 32 bits) the division is 32-bit: one by a constant
-  // that is not a power of two is a 64-bit multiply-high otherwise, which
-  // AVX2 has no vector form of (and a GPU does in several instructions).
   Shape strides = stridesOf(shape);
-  int64_t elements = 1;
-  for (int64_t size : shape)
-    elements *= size;
-  bool narrow = elements < (int64_t(1) << 31);
-  StringRef type = narrow ? "unsigned" : "unsigned long long";
-  StringRef suffix = narrow ? "U" : "ULL";
+  auto [type, suffix] = divisionType(shape);
   for (size_t d = 0; d < shape.size(); ++d) {
     os << indent << "const long long " << prefix << d << " = (long long)(("
        << type << ")(" << index << ") / " << strides[d] << suffix;
@@ -39,6 +49,29 @@ void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
       os << " % " << shape[d] << suffix;
     os << ");\n";
   }
+}
+
+void cuda::emitThreadLoopCoords(raw_ostream &os, ArrayRef<int64_t> shape,
+                                StringRef index, StringRef prefix,
+                                int64_t block) {
+  if (shape.empty() || shape.back() % block != 0)
+    return emitCoords(os, shape, index, prefix);
+  Shape strides = stridesOf(shape);
+  auto [type, suffix] = divisionType(shape);
+  std::string first = "((long long)blockIdx.x * blockDim.x)";
+  size_t last = shape.size() - 1;
+  for (size_t d = 0; d < last; ++d) {
+    os << "  const long long " << prefix << d << " = (long long)((" << type
+       << ")" << first << " / " << strides[d] << suffix;
+    if (d != 0)
+      os << " % " << shape[d] << suffix;
+    os << ");\n";
+  }
+  os << "  const long long " << prefix << last << " = (long long)((" << type
+     << ")" << first;
+  if (last != 0)
+    os << " % " << shape[last] << suffix;
+  os << ") + (" << index << " - " << first << ");\n";
 }
 
 std::string cuda::offsetAt(StringRef prefix, ArrayRef<int64_t> strides) {

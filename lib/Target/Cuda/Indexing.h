@@ -24,6 +24,15 @@ namespace mlir::memfit::cuda {
 /// division.
 void emitCoords(raw_ostream &os, ArrayRef<int64_t> shape, StringRef index,
                 StringRef prefix, StringRef indent = "  ");
+/// The same for the index of a thread loop (openThreadLoop) over `shape`
+/// in blocks of `block` threads. When the innermost dimension is a multiple
+/// of the block, a block never crosses it: every coordinate but the last is
+/// the block's first element's, and the last is that one's plus the
+/// thread's distance from it. The host compiler then reads an operand
+/// broadcast along the outer dimensions (a bias) as a vector, where the
+/// remainder of a division made it gather element by element.
+void emitThreadLoopCoords(raw_ostream &os, ArrayRef<int64_t> shape,
+                          StringRef index, StringRef prefix, int64_t block);
 /// The offset `<prefix>0 * strides[0] + <prefix>1 * strides[1] + ...` of
 /// the element at coordinates `<prefix><d>`; "0" for rank 0.
 std::string offsetAt(StringRef prefix, ArrayRef<int64_t> strides);

@@ -98,7 +98,7 @@ FailureOr<rt::Kernel> cuda::emitBroadcastCopy(Operation *op, unsigned index,
      << "\nextern \"C\" __global__ void " << info.name << "(const " << *t
      << "* __restrict__ in0, " << *t << "* __restrict__ out0) {\n";
   openThreadLoop(os, "idx", n);
-  emitCoords(os, to.getShape(), "idx", "c");
+  emitThreadLoopCoords(os, to.getShape(), "idx", "c", kPointwiseBlock);
   os << "  out0[idx] = in0["
      << broadcastOffset(from.getShape(), to.getRank(), "c")
      << "];\n  }\n}\n\n";

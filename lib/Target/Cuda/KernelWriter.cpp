@@ -330,7 +330,7 @@ LogicalResult KernelWriter::emitPointwise() {
 
   int64_t n = getNumElements(domainShape);
   threadLoop("idx", n);
-  emitCoords(os, domainShape, "idx", "c");
+  emitThreadLoopCoords(os, domainShape, "idx", "c", kPointwiseBlock);
   for (Operation &op : kernel.getBodyOps())
     if (failed(emitScalarOp(&op)))
       return failure();

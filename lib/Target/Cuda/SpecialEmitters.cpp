@@ -32,7 +32,7 @@ LogicalResult emitSpecial(SplitOp op, KernelWriter &w) {
   raw_ostream &os = w.body();
   int64_t n = getNumElements(shape);
   w.threadLoop("idx", n);
-  emitCoords(os, shape, "idx", "c");
+  emitThreadLoopCoords(os, shape, "idx", "c", kPointwiseBlock);
   os << "  const " << *cType(eltOf(op.getInput())) << " v = "
      << w.param(op.getInput()) << "[idx];\n";
   int64_t begin = 0;

@@ -1171,6 +1171,27 @@ def elementwise_large(g, r):
     c = g.case("cast_f32_to_i32_large")
     c.output(c.op("Cast", [c.input(r.f([r.dim(300, 400), 257], -1e4, 1e4))],
                   to=TensorProto.INT32))
+    # Innermost dimensions a multiple of the 256-thread block: the kernels'
+    # coordinates come from the block's first element (emitThreadLoopCoords),
+    # with operands broadcast along every other pattern.
+    for inner in (256, 768):
+        outer, mid = r.dim(3, 5), r.dim(2, 4)
+        shape = [outer, mid, inner]
+        for name, other in (("row", [inner]), ("column", [outer, mid, 1]),
+                            ("middle", [outer, 1, inner]),
+                            ("outer", [1, mid, inner])):
+            c = g.case(f"mul_{name}_block_{inner}")
+            c.output(c.op("Mul", [c.input(r.f(shape), "a"),
+                                  c.input(r.f(other), "b")]))
+        # GPT-2's GELU after its fc bias, spelled out as exported.
+        c = g.case(f"gelu_bias_block_{inner}")
+        x = c.op("Add", [c.input(r.f(shape, -4, 4), "a"),
+                         c.input(r.f([inner]), "b")])
+        cube = c.op("Mul", [c.op("Mul", [x, x]), x])
+        inner_sum = c.op("Add", [x, c.op("Mul", [cube, c.init(0.044715, "k", F32)])])
+        t = c.op("Tanh", [c.op("Mul", [inner_sum, c.init(0.7978845608, "s", F32)])])
+        half = c.op("Mul", [x, c.init(0.5, "h", F32)])
+        c.output(c.op("Mul", [half, c.op("Add", [t, c.init(1.0, "one", F32)])]))
 
 
 def normalization_large(g, r):
