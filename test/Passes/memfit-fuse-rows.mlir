@@ -19,7 +19,7 @@
 // REPORT: reduce_mean+sub+mul+reduce_mean+add+sqrt+reciprocal+mul +7 more ops
 // The CUDA source of the first: the prologue computed in the reduction's
 // loop, the epilogue once per row, the row value read in the last loop.
-// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse | memfit-translate --split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels --memfit-fuse --mlir-print-debuginfo | memfit-translate --split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // RMSNorm spelled out: the square (prologue), the mean, then eps, sqrt and
 // reciprocal per row (epilogue) and the product over the row: one kernel
@@ -122,6 +122,35 @@ func.func @column_prologue(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> ten
   %0 = memfit.mul %dy, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
   %1 = memfit.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x8xf32> -> tensor<8xf32>
   return %1 : tensor<8xf32>
+}
+
+// -----
+
+// The product is also a result: the CUDA kernel writes it in the loop of
+// the sum, which computed it, rather than in a second loop over the row
+// (GELU's gradient beside its bias's gradient was computed twice).
+// CHECK-LABEL: func.func @column_prologue_kept
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.reduce_sum
+// CHECK-NEXT: memfit.yield
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// CUDA-LABEL: // k0_mul_reduce_sum: kept_mul, kept_sum
+// CUDA: MEMFIT_BLOCK_STRIDE(j, 0LL, 6LL) {
+// CUDA: const float [[V:v[0-9]+]] = {{.*}} * {{.*}};
+// CUDA-NEXT: MEMFIT_LANE({{.*}}) = MEMFIT_LANE({{.*}}) + (float)[[V]];
+// CUDA-NEXT: out{{[01]}}[idx] = [[V]];
+// CUDA-NEXT: }
+// CUDA-NOT: MEMFIT_BLOCK_STRIDE
+// CUDA: memfit_block_sum
+// CUDA-NOT: MEMFIT_BLOCK_STRIDE
+// CUDA: if (threadIdx.x == 0) {
+func.func @column_prologue_kept(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> (tensor<8xf32>, tensor<2x3x8xf32>) {
+  %0 = memfit.mul %dy, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32> loc("kept_mul")
+  %1 = memfit.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x8xf32> -> tensor<8xf32> loc("kept_sum")
+  return %1, %0 : tensor<8xf32>, tensor<2x3x8xf32>
 }
 
 // -----

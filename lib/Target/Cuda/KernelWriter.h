@@ -229,6 +229,9 @@ private:
     std::string acc;
     RowIndexing indexing;
     Shape kept;
+    /// Results of the full shape already written, by a loop over the row
+    /// that computed them (writeRowLoop).
+    llvm::SmallDenseSet<unsigned, 4> written = {};
   };
   std::optional<RowProgram> row;
   /// The row values of a row kernel, defined once per block: they may be

@@ -95,6 +95,29 @@ LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
   domainShape = row->frame->full;
   domainIndex = "idx";
   LogicalResult result = body();
+  // Results of the full shape that this loop computed are written here,
+  // not computed again in a loop of their own: GELU's gradient beside the
+  // column sum of the bias's gradient was computed twice. The kernel's
+  // results never share a buffer with its inputs (the planner keeps an
+  // input live through the step that reads it; only pointwise kernels and
+  // tied results write in place), so later loops still read the inputs.
+  auto yield = cast<YieldOp>(kernel.getBodyBlock().getTerminator());
+  for (auto [i, value] : llvm::enumerate(yield.getValues())) {
+    Operation *def = value.getDefiningOp();
+    if (failed(result) || row->written.contains(i) || !def ||
+        isa<ConstantOp>(def) || !names.count(value) ||
+        rowValues.contains(value) ||
+        shapeOf(value) != ArrayRef<int64_t>(row->frame->full) ||
+        kernel.getTiedInput(i))
+      continue;
+    FailureOr<std::string> v = scalar(value);
+    if (failed(v)) {
+      result = failure();
+      break;
+    }
+    os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";
+    row->written.insert(i);
+  }
   names = std::move(rowNames);
   domainShape = row->kept;
   domainIndex = "row";
@@ -190,6 +213,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
                            << shapeToString(frame.full) << " nor one per row",
              failure();
   }
+  llvm::erase_if(full, [&](unsigned i) { return row->written.contains(i); });
   if (!full.empty()) {
     LogicalResult done = writeRowLoop([&]() -> LogicalResult {
       for (unsigned i : full) {
@@ -198,6 +222,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
         if (failed(v))
           return failure();
         os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";
+        row->written.insert(i);
       }
       return success();
     });
