@@ -107,8 +107,7 @@ StatusOr<std::string> ExecutableCache::key(const std::string &configuration,
   return kPrefix + hex64(h);
 }
 
-std::optional<Executable>
-ExecutableCache::load(const std::string &key) const {
+std::optional<Executable> ExecutableCache::load(const std::string &key) const {
   if (!enabled())
     return std::nullopt;
   std::string entry = directory_ + "/" + key;
@@ -131,8 +130,8 @@ Status ExecutableCache::store(const std::string &key,
                               const Executable &executable) const {
   if (!enabled() || executable.planOnly)
     return Status::ok();
-  uint64_t bytes = executable.weights.size() +
-                   executable.manifest.source.size();
+  uint64_t bytes =
+      executable.weights.size() + executable.manifest.source.size();
   if (bytes > maxBytes_)
     return Status::ok();
   std::string lines;
@@ -178,10 +177,12 @@ Status ExecutableCache::store(const std::string &key,
       std::string name = e->d_name;
       struct stat st;
       std::string path = directory_ + "/" + name;
-      if (name.rfind(kPrefix, 0) != 0 || name.find(".tmp-") != std::string::npos ||
+      if (name.rfind(kPrefix, 0) != 0 ||
+          name.find(".tmp-") != std::string::npos ||
           ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
         continue;
-      Entry found{path, int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
+      Entry found{path,
+                  int64_t(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec,
                   directoryBytes(path)};
       total += found.bytes;
       entries.push_back(std::move(found));

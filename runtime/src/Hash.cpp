@@ -29,7 +29,7 @@ inline uint64_t rotl(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
 
 /// One word into a lane: add, multiply, rotate (so that high bits reach low
 /// ones in the next round), multiply.
-inline uint64_t round(uint64_t lane, uint64_t word) {
+inline uint64_t mix(uint64_t lane, uint64_t word) {
   return rotl(lane + word * kMulB, 31) * kMulA;
 }
 
@@ -54,19 +54,18 @@ inline uint64_t avalanche(uint64_t h) {
 
 uint64_t hash64(const void *data, size_t size, uint64_t seed) {
   const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint64_t lanes[4] = {seed + kMulA + kMulB, seed + kMulB, seed,
-                       seed - kMulA};
+  uint64_t lanes[4] = {seed + kMulA + kMulB, seed + kMulB, seed, seed - kMulA};
   size_t i = 0;
   for (; i + 32 <= size; i += 32)
     for (int l = 0; l < 4; ++l)
-      lanes[l] = round(lanes[l], load64(p + i + 8 * l));
+      lanes[l] = mix(lanes[l], load64(p + i + 8 * l));
   uint64_t h = rotl(lanes[0], 1) + rotl(lanes[1], 7) + rotl(lanes[2], 12) +
                rotl(lanes[3], 18);
   for (int l = 0; l < 4; ++l)
-    h = (h ^ round(0, lanes[l])) * kMulA + kMulC;
+    h = (h ^ mix(0, lanes[l])) * kMulA + kMulC;
   h += static_cast<uint64_t>(size);
   for (; i + 8 <= size; i += 8)
-    h = rotl(h ^ round(0, load64(p + i)), 27) * kMulA + kMulC;
+    h = rotl(h ^ mix(0, load64(p + i)), 27) * kMulA + kMulC;
   for (; i < size; ++i)
     h = rotl(h ^ (p[i] * kMulC), 11) * kMulA;
   return avalanche(h);
