@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(cmake ninja-build lld ccache g++ python3 python3-venv
+packages=(cmake ninja-build lld ccache g++ python3 python3-venv python3-dev
           libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
           libonnx-dev libprotobuf-dev protobuf-compiler libzstd-dev
           libopenblas-dev libglpk-dev)
@@ -26,7 +26,7 @@ fi
 
 # Python oracles for the tests; pinned so results are reproducible.
 python=${MEMFIT_PYTHON_BIN:-python3}
-if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, sympy" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, sympy, nanobind, scikit_build_core, pytest" >/dev/null 2>&1; then
   echo "setup: creating .venv"
   "$python" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
@@ -40,6 +40,11 @@ if [ ! -f build/build.ninja ]; then
     -DLLVM_USE_LINKER=lld \
     -DMLIR_DIR=/usr/lib/llvm-22/lib/cmake/mlir \
     -DLLVM_EXTERNAL_LIT=/usr/lib/llvm-22/bin/lit \
-    -DMEMFIT_PYTHON="$PWD/.venv/bin/python"
+    -DMEMFIT_PYTHON="$PWD/.venv/bin/python" \
+    -DPython_EXECUTABLE="$PWD/.venv/bin/python" \
+    -DMEMFIT_PYTHON_PACKAGE=ON
 fi
 ninja -C build
+# The memfit package into .venv, built in the same tree (pyproject.toml):
+# only the extension is new to it.
+.venv/bin/pip install -q --no-build-isolation .

@@ -44,6 +44,15 @@ if python and os.path.exists(python):
         config.available_features.add("onnx")
     except (OSError, subprocess.CalledProcessError):
         pass
+# The memfit package (pyproject.toml), installed into that environment by
+# the setup script, with pytest for its tests.
+if "onnx" in config.available_features:
+    try:
+        subprocess.run([python, "-c", "import memfit, pytest"], check=True,
+                       capture_output=True, cwd="/")
+        config.available_features.add("python-package")
+    except (OSError, subprocess.CalledProcessError):
+        pass
 config.substitutions.append(("%onnx_python", python))
 config.substitutions.append(("%mkonnx", python + " -m memfit_test.mkonnx"))
 

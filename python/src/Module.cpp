@@ -1,0 +1,465 @@
+//===- Module.cpp - memfit._memfit: the C++ API for Python ----------------===//
+//
+// The extension module under the `memfit` package (python/memfit): compile
+// a model file with the options of memfit::CompileOptions (a dict whose
+// keys are the fields' names in snake case; python/memfit/config.py builds
+// it from the ecosystem's names), look at the executable (entries, memory
+// report, save), and run it in a session with NumPy arrays in and out.
+// Errors are memfit.MemfitError with memfit's one-line diagnostics.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/JIT/Compiler.h"
+#include "memfit/Support/OptionKinds.h"
+#include "memfit/runtime/Manifest.h"
+#include "memfit/runtime/Session.h"
+#include "memfit/runtime/Summary.h"
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/tuple.h>
+#include <nanobind/stl/vector.h>
+
+#include <cstring>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+namespace nb = nanobind;
+using namespace memfit;
+
+namespace {
+
+/// memfit's diagnostics, raised in Python as memfit.MemfitError.
+struct Error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void check(const rt::Status &status) {
+  if (!status)
+    throw Error(status.message());
+}
+
+template <typename T> T check(rt::StatusOr<T> value) {
+  if (!value)
+    throw Error(value.status().message());
+  return std::move(*value);
+}
+
+//===----------------------------------------------------------------------===//
+// Options
+//===----------------------------------------------------------------------===//
+
+/// Reads a dict of options into C++ fields; a key no field takes, a value
+/// of the wrong type and a choice memfit does not know are errors that
+/// name the option.
+class OptionReader {
+public:
+  OptionReader(nb::dict dict, std::string where)
+      : dict_(std::move(dict)), where_(std::move(where)) {}
+
+  template <typename T> void get(const char *key, T &out) {
+    if (!dict_.contains(key))
+      return;
+    used_.insert(key);
+    nb::handle value = dict_[key];
+    if (value.is_none())
+      return;
+    if (!nb::try_cast(value, out))
+      throw Error(where_ + ": option '" + key + "' has the wrong type (" +
+                  nb::cast<std::string>(nb::str(value.type())) + ")");
+  }
+
+  template <typename Kind> void kind(const char *key, Kind &out) {
+    std::string name;
+    bool given = dict_.contains(key) && !dict_[key].is_none();
+    get(key, name);
+    if (!given)
+      return;
+    std::optional<Kind> parsed = parseKind<Kind>(name);
+    if (!parsed)
+      throw Error(where_ + ": option '" + key + "': '" + name + "' is not a " +
+                  kindNames<Kind>().noun + " (" + kindList<Kind>() + ")");
+    out = *parsed;
+  }
+
+  nb::dict sub(const char *key) {
+    if (!dict_.contains(key) || dict_[key].is_none())
+      return {};
+    used_.insert(key);
+    nb::dict d;
+    if (!nb::try_cast(dict_[key], d))
+      throw Error(where_ + ": option '" + key + "' must be a dict");
+    return d;
+  }
+
+  bool has(const char *key) const {
+    return dict_.contains(key) && !dict_[key].is_none();
+  }
+
+  /// Every key must have been read.
+  void finish() const {
+    for (auto [key, value] : dict_) {
+      std::string name = nb::cast<std::string>(nb::str(key));
+      if (!used_.count(name))
+        throw Error(where_ + ": unknown option '" + name + "'");
+    }
+  }
+
+private:
+  nb::dict dict_;
+  std::string where_;
+  std::set<std::string> used_;
+};
+
+TrainOptions trainOptions(nb::dict dict) {
+  TrainOptions t;
+  OptionReader r(std::move(dict), "train");
+  r.kind("loss", t.loss);
+  r.get("ignore_index", t.ignoreIndex);
+  r.get("chunked_loss", t.chunkedLoss);
+  r.get("loss_chunk", t.lossChunk);
+  r.get("trainable", t.trainable);
+  r.get("frozen", t.frozen);
+  r.kind("precision", t.precision);
+  r.get("lora_rank", t.loraRank);
+  r.get("lora_alpha", t.loraAlpha);
+  r.get("lora_targets", t.loraTargets);
+  r.get("lora_exclude", t.loraExclude);
+  r.get("lora_rslora", t.loraRslora);
+  r.get("lora_dropout", t.loraDropout);
+  r.get("lora_seed", t.loraSeed);
+  r.get("keep_fp32", t.keepFp32);
+  r.get("loss_scale", t.lossScale);
+  r.kind("optimizer", t.optimizer);
+  r.kind("optimizer_states", t.optimizerStates);
+  r.get("keep_fp32_states", t.keepFp32States);
+  r.get("beta1", t.beta1);
+  r.get("beta2", t.beta2);
+  r.get("eps", t.eps);
+  r.get("weight_decay", t.weightDecay);
+  r.get("momentum", t.momentum);
+  r.get("nesterov", t.nesterov);
+  r.get("clip_norm", t.clipNorm);
+  r.get("accumulate", t.accumulate);
+  r.kind("remat", t.remat);
+  r.get("budget", t.budget);
+  r.get("activation_fraction", t.activationFraction);
+  r.get("compress_activations", t.compressActivations);
+  r.get("activation_block_size", t.activationBlockSize);
+  r.get("remat_report", t.rematReport);
+  r.get("remat_time_limit", t.rematTimeLimit);
+  r.finish();
+  return t;
+}
+
+CompileOptions compileOptions(nb::dict dict) {
+  CompileOptions o;
+  OptionReader r(std::move(dict), "compile");
+  r.get("input_shapes", o.inputShapes);
+  r.get("input_values", o.inputValues);
+  r.get("entry", o.entry);
+  if (r.has("train"))
+    o.train = trainOptions(r.sub("train"));
+  r.kind("quantize_weights", o.weights.scheme);
+  r.get("weight_block_size", o.weights.blockSize);
+  r.get("double_quant", o.weights.doubleQuant);
+  r.get("fuse", o.fusion.enabled);
+  r.get("fuse_max_ops", o.fusion.maxOps);
+  r.get("fused_attention", o.fusion.attention);
+  r.get("plan_only", o.planOnly);
+  r.get("cache_dir", o.cacheDir);
+  r.get("no_cache", o.disableCache);
+  r.finish();
+  return o;
+}
+
+//===----------------------------------------------------------------------===//
+// Tensors
+//===----------------------------------------------------------------------===//
+
+using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
+
+/// The DLPack type of a runtime dtype NumPy has (bf16 and the 8-bit floats
+/// come back as raw bytes of their width, as memfit-run's .npy files).
+nb::dlpack::dtype dlpackOf(rt::DType t) {
+  using nb::dlpack::dtype_code;
+  auto of = [](dtype_code code, int bits) {
+    return nb::dlpack::dtype{static_cast<uint8_t>(code),
+                             static_cast<uint8_t>(bits), 1};
+  };
+  switch (t) {
+  case rt::DType::f32:
+    return of(dtype_code::Float, 32);
+  case rt::DType::f64:
+    return of(dtype_code::Float, 64);
+  case rt::DType::f16:
+    return of(dtype_code::Float, 16);
+  case rt::DType::i64:
+    return of(dtype_code::Int, 64);
+  case rt::DType::i32:
+    return of(dtype_code::Int, 32);
+  case rt::DType::i16:
+    return of(dtype_code::Int, 16);
+  case rt::DType::i8:
+    return of(dtype_code::Int, 8);
+  case rt::DType::u64:
+    return of(dtype_code::UInt, 64);
+  case rt::DType::u32:
+    return of(dtype_code::UInt, 32);
+  case rt::DType::u16:
+    return of(dtype_code::UInt, 16);
+  case rt::DType::i1:
+    return of(dtype_code::Bool, 8);
+  default:
+    return of(dtype_code::UInt, static_cast<int>(8 * rt::dtypeSize(t)));
+  }
+}
+
+/// A copy of a NumPy array as a runtime tensor of `expected` (the input's
+/// dtype): the array's dtype must be that one; no silent conversion.
+rt::Tensor tensorOf(const std::string &name, Array array, rt::DType expected) {
+  nb::dlpack::dtype want = dlpackOf(expected), got = array.dtype();
+  if (want != got)
+    throw Error("input '" + name + "': expected " + rt::dtypeName(expected) +
+                " elements, got a NumPy array of " +
+                nb::cast<std::string>(nb::str(
+                    nb::handle(array.cast().attr("dtype")))));
+  rt::Tensor t;
+  t.dtype = expected;
+  for (size_t d = 0; d < array.ndim(); ++d)
+    t.shape.push_back(static_cast<int64_t>(array.shape(d)));
+  t.data.resize(array.nbytes());
+  if (array.nbytes())
+    std::memcpy(t.data.data(), array.data(), array.nbytes());
+  return t;
+}
+
+/// A NumPy array that owns a copy of the tensor.
+nb::object arrayOf(rt::Tensor tensor) {
+  auto *owned = new std::vector<uint8_t>(std::move(tensor.data));
+  nb::capsule owner(owned, [](void *p) noexcept {
+    delete static_cast<std::vector<uint8_t> *>(p);
+  });
+  std::vector<size_t> shape(tensor.shape.begin(), tensor.shape.end());
+  Array array(owned->data(), shape.size(), shape.data(), owner, nullptr,
+              dlpackOf(tensor.dtype));
+  return array.cast();
+}
+
+//===----------------------------------------------------------------------===//
+// Executables and sessions
+//===----------------------------------------------------------------------===//
+
+struct Executable {
+  std::shared_ptr<rt::Executable> exe;
+
+  const rt::Manifest &manifest() const { return exe->manifest; }
+};
+
+struct Session {
+  std::unique_ptr<rt::Session> session;
+
+  const rt::Buffer &bufferOf(const std::string &name, bool input) const {
+    const rt::Manifest &m = session->manifest();
+    for (const rt::Entry &e : m.entries)
+      for (const rt::Binding &b : input ? e.inputs : e.outputs)
+        if (b.name == name)
+          return m.buffers[b.buffer];
+    throw Error(std::string("no ") + (input ? "input" : "output") +
+                " named '" + name + "'");
+  }
+};
+
+/// (name, [(input, dtype, shape)], [(output, dtype, shape)]) per entry.
+using BindingInfo =
+    std::tuple<std::string, std::string, std::vector<int64_t>>;
+using EntryInfo = std::tuple<std::string, std::vector<BindingInfo>,
+                             std::vector<BindingInfo>>;
+
+std::vector<EntryInfo> entriesOf(const rt::Manifest &m) {
+  std::vector<EntryInfo> entries;
+  auto bindings = [&](const std::vector<rt::Binding> &list) {
+    std::vector<BindingInfo> out;
+    for (const rt::Binding &b : list) {
+      const rt::Buffer &buffer = m.buffers[b.buffer];
+      out.emplace_back(b.name, rt::dtypeName(buffer.dtype), buffer.shape);
+    }
+    return out;
+  };
+  for (const rt::Entry &e : m.entries)
+    entries.emplace_back(e.name, bindings(e.inputs), bindings(e.outputs));
+  return entries;
+}
+
+} // namespace
+
+NB_MODULE(_memfit, m) {
+  m.doc() = "memfit's C++ API (memfit/JIT/Compiler.h, memfit/runtime): the "
+            "memfit package wraps it.";
+  nb::exception<Error>(m, "MemfitError", PyExc_RuntimeError);
+
+  nb::class_<Executable>(m, "Executable",
+                         "A compiled model: its entries, memory plan and "
+                         "kernels (memfit::rt::Executable).")
+      .def_prop_ro("model",
+                   [](const Executable &e) { return e.manifest().model; })
+      .def_prop_ro("plan_only",
+                   [](const Executable &e) { return e.exe->planOnly; },
+                   "Compiled from shapes alone: it cannot run.")
+      .def_prop_ro(
+          "entries", [](const Executable &e) { return entriesOf(e.manifest()); },
+          "Each entry's name, inputs and outputs (name, dtype, shape).")
+      .def_prop_ro(
+          "memory",
+          [](const Executable &e) {
+            std::vector<std::pair<std::string, uint64_t>> rows;
+            for (const rt::MemoryCategory &c : e.manifest().memory)
+              rows.emplace_back(c.name, c.bytes);
+            return rows;
+          },
+          "The memory plan by category, in bytes, as memfit-run "
+          "--memory-report lists it.")
+      .def_prop_ro(
+          "total_bytes",
+          [](const Executable &e) { return e.manifest().totalBytes(); },
+          "The one allocation a session makes.")
+      .def(
+          "memory_report_text",
+          [](const Executable &e) {
+            return rt::formatPlanSummary(e.manifest()) +
+                   rt::formatMemoryReport(e.manifest());
+          },
+          "The plan and the memory report as memfit-run prints them.")
+      .def(
+          "save",
+          [](const Executable &e, const std::string &directory) {
+            check(rt::saveExecutable(*e.exe, directory));
+          },
+          nb::arg("directory"),
+          "Writes the executable (manifest.json, kernels.cu, weights) for "
+          "memfit-run or load().");
+
+  m.def(
+      "compile",
+      [](const std::string &path, nb::dict options) {
+        CompileOptions compile = compileOptions(std::move(options));
+        rt::StatusOr<rt::Executable> exe = [&] {
+          nb::gil_scoped_release release;
+          return compileModelFile(path, compile);
+        }();
+        return Executable{std::make_shared<rt::Executable>(check(std::move(exe)))};
+      },
+      nb::arg("path"), nb::arg("options"),
+      "Compiles an ONNX or MLIR file with CompileOptions given as a dict of "
+      "their snake-case names.");
+  m.def(
+      "load",
+      [](const std::string &directory) {
+        return Executable{std::make_shared<rt::Executable>(
+            check(rt::loadExecutable(directory)))};
+      },
+      nb::arg("directory"), "Loads an executable that save() wrote.");
+  m.def(
+      "cuda_usable",
+      []() {
+        std::string why;
+        bool usable = rt::cudaUsable(&why);
+        return std::make_pair(usable, why);
+      },
+      "Whether a CUDA device can be used, and if not, why.");
+
+  nb::class_<Session>(m, "Session",
+                      "An executable on a device: one allocation, weights "
+                      "uploaded, kernels compiled (memfit::rt::Session).")
+      .def(
+          "__init__",
+          [](Session *self, const Executable &e, const std::string &device,
+             const std::string &cacheDir, unsigned hostThreads) {
+            rt::DeviceKind kind;
+            if (device == "host")
+              kind = rt::DeviceKind::Host;
+            else if (device == "cuda")
+              kind = rt::DeviceKind::Cuda;
+            else
+              throw Error("device '" + device + "': expected host or cuda");
+            rt::SessionOptions options;
+            options.cacheDir = cacheDir;
+            options.hostThreads = hostThreads;
+            rt::StatusOr<std::unique_ptr<rt::Session>> session = [&] {
+              nb::gil_scoped_release release;
+              return rt::Session::create(*e.exe, kind, options);
+            }();
+            new (self) Session{check(std::move(session))};
+          },
+          nb::arg("executable"), nb::arg("device") = "host",
+          nb::arg("cache_dir") = "", nb::arg("host_threads") = 0)
+      .def_prop_ro("device",
+                   [](const Session &s) {
+                     return s.session->deviceDescription();
+                   })
+      .def_prop_ro("allocated_bytes",
+                   [](const Session &s) { return s.session->allocatedBytes(); })
+      .def(
+          "set_input",
+          [](Session &s, const std::string &name, Array array) {
+            const rt::Buffer &buffer = s.bufferOf(name, /*input=*/true);
+            check(s.session->setInput(name, tensorOf(name, array, buffer.dtype)));
+          },
+          nb::arg("name"), nb::arg("array"))
+      .def(
+          "run",
+          [](Session &s, const std::string &entry) {
+            nb::gil_scoped_release release;
+            check(s.session->run(entry));
+          },
+          nb::arg("entry"))
+      .def(
+          "output",
+          [](const Session &s, const std::string &name) {
+            return arrayOf(check(s.session->getOutput(name)));
+          },
+          nb::arg("name"))
+      .def(
+          "variables",
+          [](const Session &s) {
+            std::vector<std::pair<std::string, std::string>> out;
+            for (const rt::Variable &v : s.session->variables())
+              out.emplace_back(v.name, rt::variableKindName(v.kind));
+            return out;
+          },
+          "Each persistent tensor's name and kind (parameter, "
+          "frozen_parameter, optimizer_state, gradient_accumulator, counter).")
+      .def(
+          "read_variable",
+          [](const Session &s, const std::string &name) {
+            return arrayOf(check(s.session->readVariable(name)));
+          },
+          nb::arg("name"))
+      .def(
+          "write_variable",
+          [](Session &s, const std::string &name, Array array) {
+            const rt::Manifest &m = s.session->manifest();
+            const rt::Variable *v = m.findVariable(name);
+            if (!v)
+              throw Error("no variable named '" + name + "'");
+            check(s.session->writeVariable(
+                name, tensorOf(name, array, m.buffers[v->buffer].dtype)));
+          },
+          nb::arg("name"), nb::arg("array"))
+      .def(
+          "save_checkpoint",
+          [](const Session &s, const std::string &path) {
+            check(s.session->saveCheckpoint(path));
+          },
+          nb::arg("path"))
+      .def(
+          "load_checkpoint",
+          [](Session &s, const std::string &path) {
+            check(s.session->loadCheckpoint(path));
+          },
+          nb::arg("path"));
+}

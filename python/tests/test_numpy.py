@@ -1,0 +1,136 @@
+"""The memfit package with NumPy arrays: compile, plan, run and train the GPT
+fixture, against onnxruntime (forward) and memfit-run (training losses),
+and the errors a bad argument raises."""
+
+import os
+import re
+import subprocess
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+
+import memfit
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
+GPT = os.path.join(ROOT, "test", "models", "gpt_ts.onnx")
+MEMFIT_RUN = os.environ.get("MEMFIT_RUN",
+                            os.path.join(ROOT, "build", "bin", "memfit-run"))
+SHAPES = {"input_ids": (2, 16)}
+
+
+def ids(seed=0, high=64):
+    return np.random.default_rng(seed).integers(0, high, (2, 16)).astype(
+        np.int64)
+
+
+@pytest.fixture(scope="module")
+def forward():
+    return memfit.compile(GPT, input_shapes=SHAPES, device="host")
+
+
+def test_forward_matches_onnxruntime(forward):
+    x = ids()
+    got = forward.run(input_ids=x)
+    (name,) = got
+    sess = ort.InferenceSession(GPT, providers=["CPUExecutionProvider"])
+    want = sess.run(None, {"input_ids": x})[0]
+    assert got[name].shape == want.shape
+    np.testing.assert_allclose(got[name], want, rtol=1e-4, atol=1e-5)
+
+
+def test_model_proto_and_bytes(forward):
+    x = ids(1)
+    want = forward.run(input_ids=x)
+    proto = onnx.load(GPT)
+    for model in (proto, proto.SerializeToString()):
+        got = memfit.compile(model, input_shapes=SHAPES, device="host").run(
+            input_ids=x)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name])
+
+
+def test_memory_report(forward):
+    report = forward.memory_report()
+    assert report["parameters"] > 0
+    assert report.total_bytes == sum(
+        b for c, b in report.items() if c in ("weights region", "arena peak")) \
+        or report.total_bytes > 0
+    assert "memory plan:" in str(report)
+    assert "parameters" in str(report)
+
+
+def test_plan_only_does_not_run():
+    plan = memfit.compile(GPT, input_shapes=SHAPES, plan_only=True)
+    assert plan.plan_only
+    assert plan.memory_report()["parameters"] > 0
+    with pytest.raises(memfit.MemfitError, match="plan only"):
+        plan.run(input_ids=ids())
+
+
+def test_training_matches_memfit_run(tmp_path):
+    x, labels = ids(2), ids(3)
+    model = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                           train=memfit.TrainConfig(learning_rate=1e-3))
+    losses = [model.step(input_ids=x, labels=labels) for _ in range(3)]
+    assert losses[2] < losses[0]
+    np.save(tmp_path / "ids.npy", x)
+    np.save(tmp_path / "labels.npy", labels)
+    out = subprocess.run(
+        [MEMFIT_RUN, GPT, "--device=host", "--input-shape=input_ids=2x16",
+         "--train", "--loss=cross-entropy", "--steps=3", "--lr=1e-3",
+         f"--input=input_ids={tmp_path / 'ids.npy'}",
+         f"--input=labels={tmp_path / 'labels.npy'}"],
+        capture_output=True, text=True, check=True).stdout
+    printed = [float(v) for v in re.findall(r"^step \d+/3 loss (\S+)", out,
+                                            re.M)]
+    assert printed == [float(f"{l:.6f}") for l in losses]
+
+
+def test_state_dict(tmp_path):
+    """A training step's parameters under the ONNX initializers' names, equal
+    to them before the first step and changed after it."""
+    model = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                           train=memfit.TrainConfig())
+    weights = model.state_dict()
+    inits = {t.name: onnx.numpy_helper.to_array(t)
+             for t in onnx.load(GPT).graph.initializer}
+    common = sorted(set(weights) & set(inits))
+    assert len(common) == len(weights) > 0
+    for name in common:
+        np.testing.assert_array_equal(weights[name], inits[name])
+    model.step(input_ids=ids(5), labels=ids(6))
+    after = model.state_dict()
+    assert any(not np.array_equal(after[n], weights[n]) for n in common)
+
+
+def test_save_and_load(tmp_path, forward):
+    forward.save(tmp_path / "exe")
+    again = memfit.load(tmp_path / "exe", device="host")
+    x = ids(4)
+    first, second = forward.run(input_ids=x), again.run(input_ids=x)
+    for name in first:
+        np.testing.assert_array_equal(first[name], second[name])
+
+
+def test_errors(forward):
+    with pytest.raises(memfit.MemfitError, match="missing input 'input_ids'"):
+        forward.run()
+    with pytest.raises(memfit.MemfitError, match="no input named 'tokens'"):
+        forward.run(input_ids=ids(), tokens=ids())
+    with pytest.raises(memfit.MemfitError, match="expected i64 elements"):
+        forward.run(input_ids=ids().astype(np.int32))
+    with pytest.raises(memfit.MemfitError, match="expected 2x16xi64"):
+        forward.run(input_ids=np.zeros((2, 8), np.int64))
+    with pytest.raises(memfit.MemfitError, match="nowhere.onnx"):
+        memfit.compile("nowhere.onnx")
+    with pytest.raises(ValueError, match="optim 'adam'"):
+        memfit.compile(GPT, input_shapes=SHAPES,
+                       train=memfit.TrainConfig(optim="adam"))
+    with pytest.raises(memfit.MemfitError, match="'sideways' is not a"):
+        memfit.compile(GPT, input_shapes=SHAPES,
+                       train=memfit.TrainConfig(remat="sideways"))
+    with pytest.raises(memfit.MemfitError, match="unknown option 'colour'"):
+        memfit._memfit.compile(GPT, {"colour": 1})
