@@ -187,36 +187,30 @@ using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
 /// come back as raw bytes of their width, as memfit-run's .npy files).
 nb::dlpack::dtype dlpackOf(rt::DType t) {
   using nb::dlpack::dtype_code;
-  auto of = [](dtype_code code, int bits) {
-    return nb::dlpack::dtype{static_cast<uint8_t>(code),
-                             static_cast<uint8_t>(bits), 1};
+  static const struct {
+    rt::DType type;
+    dtype_code code;
+    int bits;
+  } kTypes[] = {
+      {rt::DType::f32, dtype_code::Float, 32},
+      {rt::DType::f64, dtype_code::Float, 64},
+      {rt::DType::f16, dtype_code::Float, 16},
+      {rt::DType::i64, dtype_code::Int, 64},
+      {rt::DType::i32, dtype_code::Int, 32},
+      {rt::DType::i16, dtype_code::Int, 16},
+      {rt::DType::i8, dtype_code::Int, 8},
+      {rt::DType::u64, dtype_code::UInt, 64},
+      {rt::DType::u32, dtype_code::UInt, 32},
+      {rt::DType::u16, dtype_code::UInt, 16},
+      {rt::DType::i1, dtype_code::Bool, 8},
   };
-  switch (t) {
-  case rt::DType::f32:
-    return of(dtype_code::Float, 32);
-  case rt::DType::f64:
-    return of(dtype_code::Float, 64);
-  case rt::DType::f16:
-    return of(dtype_code::Float, 16);
-  case rt::DType::i64:
-    return of(dtype_code::Int, 64);
-  case rt::DType::i32:
-    return of(dtype_code::Int, 32);
-  case rt::DType::i16:
-    return of(dtype_code::Int, 16);
-  case rt::DType::i8:
-    return of(dtype_code::Int, 8);
-  case rt::DType::u64:
-    return of(dtype_code::UInt, 64);
-  case rt::DType::u32:
-    return of(dtype_code::UInt, 32);
-  case rt::DType::u16:
-    return of(dtype_code::UInt, 16);
-  case rt::DType::i1:
-    return of(dtype_code::Bool, 8);
-  default:
-    return of(dtype_code::UInt, static_cast<int>(8 * rt::dtypeSize(t)));
-  }
+  dtype_code code = dtype_code::UInt;
+  int bits = static_cast<int>(8 * rt::dtypeSize(t));
+  for (const auto &entry : kTypes)
+    if (entry.type == t)
+      code = entry.code, bits = entry.bits;
+  return nb::dlpack::dtype{static_cast<uint8_t>(code),
+                           static_cast<uint8_t>(bits), 1};
 }
 
 /// A copy of a NumPy array as a runtime tensor of `expected` (the input's

@@ -26,9 +26,6 @@ namespace memfit::rt {
 
 namespace {
 std::string systemError() { return std::strerror(errno); }
-} // namespace
-
-namespace {
 
 /// The whole file into `Bytes` (std::string or a vector of bytes), read in
 /// place: sized from fstat, grown only for a file that grows while read.

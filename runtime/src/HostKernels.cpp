@@ -539,7 +539,7 @@ Status loadHostKernels(const Manifest &manifest,
   // Each kernel's key: its source without its name, in the context it is
   // compiled in (header, preamble, compiler, flags).
   std::string context = compilerId + "\n" +
-                        std::to_string(hashBytes(kHostEmulationHeader,
+                        std::to_string(fnv1a64(kHostEmulationHeader,
                                                  std::char_traits<char>::length(
                                                      kHostEmulationHeader))) +
                         "\n" + split->preamble;

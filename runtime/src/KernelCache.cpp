@@ -45,10 +45,12 @@ std::string KernelCache::path(const std::string &kind,
                               const std::string &compilerVersion,
                               const std::string &extension) const {
   // The parts are separated by a NUL so that ("ab", "c") != ("a", "bc").
-  uint64_t h = hashBytes(source.data(), source.size());
+  // FNV-1a (Hash.h): kernel sources are short, and another hash would move
+  // every cached kernel.
+  uint64_t h = fnv1a64(source.data(), source.size());
   for (const std::string *part : {&target, &compilerVersion}) {
-    h = hashBytes("", 1, h);
-    h = hashBytes(part->data(), part->size(), h);
+    h = fnv1a64("", 1, h);
+    h = fnv1a64(part->data(), part->size(), h);
   }
   char hex[17];
   std::snprintf(hex, sizeof(hex), "%016llx",

@@ -15,12 +15,6 @@
 
 namespace memfit::rt {
 
-/// 64-bit FNV-1a, for cache keys (kernel sources are short; changing the
-/// hash would move every cached kernel).
-inline uint64_t hashBytes(const void *data, size_t size,
-                          uint64_t seed = kFnvOffset) {
-  return fnv1a64(data, size, seed);
-}
 
 /// Compiled artifacts keyed by (source hash, target, compiler version):
 /// files `<dir>/<kind>-<16 hex digits>.<ext>`, written to a temporary and

@@ -10,7 +10,10 @@
 #include "KernelWriter.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/FormatVariadic.h"
+
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -33,6 +36,21 @@ std::pair<StringRef, StringRef> divisionType(ArrayRef<int64_t> shape) {
   return {"unsigned long long", "ULL"};
 }
 
+/// "(long long)((<type>)<operand> / <stride> % <size>)", `operand` an
+/// index in parentheses, without the division or the remainder where
+/// `stride` or `size` is absent.
+std::string coordinate(std::pair<StringRef, StringRef> division,
+                       StringRef operand, std::optional<int64_t> stride,
+                       std::optional<int64_t> size) {
+  auto [type, suffix] = division;
+  std::string expr = ("(long long)((" + type + ")" + operand).str();
+  if (stride)
+    expr += (" / " + Twine(*stride) + suffix).str();
+  if (size)
+    expr += (" % " + Twine(*size) + suffix).str();
+  return expr + ")";
+}
+
 } // namespace
 
 void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
@@ -41,14 +59,13 @@ void cuda::emitCoords(raw_ostream &os, ArrayRef<int64_t> shape,
   // division, even by a power of two, keeps the host compiler from
   // vectorizing a loop on CPUs without 64-bit arithmetic vector shifts.
   Shape strides = stridesOf(shape);
-  auto [type, suffix] = divisionType(shape);
-  for (size_t d = 0; d < shape.size(); ++d) {
-    os << indent << "const long long " << prefix << d << " = (long long)(("
-       << type << ")(" << index << ") / " << strides[d] << suffix;
-    if (d != 0)
-      os << " % " << shape[d] << suffix;
-    os << ");\n";
-  }
+  auto division = divisionType(shape);
+  std::string operand = ("(" + index + ")").str();
+  for (size_t d = 0; d < shape.size(); ++d)
+    os << indent << "const long long " << prefix << d << " = "
+       << coordinate(division, operand, strides[d],
+                     d ? std::optional<int64_t>(shape[d]) : std::nullopt)
+       << ";\n";
 }
 
 void cuda::emitThreadLoopCoords(raw_ostream &os, ArrayRef<int64_t> shape,
@@ -57,21 +74,18 @@ void cuda::emitThreadLoopCoords(raw_ostream &os, ArrayRef<int64_t> shape,
   if (shape.empty() || shape.back() % block != 0)
     return emitCoords(os, shape, index, prefix);
   Shape strides = stridesOf(shape);
-  auto [type, suffix] = divisionType(shape);
+  auto division = divisionType(shape);
   std::string first = "((long long)blockIdx.x * blockDim.x)";
+  auto sizeAt = [&](size_t d) {
+    return d ? std::optional<int64_t>(shape[d]) : std::nullopt;
+  };
   size_t last = shape.size() - 1;
-  for (size_t d = 0; d < last; ++d) {
-    os << "  const long long " << prefix << d << " = (long long)((" << type
-       << ")" << first << " / " << strides[d] << suffix;
-    if (d != 0)
-      os << " % " << shape[d] << suffix;
-    os << ");\n";
-  }
-  os << "  const long long " << prefix << last << " = (long long)((" << type
-     << ")" << first;
-  if (last != 0)
-    os << " % " << shape[last] << suffix;
-  os << ") + (" << index << " - " << first << ");\n";
+  for (size_t d = 0; d < last; ++d)
+    os << "  const long long " << prefix << d << " = "
+       << coordinate(division, first, strides[d], sizeAt(d)) << ";\n";
+  os << "  const long long " << prefix << last << " = "
+     << coordinate(division, first, std::nullopt, sizeAt(last)) << " + ("
+     << index << " - " << first << ");\n";
 }
 
 std::string cuda::offsetAt(StringRef prefix, ArrayRef<int64_t> strides) {

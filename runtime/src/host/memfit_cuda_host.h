@@ -177,7 +177,6 @@ static inline float memfit_host_tanhf(float x) {
 }
 #define tanhf memfit_host_tanhf
 
-
 // atomicCAS on 64-bit words: blocks run on several OS threads.
 static inline unsigned long long atomicCAS(unsigned long long *address,
                                            unsigned long long compare,
@@ -636,10 +635,6 @@ template <class T, class Op> static inline void butterfly(T *x, Op op) {
   }
 }
 
-/// Lane 0's value after butterfly(x, op), and only that: the tree of the 31
-/// operations it depends on, each with its operands in the butterfly's
-/// order (x[i] = op(x[i], x[i + o]) for i < o), so the same value to the bit
-/// whether or not op commutes. Overwrites x.
 /// butterflyLane0 past its first level: x[0..15] hold that level's values.
 template <class T, class Op>
 static inline T butterflyLane0From16(T *x, Op op) {
@@ -652,6 +647,10 @@ static inline T butterflyLane0From16(T *x, Op op) {
   return op(x[0], x[1]);
 }
 
+/// Lane 0's value after butterfly(x, op), and only that: the tree of the 31
+/// operations it depends on, each with its operands in the butterfly's
+/// order (x[i] = op(x[i], x[i + o]) for i < o), so the same value to the bit
+/// whether or not op commutes. Overwrites x.
 template <class T, class Op> static inline T butterflyLane0(T *x, Op op) {
   // Level by level with constant bounds, which the host compiler turns
   // into vector operations (a loop over o it did not: a block reduction
