@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for memfit and builds it; idempotent.
 #   - Debian packages: LLVM/MLIR 22, ONNX protobuf classes, CMake, Ninja, lld
-#   - a Python virtual environment (.venv) with onnx, onnxruntime, numpy
+#   - a Python virtual environment (.venv) with onnx, onnxruntime, numpy,
+#     and (unless MEMFIT_NO_TORCH=1) torch, transformers and peft
 #   - the build in build/ (CMake + Ninja): compiler, runtime, tools, tests
 #   The CUDA toolkit (NVRTC) is expected at /usr/local/cuda; without it the
 #   CUDA paths report it and the NVRTC tests are skipped.
@@ -31,6 +32,16 @@ if ! .venv/bin/python -c "import onnx, onnxruntime, numpy, sympy, nanobind, scik
   "$python" -m venv .venv
   .venv/bin/pip install -q --upgrade pip
   .venv/bin/pip install -q -r scripts/requirements.txt
+fi
+
+# PyTorch and Hugging Face for the package's interop tests (from_torch,
+# from_pretrained, adapters into PEFT): about 3 GB, 1.5 minutes from PyPI.
+# MEMFIT_NO_TORCH=1 leaves them out; those tests are then unsupported.
+if [ "${MEMFIT_NO_TORCH:-0}" != 1 ] && ! .venv/bin/python -c \
+    "import torch, transformers, peft, safetensors, onnxscript, tqdm" \
+    >/dev/null 2>&1; then
+  echo "setup: installing PyTorch into .venv (scripts/requirements-torch.txt)"
+  .venv/bin/pip install -q -r scripts/requirements-torch.txt
 fi
 
 if [ ! -f build/build.ninja ]; then

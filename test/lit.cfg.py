@@ -51,6 +51,14 @@ if "onnx" in config.available_features:
         subprocess.run([python, "-c", "import memfit, pytest"], check=True,
                        capture_output=True, cwd="/")
         config.available_features.add("python-package")
+        # The PyTorch interop tests (scripts/requirements-torch.txt).
+        # Found, not imported: importing torch takes seconds.
+        subprocess.run([python, "-c", "import importlib.util as u, sys; "
+                        "sys.exit(not all(u.find_spec(m) for m in ('torch', "
+                        "'transformers', 'peft', 'onnxscript', "
+                        "'safetensors')))"],
+                       check=True, capture_output=True, cwd="/")
+        config.available_features.add("torch")
     except (OSError, subprocess.CalledProcessError):
         pass
 config.substitutions.append(("%onnx_python", python))

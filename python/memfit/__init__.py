@@ -1,5 +1,6 @@
-"""memfit from Python: compile an ONNX model, see its memory plan before it
-runs, and run or train it with NumPy arrays.
+"""memfit from Python: compile an ONNX model (or a PyTorch module, or a
+Hugging Face model), see its memory plan before it runs, and run or train
+it with NumPy arrays or torch tensors.
 
     import memfit
     model = memfit.compile("gpt.onnx", input_shapes={"input_ids": (2, 16)},
@@ -15,8 +16,11 @@ the same one-line diagnostics as memfit-run.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+import weakref
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, \
+    Union
 
 import numpy as np
 
@@ -25,7 +29,22 @@ from ._memfit import MemfitError
 from .config import LoraConfig, TrainConfig
 
 __all__ = ["compile", "load", "Model", "MemoryReport", "TrainConfig",
-           "LoraConfig", "MemfitError"]
+           "LoraConfig", "MemfitError", "from_torch", "from_pretrained",
+           "train", "TrainResult"]
+
+# The parts that need PyTorch (hf) or are a loop over the API (training)
+# load on first use, so that `import memfit` needs neither torch nor tqdm.
+_LAZY = {"from_torch": "hf", "from_pretrained": "hf", "train": "training",
+         "TrainResult": "training"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+        module = importlib.import_module(f".{_LAZY[name]}", __name__)
+        return getattr(module, name)
+    raise AttributeError(f"module 'memfit' has no attribute {name!r}")
+
 
 Shapes = Union[None, str, Mapping[str, Sequence[int]]]
 
@@ -59,6 +78,24 @@ class MemoryReport(dict):
         return self.text
 
 
+def _is_torch(value) -> bool:
+    return type(value).__module__.split(".")[0] == "torch"
+
+
+def _host_array(value):
+    """An array the extension reads in place: NumPy arrays and CPU torch
+    tensors in C order as they are (a copy only where they are not), a
+    torch tensor on a GPU copied to the host, anything else through
+    numpy.asarray."""
+    if _is_torch(value):
+        if value.device.type != "cpu":
+            value = value.cpu()
+        return value.contiguous()
+    if isinstance(value, np.ndarray):
+        return np.ascontiguousarray(value)
+    return np.asarray(value)
+
+
 class Model:
     """A compiled model and, once it runs, its session on a device."""
 
@@ -71,6 +108,13 @@ class Model:
         self._session = None
         self._entries = {name: (inputs, outputs)
                          for name, inputs, outputs in executable.entries}
+        # The ONNX file compiled (export_onnx, remat_report) and the options
+        # it was compiled with; memfit.compile sets them.
+        self._source_path: Optional[str] = None
+        self._options: Optional[dict] = None
+        # from_pretrained: the batch as the source model's forward takes it
+        # (HF's unshifted causal-LM labels) -> the executable's inputs.
+        self._batch_hook: Optional[Callable[[str, dict], dict]] = None
 
     # -- what was compiled ------------------------------------------------
 
@@ -93,6 +137,28 @@ class Model:
         """Writes the executable, for memfit-run or memfit.load()."""
         self._exe.save(os.fspath(path))
 
+    def remat_report(self) -> str:
+        """memfit-remat's report for the training step: for each forward
+        value the backward reads, whether it is saved, recomputed or
+        compressed, and why (memfit-run --remat-report's text). Computed
+        by compiling the same model again from its shapes alone."""
+        options = self._options
+        if options is None or self._source_path is None:
+            raise MemfitError("remat_report(): this model was loaded, not "
+                              "compiled here; memfit-run --remat-report "
+                              "gives the report")
+        if "train" not in options:
+            raise MemfitError("remat_report(): the model was compiled "
+                              "without train=; remat decides what a "
+                              "training step keeps")
+        with tempfile.TemporaryDirectory(prefix="memfit-") as folder:
+            report = os.path.join(folder, "remat.txt")
+            again = dict(options, plan_only=True,
+                         train=dict(options["train"], remat_report=report))
+            _memfit.compile(self._source_path, again)
+            with open(report, encoding="utf-8") as f:
+                return f.read()
+
     # -- running ----------------------------------------------------------
 
     @property
@@ -114,8 +180,19 @@ class Model:
     def device(self) -> str:
         return self.session.device
 
-    def _set_inputs(self, entry: str, arrays: Mapping[str, np.ndarray],
-                    skip=()) -> None:
+    @property
+    def peak_bytes(self) -> int:
+        """Bytes the session holds on its device: memfit makes one
+        allocation, the plan's peak (weights, states and arena), so this is
+        also the peak."""
+        return self.session.allocated_bytes
+
+    def _set_inputs(self, entry: str, arrays: Mapping[str, Any],
+                    skip=()) -> str:
+        """Sets an entry's inputs; "torch" when any was a torch tensor (the
+        outputs follow), else "numpy"."""
+        if self._batch_hook is not None:
+            arrays = self._batch_hook(entry, dict(arrays))
         inputs, _ = self._entries[entry]
         names = [name for name, _, _ in inputs if name not in skip]
         unknown = sorted(set(arrays) - set(names))
@@ -126,8 +203,12 @@ class Model:
         if missing:
             raise MemfitError(f"entry '{entry}': missing input "
                               f"'{missing[0]}' (inputs: {', '.join(names)})")
+        framework = "numpy"
         for name in names:
-            self.session.set_input(name, np.ascontiguousarray(arrays[name]))
+            if _is_torch(arrays[name]):
+                framework = "torch"
+            self.session.set_input(name, _host_array(arrays[name]))
+        return framework
 
     def _entry(self, *candidates: str) -> str:
         for name in candidates:
@@ -137,15 +218,18 @@ class Model:
                           f"{' or '.join(repr(c) for c in candidates)} "
                           f"(entries: {', '.join(self._entries)})")
 
-    def run(self, **inputs: np.ndarray) -> Dict[str, np.ndarray]:
-        """The forward pass (entry `main`): every output, by name."""
+    def run(self, **inputs) -> Dict[str, Any]:
+        """The forward pass (entry `main`; with TrainConfig(optim="none"),
+        the loss and every gradient `grad.<name>`): every output, by name,
+        as NumPy arrays, or torch tensors when the inputs were torch
+        tensors."""
         entry = self._entry("main")
-        self._set_inputs(entry, inputs)
+        framework = self._set_inputs(entry, inputs)
         self.session.run(entry)
-        return {name: self.session.output(name)
+        return {name: self.session.output(name, framework)
                 for name, _, _ in self._entries[entry][1]}
 
-    def step(self, lr: Optional[float] = None, **batch: np.ndarray) -> float:
+    def step(self, lr: Optional[float] = None, **batch) -> float:
         """One optimizer step on a micro-batch (entry `train_step`): the
         loss. `lr` defaults to the TrainConfig's learning_rate."""
         entry = self._entry("train_step")
@@ -160,12 +244,38 @@ class Model:
         return float(self.session.output("loss"))
 
     def state_dict(self, kinds: Sequence[str] = ("parameter",
-                                                 "frozen_parameter")
-                   ) -> Dict[str, np.ndarray]:
+                                                 "frozen_parameter"),
+                   framework: str = "numpy") -> Dict[str, Any]:
         """The weights (and with other kinds, optimizer states, counters)
-        under the model's own names, as NumPy arrays."""
-        return {name: self.session.read_variable(name)
+        under the model's own (ONNX initializer) names, as NumPy arrays or
+        torch tensors (framework="torch", sharing the arrays' memory)."""
+        return {name: self.session.read_variable(name, framework)
                 for name, kind in self.session.variables() if kind in kinds}
+
+    def load_state_dict(self, arrays: Mapping[str, Any]) -> None:
+        """Overwrites variables by name (NumPy arrays or torch tensors of
+        each one's dtype and shape)."""
+        for name, value in arrays.items():
+            self.session.write_variable(name, _host_array(value))
+
+    # -- weights out ------------------------------------------------------
+
+    def export_onnx(self, path, external_data: bool = False) -> None:
+        """The source ONNX model with the trained weights, LoRA adapters
+        merged into their base weights (memfit-run --export)."""
+        if self._source_path is None:
+            raise MemfitError("export_onnx(): the model was loaded, not "
+                              "compiled here, so its source is not known")
+        self.session.export_model(self._source_path, os.fspath(path),
+                                  external_data)
+
+    def save_pretrained(self, folder) -> None:
+        """The trained weights as a Hugging Face folder: model.safetensors
+        under the source model's parameter names (and its config.json), or
+        with LoRA the adapters as PEFT saves them (adapter_model.safetensors
+        and adapter_config.json). See memfit.hf.save_pretrained."""
+        from .hf import save_pretrained
+        save_pretrained(self, os.fspath(folder))
 
 
 def compile(model, *, input_shapes: Shapes = None,
@@ -193,17 +303,29 @@ def compile(model, *, input_shapes: Shapes = None,
     if cache_dir:
         options["cache_dir"] = os.fspath(cache_dir)
 
+    folder = None
     if isinstance(model, (str, os.PathLike)):
-        exe = _memfit.compile(os.fspath(model), options)
+        path = os.path.abspath(os.fspath(model))
     else:
+        # Bytes go to a file that lives as long as the Model: export_onnx
+        # and remat_report read the source again.
         data = model if isinstance(model, (bytes, bytearray)) else \
             model.SerializeToString()
-        with tempfile.TemporaryDirectory(prefix="memfit-") as folder:
-            path = os.path.join(folder, "model.onnx")
-            with open(path, "wb") as f:
-                f.write(data)
-            exe = _memfit.compile(path, options)
+        folder = tempfile.mkdtemp(prefix="memfit-")
+        path = os.path.join(folder, "model.onnx")
+        with open(path, "wb") as f:
+            f.write(data)
+    try:
+        exe = _memfit.compile(path, options)
+    except BaseException:
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     result = Model(exe, device, cache_dir, host_threads)
+    result._source_path = path
+    result._options = options
+    if folder:
+        weakref.finalize(result, shutil.rmtree, folder, True)
     if train is not None:
         result._learning_rate = train.learning_rate
     return result

@@ -2,9 +2,7 @@
 memfit's C++ API (memfit/JIT/Compiler.h, memfit/runtime): the memfit package wraps it.
 """
 
-from typing import Annotated
-
-from numpy.typing import NDArray
+from collections.abc import Mapping
 
 
 class MemfitError(RuntimeError):
@@ -35,6 +33,12 @@ class Executable:
     @property
     def total_bytes(self) -> int:
         """The one allocation a session makes."""
+
+    @property
+    def lora_adapters(self) -> list[tuple[str, str, str, float, bool]]:
+        """
+        Each LoRA adapter as (A, B, base weight, scale, base stored transposed).
+        """
 
     def memory_report_text(self) -> str:
         """The plan and the memory report as memfit-run prints them."""
@@ -68,21 +72,47 @@ class Session:
     @property
     def allocated_bytes(self) -> int: ...
 
-    def set_input(self, name: str, array: Annotated[NDArray, dict(order='C', device='cpu')]) -> None: ...
+    def set_input(self, name: str, array: object) -> None:
+        """
+        Copies an array (NumPy, or a CPU torch tensor, read in place) to an input; its dtype and shape must be the input's.
+        """
 
     def run(self, entry: str) -> None: ...
 
-    def output(self, name: str) -> object: ...
+    def output(self, name: str, framework: str = 'numpy') -> object:
+        """
+        An output of the entry that ran last, as a NumPy array or a torch tensor (framework='torch').
+        """
 
     def variables(self) -> list[tuple[str, str]]:
         """
         Each persistent tensor's name and kind (parameter, frozen_parameter, optimizer_state, gradient_accumulator, counter).
         """
 
-    def read_variable(self, name: str) -> object: ...
+    def read_variable(self, name: str, framework: str = 'numpy') -> object: ...
 
-    def write_variable(self, name: str, array: Annotated[NDArray, dict(order='C', device='cpu')]) -> None: ...
+    def write_variable(self, name: str, array: object) -> None: ...
 
     def save_checkpoint(self, path: str) -> None: ...
 
     def load_checkpoint(self, path: str) -> None: ...
+
+    def export_parameters(self, path: str, adapters_only: bool = False) -> None:
+        """
+        Writes the trainable parameters under their ONNX names (or only the LoRA adapters, under PEFT's names) to a safetensors file, as memfit-run --export-safetensors / --export-adapters.
+        """
+
+    def export_model(self, source: str, path: str, external_data: bool = False) -> None:
+        """
+        Writes the source ONNX model with the trained weights, LoRA merged (memfit-run --export).
+        """
+
+    def load_parameters(self, path: str) -> None:
+        """
+        Sets trainable parameters from a safetensors file (PEFT's names or memfit's), every tensor checked first (--load-adapters).
+        """
+
+def write_safetensors(path: str, tensors: dict, metadata: Mapping[str, str] = {}) -> None:
+    """
+    Writes arrays (NumPy or torch) to a safetensors file through a temporary renamed into place.
+    """

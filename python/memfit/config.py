@@ -49,7 +49,7 @@ class TrainConfig:
     adam_epsilon: float = 1e-8
     max_grad_norm: float = 0.0
     gradient_accumulation_steps: int = 1
-    optim: str = "adamw"  # adamw, adamw_8bit, sgd
+    optim: str = "adamw"  # adamw, adamw_8bit, sgd, none (gradients only)
     bf16: bool = False
     fp16: bool = False
     gradient_checkpointing: bool = False
@@ -67,7 +67,7 @@ class TrainConfig:
             raise ValueError("TrainConfig: bf16 and fp16 are exclusive")
         optimizers = {"adamw": "adamw", "adamw_torch": "adamw",
                       "adamw_8bit": "adamw8bit", "adamw_bnb_8bit": "adamw8bit",
-                      "sgd": "sgd"}
+                      "sgd": "sgd", "none": "none"}
         if self.optim not in optimizers:
             raise ValueError(f"TrainConfig: optim {self.optim!r} is not one of "
                              f"{', '.join(optimizers)}")

@@ -9,14 +9,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "memfit/Frontend/TrainedWeights.h"
 #include "memfit/JIT/Compiler.h"
 #include "memfit/Support/OptionKinds.h"
 #include "memfit/runtime/Manifest.h"
+#include "memfit/runtime/Safetensors.h"
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Summary.h"
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
@@ -181,11 +184,27 @@ CompileOptions compileOptions(nb::dict dict) {
 // Tensors
 //===----------------------------------------------------------------------===//
 
-using Array = nb::ndarray<nb::numpy, nb::c_contig, nb::device::cpu>;
+/// An array any framework hands over through DLPack or the buffer
+/// protocol (NumPy, torch, JAX...), in host memory and C order; read in
+/// place.
+using AnyArray = nb::ndarray<nb::ro, nb::c_contig, nb::device::cpu>;
 
-/// The DLPack type of a runtime dtype NumPy has (bf16 and the 8-bit floats
-/// come back as raw bytes of their width, as memfit-run's .npy files).
-nb::dlpack::dtype dlpackOf(rt::DType t) {
+/// Where an output goes: a NumPy array, or a torch tensor (through DLPack,
+/// on the same memory) when the caller passed torch tensors in.
+enum class Framework { NumPy, Torch };
+
+Framework frameworkNamed(const std::string &name) {
+  if (name == "numpy")
+    return Framework::NumPy;
+  if (name == "torch")
+    return Framework::Torch;
+  throw Error("framework '" + name + "': expected numpy or torch");
+}
+
+/// The DLPack type of a runtime dtype. bf16 is DLPack's bfloat for torch;
+/// for NumPy, which lacks it, it and the 8-bit floats are raw bytes of
+/// their width, as memfit-run's .npy files hold them.
+nb::dlpack::dtype dlpackOf(rt::DType t, Framework framework) {
   using nb::dlpack::dtype_code;
   static const struct {
     rt::DType type;
@@ -209,39 +228,109 @@ nb::dlpack::dtype dlpackOf(rt::DType t) {
   for (const auto &entry : kTypes)
     if (entry.type == t)
       code = entry.code, bits = entry.bits;
+  if (t == rt::DType::bf16 && framework == Framework::Torch)
+    code = dtype_code::Bfloat;
   return nb::dlpack::dtype{static_cast<uint8_t>(code),
                            static_cast<uint8_t>(bits), 1};
 }
 
-/// A copy of a NumPy array as a runtime tensor of `expected` (the input's
-/// dtype): the array's dtype must be that one; no silent conversion.
-rt::Tensor tensorOf(const std::string &name, Array array, rt::DType expected) {
-  nb::dlpack::dtype want = dlpackOf(expected), got = array.dtype();
-  if (want != got)
+/// "float64", "int32", "bfloat16", ... for messages.
+std::string dlpackName(nb::dlpack::dtype t) {
+  using nb::dlpack::dtype_code;
+  std::string kind;
+  switch (static_cast<dtype_code>(t.code)) {
+  case dtype_code::Int:
+    kind = "int";
+    break;
+  case dtype_code::UInt:
+    kind = "uint";
+    break;
+  case dtype_code::Float:
+    kind = "float";
+    break;
+  case dtype_code::Bfloat:
+    kind = "bfloat";
+    break;
+  case dtype_code::Bool:
+    return "bool";
+  case dtype_code::Complex:
+    kind = "complex";
+    break;
+  default:
+    kind = "code" + std::to_string(t.code) + "_";
+    break;
+  }
+  return kind + std::to_string(t.bits);
+}
+
+/// A view of `value` (an array of any framework) as input `name` of
+/// dtype `expected`: the element type must be that one (no silent
+/// conversion; bf16 also as raw 16-bit words, which is how NumPy holds it);
+/// the memory must be on the host in C order.
+rt::TensorView viewOf(const std::string &name, nb::handle value,
+                      rt::DType expected) {
+  AnyArray array;
+  if (!nb::try_cast(value, array)) {
+    std::string type = nb::cast<std::string>(nb::str(value.type()));
+    bool device =
+        nb::hasattr(value, "device") && nb::hasattr(value, "__dlpack__");
+    throw Error(
+        "input '" + name + "': expected an array in host memory (" +
+        "NumPy, or a torch tensor on the CPU), got " + type +
+        (device ? " on " + nb::cast<std::string>(nb::str(value.attr("device")))
+                : std::string()));
+  }
+  nb::dlpack::dtype got = array.dtype();
+  if (got != dlpackOf(expected, Framework::NumPy) &&
+      got != dlpackOf(expected, Framework::Torch))
     throw Error("input '" + name + "': expected " + rt::dtypeName(expected) +
-                " elements, got a NumPy array of " +
-                nb::cast<std::string>(nb::str(
-                    nb::handle(array.cast().attr("dtype")))));
-  rt::Tensor t;
-  t.dtype = expected;
+                " elements, got an array of " + dlpackName(got));
+  std::vector<int64_t> shape;
   for (size_t d = 0; d < array.ndim(); ++d)
-    t.shape.push_back(static_cast<int64_t>(array.shape(d)));
-  t.data.resize(array.nbytes());
-  if (array.nbytes())
-    std::memcpy(t.data.data(), array.data(), array.nbytes());
+    shape.push_back(static_cast<int64_t>(array.shape(d)));
+  return rt::TensorView(expected, std::move(shape), array.data(),
+                        array.nbytes());
+}
+
+/// A copy of a view the runtime keeps.
+rt::Tensor tensorOf(const rt::TensorView &view) {
+  rt::Tensor t;
+  t.dtype = view.dtype;
+  t.shape = view.shape;
+  t.data.assign(view.data, view.data + view.bytes);
   return t;
 }
 
-/// A NumPy array that owns a copy of the tensor.
-nb::object arrayOf(rt::Tensor tensor) {
+/// The runtime dtype of a DLPack type, where there is one (raw unsigned
+/// words are unsigned integers).
+std::optional<rt::DType> dtypeOf(nb::dlpack::dtype t) {
+  for (rt::DType type :
+       {rt::DType::f32, rt::DType::f64, rt::DType::f16, rt::DType::bf16,
+        rt::DType::i64, rt::DType::i32, rt::DType::i16, rt::DType::i8,
+        rt::DType::u64, rt::DType::u32, rt::DType::u16, rt::DType::u8,
+        rt::DType::i1})
+    if (t == dlpackOf(type, Framework::Torch) ||
+        (type != rt::DType::bf16 && t == dlpackOf(type, Framework::NumPy)))
+      return type;
+  return std::nullopt;
+}
+
+/// An array of `framework` that owns the tensor's bytes (moved, not
+/// copied).
+nb::object arrayOf(rt::Tensor tensor, Framework framework) {
   auto *owned = new std::vector<uint8_t>(std::move(tensor.data));
   nb::capsule owner(owned, [](void *p) noexcept {
     delete static_cast<std::vector<uint8_t> *>(p);
   });
   std::vector<size_t> shape(tensor.shape.begin(), tensor.shape.end());
-  Array array(owned->data(), shape.size(), shape.data(), owner, nullptr,
-              dlpackOf(tensor.dtype));
-  return array.cast();
+  nb::dlpack::dtype type = dlpackOf(tensor.dtype, framework);
+  if (framework == Framework::Torch)
+    return nb::ndarray<nb::pytorch, nb::c_contig>(
+               owned->data(), shape.size(), shape.data(), owner, nullptr, type)
+        .cast();
+  return nb::ndarray<nb::numpy, nb::c_contig>(
+             owned->data(), shape.size(), shape.data(), owner, nullptr, type)
+      .cast();
 }
 
 //===----------------------------------------------------------------------===//
@@ -263,16 +352,15 @@ struct Session {
       for (const rt::Binding &b : input ? e.inputs : e.outputs)
         if (b.name == name)
           return m.buffers[b.buffer];
-    throw Error(std::string("no ") + (input ? "input" : "output") +
-                " named '" + name + "'");
+    throw Error(std::string("no ") + (input ? "input" : "output") + " named '" +
+                name + "'");
   }
 };
 
 /// (name, [(input, dtype, shape)], [(output, dtype, shape)]) per entry.
-using BindingInfo =
-    std::tuple<std::string, std::string, std::vector<int64_t>>;
-using EntryInfo = std::tuple<std::string, std::vector<BindingInfo>,
-                             std::vector<BindingInfo>>;
+using BindingInfo = std::tuple<std::string, std::string, std::vector<int64_t>>;
+using EntryInfo =
+    std::tuple<std::string, std::vector<BindingInfo>, std::vector<BindingInfo>>;
 
 std::vector<EntryInfo> entriesOf(const rt::Manifest &m) {
   std::vector<EntryInfo> entries;
@@ -301,11 +389,12 @@ NB_MODULE(_memfit, m) {
                          "kernels (memfit::rt::Executable).")
       .def_prop_ro("model",
                    [](const Executable &e) { return e.manifest().model; })
-      .def_prop_ro("plan_only",
-                   [](const Executable &e) { return e.exe->planOnly; },
-                   "Compiled from shapes alone: it cannot run.")
       .def_prop_ro(
-          "entries", [](const Executable &e) { return entriesOf(e.manifest()); },
+          "plan_only", [](const Executable &e) { return e.exe->planOnly; },
+          "Compiled from shapes alone: it cannot run.")
+      .def_prop_ro(
+          "entries",
+          [](const Executable &e) { return entriesOf(e.manifest()); },
           "Each entry's name, inputs and outputs (name, dtype, shape).")
       .def_prop_ro(
           "memory",
@@ -321,6 +410,18 @@ NB_MODULE(_memfit, m) {
           "total_bytes",
           [](const Executable &e) { return e.manifest().totalBytes(); },
           "The one allocation a session makes.")
+      .def_prop_ro(
+          "lora_adapters",
+          [](const Executable &e) {
+            std::vector<
+                std::tuple<std::string, std::string, std::string, double, bool>>
+                out;
+            for (const rt::LoraAdapter &a : e.manifest().loraAdapters)
+              out.emplace_back(a.a, a.b, a.base, a.scale, a.transposed);
+            return out;
+          },
+          "Each LoRA adapter as (A, B, base weight, scale, base stored "
+          "transposed).")
       .def(
           "memory_report_text",
           [](const Executable &e) {
@@ -345,7 +446,8 @@ NB_MODULE(_memfit, m) {
           nb::gil_scoped_release release;
           return compileModelFile(path, compile);
         }();
-        return Executable{std::make_shared<rt::Executable>(check(std::move(exe)))};
+        return Executable{
+            std::make_shared<rt::Executable>(check(std::move(exe)))};
       },
       nb::arg("path"), nb::arg("options"),
       "Compiles an ONNX or MLIR file with CompileOptions given as a dict of "
@@ -391,19 +493,20 @@ NB_MODULE(_memfit, m) {
           },
           nb::arg("executable"), nb::arg("device") = "host",
           nb::arg("cache_dir") = "", nb::arg("host_threads") = 0)
-      .def_prop_ro("device",
-                   [](const Session &s) {
-                     return s.session->deviceDescription();
-                   })
+      .def_prop_ro(
+          "device",
+          [](const Session &s) { return s.session->deviceDescription(); })
       .def_prop_ro("allocated_bytes",
                    [](const Session &s) { return s.session->allocatedBytes(); })
       .def(
           "set_input",
-          [](Session &s, const std::string &name, Array array) {
+          [](Session &s, const std::string &name, nb::handle array) {
             const rt::Buffer &buffer = s.bufferOf(name, /*input=*/true);
-            check(s.session->setInput(name, tensorOf(name, array, buffer.dtype)));
+            check(s.session->setInput(name, viewOf(name, array, buffer.dtype)));
           },
-          nb::arg("name"), nb::arg("array"))
+          nb::arg("name"), nb::arg("array"),
+          "Copies an array (NumPy, or a CPU torch tensor, read in place) to "
+          "an input; its dtype and shape must be the input's.")
       .def(
           "run",
           [](Session &s, const std::string &entry) {
@@ -413,10 +516,14 @@ NB_MODULE(_memfit, m) {
           nb::arg("entry"))
       .def(
           "output",
-          [](const Session &s, const std::string &name) {
-            return arrayOf(check(s.session->getOutput(name)));
+          [](const Session &s, const std::string &name,
+             const std::string &framework) {
+            return arrayOf(check(s.session->getOutput(name)),
+                           frameworkNamed(framework));
           },
-          nb::arg("name"))
+          nb::arg("name"), nb::arg("framework") = "numpy",
+          "An output of the entry that ran last, as a NumPy array or a "
+          "torch tensor (framework='torch').")
       .def(
           "variables",
           [](const Session &s) {
@@ -429,19 +536,22 @@ NB_MODULE(_memfit, m) {
           "frozen_parameter, optimizer_state, gradient_accumulator, counter).")
       .def(
           "read_variable",
-          [](const Session &s, const std::string &name) {
-            return arrayOf(check(s.session->readVariable(name)));
+          [](const Session &s, const std::string &name,
+             const std::string &framework) {
+            return arrayOf(check(s.session->readVariable(name)),
+                           frameworkNamed(framework));
           },
-          nb::arg("name"))
+          nb::arg("name"), nb::arg("framework") = "numpy")
       .def(
           "write_variable",
-          [](Session &s, const std::string &name, Array array) {
+          [](Session &s, const std::string &name, nb::handle array) {
             const rt::Manifest &m = s.session->manifest();
             const rt::Variable *v = m.findVariable(name);
             if (!v)
               throw Error("no variable named '" + name + "'");
             check(s.session->writeVariable(
-                name, tensorOf(name, array, m.buffers[v->buffer].dtype)));
+                name,
+                tensorOf(viewOf(name, array, m.buffers[v->buffer].dtype))));
           },
           nb::arg("name"), nb::arg("array"))
       .def(
@@ -455,5 +565,56 @@ NB_MODULE(_memfit, m) {
           [](Session &s, const std::string &path) {
             check(s.session->loadCheckpoint(path));
           },
-          nb::arg("path"));
+          nb::arg("path"))
+      .def(
+          "export_parameters",
+          [](const Session &s, const std::string &path, bool adaptersOnly) {
+            check(frontend::exportParameters(*s.session, path, adaptersOnly));
+          },
+          nb::arg("path"), nb::arg("adapters_only") = false,
+          "Writes the trainable parameters under their ONNX names (or only "
+          "the LoRA adapters, under PEFT's names) to a safetensors file, "
+          "as memfit-run --export-safetensors / --export-adapters.")
+      .def(
+          "export_model",
+          [](const Session &s, const std::string &source,
+             const std::string &path, bool externalData) {
+            check(
+                frontend::exportModel(*s.session, source, path, externalData));
+          },
+          nb::arg("source"), nb::arg("path"), nb::arg("external_data") = false,
+          "Writes the source ONNX model with the trained weights, LoRA "
+          "merged (memfit-run --export).")
+      .def(
+          "load_parameters",
+          [](Session &s, const std::string &path) {
+            check(frontend::loadParameters(*s.session, path));
+          },
+          nb::arg("path"),
+          "Sets trainable parameters from a safetensors file (PEFT's names "
+          "or memfit's), every tensor checked first (--load-adapters).");
+
+  m.def(
+      "write_safetensors",
+      [](const std::string &path, nb::dict tensors,
+         std::map<std::string, std::string> metadata) {
+        rt::NamedTensors named;
+        for (auto [key, value] : tensors) {
+          std::string name = nb::cast<std::string>(nb::str(key));
+          AnyArray array;
+          if (!nb::try_cast(value, array))
+            throw Error(path + ": tensor '" + name +
+                        "' is not an array in host memory");
+          std::optional<rt::DType> type = dtypeOf(array.dtype());
+          if (!type)
+            throw Error(path + ": tensor '" + name + "' has elements of " +
+                        dlpackName(array.dtype()) +
+                        ", which safetensors files of memfit do not hold");
+          named.emplace_back(name, tensorOf(viewOf(name, value, *type)));
+        }
+        check(rt::writeSafetensors(path, named, metadata));
+      },
+      nb::arg("path"), nb::arg("tensors"), nb::arg("metadata") = nb::dict(),
+      "Writes arrays (NumPy or torch) to a safetensors file through a "
+      "temporary renamed into place.");
 }

@@ -52,14 +52,38 @@ def test_model_proto_and_bytes(forward):
             np.testing.assert_array_equal(got[name], want[name])
 
 
-def test_memory_report(forward):
-    report = forward.memory_report()
-    assert report["parameters"] > 0
-    assert report.total_bytes == sum(
-        b for c, b in report.items() if c in ("weights region", "arena peak")) \
-        or report.total_bytes > 0
-    assert "memory plan:" in str(report)
-    assert "parameters" in str(report)
+def memfit_run_report(*flags):
+    """memfit-run's memory report rows {category: bytes} and its text."""
+    out = subprocess.run(
+        [MEMFIT_RUN, GPT, "--device=host", "--input-shape=input_ids=2x16",
+         "--plan-only", "--fuse", *flags],
+        capture_output=True, text=True, check=True).stdout
+    rows = {}
+    for line in out[out.index("memory report ("):].splitlines()[2:]:
+        m = re.match(r"\s+(\S.*?)\s+([0-9,]+)\s+[0-9.]+(?:\s+[0-9.]+)?$",
+                     line)
+        if m:
+            rows[m.group(1)] = int(m.group(2).replace(",", ""))
+    return rows
+
+
+def test_memory_report_matches_memfit_run():
+    """The report's categories (the manifest's names: optimizer_states is
+    memfit-run's "optimizer states") and bytes are memfit-run's, for a
+    forward pass and a training step; the one allocation is what a session
+    makes."""
+    train = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                           train=memfit.TrainConfig())
+    for model, flags in ((memfit.compile(GPT, input_shapes=SHAPES), ()),
+                         (train, ("--train", "--loss=cross-entropy"))):
+        report = model.memory_report()
+        want = memfit_run_report(*flags)
+        assert len(report) > 5
+        for category, nbytes in report.items():
+            assert want[category.replace("_", " ")] == nbytes, category
+        assert report.total_bytes == want["one allocation"]
+        assert "memory plan:" in str(report)
+    assert train.peak_bytes == train.memory_report().total_bytes
 
 
 def test_plan_only_does_not_run():
@@ -80,7 +104,8 @@ def test_training_matches_memfit_run(tmp_path):
     np.save(tmp_path / "labels.npy", labels)
     out = subprocess.run(
         [MEMFIT_RUN, GPT, "--device=host", "--input-shape=input_ids=2x16",
-         "--train", "--loss=cross-entropy", "--steps=3", "--lr=1e-3",
+         "--fuse", "--train", "--loss=cross-entropy", "--steps=3",
+         "--lr=1e-3",
          f"--input=input_ids={tmp_path / 'ids.npy'}",
          f"--input=labels={tmp_path / 'labels.npy'}"],
         capture_output=True, text=True, check=True).stdout
@@ -104,6 +129,58 @@ def test_state_dict(tmp_path):
     model.step(input_ids=ids(5), labels=ids(6))
     after = model.state_dict()
     assert any(not np.array_equal(after[n], weights[n]) for n in common)
+
+
+def test_gradients_only():
+    """optim="none": the entry `main` gives the loss and every gradient,
+    which are finite, and the loss is the training step's first."""
+    x, labels = ids(7), ids(8)
+    grads = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                           train=memfit.TrainConfig(optim="none"))
+    out = grads.run(input_ids=x, labels=labels)
+    inits = {t.name for t in onnx.load(GPT).graph.initializer}
+    names = [n[len("grad."):] for n in out if n.startswith("grad.")]
+    assert names and set(names) <= inits
+    assert all(np.isfinite(out[f"grad.{n}"]).all() for n in names)
+    step = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                          train=memfit.TrainConfig())
+    assert float(out["loss"]) == step.step(input_ids=x, labels=labels)
+
+
+def test_remat_report():
+    """remat_report() is memfit-run --remat-report's text; under a budget
+    some value is recomputed."""
+    budget = 600 * 1024
+    model = memfit.compile(GPT, input_shapes=SHAPES, plan_only=True,
+                           train=memfit.TrainConfig(memory_budget="600KiB"))
+    text = model.remat_report()
+    assert text.startswith(f"remat report for @train_step: policy auto, "
+                           f"budget {budget}")
+    assert re.search(r"^\S+\s+\S+\s+.*\srecompute\s", text, re.M)
+    with pytest.raises(memfit.MemfitError, match="without train="):
+        memfit.compile(GPT, input_shapes=SHAPES,
+                       plan_only=True).remat_report()
+
+
+def test_export_onnx(tmp_path):
+    """The trained weights in the source graph: onnxruntime's forward of
+    the export equals memfit's forward after the step."""
+    x = ids(9)
+    model = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                           train=memfit.TrainConfig(learning_rate=1e-2))
+    model.step(input_ids=x, labels=ids(10))
+    model.export_onnx(tmp_path / "trained.onnx")
+    sess = ort.InferenceSession(str(tmp_path / "trained.onnx"),
+                                providers=["CPUExecutionProvider"])
+    trained = {t.name: onnx.numpy_helper.to_array(t)
+               for t in onnx.load(tmp_path / "trained.onnx").graph.initializer}
+    for name, value in model.state_dict().items():
+        np.testing.assert_array_equal(trained[name], value)
+    forward = memfit.compile(tmp_path / "trained.onnx", input_shapes=SHAPES,
+                             device="host")
+    np.testing.assert_allclose(forward.run(input_ids=x)[
+        sess.get_outputs()[0].name], sess.run(None, {"input_ids": x})[0],
+        rtol=1e-4, atol=1e-5)
 
 
 def test_save_and_load(tmp_path, forward):

@@ -133,20 +133,20 @@ namespace {
 /// past the vocabulary, a label past the classes): a kernel would read
 /// outside its table.
 Status checkInputRanges(const Manifest &m, const std::string &name,
-                        const Tensor &tensor) {
+                        const TensorView &tensor) {
   if (tensor.dtype != DType::i64 && tensor.dtype != DType::i32)
     return Status::ok();
-  size_t count = tensor.data.size() / dtypeSize(tensor.dtype);
+  size_t count = tensor.bytes / dtypeSize(tensor.dtype);
   for (const InputRange &range : m.inputRanges) {
     if (range.name != name)
       continue;
     for (size_t i = 0; i < count; ++i) {
       int64_t v;
       if (tensor.dtype == DType::i64) {
-        std::memcpy(&v, tensor.data.data() + i * 8, 8);
+        std::memcpy(&v, tensor.data + i * 8, 8);
       } else {
         int32_t v32;
-        std::memcpy(&v32, tensor.data.data() + i * 4, 4);
+        std::memcpy(&v32, tensor.data + i * 4, 4);
         v = v32;
       }
       if ((v >= range.low && v <= range.high) ||
@@ -225,7 +225,7 @@ uint64_t Session::allocatedBytes() const {
 }
 const SessionTimings &Session::timings() const { return impl_->timings; }
 
-Status Session::setInput(const std::string &name, const Tensor &tensor) {
+Status Session::setInput(const std::string &name, const TensorView &tensor) {
   const Manifest &m = impl_->manifest;
   size_t entry, index;
   if (!impl_->findBinding(&Entry::inputs, name, entry, index))
@@ -237,15 +237,15 @@ Status Session::setInput(const std::string &name, const Tensor &tensor) {
     return invalidArgument("input '" + name + "': expected " +
                            describe(buffer.dtype, buffer.shape) + ", got " +
                            describe(tensor.dtype, tensor.shape));
-  if (tensor.data.size() != buffer.bytes)
+  if (tensor.bytes != buffer.bytes)
     return invalidArgument(
         "input '" + name + "': tensor " + describe(tensor.dtype, tensor.shape) +
-        " has " + std::to_string(tensor.data.size()) +
+        " has " + std::to_string(tensor.bytes) +
         " bytes of data, expected " + std::to_string(buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(checkInputRanges(m, name, tensor));
   MEMFIT_RT_RETURN_IF_ERROR(
       impl_->backend
-          ->upload(impl_->offsetOf(id), tensor.data.data(), buffer.bytes)
+          ->upload(impl_->offsetOf(id), tensor.data, buffer.bytes)
           .withContext("input '" + name + "'"));
   impl_->inputSetAt[entry][index] = ++impl_->clock;
   return Status::ok();

@@ -95,9 +95,10 @@ public:
   /// was created with SessionOptions::profileSteps; else empty.
   std::vector<StepTime> stepProfile() const;
 
-  /// Copies a tensor to the named input of the first entry that has one;
-  /// dtype and shape must match.
-  Status setInput(const std::string &name, const Tensor &tensor);
+  /// Copies a tensor (or a view of one: the Python package's arrays) to the
+  /// named input of the first entry that has one; dtype and shape must
+  /// match.
+  Status setInput(const std::string &name, const TensorView &tensor);
   /// Runs an entry's call sequence once and waits for it. Entries share the
   /// arena, so every input of `entry` must have been set since another
   /// entry last ran (running the same entry again on the same inputs is

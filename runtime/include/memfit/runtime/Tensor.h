@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace memfit::rt {
@@ -24,6 +25,24 @@ struct Tensor {
   template <typename T> const T *as() const {
     return reinterpret_cast<const T *>(data.data());
   }
+};
+
+/// A dense row-major tensor in memory someone else owns (a NumPy array or
+/// a torch tensor under the Python package): what Session::setInput reads
+/// without a copy of its own.
+struct TensorView {
+  DType dtype = DType::f32;
+  std::vector<int64_t> shape;
+  const uint8_t *data = nullptr;
+  size_t bytes = 0;
+
+  TensorView() = default;
+  TensorView(DType dtype, std::vector<int64_t> shape, const void *data,
+             size_t bytes)
+      : dtype(dtype), shape(std::move(shape)),
+        data(static_cast<const uint8_t *>(data)), bytes(bytes) {}
+  TensorView(const Tensor &t) // NOLINT: a tensor is a view of itself
+      : TensorView(t.dtype, t.shape, t.data.data(), t.data.size()) {}
 };
 
 /// "2x16xf32"-style description for messages.
