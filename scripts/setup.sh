@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Sets up a fresh Debian 12 machine for memfit and builds it; idempotent.
-#   - Debian packages: LLVM/MLIR 22, ONNX protobuf classes, CMake, Ninja, lld
+#   - Debian packages: LLVM/MLIR 22, ONNX protobuf classes, CMake, Ninja, lld,
+#     Open MPI (data-parallel runs and their tests)
 #   - a Python virtual environment (.venv) with onnx, onnxruntime, numpy,
 #     and (unless MEMFIT_NO_TORCH=1) torch, transformers and peft
 #   - the build in build/ (CMake + Ninja): compiler, runtime, tools, tests
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 packages=(cmake ninja-build lld ccache g++ python3 python3-venv python3-dev
           libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools
           libonnx-dev libprotobuf-dev protobuf-compiler libzstd-dev
-          libopenblas-dev libglpk-dev)
+          libopenblas-dev libglpk-dev libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

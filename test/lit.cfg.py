@@ -64,6 +64,24 @@ if "onnx" in config.available_features:
 config.substitutions.append(("%onnx_python", python))
 config.substitutions.append(("%mkonnx", python + " -m memfit_test.mkonnx"))
 
+# Data parallelism's tests start ranks with mpirun (Open MPI: the setup
+# installs openmpi-bin and libopenmpi-dev) through memfit's MPI plugin,
+# which the build makes where it finds MPI; a probe run of two ranks tells
+# whether this machine can start them at all.
+plugin = os.path.join(config.memfit_obj_root, "lib", "libmemfit-mpi.so")
+if shutil.which("mpirun") and os.path.exists(plugin):
+    probe_env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1",
+                     OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                     OMPI_MCA_rmaps_base_oversubscribe="1",
+                     OMPI_MCA_btl="self,vader")
+    try:
+        subprocess.run(["mpirun", "-np", "2", "true"], check=True,
+                       capture_output=True, env=probe_env, timeout=60)
+        config.available_features.add("mpi")
+    except (OSError, subprocess.SubprocessError):
+        lit_config.note("mpirun cannot start 2 ranks here: the data-parallel "
+                        "tests are unsupported")
+
 # The install test configures a project of its own with CMake and Ninja.
 if shutil.which("cmake") and shutil.which("ninja"):
     config.available_features.add("cmake")

@@ -20,16 +20,14 @@ namespace memfit::frontend {
 RunFlags::RunFlags() = default;
 
 const char *RunFlags::overview() {
-  return R"(memfit-run: compile a model and run its forward pass, its gradients, or
-train it
+  return R"(memfit-run: compile a model and run its forward pass, its gradients, or train it
 
-MODEL is an .onnx or .mlir file, or an executable directory written by
---save-executable (a saved training step trains with --train as it is; give
-the --accumulate=k it was compiled with). Training data comes from a text
-corpus (--corpus), .npy arrays (--data) or random inputs; --help-data says
-exactly which tokens each step reads. Progress: one line per step on stdout
-("step 12/200 loss 3.452110 lr 1.000e-03 15.2 ms"), or a progress bar when
-stderr is a terminal.
+MODEL is an .onnx or .mlir file, or a directory of --save-executable (a saved
+training step trains as it is, given the --accumulate=k it was compiled with).
+Data: a text corpus (--corpus), .npy arrays (--data) or random inputs;
+--help-data says exactly which tokens each step reads. One line per step on
+stdout ("step 12/200 loss 3.452110 lr 1.000e-03 15.2 ms") or a progress bar.
+Data parallel: mpirun -np N memfit-run --train ... (--input-shape is a rank's).
 )";
 }
 
@@ -183,6 +181,8 @@ std::optional<std::string> RunFlags::check() {
       return std::string("--steps must not be negative");
     if (accumulate < 1)
       return std::string("--accumulate must be at least 1");
+    if (worldSize < 0)
+      return std::string("--world-size must not be negative");
     if (warmup < 0 || decaySteps < 0 || saveEvery < 0)
       return std::string("--warmup, --decay-steps and --save-every must not "
                          "be negative");
@@ -261,6 +261,8 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
       *field = *flag;
   t.nesterov = nesterov;
   t.accumulate = gradients ? 1 : accumulate.getValue();
+  t.worldSize = std::max<int64_t>(worldSize, 1);
+  t.zero = zero;
   t.remat = rematPolicy;
   if (budgetFlag.getNumOccurrences()) {
     if (budgetFlag.getValue().bytes <= 0)

@@ -83,6 +83,8 @@ trainPipelineOptions(const TrainOptions &train,
   options->nesterov = train.nesterov;
   options->clipNorm = train.clipNorm;
   options->accumulate = train.accumulate;
+  options->worldSize = train.worldSize;
+  options->zero = train.zero;
   options->budget = ByteSize{train.budget};
   options->activationFraction = train.activationFraction;
   options->compressActivations = train.compressActivations;

@@ -57,6 +57,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "weight_scales";
   case BufferCategory::Loss:
     return "loss";
+  case BufferCategory::Communication:
+    return "communication";
   }
   return "?";
 }
@@ -114,7 +116,9 @@ int64_t mlir::memfit::alignToPlan(int64_t bytes) {
 }
 
 bool mlir::memfit::isScheduledStep(Operation *op) {
-  return isa<KernelOp, MatMulOp, GemmOp>(op);
+  auto opClass = dyn_cast<OpClassInterface>(op);
+  return isa<KernelOp, MatMulOp, GemmOp>(op) ||
+         (opClass && opClass.getOpClass() == OpClass::Collective);
 }
 
 bool mlir::memfit::isBufferView(Operation *op) {
@@ -614,6 +618,10 @@ private:
       return op->hasAttr(kLossAttr) ||
              (opClass && opClass.getOpClass() == OpClass::Loss);
     };
+    auto isCommunication = [](Value value) {
+      auto opClass = dyn_cast_or_null<OpClassInterface>(value.getDefiningOp());
+      return opClass && opClass.getOpClass() == OpClass::Collective;
+    };
     auto isCompressed = [](Value value) {
       Operation *def = value.getDefiningOp();
       return def && def->hasAttr(kCompressedAttr);
@@ -629,6 +637,8 @@ private:
         continue;
       if (isWorkingCopy(buffer.value))
         buffer.category = BufferCategory::WorkingCopy;
+      else if (isCommunication(buffer.value))
+        buffer.category = BufferCategory::Communication;
       else if (isGradient(buffer.value))
         buffer.category = BufferCategory::Gradient;
       else if (isRecomputed(buffer.value))
@@ -849,6 +859,10 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
       os << llvm::formatv("  mixed precision: parameter working copies {0} "
                           "bytes in all\n",
                           copies);
+    if (int64_t received = plan.categoryBytes(BufferCategory::Communication))
+      os << llvm::formatv("  data parallel: received by collectives {0} "
+                          "bytes in all\n",
+                          received);
     os << "  live at the peak (step " << plan.peakStep << "):";
     for (unsigned c = 0; c < kNumBufferCategories; ++c)
       if (plan.peakBytes[c])

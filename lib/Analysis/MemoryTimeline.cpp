@@ -227,6 +227,7 @@ static const char *categoryColor(BufferCategory category) {
       "#d4a6c8", // weight_codes
       "#fabfd2", // weight_scales
       "#79706e", // loss
+      "#59a14f", // communication
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

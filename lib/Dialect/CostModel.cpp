@@ -90,6 +90,7 @@ OpCost mlir::memfit::defaultOpCost(Operation *op) {
     break;
   case OpClass::Contraction: // every contraction has its own formula
   case OpClass::Attention:   // so has attention
+  case OpClass::Collective:  // and collectives (bytes on the wire)
   case OpClass::DataMovement:
   case OpClass::Constant:
     break;
@@ -281,4 +282,47 @@ OpCost KernelOp::getCost() {
                                                : typeBytes(type);
   }
   return cost;
+}
+
+//===----------------------------------------------------------------------===//
+// Collectives: the bytes a rank sends in the ring algorithms NCCL and MPI
+// use for large messages, for a tensor of B bytes over a group of N: an
+// all-reduce is a reduce-scatter then an all-gather, 2 (N - 1) / N * B; a
+// reduce-scatter or an all-gather of the whole (N - 1) / N * B; a
+// broadcast B (the root's, pipelined along the ring). Memory traffic is the
+// operand read and the result written.
+//===----------------------------------------------------------------------===//
+
+static OpCost collectiveCost(Operation *op, int64_t groupSize,
+                             int64_t wholeBytes, int64_t numerator,
+                             bool broadcast) {
+  OpCost cost;
+  cost.bytes = movedBytes(op);
+  if (groupSize > 1)
+    cost.wireBytes = broadcast ? wholeBytes
+                               : numerator * (groupSize - 1) * wholeBytes /
+                                     groupSize;
+  if (auto reduce = dyn_cast<AllReduceOp>(op))
+    cost.flops = numElements(reduce.getType()) * (groupSize - 1);
+  else if (auto scatter = dyn_cast<ReduceScatterOp>(op))
+    cost.flops = numElements(scatter.getInput().getType()) * (groupSize - 1);
+  return cost;
+}
+
+OpCost AllReduceOp::getCost() {
+  return collectiveCost(*this, getGroupSize(), typeBytes(getType()), 2, false);
+}
+
+OpCost ReduceScatterOp::getCost() {
+  return collectiveCost(*this, getGroupSize(),
+                        typeBytes(getInput().getType()), 1, false);
+}
+
+OpCost AllGatherOp::getCost() {
+  return collectiveCost(*this, getGroupSize(), typeBytes(getType()), 1,
+                        false);
+}
+
+OpCost BroadcastOp::getCost() {
+  return collectiveCost(*this, getGroupSize(), typeBytes(getType()), 1, true);
 }

@@ -63,6 +63,7 @@ Precision mlir::memfit::defaultPrecision(OpClass opClass) {
     return Precision::Fp32;
   case OpClass::DataMovement:
   case OpClass::Constant:
+  case OpClass::Collective:
     return Precision::Follow;
   }
   llvm_unreachable("unknown op class");

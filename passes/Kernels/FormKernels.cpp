@@ -39,6 +39,7 @@ bool needsKernel(Operation *op) {
     return true;
   case OpClass::Contraction:
   case OpClass::Constant:
+  case OpClass::Collective:
     return false;
   }
   return false;

@@ -74,6 +74,13 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.accumulate < 1)
     return "accumulate must be at least 1, got " +
            std::to_string(options.accumulate);
+  if (options.worldSize < 1)
+    return "world-size must be at least 1, got " +
+           std::to_string(options.worldSize);
+  if (options.zero != 0)
+    return "zero=" + std::to_string(options.zero) +
+           ": ZeRO stages 1 to 3 are not built yet (zero=0: every rank "
+           "keeps the states and all-reduces the gradients)";
   if (options.optimizer == OptimizerKind::None &&
       options.optimizerStates != StateStorage::Fp32)
     return "optimizer-states=8bit needs an optimizer";
@@ -292,6 +299,10 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   number("clip-norm", options.clipNorm, defaults.clipNorm);
   if (options.accumulate != defaults.accumulate)
     add("accumulate", std::to_string(options.accumulate));
+  if (options.worldSize != defaults.worldSize)
+    add("world-size", std::to_string(options.worldSize));
+  if (options.zero != defaults.zero)
+    add("zero", std::to_string(options.zero));
   if (options.optimizerStates != defaults.optimizerStates)
     add("optimizer-states",
         ::memfit::nameOf(options.optimizerStates.getValue()));
@@ -404,6 +415,12 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   autodiff.lossScaleInit = options.lossScaleInit;
   pm.addPass(createMemfitAutodiffPass(autodiff));
   pm.addPass(createMemfitDropoutStepPass());
+  if (options.worldSize > 1) {
+    MemfitShardPassOptions shard;
+    shard.worldSize = options.worldSize;
+    shard.zero = options.zero;
+    pm.addPass(createMemfitShardPass(shard));
+  }
 
   if (options.optimizer != OptimizerKind::None) {
     MemfitOptimizerPassOptions optimizer;

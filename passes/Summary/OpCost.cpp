@@ -63,6 +63,7 @@ OpClass classOf(Operation *op) {
   auto rank = [](OpClass c) {
     switch (c) {
     case OpClass::Contraction:
+    case OpClass::Collective: // never in a kernel
       return 0;
     case OpClass::Loss:
     case OpClass::Attention:
@@ -144,6 +145,8 @@ struct MemfitOpCostPass
           "  {0} op={1} node={2} result={3} class={4} flops={5} bytes={6}\n",
           index++, displayName(&op), field(onnxNodeName(op.getLoc())),
           resultTypes(&op), stringifyOpClass(opClass), cost.flops, cost.bytes);
+      if (cost.wireBytes)
+        os << llvm::formatv("    wire={0}\n", cost.wireBytes);
       ClassTotal &classTotal = byClass[opClass];
       ++classTotal.ops;
       classTotal.cost += cost;

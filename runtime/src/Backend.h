@@ -3,6 +3,7 @@
 #ifndef MEMFIT_RUNTIME_SRC_BACKEND_H
 #define MEMFIT_RUNTIME_SRC_BACKEND_H
 
+#include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/Manifest.h"
 #include "memfit/runtime/Session.h"
 
@@ -38,6 +39,10 @@ public:
                               const std::vector<uint64_t> &offsets) = 0;
   virtual Status runContraction(const Contraction &contraction, uint64_t a,
                                 uint64_t b, uint64_t out) = 0;
+  /// Runs a collective of memfit-shard on the buffers at `in` and `out`
+  /// through `comm`, after every earlier step.
+  virtual Status runCollective(const Collective &collective, uint64_t in,
+                               uint64_t out, Communicator &comm) = 0;
   virtual Status synchronize() = 0;
 };
 

@@ -210,6 +210,13 @@ public:
                       const std::vector<uint64_t> &offsets) override;
   Status runContraction(const Contraction &contraction, uint64_t a, uint64_t b,
                         uint64_t out) override;
+  Status runCollective(const Collective &c, uint64_t, uint64_t,
+                       Communicator &) override {
+    return unavailable("collective '" + c.name +
+                       "': the cuda backend runs collectives through NCCL, "
+                       "which it does not load yet; train data parallel on "
+                       "--device=host");
+  }
   Status synchronize() override;
 
 private:

@@ -164,7 +164,55 @@ const char *regionName(Region region) {
 }
 
 const char *stepKindName(StepKind kind) {
-  return kind == StepKind::Kernel ? "kernel" : "contraction";
+  switch (kind) {
+  case StepKind::Kernel:
+    return "kernel";
+  case StepKind::Contraction:
+    return "contraction";
+  case StepKind::Collective:
+    return "collective";
+  }
+  return "?";
+}
+
+const char *collectiveKindName(Collective::Kind kind) {
+  switch (kind) {
+  case Collective::Kind::AllReduce:
+    return "all_reduce";
+  case Collective::Kind::ReduceScatter:
+    return "reduce_scatter";
+  case Collective::Kind::AllGather:
+    return "all_gather";
+  case Collective::Kind::Broadcast:
+    return "broadcast";
+  }
+  return "?";
+}
+
+const char *reductionName(Collective::Reduction reduction) {
+  switch (reduction) {
+  case Collective::Reduction::Sum:
+    return "sum";
+  case Collective::Reduction::Mean:
+    return "mean";
+  case Collective::Reduction::Max:
+    return "max";
+  case Collective::Reduction::Min:
+    return "min";
+  }
+  return "?";
+}
+
+uint64_t Collective::resultCount() const {
+  uint64_t n = groupSize > 0 ? static_cast<uint64_t>(groupSize) : 1;
+  switch (kind) {
+  case Kind::ReduceScatter:
+    return count / n;
+  case Kind::AllGather:
+    return count * n;
+  default:
+    return count;
+  }
 }
 
 namespace {
@@ -385,6 +433,59 @@ Status validateContractionStep(const Manifest &m, const Step &s,
   return Status::ok();
 }
 
+Status validateCollective(const Manifest &m, size_t i) {
+  const Collective &c = m.collectives[i];
+  std::string where =
+      "manifest: collectives[" + std::to_string(i) + "] ('" + c.name + "')";
+  if (c.groupSize < 1 || c.groupSize > m.worldSize)
+    return invalidArgument(where + ": a group of " +
+                           std::to_string(c.groupSize) + " ranks in a world of " +
+                           std::to_string(m.worldSize));
+  if (!c.ranks.empty() && static_cast<int64_t>(c.ranks.size()) != c.groupSize)
+    return invalidArgument(where + ": lists " + std::to_string(c.ranks.size()) +
+                           " ranks for a group of " +
+                           std::to_string(c.groupSize));
+  for (int64_t rank : c.ranks)
+    if (rank < 0 || rank >= m.worldSize)
+      return invalidArgument(where + ": rank " + std::to_string(rank) +
+                             " is outside the world of " +
+                             std::to_string(m.worldSize));
+  if (c.kind == Collective::Kind::Broadcast &&
+      (c.root < 0 || c.root >= c.groupSize))
+    return invalidArgument(where + ": root " + std::to_string(c.root) +
+                           " is outside the group of " +
+                           std::to_string(c.groupSize));
+  if (c.kind == Collective::Kind::ReduceScatter &&
+      c.count % static_cast<uint64_t>(c.groupSize) != 0)
+    return invalidArgument(where + ": " + std::to_string(c.count) +
+                           " elements do not split into " +
+                           std::to_string(c.groupSize) + " slices");
+  return Status::ok();
+}
+
+Status validateCollectiveStep(const Manifest &m, const Step &s,
+                              const std::string &where) {
+  const Collective &c = m.collectives[s.index];
+  std::string label = where + " (collective '" + c.name + "')";
+  if (s.buffers.size() != 2)
+    return invalidArgument(label + ": expected 2 buffers {in, out}, got " +
+                           std::to_string(s.buffers.size()));
+  const char *roles[2] = {"in", "out"};
+  uint64_t needed[2] = {c.count, c.resultCount()};
+  for (int r = 0; r < 2; ++r) {
+    const Buffer &b = m.buffers[s.buffers[r]];
+    if (b.dtype != c.dtype || bufferElements(b) != needed[r])
+      return invalidArgument(label + ": " + roles[r] + " is " +
+                             bufferLabel(m, s.buffers[r]) + " of " +
+                             std::to_string(bufferElements(b)) + " " +
+                             dtypeName(b.dtype) + " but the collective " +
+                             (r ? "writes " : "reads ") +
+                             std::to_string(needed[r]) + " " +
+                             dtypeName(c.dtype));
+  }
+  return Status::ok();
+}
+
 Status validateBindings(const Manifest &m, const std::vector<Binding> &bindings,
                         const std::string &field) {
   std::set<std::string> seen;
@@ -417,8 +518,9 @@ Status validateEntry(const Manifest &m, size_t index,
     const Step &s = e.steps[i];
     std::string where =
         "manifest: " + path + ".steps[" + std::to_string(i) + "]";
-    size_t count =
-        s.kind == StepKind::Kernel ? m.kernels.size() : m.contractions.size();
+    size_t count = s.kind == StepKind::Kernel        ? m.kernels.size()
+                   : s.kind == StepKind::Contraction ? m.contractions.size()
+                                                     : m.collectives.size();
     if (s.index >= count)
       return invalidArgument(where + ": " + stepKindName(s.kind) + " index " +
                              std::to_string(s.index) + " out of range (" +
@@ -431,6 +533,8 @@ Status validateEntry(const Manifest &m, size_t index,
                                std::to_string(m.buffers.size()) + " buffers)");
     if (s.kind == StepKind::Contraction)
       MEMFIT_RT_RETURN_IF_ERROR(validateContractionStep(m, s, where));
+    if (s.kind == StepKind::Collective)
+      MEMFIT_RT_RETURN_IF_ERROR(validateCollectiveStep(m, s, where));
   }
   MEMFIT_RT_RETURN_IF_ERROR(validateBindings(m, e.inputs, path + ".inputs"));
   return validateBindings(m, e.outputs, path + ".outputs");
@@ -449,6 +553,14 @@ Status Manifest::validate() const {
   MEMFIT_RT_RETURN_IF_ERROR(validateIndexErrorBuffer(*this));
   for (size_t i = 0; i < contractions.size(); ++i)
     MEMFIT_RT_RETURN_IF_ERROR(validateContraction(contractions[i], i));
+  if (worldSize < 1)
+    return invalidArgument("manifest: worldSize " + std::to_string(worldSize) +
+                           " must be at least 1");
+  if (zeroStage < 0 || zeroStage > 3)
+    return invalidArgument("manifest: zeroStage " + std::to_string(zeroStage) +
+                           " is not a ZeRO stage (0 to 3)");
+  for (size_t i = 0; i < collectives.size(); ++i)
+    MEMFIT_RT_RETURN_IF_ERROR(validateCollective(*this, i));
   if (entries.empty())
     return invalidArgument("manifest: entries: no entry to run");
   std::set<std::string> entryNames;

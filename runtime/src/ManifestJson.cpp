@@ -162,6 +162,26 @@ std::string manifestToJson(const Manifest &m) {
   if (m.indexErrorBuffer != kNoBuffer)
     root.set("indexErrorBuffer", static_cast<int64_t>(m.indexErrorBuffer));
 
+  if (m.worldSize != 1 || !m.collectives.empty()) {
+    root.set("worldSize", m.worldSize);
+    root.set("zeroStage", m.zeroStage);
+    JsonValue collectives = JsonValue::array();
+    for (const Collective &c : m.collectives) {
+      JsonValue o = JsonValue::object();
+      o.set("name", c.name);
+      o.set("kind", collectiveKindName(c.kind));
+      o.set("reduction", reductionName(c.reduction));
+      o.set("dtype", dtypeName(c.dtype));
+      o.set("count", c.count);
+      o.set("groupSize", c.groupSize);
+      o.set("root", c.root);
+      o.set("ranks", intArray(c.ranks));
+      o.set("onnxNodes", stringArray(c.onnxNodes));
+      collectives.push(std::move(o));
+    }
+    root.set("collectives", std::move(collectives));
+  }
+
   if (!m.inputRanges.empty()) {
     JsonValue ranges = JsonValue::array();
     for (const InputRange &r : m.inputRanges) {
@@ -452,8 +472,11 @@ Status readStep(const ObjectReader &r, Step &s) {
     s.kind = StepKind::Kernel;
   else if (kind == "contraction")
     s.kind = StepKind::Contraction;
+  else if (kind == "collective")
+    s.kind = StepKind::Collective;
   else
-    return r.error("kind", "expected \"kernel\" or \"contraction\", got \"" +
+    return r.error("kind", "expected \"kernel\", \"contraction\" or "
+                           "\"collective\", got \"" +
                                kind + "\"");
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("index", s.index));
   return r.integers("buffers", s.buffers);
@@ -499,6 +522,39 @@ Status readInputRange(const ObjectReader &r, InputRange &range) {
   if (range.low > range.high)
     return r.error("low", "is above high");
   return Status::ok();
+}
+
+Status readCollective(const ObjectReader &r, Collective &c) {
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"name", "kind", "reduction", "dtype", "count",
+                     "groupSize", "root", "ranks", "onnxNodes"}));
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
+  std::string kind, reduction;
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
+  bool known = false;
+  for (auto k : {Collective::Kind::AllReduce, Collective::Kind::ReduceScatter,
+                 Collective::Kind::AllGather, Collective::Kind::Broadcast})
+    if (kind == collectiveKindName(k))
+      c.kind = k, known = true;
+  if (!known)
+    return r.error("kind", "expected all_reduce, reduce_scatter, all_gather "
+                           "or broadcast, got \"" +
+                               kind + "\"");
+  MEMFIT_RT_RETURN_IF_ERROR(r.string("reduction", reduction));
+  known = false;
+  for (auto k : {Collective::Reduction::Sum, Collective::Reduction::Mean,
+                 Collective::Reduction::Max, Collective::Reduction::Min})
+    if (reduction == reductionName(k))
+      c.reduction = k, known = true;
+  if (!known)
+    return r.error("reduction", "expected sum, mean, max or min, got \"" +
+                                    reduction + "\"");
+  MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", c.dtype));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("count", c.count));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("groupSize", c.groupSize));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integer("root", c.root));
+  MEMFIT_RT_RETURN_IF_ERROR(r.integers("ranks", c.ranks));
+  return r.strings("onnxNodes", c.onnxNodes);
 }
 
 Status readMemoryCategory(const ObjectReader &r, MemoryCategory &c) {
@@ -559,14 +615,15 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
                        (version->asInt() < Manifest::kVersion
                             ? " (recompile it with this memfit)"
                             : " (use the memfit that wrote it)"));
-  // inputRanges and indexErrorBuffer are optional: manifests written
-  // without them have none.
+  // inputRanges, indexErrorBuffer and the collectives (with worldSize and
+  // zeroStage) are optional: manifests written without them have none.
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"schema", "version", "model", "weightsBytes", "arenaBytes",
        "trainableParameters", "frozenParameters", "quantizedParameters",
        "buffers", "kernels", "contractions", "entries", "variables", "memory",
        "loraAdapters"},
-      {"inputRanges", "indexErrorBuffer"}));
+      {"inputRanges", "indexErrorBuffer", "collectives", "worldSize",
+       "zeroStage"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -591,6 +648,13 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
       readArray(r, "memory", m.memory, readMemoryCategory));
   MEMFIT_RT_RETURN_IF_ERROR(
       readArray(r, "loraAdapters", m.loraAdapters, readLoraAdapter));
+  if (r.has("collectives"))
+    MEMFIT_RT_RETURN_IF_ERROR(
+        readArray(r, "collectives", m.collectives, readCollective));
+  if (r.has("worldSize"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("worldSize", m.worldSize));
+  if (r.has("zeroStage"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("zeroStage", m.zeroStage));
   if (r.has("inputRanges"))
     MEMFIT_RT_RETURN_IF_ERROR(
         readArray(r, "inputRanges", m.inputRanges, readInputRange));

@@ -39,6 +39,7 @@ const std::vector<Group> &groups() {
       {"compressed activations", {"compressed_activations"}},
       {"recomputed activations", {"recomputed"}},
       {"loss", {"loss"}},
+      {"communication", {"communication"}},
       {"temporaries",
        {"temporaries", "activations", "activation", "inputs", "input",
         "outputs", "output"}},

@@ -42,6 +42,7 @@ struct Session::Impl {
   std::vector<std::vector<double>> stepSeconds;
   std::vector<uint64_t> entryRuns;
   std::vector<uint64_t> offsets; // runStep's, reused
+  std::shared_ptr<Communicator> communicator; // the step's collectives
 
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
@@ -182,8 +183,25 @@ Session::create(const Executable &executable, DeviceKind device,
                            std::to_string(executable.weights.size()) +
                            " bytes, more than the manifest's weightsBytes " +
                            std::to_string(manifest.weightsBytes));
+  std::shared_ptr<Communicator> communicator = options.communicator;
+  if (!communicator && manifest.worldSize == 1) {
+    StatusOr<std::shared_ptr<Communicator>> self =
+        createCommunicator(LaunchInfo{});
+    if (!self)
+      return self.status();
+    communicator = std::move(*self);
+  }
+  if (!communicator || communicator->size() != manifest.worldSize)
+    return invalidArgument(
+        "executable of " + manifest.model + " was compiled for " +
+        std::to_string(manifest.worldSize) +
+        " ranks (data parallel, memfit-shard) but runs on " +
+        (communicator ? std::to_string(communicator->size())
+                      : std::string("one process without a communicator")) +
+        ": launch it with mpirun -np " + std::to_string(manifest.worldSize));
   auto impl = std::make_unique<Impl>();
   impl->manifest = manifest;
+  impl->communicator = std::move(communicator);
   impl->device = device;
   for (const Entry &e : manifest.entries)
     impl->inputSetAt.emplace_back(e.inputs.size(), 0);
@@ -315,6 +333,12 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
     return backend->launchKernel(step.index, offsets)
         .withContext(where + ": step " + std::to_string(i) + " (kernel '" +
                      manifest.kernels[step.index].name + "')");
+  if (step.kind == StepKind::Collective) {
+    const Collective &c = manifest.collectives[step.index];
+    return backend->runCollective(c, offsets[0], offsets[1], *communicator)
+        .withContext(where + ": step " + std::to_string(i) + " (collective '" +
+                     c.name + "')");
+  }
   const Contraction &c = manifest.contractions[step.index];
   return backend->runContraction(c, offsets[0], offsets[1], offsets[2])
       .withContext(where + ": step " + std::to_string(i) + " (contraction '" +
@@ -360,11 +384,14 @@ std::vector<StepTime> Session::stepProfile() const {
       StepTime t;
       t.entry = e;
       t.step = i;
-      t.contraction = step.kind != StepKind::Kernel;
-      t.name = t.contraction ? m.contractions[step.index].name
-                             : m.kernels[step.index].name;
-      t.barriers = !t.contraction && m.kernels[step.index].usesBarriers;
-      t.threadLoops = !t.contraction && m.kernels[step.index].threadLoops;
+      bool kernel = step.kind == StepKind::Kernel;
+      t.contraction = step.kind == StepKind::Contraction;
+      t.collective = step.kind == StepKind::Collective;
+      t.name = kernel          ? m.kernels[step.index].name
+               : t.contraction ? m.contractions[step.index].name
+                               : m.collectives[step.index].name;
+      t.barriers = kernel && m.kernels[step.index].usesBarriers;
+      t.threadLoops = kernel && m.kernels[step.index].threadLoops;
       t.calls = impl_->entryRuns[e];
       t.seconds = seconds[i];
       times.push_back(std::move(t));

@@ -170,11 +170,12 @@ std::string formatStepProfile(const Manifest &manifest,
                               const std::vector<StepTime> &times, size_t top) {
   std::string s;
   for (size_t e = 0; e < manifest.entries.size(); ++e) {
-    std::vector<Bucket> kinds(4), ops;
+    std::vector<Bucket> kinds(5), ops;
     kinds[0].label = "contractions";
     kinds[1].label = "element-wise kernels";
     kinds[2].label = "row kernels";
     kinds[3].label = "kernels run as fibers";
+    kinds[4].label = "collectives";
     uint64_t runs = 0;
     double total = 0;
     for (const StepTime &t : times) {
@@ -183,13 +184,16 @@ std::string formatStepProfile(const Manifest &manifest,
       runs = t.calls;
       double perRun = t.seconds / double(t.calls);
       total += perRun;
-      Bucket &kind = kinds[t.contraction    ? 0
-                           : !t.barriers    ? 1
+      Bucket &kind = kinds[t.contraction   ? 0
+                           : t.collective  ? 4
+                           : !t.barriers   ? 1
                            : t.threadLoops ? 2
                                            : 3];
       ++kind.steps;
       kind.seconds += perRun;
-      std::string op = t.contraction ? "contraction" : opOfKernel(t.name);
+      std::string op = t.contraction  ? "contraction"
+                       : t.collective ? "collective"
+                                      : opOfKernel(t.name);
       auto it = std::find_if(ops.begin(), ops.end(),
                              [&](const Bucket &b) { return b.label == op; });
       if (it == ops.end()) {

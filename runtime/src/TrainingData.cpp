@@ -62,6 +62,21 @@ std::string bindingList(const Manifest &m, const std::vector<Binding> &inputs) {
   return s.empty() ? "none" : s;
 }
 
+/// The shape of the global batch of which `shape` is one rank's slice:
+/// the first dimension times the ranks (a scalar is the same everywhere).
+std::vector<int64_t> globalShape(std::vector<int64_t> shape, int world) {
+  if (!shape.empty())
+    shape[0] *= world;
+  return shape;
+}
+
+/// Rank `rank`'s rows of `global` (a tensor of the global batch) into `t`.
+void copySlice(const Tensor &global, int rank, Tensor &t) {
+  size_t bytes = t.data.size();
+  size_t start = global.data.size() == bytes ? 0 : rank * bytes;
+  std::copy_n(global.data.begin() + start, bytes, t.data.begin());
+}
+
 } // namespace
 
 StatusOr<TrainingData>
@@ -87,21 +102,30 @@ TrainingData::create(const Manifest &m, const std::vector<Binding> &inputs,
                                ": give one of them");
     }
 
+  if (options.worldSize < 1 || options.rank < 0 ||
+      options.rank >= options.worldSize)
+    return invalidArgument("training data: rank " +
+                           std::to_string(options.rank) + " of " +
+                           std::to_string(options.worldSize));
   TrainingData result;
   result.k_ = options.accumulationSteps;
   result.intHigh_ = options.intHigh;
+  result.rank_ = options.rank;
+  result.world_ = options.worldSize;
   for (size_t i = 0; i < inputs.size(); ++i) {
     Input input;
     input.name = inputs[i].name;
     input.buffer = m.buffers[inputs[i].buffer];
     input.seed = options.seed + i;
     const Buffer &buffer = input.buffer;
-    std::string expected = rt::describe(buffer.dtype, buffer.shape);
+    // The files hold the global batch.
+    std::vector<int64_t> shape = globalShape(buffer.shape, options.worldSize);
+    std::string expected = rt::describe(buffer.dtype, shape);
     if (auto it = fixed.find(input.name); it != fixed.end()) {
       StatusOr<Tensor> read = readNpy(it->second, buffer.dtype);
       if (!read)
         return read.status().withContext("--input=" + input.name);
-      if (read->dtype != buffer.dtype || read->shape != buffer.shape)
+      if (read->dtype != buffer.dtype || read->shape != shape)
         return invalidArgument("--input=" + input.name + "=" + it->second +
                                ": expected " + expected + ", got " +
                                rt::describe(read->dtype, read->shape));
@@ -116,7 +140,7 @@ TrainingData::create(const Manifest &m, const std::vector<Binding> &inputs,
       if (!read->shape.empty())
         rest.assign(read->shape.begin() + 1, read->shape.end());
       if (read->dtype != buffer.dtype || read->shape.empty() ||
-          read->shape[0] < 1 || rest != buffer.shape)
+          read->shape[0] < 1 || rest != shape)
         return invalidArgument(
             "--data=" + input.name + "=" + it->second + ": expected " +
             expected + " micro-batches along a first dimension (Nx" + expected +
@@ -199,25 +223,37 @@ MicroBatch TrainingData::batch(int64_t s, int64_t j) const {
     const Buffer &buffer = input.buffer;
     Tensor t = Tensor::zeros(buffer.dtype, buffer.shape);
     switch (input.source) {
-    case Input::Random:
-      fillRandom(t, input.seed + micro * 1000003ull, intHigh_);
+    case Input::Random: {
+      // Drawn for the global batch, so that the ranks' slices are what one
+      // process of the whole batch draws.
+      Tensor global =
+          Tensor::zeros(buffer.dtype, globalShape(buffer.shape, world_));
+      fillRandom(global, input.seed + micro * 1000003ull, intHigh_);
+      copySlice(global, rank_, t);
       break;
+    }
     case Input::Fixed:
-      t = input.tensor;
+      copySlice(input.tensor, rank_, t);
       break;
     case Input::Data: {
       uint64_t index = micro % uint64_t(input.count);
-      std::copy_n(input.tensor.data.begin() + index * buffer.bytes,
-                  buffer.bytes, t.data.begin());
+      uint64_t global = buffer.bytes * uint64_t(buffer.shape.empty() ? 1 : world_);
+      uint64_t start = index * global +
+                       (buffer.shape.empty() ? 0 : uint64_t(rank_) * buffer.bytes);
+      std::copy_n(input.tensor.data.begin() + start, buffer.bytes,
+                  t.data.begin());
       break;
     }
     case Input::Tokens:
     case Input::Labels: {
       uint64_t B = uint64_t(buffer.shape[0]), T = uint64_t(buffer.shape[1]);
       uint64_t shift = input.source == Input::Labels ? 1 : 0;
+      uint64_t first = uint64_t(rank_) * B, global = B * uint64_t(world_);
       for (uint64_t r = 0; r < B; ++r)
         std::copy_n(tokens_.begin() +
-                        corpusOffset(micro, r, B, T, tokens_.size()) + shift,
+                        corpusOffset(micro, first + r, global, T,
+                                     tokens_.size()) +
+                        shift,
                     T, t.as<int64_t>() + r * T);
       break;
     }

@@ -24,6 +24,7 @@
 #include "memfit/Frontend/TrainedWeights.h"
 #include "memfit/JIT/Compiler.h"
 #include "memfit/runtime/Bytes.h"
+#include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/Nvrtc.h"
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Summary.h"
@@ -76,16 +77,36 @@ double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+/// The ranks of a data-parallel launch (mpirun -np N): this process's place
+/// and the communicator of its collectives (null for one rank).
+struct Ranks {
+  rt::LaunchInfo launch;
+  std::shared_ptr<rt::Communicator> comm;
+  bool many() const { return comm && comm->size() > 1; }
+};
+Ranks &ranks() {
+  static Ranks r;
+  return r;
+}
+
 int fail(const std::string &message) {
   std::cout.flush();
-  std::cerr << "memfit-run: " << message << "\n";
+  std::cerr << "memfit-run: "
+            << (ranks().many()
+                    ? "rank " + std::to_string(ranks().launch.rank) + ": "
+                    : std::string())
+            << message << "\n";
+  // The other ranks would wait for this one in their next collective.
+  if (ranks().many())
+    ranks().comm->abort(1);
   return 1;
 }
 
-/// Where progress goes: stdout, or nowhere with --quiet.
+/// Where progress goes: stdout on rank 0, nowhere with --quiet or on the
+/// other ranks.
 std::ostream &out() {
   static std::ostream silent(nullptr);
-  return flags().quiet ? silent : std::cout;
+  return flags().quiet || ranks().launch.rank != 0 ? silent : std::cout;
 }
 
 void warn(const std::string &message) {
@@ -258,6 +279,7 @@ std::optional<std::string> checkMode(const rt::Manifest &manifest,
 rt::SessionOptions sessionOptions() {
   rt::SessionOptions options = flags().sessionOptions();
   options.warn = warn;
+  options.communicator = ranks().comm;
   // A compile that takes more than two seconds says how it goes, on a
   // terminal.
   if (!flags().quiet && ::isatty(STDERR_FILENO))
@@ -402,15 +424,25 @@ int trainModel(rt::Session &session) {
   auto trainer = rt::Trainer::create(session, f.accumulate);
   if (!trainer)
     return fail("--train: " + trainer.status().message());
-  auto source = rt::TrainingData::create(
-      session.manifest(), trainer->batchInputs(), f.dataOptions());
+  // Each rank reads its slice of the global batch.
+  rt::TrainingDataOptions data = f.dataOptions();
+  data.rank = ranks().launch.rank;
+  data.worldSize = ranks().launch.worldSize;
+  auto source = rt::TrainingData::create(session.manifest(),
+                                         trainer->batchInputs(), data);
   if (!source)
     return fail(source.status().message());
 
   rt::TrainingLoopOptions loop = f.loopOptions();
   loop.log = &out();
-  if (!f.quiet && ::isatty(STDERR_FILENO))
+  bool first = ranks().launch.rank == 0;
+  if (!f.quiet && first && ::isatty(STDERR_FILENO))
     loop.progressBar = &std::cerr;
+  // Every rank holds the same weights and states: rank 0 writes them.
+  if (!first) {
+    loop.checkpoint.clear();
+    loop.losses.clear();
+  }
   loop.warn = warn;
   loop.stop = &stopSignal;
   auto summary = [&] {
@@ -422,6 +454,8 @@ int trainModel(rt::Session &session) {
   runTimings().firstStepSeconds = summary->firstStepSeconds;
   if (summary->stoppedBy)
     return reportStop(*summary);
+  if (!first)
+    return 0;
   for (auto [path, adaptersOnly] :
        {std::pair(f.exportAdapters.getValue(), true),
         std::pair(f.exportSafetensors.getValue(), false)}) {
@@ -508,6 +542,41 @@ int runOnce(rt::Session &session) {
   return 0;
 }
 
+/// Joins the launch's ranks: --world-size and the launcher must agree
+/// (any --world-size plans with --plan-only); more than one rank opens the
+/// MPI communicator. Returns a failed status code, or 0.
+int startRanks(RunFlags &runFlags) {
+  auto launch = rt::detectLaunch();
+  if (!launch)
+    return fail(launch.status().message());
+  int64_t asked = runFlags.worldSize;
+  if (launch->worldSize > 1 && asked && asked != launch->worldSize)
+    return fail("--world-size=" + std::to_string(asked) + " but " +
+                launch->launcher + " started " +
+                std::to_string(launch->worldSize) + " ranks");
+  if (launch->worldSize > 1 && !runFlags.train && !runFlags.gradients)
+    return fail(launch->launcher + " started " +
+                std::to_string(launch->worldSize) +
+                " ranks: data parallelism needs --train or --gradients");
+  if (launch->worldSize == 1 && asked > 1 && !runFlags.planOnly)
+    return fail("--world-size=" + std::to_string(asked) +
+                ": launch the ranks with mpirun -np " + std::to_string(asked) +
+                " (or plan them with --plan-only)");
+  if (!asked)
+    runFlags.worldSize = launch->worldSize;
+  ranks().launch = *launch;
+  if (launch->worldSize > 1 && !runFlags.planOnly) {
+    auto comm = rt::createCommunicator(*launch);
+    if (!comm)
+      return fail(comm.status().message());
+    ranks().comm = std::move(*comm);
+    out() << "data parallel: " << ranks().comm->description()
+          << "; the global batch is " << launch->worldSize
+          << " times --input-shape\n";
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -523,12 +592,22 @@ int main(int argc, char **argv) {
   const RunFlags &f = runFlags;
   if (std::optional<std::string> problem = runFlags.check())
     return fail(*problem);
+  if (int status = startRanks(runFlags))
+    return status;
 
   bool loaded = llvm::sys::fs::is_directory(f.modelPath);
   auto start = Clock::now();
+  // Rank 0 compiles first; the others then find the executable in the cache.
+  Ranks &r = ranks();
+  if (r.many() && r.launch.rank > 0)
+    if (rt::Status waited = r.comm->barrier(); !waited)
+      return fail(waited.message());
   auto executable = loadOrCompile(loaded);
   if (!executable)
     return fail(executable.status().message());
+  if (r.many() && r.launch.rank == 0)
+    if (rt::Status waited = r.comm->barrier(); !waited)
+      return fail(waited.message());
   const rt::Manifest &manifest = executable->manifest;
   printExecutable(manifest, secondsSince(start));
   if (std::optional<std::string> mismatch = checkMode(manifest, loaded))

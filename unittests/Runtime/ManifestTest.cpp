@@ -219,8 +219,8 @@ void testJsonErrors() {
                  "manifest: kernels[0].threadLoops: expected a boolean");
   checkJsonError(
       "\"kind\": \"kernel\"", "\"kind\": \"copy\"",
-      "manifest: entries[0].steps[0].kind: expected \"kernel\" or "
-      "\"contraction\"");
+      "manifest: entries[0].steps[0].kind: expected \"kernel\", "
+      "\"contraction\" or \"collective\", got \"copy\"");
   checkJsonError("\"transA\": true,", "",
                  "manifest: contractions[0].transA: missing");
   checkJsonError("\"transA\": true,", "\"transA\": true, \"extra\": 1,",
@@ -518,8 +518,78 @@ void testExecutableCache() {
 
 } // namespace
 
+/// A data-parallel manifest: a collective step over 2 ranks averaging
+/// 'x' into 'y'.
+Manifest collectiveManifest() {
+  Manifest m = sampleManifest();
+  m.worldSize = 2;
+  Collective c;
+  c.name = "x0_all_reduce";
+  c.kind = Collective::Kind::AllReduce;
+  c.reduction = Collective::Reduction::Mean;
+  c.count = 16;
+  c.groupSize = 2;
+  c.onnxNodes = {"/MatMul"};
+  m.collectives = {c};
+  m.entries[0].steps.push_back({StepKind::Collective, 0, {1, 2}});
+  return m;
+}
+
+void testCollectives() {
+  Manifest m = collectiveManifest();
+  CHECK_OK(m.validate());
+  std::string json = manifestToJson(m);
+  CHECK(json.find("\"kind\": \"all_reduce\"") != std::string::npos);
+  StatusOr<Manifest> back = manifestFromJson(json);
+  if (CHECK_OK(back.status())) {
+    CHECK(back->worldSize == 2 && back->collectives.size() == 1);
+    CHECK(back->collectives[0].reduction == Collective::Reduction::Mean);
+    CHECK(manifestToJson(*back) == json);
+  }
+  // One rank without collectives writes none of the fields.
+  CHECK(manifestToJson(sampleManifest()).find("worldSize") ==
+        std::string::npos);
+  auto invalid = [](const std::function<void(Manifest &)> &edit,
+                    const std::string &error) {
+    Manifest bad = collectiveManifest();
+    edit(bad);
+    CHECK_ERROR(bad.validate(), error);
+  };
+  invalid([](Manifest &b) { b.collectives[0].groupSize = 3; },
+          "collectives[0] ('x0_all_reduce'): a group of 3 ranks in a world "
+          "of 2");
+  invalid([](Manifest &b) { b.collectives[0].ranks = {0, 2}; },
+          "rank 2 is outside the world of 2");
+  invalid(
+      [](Manifest &b) {
+        b.collectives[0].kind = Collective::Kind::Broadcast;
+        b.collectives[0].root = 2;
+      },
+      "root 2 is outside the group of 2");
+  invalid([](Manifest &b) { b.collectives[0].count = 8; },
+          "steps[2] (collective 'x0_all_reduce'): in is buffer 1 ('x') of "
+          "16 f32 but the collective reads 8 f32");
+  invalid(
+      [](Manifest &b) {
+        b.collectives[0].kind = Collective::Kind::ReduceScatter;
+      },
+      "out is buffer 2 ('y') of 16 f32 but the collective writes 8 f32");
+  invalid([](Manifest &b) { b.worldSize = 0; },
+          "manifest: worldSize 0 must be at least 1");
+  invalid([](Manifest &b) { b.zeroStage = 4; },
+          "manifest: zeroStage 4 is not a ZeRO stage");
+  checkJsonError("\"kind\": \"all_reduce\"", "\"kind\": \"gossip\"",
+                 "collectives[0].kind: expected all_reduce, reduce_scatter, "
+                 "all_gather or broadcast, got \"gossip\"",
+                 collectiveManifest());
+  checkJsonError("\"reduction\": \"mean\"", "\"reduction\": \"median\"",
+                 "collectives[0].reduction: expected sum, mean, max or min",
+                 collectiveManifest());
+}
+
 void runManifestTests() {
   testDTypes();
+  testCollectives();
   testJsonRoundTrip();
   testJsonErrors();
   testValidate();

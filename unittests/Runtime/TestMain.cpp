@@ -21,5 +21,6 @@ int main(int argc, char **argv) {
     test::runIndexErrorTests();
     test::runTrainingTests();
     test::runTrainingDataTests();
+    test::runCommunicatorTests();
   });
 }

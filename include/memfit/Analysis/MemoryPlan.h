@@ -74,8 +74,11 @@ enum class BufferCategory {
   /// backward does not keep past the loss's gradient (its logits,
   /// probabilities and their gradient).
   Loss,
+  /// memfit-shard: what a collective receives (a gradient averaged over
+  /// the ranks, a gathered slice).
+  Communication,
 };
-constexpr unsigned kNumBufferCategories = 19;
+constexpr unsigned kNumBufferCategories = 20;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

@@ -49,6 +49,15 @@ def Memfit_LossReduction : I32EnumAttr<"LossReduction",
   let cppNamespace = "::mlir::memfit";
 }
 
+def Memfit_CollectiveReduction : I32EnumAttr<"CollectiveReduction",
+    "how a collective combines the ranks' tensors", [
+      I32EnumAttrCase<"Sum", 0, "sum">,
+      I32EnumAttrCase<"Mean", 1, "mean">,
+      I32EnumAttrCase<"Max", 2, "max">,
+      I32EnumAttrCase<"Min", 3, "min">]> {
+  let cppNamespace = "::mlir::memfit";
+}
+
 def Memfit_QuantScheme : I32EnumAttr<"QuantScheme",
     "how a quantized tensor's codes map to values", [
       I32EnumAttrCase<"Linear", 0, "linear">,

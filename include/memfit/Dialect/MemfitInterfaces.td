@@ -25,7 +25,8 @@ def Memfit_OpClass : I32EnumAttr<"OpClass", "what kind of computation an op is",
     I32EnumAttrCase<"Constant", 5, "constant">,
     I32EnumAttrCase<"Loss", 6, "loss">,
     I32EnumAttrCase<"Quantization", 7, "quantization">,
-    I32EnumAttrCase<"Attention", 8, "attention">]> {
+    I32EnumAttrCase<"Attention", 8, "attention">,
+    I32EnumAttrCase<"Collective", 9, "collective">]> {
   let cppNamespace = "::mlir::memfit";
   let genSpecializedAttr = 0;
 }
@@ -47,8 +48,9 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     element from the same-index input elements, broadcasting allowed),
     reduction, normalization (a row-wise reduction followed by element-wise
     work), contraction (a library call), data movement (a pure re-indexing),
-    constant, loss, quantization, or attention (a kernel of its own that
-    streams keys and values past each query row).
+    constant, loss, quantization, attention (a kernel of its own that
+    streams keys and values past each query row), or collective (an
+    exchange between ranks: a call into the communicator).
 
     It also states the op's precision requirement, which
     memfit-mixed-precision follows: `low` (the op may run in bf16 or fp16,
@@ -61,7 +63,8 @@ def Memfit_OpClassInterface : OpInterface<"OpClassInterface"> {
     normalizations (softmax, layer and RMS norm: their kernels keep the
     statistics, a row's maximum, sum and variance, in fp32 registers) are
     `low`; reductions and losses are `fp32`; data movement and constants
-    `follow`; attention is `low` (its kernels accumulate in fp32). Ops override it with `precision` in ODS: log-softmax (its
+    `follow`; attention is `low` (its kernels accumulate in fp32);
+    collectives `follow` (they move the type they are given). Ops override it with `precision` in ODS: log-softmax (its
     log-probabilities feed a loss) and the element-wise functions that lose
     accuracy in a 7- or 10-bit mantissa (exp, log, pow, sqrt, reciprocal)
     are `fp32`, as in PyTorch's autocast lists, but `pow` by a constant 2,

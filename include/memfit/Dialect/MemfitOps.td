@@ -36,6 +36,7 @@ include "memfit/Dialect/Ops/DataMovementOps.td"
 include "memfit/Dialect/Ops/LossOps.td"
 include "memfit/Dialect/Ops/QuantizationOps.td"
 include "memfit/Dialect/Ops/AttentionOps.td"
+include "memfit/Dialect/Ops/CollectiveOps.td"
 include "memfit/Dialect/Ops/KernelOps.td"
 
 #endif // MEMFIT_DIALECT_MEMFITOPS_TD

@@ -20,10 +20,14 @@ namespace memfit {
 struct OpCost {
   int64_t flops = 0;
   int64_t bytes = 0;
+  /// Bytes a rank sends to the others (collectives; ring algorithms, as
+  /// NCCL's): what the interconnect, not the memory, limits.
+  int64_t wireBytes = 0;
 
   OpCost &operator+=(const OpCost &other) {
     flops += other.flops;
     bytes += other.bytes;
+    wireBytes += other.wireBytes;
     return *this;
   }
 };

@@ -242,6 +242,13 @@ struct RunFlags {
                                cl::desc("backoff factor (default 0.5)")};
   List keepFp32{"keep-fp32", cl::CommaSeparated, cl::cat(trainCategory),
                 cl::desc("Glob patterns of ONNX node names to keep in fp32")};
+  Opt<int64_t> worldSize{
+      "world-size", cl::init(0), cl::cat(trainCategory),
+      cl::desc("Data parallel ranks, each on its slice of the global batch "
+               "(default: the launcher's, mpirun -np N; any with --plan-only)")};
+  Opt<int64_t> zero{"zero", cl::init(0), cl::cat(trainCategory),
+                    cl::desc("ZeRO stage of data parallel training: 0, "
+                             "gradients all-reduced (1 to 3 not built yet)")};
   Opt<int64_t> steps{"steps", cl::init(20), cl::cat(loopCategory),
                      cl::desc("Optimizer steps to take (more, when resuming)")};
   Opt<int64_t> accumulate{

@@ -99,6 +99,13 @@ struct TrainOptions {
   double clipNorm = 0.0;
   /// Micro-batches per optimizer step.
   int64_t accumulate = 1;
+  /// Data parallelism (memfit-shard): the ranks that run the step, each on
+  /// its slice of the global batch (the model's inputs are one rank's), and
+  /// the ZeRO stage (0: every rank keeps all the states; gradients are
+  /// averaged by an all-reduce). The session must be launched with that
+  /// many ranks.
+  int64_t worldSize = 1;
+  int64_t zero = 0;
   /// Rematerialization (memfit-remat): None, CheckpointLayers, Auto or
   /// Optimal; the peak budget in bytes (0: none; parse what a user types
   /// with memfit::parseBytes, memfit/runtime/Bytes.h) and/or the fraction

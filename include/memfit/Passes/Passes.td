@@ -851,4 +851,6 @@ def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
   ];
 }
 
+include "memfit/Passes/DistributedPasses.td"
+
 #endif // MEMFIT_PASSES_TD

@@ -245,6 +245,17 @@ struct TrainPipelineOptions
       *this, "accumulate", llvm::cl::desc("Micro-batches per optimizer step"),
       llvm::cl::init(1)};
 
+  // Data parallelism (memfit-shard).
+  Option<int64_t> worldSize{
+      *this, "world-size",
+      llvm::cl::desc("Ranks that run the step on their slices of the batch "
+                     "(1: one process, no memfit-shard)"),
+      llvm::cl::init(1)};
+  Option<int64_t> zero{
+      *this, "zero",
+      llvm::cl::desc("ZeRO stage of memfit-shard (0: gradients all-reduced)"),
+      llvm::cl::init(0)};
+
   // Quantization (memfit-quantize).
   Option<StateStorage> optimizerStates{
       *this, "optimizer-states",

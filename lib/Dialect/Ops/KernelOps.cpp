@@ -57,6 +57,7 @@ LogicalResult KernelOp::verify() {
   for (Operation &op : getBodyOps()) {
     auto opClass = dyn_cast<OpClassInterface>(&op);
     if (!opClass || opClass.getOpClass() == OpClass::Contraction ||
+        opClass.getOpClass() == OpClass::Collective ||
         isa<ParameterOp, LoadParameterOp>(op))
       return emitOpError() << "cannot contain '" << op.getName()
                            << "': kernels hold element-wise, normalization, "

@@ -167,6 +167,7 @@ private:
   LogicalResult emitGemm(GemmOp op);
   LogicalResult addContraction(Operation *op, rt::Contraction contraction,
                                Value a, Value b, Value out);
+  LogicalResult emitCollective(Operation *op);
 
   ModuleOp module;
   ArrayRef<func::FuncOp> funcs;
@@ -466,6 +467,72 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
                         op.getResult());
 }
 
+/// A collective becomes a step the session runs through its communicator,
+/// on the buffers of its operand and result.
+LogicalResult ExecutableBuilder::emitCollective(Operation *op) {
+  Value in = op->getOperand(0), out = op->getResult(0);
+  auto type = cast<RankedTensorType>(in.getType());
+  rt::Collective c;
+  c.dtype = *toDType(type.getElementType());
+  c.count = static_cast<uint64_t>(type.getNumElements());
+  auto group = [&](int64_t size, std::optional<ArrayRef<int64_t>> ranks) {
+    c.groupSize = size;
+    if (ranks)
+      c.ranks.assign(ranks->begin(), ranks->end());
+  };
+  auto reduction = [](CollectiveReduction r) {
+    switch (r) {
+    case CollectiveReduction::Sum:
+      return rt::Collective::Reduction::Sum;
+    case CollectiveReduction::Mean:
+      return rt::Collective::Reduction::Mean;
+    case CollectiveReduction::Max:
+      return rt::Collective::Reduction::Max;
+    case CollectiveReduction::Min:
+      return rt::Collective::Reduction::Min;
+    }
+    return rt::Collective::Reduction::Sum;
+  };
+  if (auto reduce = dyn_cast<AllReduceOp>(op)) {
+    c.kind = rt::Collective::Kind::AllReduce;
+    c.reduction = reduction(reduce.getReduction());
+    group(reduce.getGroupSize(), reduce.getRanks());
+  } else if (auto scatter = dyn_cast<ReduceScatterOp>(op)) {
+    c.kind = rt::Collective::Kind::ReduceScatter;
+    c.reduction = reduction(scatter.getReduction());
+    group(scatter.getGroupSize(), scatter.getRanks());
+  } else if (auto gather = dyn_cast<AllGatherOp>(op)) {
+    c.kind = rt::Collective::Kind::AllGather;
+    group(gather.getGroupSize(), gather.getRanks());
+  } else {
+    auto broadcast = cast<BroadcastOp>(op);
+    c.kind = rt::Collective::Kind::Broadcast;
+    c.root = static_cast<int64_t>(broadcast.getRoot());
+    group(broadcast.getGroupSize(), broadcast.getRanks());
+  }
+  if (c.groupSize > manifest.worldSize)
+    return op->emitError() << "a collective over " << c.groupSize
+                           << " ranks in a step compiled for "
+                           << manifest.worldSize
+                           << " (the module's memfit.world_size)";
+  c.name = llvm::formatv("x{0}_{1}", manifest.collectives.size(),
+                         op->getName().stripDialect())
+               .str();
+  cuda::collectNodeNames(op->getLoc(), c.onnxNodes);
+  rt::Step step;
+  step.kind = rt::StepKind::Collective;
+  step.index = manifest.collectives.size();
+  for (Value value : {in, out}) {
+    FailureOr<uint32_t> id = bufferId(value);
+    if (failed(id))
+      return failure();
+    step.buffers.push_back(*id);
+  }
+  manifest.collectives.push_back(std::move(c));
+  manifest.entries.back().steps.push_back(std::move(step));
+  return success();
+}
+
 LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   func = f;
   plan = &modulePlan.functions[index];
@@ -477,6 +544,10 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
             .Case([&](KernelOp kernel) { return emitKernelStep(kernel); })
             .Case([&](MatMulOp matmul) { return emitMatMul(matmul); })
             .Case([&](GemmOp gemm) { return emitGemm(gemm); })
+            .Case<AllReduceOp, ReduceScatterOp, AllGatherOp, BroadcastOp>(
+                [&](Operation *collective) {
+                  return emitCollective(collective);
+                })
             .Default([](Operation *other) {
               return other->emitError() << "unexpected op in the schedule";
             });
@@ -591,11 +662,13 @@ void ExecutableBuilder::addMemoryReport() {
   }
   const MemoryPlan &peak = modulePlan.functions[modulePlan.peakFunction];
   // Mixed precision shows its working copies even when none is live at the
-  // peak, and a training step its loss, chunked or not: the categories that
-  // some function of the module has.
+  // peak, a training step its loss, chunked or not, and a data-parallel
+  // one what its collectives receive: the categories that some function of
+  // the module has.
   auto planned = [&](BufferCategory category) {
     return (category == BufferCategory::WorkingCopy ||
-            category == BufferCategory::Loss) &&
+            category == BufferCategory::Loss ||
+            category == BufferCategory::Communication) &&
            llvm::any_of(modulePlan.functions, [&](const MemoryPlan &plan) {
              return plan.categoryBytes(category) > 0;
            });
@@ -605,8 +678,8 @@ void ExecutableBuilder::addMemoryReport() {
         BufferCategory::Activation, BufferCategory::Gradient,
         BufferCategory::SavedActivation, BufferCategory::CompressedActivation,
         BufferCategory::Recomputed, BufferCategory::Loss,
-        BufferCategory::Temporary,
-        BufferCategory::WorkingCopy}) {
+        BufferCategory::Temporary, BufferCategory::WorkingCopy,
+        BufferCategory::Communication}) {
     int64_t bytes = peak.peakBytes[unsigned(category)];
     if (bytes || always(category) || planned(category))
       manifest.memory.push_back({stringifyBufferCategory(category).str(),
@@ -622,6 +695,10 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     return failure();
   modulePlan = std::move(*planned);
   manifest.model = options.modelName;
+  if (auto size = module->getAttrOfType<IntegerAttr>("memfit.world_size"))
+    manifest.worldSize = size.getInt();
+  if (auto zero = module->getAttrOfType<IntegerAttr>("memfit.zero"))
+    manifest.zeroStage = zero.getInt();
   manifest.weightsBytes = modulePlan.weightsBytes;
   manifest.arenaBytes = modulePlan.arenaBytes;
   exe.planOnly = options.planOnly;

@@ -170,8 +170,31 @@ struct Contraction {
   }
 };
 
-enum class StepKind { Kernel, Contraction };
-/// "kernel", "contraction".
+/// A collective of memfit-shard (memfit.all_reduce, ...): every rank of the
+/// group runs it on its own buffers through the session's communicator.
+struct Collective {
+  enum class Kind { AllReduce, ReduceScatter, AllGather, Broadcast };
+  enum class Reduction { Sum, Mean, Max, Min };
+  std::string name;
+  Kind kind = Kind::AllReduce;
+  Reduction reduction = Reduction::Sum; // AllReduce, ReduceScatter
+  DType dtype = DType::f32;
+  uint64_t count = 0;        // elements of each rank's input
+  int64_t groupSize = 1;
+  int64_t root = 0;          // Broadcast
+  std::vector<int64_t> ranks; // the group's ranks; empty: 0..groupSize-1
+  std::vector<std::string> onnxNodes;
+
+  /// Elements of each rank's result.
+  uint64_t resultCount() const;
+};
+/// "all_reduce", "reduce_scatter", "all_gather", "broadcast"; "sum",
+/// "mean", "max", "min": the dialect's spellings.
+const char *collectiveKindName(Collective::Kind kind);
+const char *reductionName(Collective::Reduction reduction);
+
+enum class StepKind { Kernel, Contraction, Collective };
+/// "kernel", "contraction", "collective".
 const char *stepKindName(StepKind kind);
 
 /// Elements an operand of `c` spans from its buffer's start: its offset,
@@ -180,10 +203,11 @@ const char *stepKindName(StepKind kind);
 uint64_t operandSpan(const Contraction &c, Contraction::Operand operand);
 
 /// One entry of the call sequence. Kernel steps pass `buffers` as the
-/// kernel's parameters; contraction steps pass {A, B, out}.
+/// kernel's parameters; contraction steps pass {A, B, out}; collective
+/// steps {in, out}.
 struct Step {
   StepKind kind = StepKind::Kernel;
-  uint32_t index = 0; // into kernels or contractions
+  uint32_t index = 0; // into kernels, contractions or collectives
   std::vector<uint32_t> buffers;
 };
 
@@ -272,6 +296,13 @@ struct Manifest {
   std::vector<Buffer> buffers;
   std::vector<Kernel> kernels;
   std::vector<Contraction> contractions;
+  /// Optional in manifest.json, with worldSize and zeroStage (absent: no
+  /// collectives, one rank).
+  std::vector<Collective> collectives;
+  /// The ranks the step was compiled for (memfit-shard) and its ZeRO stage:
+  /// a session must be given a communicator of that many ranks.
+  int64_t worldSize = 1;
+  int64_t zeroStage = 0;
   std::vector<Entry> entries;
   std::vector<Variable> variables;
   std::vector<MemoryCategory> memory;

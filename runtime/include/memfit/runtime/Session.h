@@ -17,6 +17,8 @@ enum class DeviceKind { Host, Cuda };
 
 const char *deviceKindName(DeviceKind kind);
 
+class Communicator;
+
 struct SessionOptions {
   /// Where compiled kernels are cached; empty means $MEMFIT_CACHE_DIR, else
   /// $XDG_CACHE_HOME/memfit, else $HOME/.cache/memfit.
@@ -41,6 +43,10 @@ struct SessionOptions {
   /// Told how a long preparation goes (the host backend's compile, once it
   /// took two seconds: a line at each translation unit done); null: nothing.
   std::function<void(const std::string &)> progress;
+  /// The collectives' communicator (memfit/runtime/Communicator.h): needed
+  /// when the executable was compiled for more than one rank; null: one
+  /// rank.
+  std::shared_ptr<Communicator> communicator;
 };
 
 /// Whether a CUDA device can be used, and if not, why (no libcuda.so.1, no
@@ -69,6 +75,8 @@ struct StepTime {
   /// its blocks once each; one with barriers and without thread loops runs
   /// its blocks' threads as fibers.
   bool threadLoops = false;
+  /// A collective of memfit-shard (data parallel).
+  bool collective = false;
 };
 
 /// An executable loaded on one device: one allocation of

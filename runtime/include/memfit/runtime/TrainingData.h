@@ -69,6 +69,16 @@ struct TrainingDataOptions {
   int64_t intHigh = 2;
   /// Micro-batches per optimizer step (k).
   int64_t accumulationSteps = 1;
+  /// Data parallel: this process is rank `rank` of `worldSize`, and the
+  /// model's inputs are its slice of the global batch. Every source is read
+  /// as the global batch (worldSize times the input's first dimension:
+  /// --input and --data files hold the global batch, random inputs are
+  /// drawn for it, corpus rows are numbered over it) and the rank keeps rows
+  /// [rank * B, (rank + 1) * B): so N ranks of batch B read what one
+  /// process of batch N * B reads. Inputs of rank 0 are the same on every
+  /// rank.
+  int rank = 0;
+  int worldSize = 1;
 };
 
 class TrainingData {
@@ -106,6 +116,7 @@ private:
   std::vector<int64_t> tokens_;
   int64_t k_ = 1;
   int64_t intHigh_ = 2;
+  int rank_ = 0, world_ = 1;
 };
 
 } // namespace memfit::rt

@@ -1,0 +1,53 @@
+//===- DistributedPasses.td - more than one rank -----------*- tablegen -*-===//
+//
+// Part of Passes.td (included at its end): the passes that make a training
+// step run on several ranks at once.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_PASSES_DISTRIBUTEDPASSES_TD
+#define MEMFIT_PASSES_DISTRIBUTEDPASSES_TD
+
+def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
+  let summary = "Makes the training step data parallel over `world-size` "
+                "ranks (ZeRO stage `zero`)";
+  let description = [{
+    Each rank runs the same step on its own slice of the global batch. With
+    `zero=0` (plain data parallelism, PyTorch's DDP) every gradient that
+    memfit-autodiff returns is averaged over the ranks by a
+    `memfit.all_reduce mean` placed right after the op that makes it final,
+    so that the reduction of one gradient overlaps the rest of the backward
+    and no gradient waits for the end of the step; the loss result is
+    averaged too, so that every rank reports the global batch's loss. The
+    reduced gradients are what memfit-optimizer, clipping (the global norm
+    of the global gradients) and the accumulators see; every rank then
+    applies the same update to the same weights, which stay equal.
+
+    The mean of the ranks' mean losses is the global batch's mean when
+    every rank's slice counts the same number of labels (no ignored labels,
+    or as many on each rank): what DDP computes too.
+
+    Run after memfit-autodiff and memfit-dropout-step, before
+    memfit-optimizer. The module gets `memfit.world_size` and `memfit.zero`,
+    which the executable records; the runtime checks that it was launched
+    with that many ranks. `world-size=1` changes nothing but the attributes.
+
+    ```
+    %g = ... // the gradient of @w, final
+    %r = memfit.all_reduce mean %g {group_size = 2, memfit.backward} : tensor<32x96xf32> -> tensor<32x96xf32>
+    return %loss, %r ...
+    ```
+
+    ZeRO stages 1 to 3 (sharded optimizer states, gradients, parameters)
+    are not built yet; the pass refuses them.
+  }];
+  let options = [
+    Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
+           "Ranks that run the step, each on its slice of the batch">,
+    Option<"zero", "zero", "int64_t", /*default=*/"0",
+           "ZeRO stage: 0 = every rank keeps everything and all-reduces "
+           "the gradients">,
+  ];
+}
+
+#endif // MEMFIT_PASSES_DISTRIBUTEDPASSES_TD

@@ -1,0 +1,55 @@
+// memfit-shard world-size=2: each gradient memfit-autodiff returns is
+// averaged over the ranks by a memfit.all_reduce placed right after the op
+// that makes it final (w2's before w1's gradient is computed), the loss
+// just before the return; the module records the world size and stage.
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2' | FileCheck %s
+// Through the training pipeline: the optimizer's updates read the averaged
+// gradients, and the memory plan files what the collectives receive as
+// communication.
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2' --memfit-memory-plan -o /dev/null | FileCheck %s --check-prefix=PLAN
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2' | FileCheck %s --check-prefix=PIPE
+// One rank: nothing but the attributes.
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=1' | FileCheck %s --check-prefix=ONE
+// RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=2' 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not memfit-opt %s -split-input-file --memfit-shard='world-size=2' 2>&1 | FileCheck %s --check-prefix=NOGRAD
+// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=0' 2>&1 | FileCheck %s --check-prefix=WORLD
+
+memfit.parameter @w1 = dense<5.000000e-01> : tensor<8x8xf32>
+memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
+
+// CHECK: module attributes {memfit.world_size = 2 : i64, memfit.zero = 0 : i64}
+// CHECK-LABEL: func.func @main
+// CHECK: %[[G2:.+]] = memfit.gemm {{.*}}memfit.gradient_of = @w2
+// CHECK-NEXT: %[[R2:.+]] = memfit.all_reduce mean %[[G2]] {group_size = 2 : i64, memfit.backward} : tensor<8x4xf32> -> tensor<8x4xf32>
+// CHECK: %[[G1:.+]] = memfit.gemm {{.*}}memfit.gradient_of = @w1
+// CHECK-NEXT: %[[R1:.+]] = memfit.all_reduce mean %[[G1]] {group_size = 2 : i64, memfit.backward} : tensor<8x8xf32> -> tensor<8x8xf32>
+// CHECK-NEXT: %[[L:.+]] = memfit.all_reduce mean %{{.+}} {group_size = 2 : i64} : tensor<f32> -> tensor<f32>
+// CHECK-NEXT: return %[[L]], %[[R1]], %[[R2]]
+
+// PIPE-LABEL: func.func @train_step
+// PIPE: %[[R2:.+]] = memfit.all_reduce mean %{{.+}} : tensor<8x4xf32>
+// PIPE: memfit.kernel({{.*}}%[[R2]]
+// PIPE: memfit.assign @w2
+// PIPE: %[[R1:.+]] = memfit.all_reduce mean %{{.+}} : tensor<8x8xf32>
+// PIPE: memfit.kernel({{.*}}%[[R1]]
+// PIPE: memfit.assign @w1
+
+// PLAN: memory plan for @train_step
+// PLAN: data parallel: received by collectives {{[1-9][0-9]*}} bytes in all
+// PLAN: live at the peak {{.*}}communication
+
+// ONE: module attributes {memfit.world_size = 1 : i64, memfit.zero = 0 : i64}
+// ONE-NOT: all_reduce
+
+// ZERO: error: memfit-shard: ZeRO stage 2 is not built yet
+// NOGRAD: error: memfit-shard: no function returns gradients; run memfit-autodiff first
+// WORLD: world-size must be at least 1, got 0
+func.func @main(%x: tensor<2x8xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}) {
+  %w1 = memfit.load_parameter @w1 : tensor<8x8xf32>
+  %w2 = memfit.load_parameter @w2 : tensor<8x4xf32>
+  %h = memfit.matmul %x, %w1 : tensor<2x8xf32>, tensor<8x8xf32> -> tensor<2x8xf32>
+  %t = memfit.tanh %h : tensor<2x8xf32>
+  %y = memfit.matmul %t, %w2 : tensor<2x8xf32>, tensor<8x4xf32> -> tensor<2x4xf32>
+  %l = memfit.reduce_sum %y {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x4xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}
