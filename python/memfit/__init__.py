@@ -115,6 +115,8 @@ class Model:
         # from_pretrained: the batch as the source model's forward takes it
         # (HF's unshifted causal-LM labels) -> the executable's inputs.
         self._batch_hook: Optional[Callable[[str, dict], dict]] = None
+        # Micro-batches per optimizer step of an accumulating executable.
+        self._accumulate: Optional[int] = None
 
     # -- what was compiled ------------------------------------------------
 
@@ -230,18 +232,50 @@ class Model:
                 for name, _, _ in self._entries[entry][1]}
 
     def step(self, lr: Optional[float] = None, **batch) -> float:
-        """One optimizer step on a micro-batch (entry `train_step`): the
-        loss. `lr` defaults to the TrainConfig's learning_rate."""
-        entry = self._entry("train_step")
+        """One optimizer step: the loss. `lr` defaults to the TrainConfig's
+        learning_rate.
+
+        With gradient_accumulation_steps = k (the entries `accumulate` and
+        `apply`), every input holds the step's k micro-batches along a new
+        first dimension (k x the input's shape); their gradients are added
+        micro-batch by micro-batch, then applied once, and the loss is
+        their mean (memfit-run's step)."""
+        entry = self._entry("train_step", "accumulate")
         if lr is None:
             lr = getattr(self, "_learning_rate", None)
         if lr is None:
             raise MemfitError("step(): no learning rate (pass lr= or compile "
                               "with TrainConfig(learning_rate=...))")
-        self._set_inputs(entry, batch, skip=("lr",))
-        self.session.set_input("lr", np.asarray(lr, dtype=np.float32))
-        self.session.run(entry)
-        return float(self.session.output("loss"))
+        rate = np.asarray(lr, dtype=np.float32)
+        if entry == "train_step":
+            self._set_inputs(entry, batch, skip=("lr",))
+            self.session.set_input("lr", rate)
+            self.session.run(entry)
+            return float(self.session.output("loss"))
+        k = self._accumulate
+        if not k:
+            raise MemfitError("step(): the executable accumulates gradients "
+                              "(entries accumulate and apply) but how many "
+                              "micro-batches make a step is not known: "
+                              "memfit.load(..., gradient_accumulation_steps=k)")
+        shapes = {n: tuple(shape) for n, _, shape in self._entries[
+            "accumulate"][0]}
+        for name, value in batch.items():
+            want = (k,) + shapes.get(name, tuple(np.shape(value))[1:])
+            if tuple(np.shape(value)) != want:
+                raise MemfitError(
+                    f"step(): input '{name}' has shape "
+                    f"{tuple(np.shape(value))}, expected {want}: with "
+                    f"gradient_accumulation_steps={k} each input holds the "
+                    f"step's {k} micro-batches along a first dimension")
+        total = 0.0
+        for j in range(k):
+            self._set_inputs("accumulate", {n: v[j] for n, v in batch.items()})
+            self.session.run("accumulate")
+            total += float(self.session.output("loss"))
+        self.session.set_input("lr", rate)
+        self.session.run("apply")
+        return float(np.float32(total / k))
 
     def state_dict(self, kinds: Sequence[str] = ("parameter",
                                                  "frozen_parameter"),
@@ -328,11 +362,17 @@ def compile(model, *, input_shapes: Shapes = None,
         weakref.finalize(result, shutil.rmtree, folder, True)
     if train is not None:
         result._learning_rate = train.learning_rate
+        result._accumulate = train.gradient_accumulation_steps
     return result
 
 
 def load(directory, device: str = "auto", cache_dir: Optional[str] = None,
-         host_threads: int = 0) -> Model:
-    """A model that Model.save() (or memfit-run --save-executable) wrote."""
-    return Model(_memfit.load(os.fspath(directory)), device, cache_dir,
-                 host_threads)
+         host_threads: int = 0,
+         gradient_accumulation_steps: Optional[int] = None) -> Model:
+    """A model that Model.save() (or memfit-run --save-executable) wrote;
+    an accumulating training step needs the gradient_accumulation_steps it
+    was compiled with, as memfit-run's --accumulate."""
+    model = Model(_memfit.load(os.fspath(directory)), device, cache_dir,
+                  host_threads)
+    model._accumulate = gradient_accumulation_steps
+    return model

@@ -114,6 +114,37 @@ def test_training_matches_memfit_run(tmp_path):
     assert printed == [float(f"{l:.6f}") for l in losses]
 
 
+def test_accumulation_matches_memfit_run(tmp_path):
+    """gradient_accumulation_steps=2: a step takes its 2 micro-batches
+    stacked, and gives memfit-run --accumulate=2's losses on the same
+    micro-batches."""
+    steps, k = 3, 2
+    x = np.stack([ids(20 + i) for i in range(steps * k)])
+    y = np.stack([ids(40 + i) for i in range(steps * k)])
+    model = memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                           train=memfit.TrainConfig(
+                               learning_rate=1e-3,
+                               gradient_accumulation_steps=k))
+    assert set(model.entries) == {"accumulate", "apply"}
+    losses = [model.step(input_ids=x[s * k:(s + 1) * k],
+                         labels=y[s * k:(s + 1) * k]) for s in range(steps)]
+    np.save(tmp_path / "ids.npy", x)
+    np.save(tmp_path / "labels.npy", y)
+    out = subprocess.run(
+        [MEMFIT_RUN, GPT, "--device=host", "--input-shape=input_ids=2x16",
+         "--fuse", "--train", "--loss=cross-entropy", f"--steps={steps}",
+         f"--accumulate={k}", "--lr=1e-3",
+         f"--data=input_ids={tmp_path / 'ids.npy'}",
+         f"--data=labels={tmp_path / 'labels.npy'}"],
+        capture_output=True, text=True, check=True).stdout
+    printed = [float(v) for v in re.findall(
+        rf"^step \d+/{steps} loss (\S+)", out, re.M)]
+    assert printed == [float(f"{l:.6f}") for l in losses]
+    with pytest.raises(memfit.MemfitError,
+                       match="each input holds the step's 2 micro-batches"):
+        model.step(input_ids=ids(), labels=ids())
+
+
 def test_state_dict(tmp_path):
     """A training step's parameters under the ONNX initializers' names, equal
     to them before the first step and changed after it."""
