@@ -6,7 +6,7 @@ and the plan of 64 ranks without launching them.
 
     python -m memfit_test.check_data_parallel MODE memfit-run MODELS WORKDIR
 
-MODE: curve or plan. SGD with momentum, as check_training's accumulate:
+MODE: curve, plan or fault. SGD with momentum, as check_training's accumulate:
 AdamW turns the last-bit differences of a sum taken in another order into
 full steps where a gradient is near zero.
 """
@@ -131,7 +131,51 @@ def plan(memfit_run, models, workdir):
     return report("data-parallel-plan", failures)
 
 
+def fault(memfit_run, models, workdir):
+    """A rank killed with SIGKILL in the middle of a long run: the launch
+    ends within a minute, non-zero, with a message naming the signal,
+    rather than leaving the other rank waiting in a collective."""
+    import signal
+    import time
+    args = train_args(memfit_run, models, 2, 32, 100000, [
+        "--optimizer=sgd", "--lr=0.1"])
+    env = dict(os.environ, **MPI_ENV)
+    launch = subprocess.Popen(["mpirun", "-np", "2"] + args, env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                              text=True)
+    failures = []
+    time.sleep(3)
+    children = subprocess.run(["pgrep", "-P", str(launch.pid)],
+                              capture_output=True, text=True).stdout.split()
+    ranks = [int(p) for p in children
+             if "memfit-run" in open(f"/proc/{p}/cmdline").read()]
+    if len(ranks) != 2:
+        launch.kill()
+        return report("data-parallel-fault", [
+            f"expected 2 memfit-run ranks under mpirun, found {len(ranks)}"])
+    killed_at = time.monotonic()
+    os.kill(ranks[1], signal.SIGKILL)
+    try:
+        out, _ = launch.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        launch.kill()
+        out, _ = launch.communicate()
+        failures.append("the launch still ran 60 s after a rank was killed")
+    took = time.monotonic() - killed_at
+    print(f"a rank killed: mpirun exited with {launch.returncode} after "
+          f"{took:.1f} s")
+    if launch.returncode == 0:
+        failures.append("mpirun exited with 0 after a rank was killed")
+    said = [line for line in out.splitlines()
+            if re.search(r"signal 9|Killed", line)]
+    if not said:
+        failures.append("no message names the signal:\n" + out[-2000:])
+    else:
+        print(said[0].strip())
+    return report("data-parallel-fault", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
-    sys.exit({"curve": curve, "plan": plan}[mode](*rest))
+    sys.exit({"curve": curve, "plan": plan, "fault": fault}[mode](*rest))
