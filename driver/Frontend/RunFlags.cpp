@@ -263,6 +263,7 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.worldSize = std::max<int64_t>(worldSize, 1);
   t.zero = zero;
+  t.rank = rank;
   t.remat = rematPolicy;
   if (budgetFlag.getNumOccurrences()) {
     if (budgetFlag.getValue().bytes <= 0)

@@ -77,10 +77,18 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.worldSize < 1)
     return "world-size must be at least 1, got " +
            std::to_string(options.worldSize);
-  if (options.zero != 0)
+  if (options.zero < 0 || options.zero > 1)
     return "zero=" + std::to_string(options.zero) +
-           ": ZeRO stages 1 to 3 are not built yet (zero=0: every rank "
-           "keeps the states and all-reduces the gradients)";
+           ": ZeRO stages 2 and 3 are not built yet (zero=0: every rank "
+           "keeps the states and all-reduces the gradients; zero=1: the "
+           "optimizer states are sharded)";
+  if (options.zero == 1 && options.worldSize > 1 &&
+      (options.accumulate > 1 || states8bit(options)))
+    return "zero=1 with accumulate > 1 or 8-bit optimizer states is not "
+           "built yet";
+  if (options.rank < 0 || options.rank >= options.worldSize)
+    return "rank " + std::to_string(options.rank) + " is not a rank of " +
+           std::to_string(options.worldSize);
   if (options.optimizer == OptimizerKind::None &&
       options.optimizerStates != StateStorage::Fp32)
     return "optimizer-states=8bit needs an optimizer";
@@ -303,6 +311,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("world-size", std::to_string(options.worldSize));
   if (options.zero != defaults.zero)
     add("zero", std::to_string(options.zero));
+  if (options.rank != defaults.rank)
+    add("rank", std::to_string(options.rank));
   if (options.optimizerStates != defaults.optimizerStates)
     add("optimizer-states",
         ::memfit::nameOf(options.optimizerStates.getValue()));
@@ -419,6 +429,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     MemfitShardPassOptions shard;
     shard.worldSize = options.worldSize;
     shard.zero = options.zero;
+    shard.rank = options.rank;
     pm.addPass(createMemfitShardPass(shard));
   }
 

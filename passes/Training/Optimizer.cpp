@@ -144,6 +144,30 @@ struct MemfitOptimizerPass
 
     bool adam = optimizer == ::memfit::OptimizerKind::AdamW;
     bool momentumBuffer = !adam && momentum != 0.0;
+
+    // ZeRO stage 1 (memfit-shard's module attributes): this rank keeps and
+    // updates one slice of each parameter's rows (dimension 0, padded with
+    // zero rows to a multiple of the ranks), and the updated slices are
+    // all-gathered into the parameter.
+    auto attrInt = [&](StringRef name, int64_t otherwise) {
+      auto attr = module->getAttrOfType<IntegerAttr>(name);
+      return attr ? attr.getInt() : otherwise;
+    };
+    int64_t shards = 1, shardRank = attrInt("memfit.rank", 0);
+    if (attrInt("memfit.zero", 0) >= 1)
+      shards = attrInt("memfit.world_size", 1);
+    if (shards > 1 && accumulate > 1)
+      return module.emitError("ZeRO stage 1 with accumulate > 1 is not built "
+                              "yet");
+    // Rows of each rank's slice of a parameter of `type`.
+    auto sliceRows = [&](RankedTensorType type) {
+      return (type.getDimSize(0) + shards - 1) / shards;
+    };
+    auto withRows = [](RankedTensorType type, int64_t rows) {
+      SmallVector<int64_t> shape(type.getShape());
+      shape[0] = rows;
+      return RankedTensorType::get(shape, type.getElementType());
+    };
     if (nesterov && (adam || momentum == 0.0))
       return module.emitError("nesterov needs SGD with momentum");
 
@@ -165,6 +189,8 @@ struct MemfitOptimizerPass
     for (auto [t, s] : llvm::zip(trained, states)) {
       StringRef name = t.param.getSymName();
       RankedTensorType type = t.param.getType();
+      if (shards > 1)
+        type = withRows(type, sliceRows(type));
       Operation *after = t.param;
       if (adam) {
         s.first = addTrainingState(symbols, after, (name + ".exp_avg").str(),
@@ -373,9 +399,41 @@ struct MemfitOptimizerPass
       shared.erase(shared.begin() + 1);
     }
 
+    // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
+    // of it padded with zero rows to N c.
+    auto shardOf = [&](Location ploc, Value value) -> Value {
+      auto type = cast<RankedTensorType>(value.getType());
+      int64_t rows = type.getDimSize(0), c = sliceRows(type);
+      if (c * shards > rows) {
+        Value zeros = ExpandOp::create(builder, ploc,
+                                       withRows(type, c * shards - rows),
+                                       scalar(builder, ploc, 0.0));
+        value = ConcatOp::create(builder, ploc, ValueRange{value, zeros},
+                                 builder.getI64IntegerAttr(0));
+      }
+      return SliceOp::create(builder, ploc, value,
+                             ArrayRef<int64_t>{shardRank * c},
+                             ArrayRef<int64_t>{(shardRank + 1) * c},
+                             ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+    };
+    // The parameter from every rank's updated slice, written by the gather
+    // (or, past padding, by the slice of its rows) into a buffer of its own
+    // that the assignment puts in place.
+    auto gathered = [&](Location ploc, Value slice, RankedTensorType type) {
+      Value whole = AllGatherOp::create(builder, ploc, slice, shards,
+                                        DenseI64ArrayAttr());
+      if (sliceRows(type) * shards > type.getDimSize(0))
+        whole = SliceOp::create(builder, ploc, whole, ArrayRef<int64_t>{0},
+                                ArrayRef<int64_t>{type.getDimSize(0)},
+                                ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+      return whole;
+    };
+
     for (auto [t, s] : llvm::zip(trained, states)) {
       Location ploc = t.grad.getLoc();
       SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
+      if (shards > 1)
+        inputs = {shardOf(ploc, inputs[0]), shardOf(ploc, inputs[1])};
       if (s.first)
         inputs.push_back(load(builder, ploc, s.first));
       if (s.second)
@@ -453,6 +511,8 @@ struct MemfitOptimizerPass
               out.push_back(ExpandOp::create(b, ploc, type, c(0.0)));
             return out;
           });
+      if (shards > 1)
+        updated[0] = gathered(ploc, updated[0], t.param.getType());
       SmallVector<ParameterOp> targets{t.param};
       if (s.first)
         targets.push_back(s.first);

@@ -45,14 +45,20 @@ struct MemfitShardPass
       return module.emitError("memfit-shard: world-size must be at least 1, "
                               "got ")
              << static_cast<int64_t>(worldSize);
-    if (zero != 0)
+    if (zero < 0 || zero > 1)
       return module.emitError("memfit-shard: ZeRO stage ")
              << static_cast<int64_t>(zero)
-             << " is not built yet; zero=0 (data parallelism with every "
-                "rank holding all the states) is";
+             << " is not built yet; zero=0 (every rank holds all the states) "
+                "and zero=1 (optimizer states sharded) are";
+    if (rank < 0 || rank >= worldSize)
+      return module.emitError("memfit-shard: rank ")
+             << static_cast<int64_t>(rank) << " is not a rank of "
+             << static_cast<int64_t>(worldSize);
     Builder attrs(module.getContext());
     module->setAttr("memfit.world_size", attrs.getI64IntegerAttr(worldSize));
     module->setAttr("memfit.zero", attrs.getI64IntegerAttr(zero));
+    if (zero >= 1)
+      module->setAttr("memfit.rank", attrs.getI64IntegerAttr(rank));
 
     bool any = false;
     for (auto func : module.getOps<func::FuncOp>()) {

@@ -202,6 +202,11 @@ std::string formatMemoryReport(const Manifest &m) {
       table.text(line);
     }
     const char *rule = nullptr;
+    // ZeRO stage 1 keeps 1/N of the states on each rank: the rule is the
+    // unsharded optimizer's.
+    bool sharded = m.zeroStage >= 1 && m.worldSize > 1;
+    if (sharded)
+      states *= double(m.worldSize);
     if (quantized)
       rule = "AdamW with 8-bit states: 4 weights + 4 gradients + 2 states "
              "(8-bit m and v, one fp32 absmax per 256) = 10 B/param, plus "
@@ -220,6 +225,10 @@ std::string formatMemoryReport(const Manifest &m) {
              "activations";
     if (rule)
       table.text(std::string("  rule of thumb for ") + rule);
+    if (rule && sharded)
+      table.text("  ZeRO stage 1: each of the " + std::to_string(m.worldSize) +
+                 " ranks keeps 1/" + std::to_string(m.worldSize) +
+                 " of the states");
     if (!hasGradients || !hasStates)
       table.text("  (the manifest lists no gradient or optimizer-state "
                  "category: counted as 0)");

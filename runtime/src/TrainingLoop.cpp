@@ -102,8 +102,16 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
 
   auto trainStart = Clock::now();
   for (int64_t s = start; s < end; ++s) {
-    if (options.stop && *options.stop) {
-      summary.stoppedBy = int(*options.stop);
+    int stopBy = options.stop ? int(*options.stop) : 0;
+    if (options.agreeToStop) {
+      StatusOr<int> agreed = options.agreeToStop(stopBy);
+      if (!agreed)
+        return agreed.status().withContext("before step " +
+                                           std::to_string(s + 1));
+      stopBy = *agreed;
+    }
+    if (stopBy) {
+      summary.stoppedBy = stopBy;
       summary.endStep = s;
       if (bar && s > start)
         *bar << "\n";

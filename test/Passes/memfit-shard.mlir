@@ -8,11 +8,16 @@
 // communication.
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2' --memfit-memory-plan -o /dev/null | FileCheck %s --check-prefix=PLAN
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2' | FileCheck %s --check-prefix=PIPE
+// ZeRO stage 1, rank 1 of 2: the momentum buffers are the rank's rows
+// (4 of 8), the update reads rows 4 to 8 of the weight and of the averaged
+// gradient, and the updated rows are all-gathered into the weight.
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=1 rank=1' | FileCheck %s --check-prefix=ZERO1
 // One rank: nothing but the attributes.
 // RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=1' | FileCheck %s --check-prefix=ONE
 // RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=2' 2>&1 | FileCheck %s --check-prefix=ZERO
 // RUN: not memfit-opt %s -split-input-file --memfit-shard='world-size=2' 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=0' 2>&1 | FileCheck %s --check-prefix=WORLD
+// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=1 accumulate=2' 2>&1 | FileCheck %s --check-prefix=ZACC
 
 memfit.parameter @w1 = dense<5.000000e-01> : tensor<8x8xf32>
 memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
@@ -38,12 +43,25 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // PLAN: data parallel: received by collectives {{[1-9][0-9]*}} bytes in all
 // PLAN: live at the peak {{.*}}communication
 
+// ZERO1: module attributes {memfit.rank = 1 : i64, memfit.world_size = 2 : i64, memfit.zero = 1 : i64}
+// ZERO1: memfit.parameter @w1.momentum_buffer = dense<0.000000e+00> : tensor<4x8xf32>
+// ZERO1: memfit.parameter @w2.momentum_buffer = dense<0.000000e+00> : tensor<4x4xf32>
+// ZERO1: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<8x8xf32> -> tensor<4x8xf32>
+// ZERO1: memfit.assign @w1.momentum_buffer, %{{.+}} : tensor<4x8xf32>
+// ZERO1-NEXT: %[[W1:.+]] = memfit.all_gather %{{.+}} {group_size = 2 : i64} : tensor<4x8xf32> -> tensor<8x8xf32>
+// ZERO1-NEXT: memfit.assign @w1, %[[W1]] : tensor<8x8xf32>
+// ZERO1: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
+// ZERO1: memfit.assign @w2.momentum_buffer, %{{.+}} : tensor<4x4xf32>
+// ZERO1-NEXT: %[[W2:.+]] = memfit.all_gather %{{.+}} {group_size = 2 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
+// ZERO1-NEXT: memfit.assign @w2, %[[W2]] : tensor<8x4xf32>
+
 // ONE: module attributes {memfit.world_size = 1 : i64, memfit.zero = 0 : i64}
 // ONE-NOT: all_reduce
 
 // ZERO: error: memfit-shard: ZeRO stage 2 is not built yet
 // NOGRAD: error: memfit-shard: no function returns gradients; run memfit-autodiff first
 // WORLD: world-size must be at least 1, got 0
+// ZACC: zero=1 with accumulate > 1 or 8-bit optimizer states is not built yet
 func.func @main(%x: tensor<2x8xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}) {
   %w1 = memfit.load_parameter @w1 : tensor<8x8xf32>
   %w2 = memfit.load_parameter @w2 : tensor<8x4xf32>

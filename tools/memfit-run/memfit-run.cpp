@@ -89,13 +89,18 @@ Ranks &ranks() {
   return r;
 }
 
-int fail(const std::string &message) {
+/// Prints an error line (with the rank when there are several).
+void printError(const std::string &message) {
   std::cout.flush();
   std::cerr << "memfit-run: "
             << (ranks().many()
                     ? "rank " + std::to_string(ranks().launch.rank) + ": "
                     : std::string())
             << message << "\n";
+}
+
+int fail(const std::string &message) {
+  printError(message);
   // The other ranks would wait for this one in their next collective.
   if (ranks().many())
     ranks().comm->abort(1);
@@ -413,7 +418,10 @@ int reportStop(const rt::TrainingSummary &summary) {
                " --steps=" +
                std::to_string(summary.plannedEndStep - summary.endStep) +
                " and the other flags of this run";
-  fail(message);
+  // Every rank stopped after the same step (agreeToStop): not a failure to
+  // abort the others for; rank 0 says where the state is.
+  if (ranks().launch.rank == 0)
+    printError(message);
   return 128 + summary.stoppedBy;
 }
 
@@ -438,11 +446,36 @@ int trainModel(rt::Session &session) {
   bool first = ranks().launch.rank == 0;
   if (!f.quiet && first && ::isatty(STDERR_FILENO))
     loop.progressBar = &std::cerr;
-  // Every rank holds the same weights and states: rank 0 writes them.
-  if (!first) {
+  // Under ZeRO stage 0 every rank holds the same weights and states: rank 0
+  // writes them. From stage 1 each rank holds its slices of the states and
+  // writes (and resumes from) a file of its own beside --checkpoint.
+  int64_t world = ranks().launch.worldSize;
+  if (session.manifest().zeroStage >= 1 && world > 1) {
+    std::string suffix = ".rank-" + std::to_string(ranks().launch.rank) +
+                         "-of-" + std::to_string(world);
+    if (!loop.checkpoint.empty())
+      loop.checkpoint += suffix;
+    if (!loop.resume.empty())
+      loop.resume += suffix;
+  } else if (!first) {
     loop.checkpoint.clear();
-    loop.losses.clear();
   }
+  if (!first)
+    loop.losses.clear();
+  // A signal reaches the ranks at slightly different times: they stop
+  // after the step the first of them saw it at (the largest signal).
+  if (ranks().many())
+    loop.agreeToStop = [](int local) -> rt::StatusOr<int> {
+      rt::Collective c;
+      c.name = "stop";
+      c.reduction = rt::Collective::Reduction::Max;
+      c.dtype = rt::DType::i64;
+      c.count = 1;
+      c.groupSize = ranks().comm->size();
+      int64_t mine = local, agreed = 0;
+      MEMFIT_RT_RETURN_IF_ERROR(ranks().comm->run(c, &mine, &agreed));
+      return static_cast<int>(agreed);
+    };
   loop.warn = warn;
   loop.stop = &stopSignal;
   auto summary = [&] {
@@ -564,6 +597,7 @@ int startRanks(RunFlags &runFlags) {
                 " (or plan them with --plan-only)");
   if (!asked)
     runFlags.worldSize = launch->worldSize;
+  runFlags.rank = launch->rank;
   ranks().launch = *launch;
   if (launch->worldSize > 1 && !runFlags.planOnly) {
     auto comm = rt::createCommunicator(*launch);

@@ -67,6 +67,10 @@ struct RunFlags {
   /// The loop's schedule, checkpoints and losses (not its streams).
   rt::TrainingLoopOptions loopOptions() const;
 
+  /// This process's rank in a data-parallel launch (memfit-run sets it from
+  /// the launcher): a ZeRO stage >= 1 compiles the rank's own step.
+  int64_t rank = 0;
+
   /// --input and --data, by input name (after check()).
   std::map<std::string, std::string> inputPaths, dataPaths;
 
@@ -248,7 +252,7 @@ struct RunFlags {
                "(default: the launcher's, mpirun -np N; any with --plan-only)")};
   Opt<int64_t> zero{"zero", cl::init(0), cl::cat(trainCategory),
                     cl::desc("ZeRO stage of data parallel training: 0, "
-                             "gradients all-reduced (1 to 3 not built yet)")};
+                             "gradients all-reduced; 1, states sharded")};
   Opt<int64_t> steps{"steps", cl::init(20), cl::cat(loopCategory),
                      cl::desc("Optimizer steps to take (more, when resuming)")};
   Opt<int64_t> accumulate{

@@ -102,10 +102,12 @@ struct TrainOptions {
   /// Data parallelism (memfit-shard): the ranks that run the step, each on
   /// its slice of the global batch (the model's inputs are one rank's), and
   /// the ZeRO stage (0: every rank keeps all the states; gradients are
-  /// averaged by an all-reduce). The session must be launched with that
-  /// many ranks.
+  /// averaged by an all-reduce; 1: each rank keeps and updates 1/N of the
+  /// optimizer states). The session must be launched with that many ranks.
   int64_t worldSize = 1;
   int64_t zero = 0;
+  /// zero >= 1: the rank compiled for (each rank's step holds its slices).
+  int64_t rank = 0;
   /// Rematerialization (memfit-remat): None, CheckpointLayers, Auto or
   /// Optimal; the peak budget in bytes (0: none; parse what a user types
   /// with memfit::parseBytes, memfit/runtime/Bytes.h) and/or the fraction

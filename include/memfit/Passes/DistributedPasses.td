@@ -38,7 +38,14 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
     return %loss, %r ...
     ```
 
-    ZeRO stages 1 to 3 (sharded optimizer states, gradients, parameters)
+    With `zero=1` (ZeRO stage 1) the module also gets `memfit.rank`, and
+    memfit-optimizer shards the optimizer states: rank r keeps, for each
+    parameter of n elements, the states of elements [r c, (r + 1) c) of its
+    flattened elements padded with zeros to N c (c = ceil(n / N)), updates
+    that slice of the parameter from the same slice of the averaged
+    gradient, and `memfit.all_gather`s the ranks' slices back into the
+    parameter. Each rank then holds 1/N of the states; the executable is
+    the rank's own. ZeRO stages 2 and 3 (sharded gradients and parameters)
     are not built yet; the pass refuses them.
   }];
   let options = [
@@ -46,7 +53,9 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
            "Ranks that run the step, each on its slice of the batch">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage: 0 = every rank keeps everything and all-reduces "
-           "the gradients">,
+           "the gradients; 1 = the optimizer states are sharded">,
+    Option<"rank", "rank", "int64_t", /*default=*/"0",
+           "The rank this step is compiled for (zero >= 1: its slices)">,
   ];
 }
 

@@ -253,7 +253,12 @@ struct TrainPipelineOptions
       llvm::cl::init(1)};
   Option<int64_t> zero{
       *this, "zero",
-      llvm::cl::desc("ZeRO stage of memfit-shard (0: gradients all-reduced)"),
+      llvm::cl::desc("ZeRO stage of memfit-shard (0: gradients all-reduced; "
+                     "1: optimizer states sharded)"),
+      llvm::cl::init(0)};
+  Option<int64_t> rank{
+      *this, "rank",
+      llvm::cl::desc("The rank the step is compiled for (zero >= 1)"),
       llvm::cl::init(0)};
 
   // Quantization (memfit-quantize).

@@ -6,7 +6,7 @@ and the plan of 64 ranks without launching them.
 
     python -m memfit_test.check_data_parallel MODE memfit-run MODELS WORKDIR
 
-MODE: curve, plan or fault. SGD with momentum, as check_training's accumulate:
+MODE: curve, plan, fault or resume. SGD with momentum, as check_training's accumulate:
 AdamW turns the last-bit differences of a sum taken in another order into
 full steps where a gradient is near zero.
 """
@@ -96,7 +96,58 @@ def curve(memfit_run, models, workdir):
                     failures.append(f"{label}: no 'data parallel' line")
             results.append((read_losses(losses), read_checkpoint(ckpt)))
         compare(results[0], results[1], label, failures)
+    for ranks in (2, 3):
+        zero1(memfit_run, models, workdir, ranks, steps, failures)
     return report("data-parallel", failures)
+
+
+def zero1(memfit_run, models, workdir, ranks, steps, failures):
+    """ZeRO stage 1 against stage 0 on the same ranks with AdamW (the same
+    averaged gradients, so the same updates): the same losses and
+    parameters bit for bit, each rank's checkpoint holding its rows of every
+    state (3 ranks pad 64 rows to 66: the last rank's slice ends in zero
+    rows), which put together are stage 0's states; and a rank's optimizer
+    states about 1/N of stage 0's."""
+    runs = {}
+    for zero in (0, 1):
+        folder = os.path.join(workdir, f"zero{zero}-{ranks}")
+        os.makedirs(folder)
+        losses = os.path.join(folder, "losses.csv")
+        ckpt = os.path.join(folder, "ckpt")
+        out = mpirun(ranks, train_args(memfit_run, models, 2, 32, steps, [
+            "--optimizer=adamw", f"--zero={zero}", "--memory-report",
+            f"--losses={losses}", f"--checkpoint={ckpt}"]))
+        states = re.search(r"^  optimizer states\s+([0-9,]+)", out, re.M)
+        shards = [read_checkpoint(ckpt + f".rank-{r}-of-{ranks}")
+                  for r in range(ranks)] if zero else [read_checkpoint(ckpt)]
+        runs[zero] = (read_losses(losses), shards,
+                      int(states.group(1).replace(",", "")) if states else 0)
+    (l0, (c0,), s0), (l1, shards, s1) = runs[0], runs[1]
+    label = f"zero=1 on {ranks} ranks"
+    print(f"{label}: losses {[round(l1[s], 6) for s in sorted(l1)]}, "
+          f"optimizer states {s1:,} bytes a rank against {s0:,}")
+    if l1 != l0:
+        failures.append(f"{label}: losses differ from zero=0's")
+    if not (0.9 / ranks * s0 <= s1 <= 1.2 / ranks * s0):
+        failures.append(f"{label}: a rank's optimizer states {s1} are not "
+                        f"about 1/{ranks} of zero=0's {s0}")
+    compared = 0
+    for name, value in c0.items():
+        if name in ("step",) or name.endswith((".exp_avg", ".exp_avg_sq")):
+            parts = [c[name] for c in shards]
+            if name != "step":
+                whole = np.concatenate(parts)[:value.shape[0]]
+                if whole.shape != value.shape or \
+                        not np.array_equal(whole, value):
+                    failures.append(f"{label}: {name}: the ranks' rows "
+                                    "are not zero=0's state")
+                compared += 1
+            continue
+        for r, c in enumerate(shards):
+            if name not in c or not np.array_equal(c[name], value):
+                failures.append(f"{label}: {name} on rank {r} differs")
+        compared += 1
+    print(f"{label}: {compared} variables equal to zero=0's")
 
 
 def plan(memfit_run, models, workdir):
@@ -104,7 +155,7 @@ def plan(memfit_run, models, workdir):
     process, with the category of what its collectives receive (its bytes
     at the peak: zero where, as here, the peak is the forward's end and the
     gradients are averaged and applied one by one in the backward); and
-    the errors of a world size without its ranks."""
+    the errors of a world size without its ranks; ZeRO stage 1's plan."""
     failures = []
     base = train_args(memfit_run, models, 2, 32, 1, [])
     base = [a for a in base if not a.startswith("--corpus")]
@@ -114,13 +165,27 @@ def plan(memfit_run, models, workdir):
         failures.append("no communication row in the plan of 64 ranks")
     else:
         print(f"plan of 64 ranks: communication {match.group(1)} bytes")
+    # ZeRO stage 1 over 64 ranks: a rank's optimizer states are its rows of
+    # each (a 64-row weight: one row; a 32-element bias: one element of 33
+    # padded to 64), much less than the whole.
+    def states(out):
+        m = re.search(r"^  optimizer states\s+([0-9,]+)", out, re.M)
+        return int(m.group(1).replace(",", "")) if m else 0
+    whole = states(out)
+    sharded = states(run(base + ["--plan-only", "--world-size=64",
+                                 "--zero=1"]))
+    print(f"optimizer states of a rank of 64: {sharded:,} bytes with zero=1, "
+          f"{whole:,} with zero=0")
+    if not 0 < sharded < whole / 10:
+        failures.append("zero=1 over 64 ranks does not shrink a rank's "
+                        "optimizer states")
     one = run(base + ["--plan-only"])
     if re.search(r"^\s+communication", one, re.M):
         failures.append("one rank plans communication")
     for extra, want in (
             (["--world-size=2"], "launch the ranks with mpirun -np 2"),
-            (["--zero=1", "--plan-only", "--world-size=2"],
-             "ZeRO stages 1 to 3 are not built yet")):
+            (["--zero=2", "--plan-only", "--world-size=2"],
+             "ZeRO stages 2 and 3 are not built yet")):
         done = subprocess.run(base + extra, capture_output=True, text=True)
         if done.returncode == 0 or want not in done.stderr:
             failures.append(f"{' '.join(extra)}: expected an error with "
@@ -175,7 +240,137 @@ def fault(memfit_run, models, workdir):
     return report("data-parallel-fault", failures)
 
 
+def resume(memfit_run, models, workdir):
+    """Checkpoints of data-parallel runs lose nothing:
+    - 2 ranks killed with SIGKILL (a rank, at seeded random times: in a
+      step or a checkpoint's write) and resumed with --resume until done
+      end with the uninterrupted 2-rank run's checkpoint, byte for byte;
+    - SIGTERM to one rank: every rank stops after the same step (they
+      agree before each step), rank 0 writes the checkpoint and says how to
+      resume, and resuming ends byte for byte as the uninterrupted run;
+    - a checkpoint written by 2 ranks resumes on 1 process with the global
+      batch, and one of 1 process on 2 ranks: the end states agree with the
+      uninterrupted runs within 1e-5 (the sums are taken in another order).
+    """
+    import random
+    import signal
+    import time
+    from memfit_test.kill_resume import checkpoint_step
+    steps, every = 120, 10
+    sgd = ["--optimizer=sgd", "--momentum=0.9", "--lr=0.05",
+           f"--save-every={every}"]
+    env = dict(os.environ, **MPI_ENV)
+    failures = []
+
+    def command(ranks, folder, todo, resume_from=False):
+        ckpt = os.path.join(folder, "ckpt")
+        args = train_args(memfit_run, models, 4 // ranks, 32, todo,
+                          sgd + [f"--checkpoint={ckpt}"])
+        if resume_from:
+            args.append(f"--resume={ckpt}")
+        return (["mpirun", "-np", str(ranks)] if ranks > 1 else []) + args
+
+    def complete(ranks, folder):
+        """Runs (resuming when a checkpoint exists) until `steps` are done."""
+        ckpt = os.path.join(folder, "ckpt")
+        done = checkpoint_step(ckpt)
+        if done < steps:
+            out = subprocess.run(command(ranks, folder, steps - done,
+                                         os.path.exists(ckpt)),
+                                 env=env, capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode:
+                failures.append(f"{folder}: resuming failed:\n{out.stderr}")
+        return open(ckpt, "rb").read() if os.path.exists(ckpt) else b""
+
+    def reference(ranks):
+        folder = os.path.join(workdir, f"reference-{ranks}")
+        os.makedirs(folder)
+        return complete(ranks, folder)
+
+    ref2, ref1 = reference(2), reference(1)
+    rng = random.Random(33)
+    for case in range(2):
+        folder = os.path.join(workdir, f"kill-{case}")
+        os.makedirs(folder)
+        launch = subprocess.Popen(command(2, folder, steps), env=env,
+                                  stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        # After the first checkpoint, a random time into the steps and
+        # saves that follow.
+        ckpt = os.path.join(folder, "ckpt")
+        deadline = time.monotonic() + 120
+        while not os.path.exists(ckpt) and launch.poll() is None and \
+                time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 1.2))
+        victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
+                                 capture_output=True, text=True).stdout.split()
+        victim = rng.choice(victims) if victims else None
+        if victim:
+            os.kill(int(victim), signal.SIGKILL)
+        launch.wait(timeout=120)
+        at = checkpoint_step(os.path.join(folder, "ckpt"))
+        got = complete(2, folder)
+        same = got == ref2
+        print(f"kill {case}: a rank killed with the checkpoint at step {at}; "
+              f"resumed to {steps}: {'equal' if same else 'DIFFERENT'}")
+        if not same:
+            failures.append(f"kill {case}: the resumed checkpoint differs "
+                            "from the uninterrupted run's")
+
+    folder = os.path.join(workdir, "sigterm")
+    os.makedirs(folder)
+    launch = subprocess.Popen(command(2, folder, steps), env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    deadline = time.monotonic() + 120
+    while not os.path.exists(os.path.join(folder, "ckpt")) and \
+            launch.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # One rank alone gets the signal, as when ranks see it at different
+    # times: the ranks agree before the next step, and both stop there.
+    victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
+                             capture_output=True, text=True).stdout.split()
+    if victims:
+        os.kill(int(victims[-1]), signal.SIGTERM)
+    out, err = launch.communicate(timeout=120)
+    said = re.findall(r"rank \d+: stopped by SIGTERM after step (\d+)", err)
+    print(f"SIGTERM: exit {launch.returncode}, {len(said)} message(s) "
+          f"{said[:1]}")
+    if len(said) != 1:
+        failures.append(f"SIGTERM: expected rank 0's one message, got:\n"
+                        f"{err[-1500:]}")
+    elif checkpoint_step(os.path.join(folder, "ckpt")) != int(said[0]):
+        failures.append("SIGTERM: the checkpoint is not at the step the "
+                        "message gives")
+    if complete(2, folder) != ref2:
+        failures.append("SIGTERM: the resumed run ends elsewhere")
+
+    half = steps // 2
+    for first, then, ref in ((2, 1, ref1), (1, 2, ref2)):
+        folder = os.path.join(workdir, f"from-{first}-to-{then}")
+        os.makedirs(folder)
+        subprocess.run(command(first, folder, half), env=env, check=True,
+                       capture_output=True, timeout=600)
+        got = complete(then, folder)
+        path = os.path.join(folder, "ckpt")
+        ref_path = os.path.join(workdir, "ref.ckpt")
+        with open(ref_path, "wb") as f:
+            f.write(ref)
+        a, b = read_checkpoint(path), read_checkpoint(ref_path)
+        worst = max(float(np.max(np.abs(a[n].astype(np.float64) - b[n])))
+                    / max(1.0, float(np.max(np.abs(b[n])))) for n in b)
+        print(f"{first} rank(s) to step {half}, then {then} to {steps}: "
+              f"worst scaled difference {worst:.2e} from {then} rank(s) "
+              "throughout")
+        if set(a) != set(b) or worst > 1e-5:
+            failures.append(f"from {first} to {then} ranks: {worst:.2e}")
+    return report("data-parallel-resume", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
-    sys.exit({"curve": curve, "plan": plan, "fault": fault}[mode](*rest))
+    sys.exit({"curve": curve, "plan": plan, "fault": fault,
+              "resume": resume}[mode](*rest))

@@ -70,6 +70,11 @@ struct TrainingLoopOptions {
   /// Non-zero (a signal's number, set by its handler): stop before the next
   /// step, after saving the checkpoint. Null: never.
   const volatile std::sig_atomic_t *stop = nullptr;
+  /// Data parallel: the ranks agree before each step whether to stop (the
+  /// largest signal number any rank saw, 0: none), so that all stop after
+  /// the same step rather than some waiting for the others in the next
+  /// step's collectives. Null: this process decides alone.
+  std::function<StatusOr<int>(int)> agreeToStop;
 };
 
 struct TrainingSummary {
