@@ -22,6 +22,7 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Training.h"
 #include "memfit/Passes/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -51,16 +52,17 @@ Operation *later(Operation *a, Operation *b) {
 
 /// The last op but `self` that reads `value`, following views (which alias
 /// it) to their readers.
-Operation *lastReader(Value value, Block *block, Operation *self) {
+Operation *lastReader(Value value, Block *block,
+                      const llvm::SmallPtrSetImpl<Operation *> &moving) {
   Operation *last = nullptr;
   for (Operation *user : value.getUsers()) {
     Operation *inBlock = block->findAncestorOpInBlock(*user);
-    if (inBlock == self)
+    if (moving.contains(inBlock))
       continue;
     last = later(last, inBlock);
     if (isBufferView(user))
       for (Value result : user->getResults())
-        last = later(last, lastReader(result, block, self));
+        last = later(last, lastReader(result, block, moving));
   }
   return last;
 }
@@ -92,6 +94,14 @@ struct MemfitEarlyUpdatesPass
   /// reads): it is not moved for itself, but pulled along, just in time,
   /// by the first update that reads it, so that its results do not live
   /// through the forward.
+  /// A kernel of memfit-optimizer's ZeRO slices (kShardSliceAttr).
+  static bool isShardSlice(Operation *op) {
+    auto kernel = dyn_cast<KernelOp>(op);
+    return kernel && llvm::any_of(kernel.getBodyOps(), [](Operation &inner) {
+             return inner.hasAttr(kShardSliceAttr);
+           });
+  }
+
   static bool isShared(Operation *update) {
     return llvm::any_of(update->getUsers(),
                         [](Operation *user) { return !isa<AssignOp>(user); });
@@ -128,28 +138,46 @@ struct MemfitEarlyUpdatesPass
       if (auto assign = dyn_cast<AssignOp>(user))
         assigns.push_back(assign);
     llvm::SmallPtrSet<Operation *, 4> seen, carried;
-    for (Value operand : update->getOperands()) {
-      Operation *def = operand.getDefiningOp();
-      if (!def || def->getBlock() != block || !seen.insert(def).second)
-        continue;
-      auto load = dyn_cast<LoadParameterOp>(def);
-      if (load && load->hasOneUse()) {
-        carried.insert(def);
-        move.ops.push_back(def);
+    std::function<void(Operation *)> operandsOf = [&](Operation *op) {
+      for (Value operand : op->getOperands()) {
+        Operation *def = operand.getDefiningOp();
+        if (!def || def->getBlock() != block || !seen.insert(def).second)
+          continue;
+        auto load = dyn_cast<LoadParameterOp>(def);
+        if (load && load->hasOneUse()) {
+          carried.insert(def);
+          move.ops.push_back(def);
+        } else if (updates.contains(def) && isShared(def)) {
+          move.pulled.push_back(plan(def));
+        } else if (def->hasOneUse() && isShardSlice(def)) {
+          // ZeRO stage 1's rows of the parameter or gradient: they go with
+          // the update, after what they read.
+          operandsOf(def);
+          carried.insert(def);
+          move.ops.push_back(def);
+        } else {
+          move.after = later(move.after, def);
+        }
       }
-      else if (updates.contains(def) && isShared(def))
-        move.pulled.push_back(plan(def));
-      else
-        move.after = later(move.after, def);
-    }
-    // Every reader of the old value of what it overwrites comes first.
+    };
+    operandsOf(update);
+    // Every reader of the old value of what it overwrites comes first, but
+    // for what moves with it (the update, and ZeRO's slices of the
+    // parameter that it and the updates it pulls read).
+    llvm::SmallPtrSet<Operation *, 8> moving{update};
+    std::function<void(const Move &)> collect = [&](const Move &m) {
+      moving.insert(m.ops.begin(), m.ops.end());
+      for (const Move &pulled : m.pulled)
+        collect(pulled);
+    };
+    collect(move);
     for (AssignOp assign : assigns)
       for (LoadParameterOp load : loads.lookup(assign.getName())) {
         if (carried.contains(load))
           continue;
         move.after = later(move.after, load);
-        move.after = later(move.after, lastReader(load.getResult(), block,
-                                                  update));
+        move.after = later(move.after,
+                           lastReader(load.getResult(), block, moving));
       }
     move.ops.push_back(update);
     move.ops.append(assigns.begin(), assigns.end());

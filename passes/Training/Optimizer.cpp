@@ -404,17 +404,23 @@ struct MemfitOptimizerPass
     auto shardOf = [&](Location ploc, Value value) -> Value {
       auto type = cast<RankedTensorType>(value.getType());
       int64_t rows = type.getDimSize(0), c = sliceRows(type);
+      // Marked, so that memfit-early-updates moves them with the update
+      // that alone reads them.
+      auto mark = [&](Operation *op) {
+        op->setAttr(kShardSliceAttr, builder.getUnitAttr());
+        return op->getResult(0);
+      };
       if (c * shards > rows) {
-        Value zeros = ExpandOp::create(builder, ploc,
-                                       withRows(type, c * shards - rows),
-                                       scalar(builder, ploc, 0.0));
-        value = ConcatOp::create(builder, ploc, ValueRange{value, zeros},
-                                 builder.getI64IntegerAttr(0));
+        Value zeros = mark(ExpandOp::create(builder, ploc,
+                                            withRows(type, c * shards - rows),
+                                            scalar(builder, ploc, 0.0)));
+        value = mark(ConcatOp::create(builder, ploc, ValueRange{value, zeros},
+                                      builder.getI64IntegerAttr(0)));
       }
-      return SliceOp::create(builder, ploc, value,
-                             ArrayRef<int64_t>{shardRank * c},
-                             ArrayRef<int64_t>{(shardRank + 1) * c},
-                             ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1});
+      return mark(SliceOp::create(builder, ploc, value,
+                                  ArrayRef<int64_t>{shardRank * c},
+                                  ArrayRef<int64_t>{(shardRank + 1) * c},
+                                  ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}));
     };
     // The parameter from every rank's updated slice, written by the gather
     // (or, past padding, by the slice of its rows) into a buffer of its own

@@ -11,7 +11,10 @@
 #include "Files.h"
 
 #include <chrono>
+#include <cerrno>
 #include <cmath>
+#include <cstdio>
+#include <cstring>
 #include <cstdio>
 #include <ostream>
 
@@ -87,6 +90,13 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
   auto saveState = [&](int64_t global) -> Status {
     savedAt = global;
     if (!options.checkpoint.empty()) {
+      std::string previous = options.checkpoint + ".prev";
+      if (options.keepPrevious &&
+          std::rename(options.checkpoint.c_str(), previous.c_str()) != 0 &&
+          errno != ENOENT)
+        return invalidArgument("--checkpoint=" + options.checkpoint +
+                               ": cannot keep it as " + previous + ": " +
+                               std::strerror(errno));
       MEMFIT_RT_RETURN_IF_ERROR(session.saveCheckpoint(options.checkpoint));
       if (log && !bar)
         *log << "saved checkpoint " << options.checkpoint << " at step "

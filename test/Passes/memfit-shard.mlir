@@ -46,14 +46,18 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ZERO1: module attributes {memfit.rank = 1 : i64, memfit.world_size = 2 : i64, memfit.zero = 1 : i64}
 // ZERO1: memfit.parameter @w1.momentum_buffer = dense<0.000000e+00> : tensor<4x8xf32>
 // ZERO1: memfit.parameter @w2.momentum_buffer = dense<0.000000e+00> : tensor<4x4xf32>
-// ZERO1: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<8x8xf32> -> tensor<4x8xf32>
-// ZERO1: memfit.assign @w1.momentum_buffer, %{{.+}} : tensor<4x8xf32>
-// ZERO1-NEXT: %[[W1:.+]] = memfit.all_gather %{{.+}} {group_size = 2 : i64} : tensor<4x8xf32> -> tensor<8x8xf32>
-// ZERO1-NEXT: memfit.assign @w1, %[[W1]] : tensor<8x8xf32>
-// ZERO1: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
+// Early updates: w2's update (its rows, the update, the gather) comes as
+// soon as its averaged gradient exists, before w1's gradient.
+// ZERO1: %[[G2:.+]] = memfit.all_reduce mean %{{.+}} : tensor<8x4xf32>
+// ZERO1: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 8>, memfit.shard_slice, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
 // ZERO1: memfit.assign @w2.momentum_buffer, %{{.+}} : tensor<4x4xf32>
 // ZERO1-NEXT: %[[W2:.+]] = memfit.all_gather %{{.+}} {group_size = 2 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
 // ZERO1-NEXT: memfit.assign @w2, %[[W2]] : tensor<8x4xf32>
+// ZERO1: memfit.gemm {{.*}}memfit.gradient_of = @w1
+// ZERO1: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 8>, memfit.shard_slice, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<8x8xf32> -> tensor<4x8xf32>
+// ZERO1: memfit.assign @w1.momentum_buffer, %{{.+}} : tensor<4x8xf32>
+// ZERO1-NEXT: %[[W1:.+]] = memfit.all_gather %{{.+}} {group_size = 2 : i64} : tensor<4x8xf32> -> tensor<8x8xf32>
+// ZERO1-NEXT: memfit.assign @w1, %[[W1]] : tensor<8x8xf32>
 
 // ONE: module attributes {memfit.world_size = 1 : i64, memfit.zero = 0 : i64}
 // ONE-NOT: all_reduce

@@ -425,6 +425,45 @@ int reportStop(const rt::TrainingSummary &summary) {
   return 128 + summary.stoppedBy;
 }
 
+/// Resumes each rank from its own file (ZeRO stage 1): the ranks agree on
+/// the earliest step their newest files hold, and a rank whose file is a
+/// save ahead (a kill landed between two ranks' writes) takes its previous
+/// one (`path`.prev), which is of that step.
+rt::Status resumeRankFiles(rt::Session &session, rt::Trainer &trainer,
+                           const std::string &path) {
+  auto stepOf = [&](const std::string &file) -> rt::StatusOr<int64_t> {
+    MEMFIT_RT_RETURN_IF_ERROR(session.loadCheckpoint(file));
+    return trainer.stepCount();
+  };
+  std::string previous = path + ".prev";
+  bool current = ::access(path.c_str(), F_OK) == 0;
+  rt::StatusOr<int64_t> mine = stepOf(current ? path : previous);
+  if (!mine)
+    return mine.status();
+  rt::Collective c;
+  c.name = "resume";
+  c.reduction = rt::Collective::Reduction::Min;
+  c.dtype = rt::DType::i64;
+  c.count = 1;
+  c.groupSize = ranks().comm->size();
+  int64_t agreed = 0;
+  MEMFIT_RT_RETURN_IF_ERROR(ranks().comm->run(c, &*mine, &agreed));
+  if (*mine != agreed) {
+    rt::StatusOr<int64_t> older = stepOf(previous);
+    if (!older)
+      return older.status();
+    if (*older != agreed)
+      return rt::invalidArgument(
+          "--resume: the ranks' checkpoints are of steps " +
+          std::to_string(agreed) + " and " + std::to_string(*mine) + "; " +
+          previous + " is of step " + std::to_string(*older) +
+          ", not the ranks' common step");
+  }
+  out() << "resumed every rank's own checkpoint (" << path << ", ...) at step "
+        << agreed << "\n";
+  return rt::Status::ok();
+}
+
 /// --train: the runtime's training loop with the flags' data and schedule,
 /// then the exports.
 int trainModel(rt::Session &session) {
@@ -455,8 +494,14 @@ int trainModel(rt::Session &session) {
                          "-of-" + std::to_string(world);
     if (!loop.checkpoint.empty())
       loop.checkpoint += suffix;
-    if (!loop.resume.empty())
-      loop.resume += suffix;
+    loop.keepPrevious = true;
+    if (!loop.resume.empty()) {
+      if (rt::Status resumed =
+              resumeRankFiles(session, *trainer, loop.resume + suffix);
+          !resumed)
+        return fail(resumed.message());
+      loop.resume.clear();
+    }
   } else if (!first) {
     loop.checkpoint.clear();
   }

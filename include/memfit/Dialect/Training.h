@@ -73,6 +73,10 @@ constexpr char kLoraTargetAttr[] = "memfit.lora_target";
 constexpr char kLoraScaleAttr[] = "memfit.lora_scale";
 constexpr char kLoraTransposedAttr[] = "memfit.lora_transposed";
 constexpr char kDecompressedAttr[] = "memfit.decompressed";
+/// On the ops memfit-optimizer adds under ZeRO stage 1 to take a rank's
+/// rows of a parameter or its gradient: memfit-early-updates moves the
+/// kernels made of them with the update that alone reads them.
+constexpr char kShardSliceAttr[] = "memfit.shard_slice";
 
 /// memfit-lora's reproducible generator of the adapters' initial values:
 /// the state of the adapter `name` under `seed` (FNV-1a of the name, xor

@@ -248,6 +248,8 @@ def resume(memfit_run, models, workdir):
     - SIGTERM to one rank: every rank stops after the same step (they
       agree before each step), rank 0 writes the checkpoint and says how to
       resume, and resuming ends byte for byte as the uninterrupted run;
+    - under ZeRO stage 1 (a checkpoint file per rank), a rank killed and
+      the run resumed end with both files byte for byte as uninterrupted;
     - a checkpoint written by 2 ranks resumes on 1 process with the global
       batch, and one of 1 process on 2 ranks: the end states agree with the
       uninterrupted runs within 1e-5 (the sums are taken in another order).
@@ -256,7 +258,7 @@ def resume(memfit_run, models, workdir):
     import signal
     import time
     from memfit_test.kill_resume import checkpoint_step
-    steps, every = 120, 10
+    steps, every = 400, 20
     sgd = ["--optimizer=sgd", "--momentum=0.9", "--lr=0.05",
            f"--save-every={every}"]
     env = dict(os.environ, **MPI_ENV)
@@ -303,7 +305,7 @@ def resume(memfit_run, models, workdir):
         while not os.path.exists(ckpt) and launch.poll() is None and \
                 time.monotonic() < deadline:
             time.sleep(0.01)
-        time.sleep(rng.uniform(0.0, 1.2))
+        time.sleep(rng.uniform(0.0, 0.5))
         victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
                                  capture_output=True, text=True).stdout.split()
         victim = rng.choice(victims) if victims else None
@@ -318,6 +320,9 @@ def resume(memfit_run, models, workdir):
         if not same:
             failures.append(f"kill {case}: the resumed checkpoint differs "
                             "from the uninterrupted run's")
+        if at >= steps:
+            failures.append(f"kill {case}: the kill came after the last "
+                            "step; nothing was interrupted")
 
     folder = os.path.join(workdir, "sigterm")
     os.makedirs(folder)
@@ -346,6 +351,69 @@ def resume(memfit_run, models, workdir):
                         "message gives")
     if complete(2, folder) != ref2:
         failures.append("SIGTERM: the resumed run ends elsewhere")
+
+    # ZeRO stage 1: each rank's own checkpoint file; a rank killed and the
+    # run resumed ends with both files equal to an uninterrupted run's.
+    def zero1_files(folder, killed):
+        ckpt = os.path.join(folder, "ckpt")
+        files = [f"{ckpt}.rank-{r}-of-2" for r in (0, 1)]
+        args = lambda todo, again: ["mpirun", "-np", "2"] + train_args(
+            memfit_run, models, 2, 32, todo,
+            sgd + ["--zero=1", f"--checkpoint={ckpt}"] +
+            ([f"--resume={ckpt}"] if again else []))
+        if killed:
+            launch = subprocess.Popen(args(steps, False), env=env,
+                                      stdout=subprocess.DEVNULL,
+                                      stderr=subprocess.DEVNULL)
+            while not os.path.exists(files[1]) and launch.poll() is None:
+                time.sleep(0.01)
+            time.sleep(rng.uniform(0.0, 0.5))
+            victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
+                                     capture_output=True,
+                                     text=True).stdout.split()
+            if victims:
+                os.kill(int(rng.choice(victims)), signal.SIGKILL)
+            launch.wait(timeout=120)
+        # The step the ranks will agree on: the earliest of their files.
+        done = min(checkpoint_step(f) for f in files)
+        if done < steps:
+            out = subprocess.run(args(steps - done, os.path.exists(files[0])),
+                                 env=env, capture_output=True, text=True,
+                                 timeout=600)
+            if out.returncode:
+                failures.append(f"{folder}: zero=1 failed:\n{out.stderr}")
+        return [open(f, "rb").read() if os.path.exists(f) else b""
+                for f in files], done
+    for name in ("zero1-reference", "zero1-killed"):
+        os.makedirs(os.path.join(workdir, name))
+    want, _ = zero1_files(os.path.join(workdir, "zero1-reference"), False)
+    got, at = zero1_files(os.path.join(workdir, "zero1-killed"), True)
+    print(f"zero=1: a rank killed with the checkpoints at step {at}; resumed "
+          f"to {steps}: {'equal' if got == want else 'DIFFERENT'}")
+    if at >= steps:
+        failures.append("zero=1: the kill came after the last step")
+    if got != want or not all(want):
+        failures.append("zero=1: the resumed ranks' checkpoints differ from "
+                        "the uninterrupted run's")
+
+    # The kill between two ranks' saves, made sure of: rank 1's newest file
+    # replaced by its previous one (as if its save at step 40 never
+    # landed). The ranks agree on step 20; rank 0 takes its previous file.
+    behind = os.path.join(workdir, "zero1-behind")
+    os.makedirs(behind)
+    ckpt = os.path.join(behind, "ckpt")
+    subprocess.run(["mpirun", "-np", "2"] + train_args(
+        memfit_run, models, 2, 32, 2 * every,
+        sgd + ["--zero=1", f"--checkpoint={ckpt}"]), env=env, check=True,
+        capture_output=True, timeout=600)
+    os.replace(f"{ckpt}.rank-1-of-2.prev", f"{ckpt}.rank-1-of-2")
+    got, at = zero1_files(behind, False)
+    print(f"zero=1: rank 1 a save behind (its file at step {at}, rank 0's at "
+          f"{2 * every}): "
+          f"resumed to {steps}: {'equal' if got == want else 'DIFFERENT'}")
+    if got != want:
+        failures.append("zero=1: resuming ranks a save apart does not end "
+                        "as the uninterrupted run")
 
     half = steps // 2
     for first, then, ref in ((2, 1, ref1), (1, 2, ref2)):

@@ -75,6 +75,10 @@ struct TrainingLoopOptions {
   /// the same step rather than some waiting for the others in the next
   /// step's collectives. Null: this process decides alone.
   std::function<StatusOr<int>(int)> agreeToStop;
+  /// Before writing `checkpoint`, rename the one on disk to
+  /// `checkpoint`.prev: ranks that each write their own file (ZeRO stage 1)
+  /// keep, whatever step a kill lands in, a file of a step every rank has.
+  bool keepPrevious = false;
 };
 
 struct TrainingSummary {

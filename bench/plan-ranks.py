@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""One data-parallel rank's memory, planned from shapes alone, for
+docs/benchmarks.md: GPT-2 small and a Llama-7B-shaped model, AdamW in bf16
+(fp32 master weights and states, as ZeRO's paper counts K = 12), at 1, 8
+and 64 ranks under ZeRO stages 0 and 1, next to the paper's formula.
+
+  bench/plan-ranks.py [--shape batch=1,seq=1024] [--json OUT]
+
+memfit-run --plan-only --world-size=N --zero=S plans rank 0 of N from one
+process (docs/distributed.md); bench/make_llama.py --shapes-only and
+bench/make_gpt2_small.py write the models into a temporary directory.
+The paper's bytes per parameter (Psi parameters): stage 0 keeps 2 (16-bit
+weights) + 2 (16-bit gradients) + K on every rank; stage 1 divides K by N.
+memfit keeps the fp32 master weights (4, part of K) and the states (8)
+in the weights region, and the 16-bit working copies and the gradients in
+the arena while they live (with early updates each gradient is freed at
+its update), so its columns are not the paper's one for one: the table
+gives both.
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+RUN = os.path.join(ROOT, "build", "bin", "memfit-run")
+ROW = re.compile(r"^ {2,}(\S.*?)\s+([\d,]+)\s+[\d.]+(?:\s+[\d.]+)?$")
+COLUMNS = ["parameters", "optimizer states", "gradients", "working copies",
+           "saved activations", "communication", "one allocation"]
+
+
+def plan(model, shape, ranks, zero):
+    args = [RUN, model, "--input-shape=" + shape, "--plan-only", "--train",
+            "--loss=cross-entropy", "--optimizer=adamw", "--precision=bf16",
+            "--remat=checkpoint-layers", f"--world-size={ranks}",
+            f"--zero={zero}"]
+    done = subprocess.run(args, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"{' '.join(args)}\n{done.stderr}")
+    rows = {}
+    report = done.stdout[done.stdout.index("memory report ("):]
+    for line in report.splitlines():
+        m = ROW.match(line)
+        if m:
+            rows.setdefault(m.group(1), int(m.group(2).replace(",", "")))
+    params = int(re.search(r"([\d,]+) trainable parameters",
+                           report).group(1).replace(",", ""))
+    return rows, params
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--shape", default="batch=1,seq=1024")
+    ap.add_argument("--json", default=os.path.join(ROOT, "build", "bench",
+                                                    "plan-ranks.json"))
+    a = ap.parse_args()
+    results = []
+    with tempfile.TemporaryDirectory(prefix="memfit-ranks-") as tmp:
+        gpt2 = os.path.join(tmp, "gpt2.onnx")
+        llama = os.path.join(tmp, "llama7b.onnx")
+        subprocess.run([sys.executable, os.path.join(HERE, "make_gpt2_small.py"),
+                        gpt2], check=True, capture_output=True)
+        subprocess.run([sys.executable, os.path.join(HERE, "make_llama.py"),
+                        llama, "--preset", "7b", "--shapes-only"], check=True,
+                       capture_output=True)
+        for name, model in (("GPT-2 small", gpt2), ("Llama-7B-shaped", llama)):
+            for ranks, zero in ((1, 0), (8, 0), (8, 1), (64, 0), (64, 1)):
+                rows, params = plan(model, a.shape, ranks, zero)
+                results.append({"model": name, "ranks": ranks, "zero": zero,
+                                "params": params, "rows": rows})
+    os.makedirs(os.path.dirname(a.json), exist_ok=True)
+    with open(a.json, "w") as f:
+        json.dump(results, f, indent=1)
+    gib = lambda b: f"{b / 2**30:,.2f}"
+    print("| model | ranks | stage | " + " | ".join(COLUMNS) +
+          " | paper: 2 + 2 + K/N' (GiB) |")
+    print("|---|---:|---:|" + "---:|" * (len(COLUMNS) + 1))
+    for r in results:
+        k = 12 / (r["ranks"] if r["zero"] >= 1 else 1)
+        paper = (2 + 2 + k) * r["params"]
+        print(f"| {r['model']} | {r['ranks']} | {r['zero']} | " +
+              " | ".join(gib(r["rows"].get(c, 0)) for c in COLUMNS) +
+              f" | {gib(paper)} |")
+
+
+if __name__ == "__main__":
+    main()
