@@ -17,6 +17,19 @@ namespace memfit::rt {
 
 Communicator::~Communicator() = default;
 
+StatusOr<int64_t> Communicator::reduceScalar(int64_t value,
+                                             Collective::Reduction reduction) {
+  Collective c;
+  c.name = "scalar";
+  c.reduction = reduction;
+  c.dtype = DType::i64;
+  c.count = 1;
+  c.groupSize = size();
+  int64_t result = 0;
+  MEMFIT_RT_RETURN_IF_ERROR(run(c, &value, &result));
+  return result;
+}
+
 namespace {
 
 /// The integer value of `name`, if set.

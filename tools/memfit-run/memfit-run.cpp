@@ -440,14 +440,11 @@ rt::Status resumeRankFiles(rt::Session &session, rt::Trainer &trainer,
   rt::StatusOr<int64_t> mine = stepOf(current ? path : previous);
   if (!mine)
     return mine.status();
-  rt::Collective c;
-  c.name = "resume";
-  c.reduction = rt::Collective::Reduction::Min;
-  c.dtype = rt::DType::i64;
-  c.count = 1;
-  c.groupSize = ranks().comm->size();
-  int64_t agreed = 0;
-  MEMFIT_RT_RETURN_IF_ERROR(ranks().comm->run(c, &*mine, &agreed));
+  rt::StatusOr<int64_t> common =
+      ranks().comm->reduceScalar(*mine, rt::Collective::Reduction::Min);
+  if (!common)
+    return common.status();
+  int64_t agreed = *common;
   if (*mine != agreed) {
     rt::StatusOr<int64_t> older = stepOf(previous);
     if (!older)
@@ -511,15 +508,11 @@ int trainModel(rt::Session &session) {
   // after the step the first of them saw it at (the largest signal).
   if (ranks().many())
     loop.agreeToStop = [](int local) -> rt::StatusOr<int> {
-      rt::Collective c;
-      c.name = "stop";
-      c.reduction = rt::Collective::Reduction::Max;
-      c.dtype = rt::DType::i64;
-      c.count = 1;
-      c.groupSize = ranks().comm->size();
-      int64_t mine = local, agreed = 0;
-      MEMFIT_RT_RETURN_IF_ERROR(ranks().comm->run(c, &mine, &agreed));
-      return static_cast<int>(agreed);
+      rt::StatusOr<int64_t> largest =
+          ranks().comm->reduceScalar(local, rt::Collective::Reduction::Max);
+      if (!largest)
+        return largest.status();
+      return static_cast<int>(*largest);
     };
   loop.warn = warn;
   loop.stop = &stopSignal;

@@ -48,6 +48,10 @@ public:
   /// broadcast). Every rank of the group must call it in the same order.
   virtual Status run(const Collective &c, const void *in, void *out) = 0;
   virtual Status barrier() = 0;
+  /// One number reduced over every rank (the step all can resume at, the
+  /// largest signal any saw): an all-reduce of one i64.
+  StatusOr<int64_t> reduceScalar(int64_t value,
+                                 Collective::Reduction reduction);
   /// Ends every rank of the launch (a rank that fails must not leave the
   /// others waiting in a collective).
   [[noreturn]] virtual void abort(int code) = 0;
