@@ -2,7 +2,9 @@
 //
 // memfit-shard (include/memfit/Passes/DistributedPasses.td): each gradient
 // memfit-autodiff returns, and the loss, become the mean over the ranks
-// through memfit.all_reduce, placed where the gradient becomes final.
+// through memfit.all_reduce, placed where the gradient becomes final. With
+// zero=1 the module also names the rank, and memfit-optimizer shards the
+// optimizer states by rows (Optimizer.cpp).
 //
 //===----------------------------------------------------------------------===//
 

@@ -688,6 +688,13 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
     counts every step, skipped or not, like the data and the learning-rate
     schedule.
 
+    Under ZeRO stage 1 (the module's `memfit.zero` = 1, `memfit.world_size`
+    = N and `memfit.rank` = r, from memfit-shard) each state holds the
+    rank's rows [r c, (r + 1) c) of its parameter (c = ceil(rows / N), the
+    parameter padded with zero rows), the update reads those rows of the
+    parameter and of the gradient (ops marked `memfit.shard_slice`) and a
+    `memfit.all_gather` writes the ranks' updated rows into the parameter.
+
     With `accumulate=k` > 1 the function becomes `accumulate` (adds each
     gradient times 1/k into a zero-initialized `<p>.grad` buffer, role
     "gradient_accumulator", and returns the micro-batch loss) and a new
