@@ -2,7 +2,7 @@
 """One data-parallel rank's memory, planned from shapes alone, for
 docs/benchmarks.md: GPT-2 small and a Llama-7B-shaped model, AdamW in bf16
 (fp32 master weights and states, as ZeRO's paper counts K = 12), at 1, 8
-and 64 ranks under ZeRO stages 0 and 1, next to the paper's formula.
+and 64 ranks under ZeRO stages 0, 1 and 2, next to the paper's formula.
 
   bench/plan-ranks.py [--shape batch=1,seq=1024] [--json OUT]
 
@@ -10,7 +10,8 @@ memfit-run --plan-only --world-size=N --zero=S plans rank 0 of N from one
 process (docs/distributed.md); bench/make_llama.py --shapes-only and
 bench/make_gpt2_small.py write the models into a temporary directory.
 The paper's bytes per parameter (Psi parameters): stage 0 keeps 2 (16-bit
-weights) + 2 (16-bit gradients) + K on every rank; stage 1 divides K by N.
+weights) + 2 (16-bit gradients) + K on every rank; stage 1 divides K by N,
+stage 2 also the gradients' 2.
 memfit keeps the fp32 master weights (4, part of K) and the states (8)
 in the weights region, and the 16-bit working copies and the gradients in
 the arena while they live (with early updates each gradient is freed at
@@ -69,7 +70,8 @@ def main():
                         llama, "--preset", "7b", "--shapes-only"], check=True,
                        capture_output=True)
         for name, model in (("GPT-2 small", gpt2), ("Llama-7B-shaped", llama)):
-            for ranks, zero in ((1, 0), (8, 0), (8, 1), (64, 0), (64, 1)):
+            for ranks, zero in ((1, 0), (8, 0), (8, 1), (8, 2), (64, 0),
+                                (64, 1), (64, 2)):
                 rows, params = plan(model, a.shape, ranks, zero)
                 results.append({"model": name, "ranks": ranks, "zero": zero,
                                 "params": params, "rows": rows})
@@ -78,11 +80,12 @@ def main():
         json.dump(results, f, indent=1)
     gib = lambda b: f"{b / 2**30:,.2f}"
     print("| model | ranks | stage | " + " | ".join(COLUMNS) +
-          " | paper: 2 + 2 + K/N' (GiB) |")
+          " | paper (GiB) |")
     print("|---|---:|---:|" + "---:|" * (len(COLUMNS) + 1))
     for r in results:
-        k = 12 / (r["ranks"] if r["zero"] >= 1 else 1)
-        paper = (2 + 2 + k) * r["params"]
+        n = r["ranks"]
+        paper = {0: 2 + 2 + 12, 1: 2 + 2 + 12 / n,
+                 2: 2 + (2 + 12) / n}[r["zero"]] * r["params"]
         print(f"| {r['model']} | {r['ranks']} | {r['zero']} | " +
               " | ".join(gib(r["rows"].get(c, 0)) for c in COLUMNS) +
               f" | {gib(paper)} |")

@@ -77,15 +77,19 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.worldSize < 1)
     return "world-size must be at least 1, got " +
            std::to_string(options.worldSize);
-  if (options.zero < 0 || options.zero > 1)
+  if (options.zero < 0 || options.zero > 2)
     return "zero=" + std::to_string(options.zero) +
-           ": ZeRO stages 2 and 3 are not built yet (zero=0: every rank "
-           "keeps the states and all-reduces the gradients; zero=1: the "
-           "optimizer states are sharded)";
-  if (options.zero == 1 && options.worldSize > 1 &&
+           ": ZeRO stage 3 is not built yet (zero=0: every rank keeps the "
+           "states and all-reduces the gradients; zero=1: the optimizer "
+           "states are sharded; zero=2: the gradients too)";
+  if (options.zero >= 1 && options.worldSize > 1 &&
       (options.accumulate > 1 || states8bit(options)))
-    return "zero=1 with accumulate > 1 or 8-bit optimizer states is not "
-           "built yet";
+    return "zero=" + std::to_string(options.zero) +
+           " with accumulate > 1 or 8-bit optimizer states is not built yet";
+  if (options.zero >= 1 && options.worldSize > 1 &&
+      options.optimizer == OptimizerKind::None)
+    return "zero=" + std::to_string(options.zero) +
+           " shards what the optimizer keeps: it needs an optimizer";
   if (options.rank < 0 || options.rank >= options.worldSize)
     return "rank " + std::to_string(options.rank) + " is not a rank of " +
            std::to_string(options.worldSize);

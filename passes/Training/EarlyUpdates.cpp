@@ -94,8 +94,11 @@ struct MemfitEarlyUpdatesPass
   /// reads): it is not moved for itself, but pulled along, just in time,
   /// by the first update that reads it, so that its results do not live
   /// through the forward.
-  /// A kernel of memfit-optimizer's ZeRO slices (kShardSliceAttr).
+  /// One of memfit-optimizer's ZeRO slices (kShardSliceAttr): a kernel
+  /// made of them, or a reduce-scatter.
   static bool isShardSlice(Operation *op) {
+    if (op->hasAttr(kShardSliceAttr))
+      return true;
     auto kernel = dyn_cast<KernelOp>(op);
     return kernel && llvm::any_of(kernel.getBodyOps(), [](Operation &inner) {
              return inner.hasAttr(kShardSliceAttr);

@@ -153,12 +153,21 @@ struct MemfitOptimizerPass
       auto attr = module->getAttrOfType<IntegerAttr>(name);
       return attr ? attr.getInt() : otherwise;
     };
+    // Stage 2 also averages each gradient by a reduce-scatter of its rows
+    // instead of memfit-shard's all-reduce: the rank receives only the rows
+    // it updates.
     int64_t shards = 1, shardRank = attrInt("memfit.rank", 0);
-    if (attrInt("memfit.zero", 0) >= 1)
+    int64_t stage = attrInt("memfit.zero", 0);
+    if (stage >= 1)
       shards = attrInt("memfit.world_size", 1);
+    bool scatterGrads = stage >= 2 && shards > 1;
     if (shards > 1 && accumulate > 1)
-      return module.emitError("ZeRO stage 1 with accumulate > 1 is not built "
-                              "yet");
+      return module.emitError("ZeRO stage ")
+             << stage << " with accumulate > 1 is not built yet";
+    if (scatterGrads && (clipNorm > 0 || scaleParam))
+      return module.emitError("ZeRO stage 2 with clipping or loss scaling "
+                              "is not built yet (their sums over the "
+                              "gradients would need each rank's rows)");
     // Rows of each rank's slice of a parameter of `type`.
     auto sliceRows = [&](RankedTensorType type) {
       return (type.getDimSize(0) + shards - 1) / shards;
@@ -400,8 +409,10 @@ struct MemfitOptimizerPass
     }
 
     // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
-    // of it padded with zero rows to N c.
-    auto shardOf = [&](Location ploc, Value value) -> Value {
+    // of it padded with zero rows to N c; with `scatter`, of its mean over
+    // the ranks (a reduce-scatter of the rank's own gradient).
+    auto shardOf = [&](Location ploc, Value value,
+                       bool scatter = false) -> Value {
       auto type = cast<RankedTensorType>(value.getType());
       int64_t rows = type.getDimSize(0), c = sliceRows(type);
       // Marked, so that memfit-early-updates moves them with the update
@@ -417,6 +428,10 @@ struct MemfitOptimizerPass
         value = mark(ConcatOp::create(builder, ploc, ValueRange{value, zeros},
                                       builder.getI64IntegerAttr(0)));
       }
+      if (scatter)
+        return mark(ReduceScatterOp::create(builder, ploc, value,
+                                            CollectiveReduction::Mean, shards,
+                                            DenseI64ArrayAttr()));
       return mark(SliceOp::create(builder, ploc, value,
                                   ArrayRef<int64_t>{shardRank * c},
                                   ArrayRef<int64_t>{(shardRank + 1) * c},
@@ -439,7 +454,8 @@ struct MemfitOptimizerPass
       Location ploc = t.grad.getLoc();
       SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
       if (shards > 1)
-        inputs = {shardOf(ploc, inputs[0]), shardOf(ploc, inputs[1])};
+        inputs = {shardOf(ploc, inputs[0]),
+                  shardOf(ploc, inputs[1], scatterGrads)};
       if (s.first)
         inputs.push_back(load(builder, ploc, s.first));
       if (s.second)

@@ -47,11 +47,11 @@ struct MemfitShardPass
       return module.emitError("memfit-shard: world-size must be at least 1, "
                               "got ")
              << static_cast<int64_t>(worldSize);
-    if (zero < 0 || zero > 1)
+    if (zero < 0 || zero > 2)
       return module.emitError("memfit-shard: ZeRO stage ")
              << static_cast<int64_t>(zero)
-             << " is not built yet; zero=0 (every rank holds all the states) "
-                "and zero=1 (optimizer states sharded) are";
+             << " is not built yet; zero=0 (every rank holds all the states), "
+                "1 (optimizer states sharded) and 2 (gradients too) are";
     if (rank < 0 || rank >= worldSize)
       return module.emitError("memfit-shard: rank ")
              << static_cast<int64_t>(rank) << " is not a rank of "
@@ -86,6 +86,9 @@ struct MemfitShardPass
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
       bool gradient = !!func.getResultAttr(i, kGradientOfAttr);
       if (!gradient && !isLossResult(func, i))
+        continue;
+      // Stage 2: memfit-optimizer reduce-scatters each gradient's rows.
+      if (gradient && zero >= 2)
         continue;
       Value value = ret.getOperand(i);
       // Right after the value is final, so that the reduction of one

@@ -202,8 +202,8 @@ std::string formatMemoryReport(const Manifest &m) {
       table.text(line);
     }
     const char *rule = nullptr;
-    // ZeRO stage 1 keeps 1/N of the states on each rank: the rule is the
-    // unsharded optimizer's.
+    // ZeRO stages 1 and 2 keep 1/N of the states on each rank: the rule is
+    // the unsharded optimizer's.
     bool sharded = m.zeroStage >= 1 && m.worldSize > 1;
     if (sharded)
       states *= double(m.worldSize);
@@ -226,7 +226,8 @@ std::string formatMemoryReport(const Manifest &m) {
     if (rule)
       table.text(std::string("  rule of thumb for ") + rule);
     if (rule && sharded)
-      table.text("  ZeRO stage 1: each of the " + std::to_string(m.worldSize) +
+      table.text("  ZeRO stage " + std::to_string(m.zeroStage) +
+                 ": each of the " + std::to_string(m.worldSize) +
                  " ranks keeps 1/" + std::to_string(m.worldSize) +
                  " of the states");
     if (!hasGradients || !hasStates)

@@ -14,7 +14,11 @@
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=1 rank=1' | FileCheck %s --check-prefix=ZERO1
 // One rank: nothing but the attributes.
 // RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=1' | FileCheck %s --check-prefix=ONE
-// RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=2' 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=3' 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZeRO stage 2: no all-reduce of the gradients; the optimizer averages each
+// one by a reduce-scatter of its rows (this rank's 4 of 8).
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=2 rank=0' | FileCheck %s --check-prefix=ZERO2
+// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 zero=2 clip-norm=1.0' 2>&1 | FileCheck %s --check-prefix=ZCLIP
 // RUN: not memfit-opt %s -split-input-file --memfit-shard='world-size=2' 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=0' 2>&1 | FileCheck %s --check-prefix=WORLD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=1 accumulate=2' 2>&1 | FileCheck %s --check-prefix=ZACC
@@ -62,7 +66,15 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ONE: module attributes {memfit.world_size = 1 : i64, memfit.zero = 0 : i64}
 // ONE-NOT: all_reduce
 
-// ZERO: error: memfit-shard: ZeRO stage 2 is not built yet
+// ZERO: error: memfit-shard: ZeRO stage 3 is not built yet
+// ZERO2-LABEL: func.func @train_step
+// ZERO2-NOT: memfit.all_reduce {{.*}}tensor<8x
+// ZERO2: memfit.reduce_scatter mean %{{.+}} {group_size = 2 : i64, memfit.shard_slice} : tensor<8x4xf32> -> tensor<4x4xf32>
+// ZERO2: memfit.all_gather %{{.+}} : tensor<4x4xf32> -> tensor<8x4xf32>
+// ZERO2: memfit.reduce_scatter mean %{{.+}} {group_size = 2 : i64, memfit.shard_slice} : tensor<8x8xf32> -> tensor<4x8xf32>
+// ZERO2: memfit.all_gather %{{.+}} : tensor<4x8xf32> -> tensor<8x8xf32>
+// ZERO2: memfit.all_reduce mean %{{.+}} : tensor<f32> -> tensor<f32>
+// ZCLIP: ZeRO stage 2 with clipping or loss scaling is not built yet
 // NOGRAD: error: memfit-shard: no function returns gradients; run memfit-autodiff first
 // WORLD: world-size must be at least 1, got 0
 // ZACC: zero=1 with accumulate > 1 or 8-bit optimizer states is not built yet

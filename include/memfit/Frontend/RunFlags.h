@@ -252,7 +252,8 @@ struct RunFlags {
                "(default: the launcher's, mpirun -np N; any with --plan-only)")};
   Opt<int64_t> zero{"zero", cl::init(0), cl::cat(trainCategory),
                     cl::desc("ZeRO stage of data parallel training: 0, "
-                             "gradients all-reduced; 1, states sharded")};
+                             "gradients all-reduced; 1, states sharded; 2, "
+                             "gradients too")};
   Opt<int64_t> steps{"steps", cl::init(20), cl::cat(loopCategory),
                      cl::desc("Optimizer steps to take (more, when resuming)")};
   Opt<int64_t> accumulate{

@@ -45,15 +45,18 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
     that slice of the parameter from the same slice of the averaged
     gradient, and `memfit.all_gather`s the ranks' slices back into the
     parameter. Each rank then holds 1/N of the states; the executable is
-    the rank's own. ZeRO stages 2 and 3 (sharded gradients and parameters)
-    are not built yet; the pass refuses them.
+    the rank's own. With `zero=2` the gradients are not all-reduced here:
+    memfit-optimizer averages each one by a `memfit.reduce_scatter` of its
+    rows, so a rank receives only the rows it updates. ZeRO stage 3
+    (sharded parameters) is not built yet; the pass refuses it.
   }];
   let options = [
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
            "Ranks that run the step, each on its slice of the batch">,
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage: 0 = every rank keeps everything and all-reduces "
-           "the gradients; 1 = the optimizer states are sharded">,
+           "the gradients; 1 = the optimizer states are sharded; 2 = the "
+           "gradients too">,
     Option<"rank", "rank", "int64_t", /*default=*/"0",
            "The rank this step is compiled for (zero >= 1: its slices)">,
   ];

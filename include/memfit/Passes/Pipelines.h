@@ -254,7 +254,7 @@ struct TrainPipelineOptions
   Option<int64_t> zero{
       *this, "zero",
       llvm::cl::desc("ZeRO stage of memfit-shard (0: gradients all-reduced; "
-                     "1: optimizer states sharded)"),
+                     "1: optimizer states sharded; 2: gradients too)"),
       llvm::cl::init(0)};
   Option<int64_t> rank{
       *this, "rank",

@@ -102,52 +102,72 @@ def curve(memfit_run, models, workdir):
 
 
 def zero1(memfit_run, models, workdir, ranks, steps, failures):
-    """ZeRO stage 1 against stage 0 on the same ranks with AdamW (the same
-    averaged gradients, so the same updates): the same losses and
+    """ZeRO stages 1 and 2 against stage 0 on the same ranks with AdamW
+    (the same averaged gradients, so the same updates): the same losses and
     parameters bit for bit, each rank's checkpoint holding its rows of every
     state (3 ranks pad 64 rows to 66: the last rank's slice ends in zero
     rows), which put together are stage 0's states; and a rank's optimizer
-    states about 1/N of stage 0's."""
+    states about 1/N of stage 0's. Stage 2 averages each gradient by a
+    reduce-scatter of its rows instead of an all-reduce: MPI may add the
+    ranks' values in another order there (on 3 ranks it did, in some runs),
+    so stage 2 is held to 1e-5 (relative losses, variables scaled by their
+    largest element) rather than to the bit."""
     runs = {}
-    for zero in (0, 1):
-        folder = os.path.join(workdir, f"zero{zero}-{ranks}")
+    # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
+    # last-bit differences AdamW would turn into steps of lr where a
+    # gradient is near zero (attention's key biases).
+    for zero, optimizer in ((0, "adamw"), (1, "adamw"), (0, "sgd"),
+                            (2, "sgd")):
+        folder = os.path.join(workdir, f"zero{zero}-{optimizer}-{ranks}")
         os.makedirs(folder)
         losses = os.path.join(folder, "losses.csv")
         ckpt = os.path.join(folder, "ckpt")
-        out = mpirun(ranks, train_args(memfit_run, models, 2, 32, steps, [
-            "--optimizer=adamw", f"--zero={zero}", "--memory-report",
+        flags = ["--optimizer=adamw"] if optimizer == "adamw" else [
+            "--optimizer=sgd", "--momentum=0.9", "--lr=0.1"]
+        out = mpirun(ranks, train_args(memfit_run, models, 2, 32, steps,
+                                       flags + [
+            f"--zero={zero}", "--memory-report",
             f"--losses={losses}", f"--checkpoint={ckpt}"]))
         states = re.search(r"^  optimizer states\s+([0-9,]+)", out, re.M)
         shards = [read_checkpoint(ckpt + f".rank-{r}-of-{ranks}")
                   for r in range(ranks)] if zero else [read_checkpoint(ckpt)]
-        runs[zero] = (read_losses(losses), shards,
-                      int(states.group(1).replace(",", "")) if states else 0)
-    (l0, (c0,), s0), (l1, shards, s1) = runs[0], runs[1]
-    label = f"zero=1 on {ranks} ranks"
-    print(f"{label}: losses {[round(l1[s], 6) for s in sorted(l1)]}, "
-          f"optimizer states {s1:,} bytes a rank against {s0:,}")
-    if l1 != l0:
-        failures.append(f"{label}: losses differ from zero=0's")
-    if not (0.9 / ranks * s0 <= s1 <= 1.2 / ranks * s0):
-        failures.append(f"{label}: a rank's optimizer states {s1} are not "
-                        f"about 1/{ranks} of zero=0's {s0}")
-    compared = 0
-    for name, value in c0.items():
-        if name in ("step",) or name.endswith((".exp_avg", ".exp_avg_sq")):
-            parts = [c[name] for c in shards]
-            if name != "step":
-                whole = np.concatenate(parts)[:value.shape[0]]
-                if whole.shape != value.shape or \
-                        not np.array_equal(whole, value):
+        runs[zero, optimizer] = (read_losses(losses), shards, int(
+            states.group(1).replace(",", "")) if states else 0)
+    for zero, optimizer in ((1, "adamw"), (2, "sgd")):
+        l0, (c0,), s0 = runs[0, optimizer]
+        l1, shards, s1 = runs[zero, optimizer]
+        label = f"zero={zero} on {ranks} ranks ({optimizer})"
+        print(f"{label}: losses {[round(l1[s], 6) for s in sorted(l1)]}, "
+              f"optimizer states {s1:,} bytes a rank against {s0:,}")
+        exact = zero == 1
+        close = lambda a, b: np.array_equal(a, b) if exact else (
+            a.shape == b.shape and float(np.max(np.abs(
+                a.astype(np.float64) - b), initial=0.0)) <=
+            1e-5 * max(1.0, float(np.max(np.abs(b), initial=0.0))))
+        worst_loss = max(abs(l1[k] - l0[k]) / abs(l0[k]) for k in l0)
+        if (l1 != l0) if exact else (set(l1) != set(l0) or worst_loss > 1e-5):
+            failures.append(f"{label}: losses differ from zero=0's "
+                            f"({worst_loss:.2e})")
+        if not (0.9 / ranks * s0 <= s1 <= 1.2 / ranks * s0):
+            failures.append(f"{label}: a rank's optimizer states {s1} are "
+                            f"not about 1/{ranks} of zero=0's {s0}")
+        compared = 0
+        for name, value in c0.items():
+            if name.endswith((".exp_avg", ".exp_avg_sq", ".momentum_buffer")):
+                whole = np.concatenate([c[name] for c in shards])
+                whole = whole[:value.shape[0]]
+                if not close(whole, value):
                     failures.append(f"{label}: {name}: the ranks' rows "
                                     "are not zero=0's state")
                 compared += 1
-            continue
-        for r, c in enumerate(shards):
-            if name not in c or not np.array_equal(c[name], value):
-                failures.append(f"{label}: {name} on rank {r} differs")
-        compared += 1
-    print(f"{label}: {compared} variables equal to zero=0's")
+                continue
+            for r, c in enumerate(shards):
+                if name not in c or not close(c[name], value):
+                    failures.append(f"{label}: {name} on rank {r} differs")
+            compared += 1
+        print(f"{label}: {compared} variables "
+              f"{'equal to' if exact else 'within 1e-5 of'} zero=0's; "
+              f"losses within {worst_loss:.1e}")
 
 
 def plan(memfit_run, models, workdir):
@@ -184,8 +204,8 @@ def plan(memfit_run, models, workdir):
         failures.append("one rank plans communication")
     for extra, want in (
             (["--world-size=2"], "launch the ranks with mpirun -np 2"),
-            (["--zero=2", "--plan-only", "--world-size=2"],
-             "ZeRO stages 2 and 3 are not built yet")):
+            (["--zero=3", "--plan-only", "--world-size=2"],
+             "ZeRO stage 3 is not built yet")):
         done = subprocess.run(base + extra, capture_output=True, text=True)
         if done.returncode == 0 or want not in done.stderr:
             failures.append(f"{' '.join(extra)}: expected an error with "
