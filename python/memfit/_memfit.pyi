@@ -14,7 +14,8 @@ class Executable:
     """
 
     @property
-    def model(self) -> str: ...
+    def model(self) -> str:
+        """The model file it was compiled from."""
 
     @property
     def plan_only(self) -> bool:
@@ -64,20 +65,28 @@ class Session:
     An executable on a device: one allocation, weights uploaded, kernels compiled (memfit::rt::Session).
     """
 
-    def __init__(self, executable: Executable, device: str = 'host', cache_dir: str = '', host_threads: int = 0) -> None: ...
+    def __init__(self, executable: Executable, device: str = 'host', cache_dir: str = '', host_threads: int = 0) -> None:
+        """
+        A session of `executable` on 'host' or 'cuda': its kernels compiled or loaded from `cache_dir`, its one allocation made, its weights uploaded; host_threads 0: $MEMFIT_HOST_THREADS, else one per CPU.
+        """
 
     @property
-    def device(self) -> str: ...
+    def device(self) -> str:
+        """What it runs on: 'host (2 threads, g++ ...)', the GPU's name."""
 
     @property
-    def allocated_bytes(self) -> int: ...
+    def allocated_bytes(self) -> int:
+        """Bytes of its one allocation: the plan's peak."""
 
     def set_input(self, name: str, array: object) -> None:
         """
         Copies an array (NumPy, or a CPU torch tensor, read in place) to an input; its dtype and shape must be the input's.
         """
 
-    def run(self, entry: str) -> None: ...
+    def run(self, entry: str) -> None:
+        """
+        Runs an entry ('main', 'train_step', 'accumulate', 'apply') on the inputs set since another entry last ran, and waits for it.
+        """
 
     def output(self, name: str, framework: str = 'numpy') -> object:
         """
@@ -89,13 +98,23 @@ class Session:
         Each persistent tensor's name and kind (parameter, frozen_parameter, optimizer_state, gradient_accumulator, counter).
         """
 
-    def read_variable(self, name: str, framework: str = 'numpy') -> object: ...
+    def read_variable(self, name: str, framework: str = 'numpy') -> object:
+        """
+        A copy of a variable (see variables()), as a NumPy array or a torch tensor.
+        """
 
-    def write_variable(self, name: str, array: object) -> None: ...
+    def write_variable(self, name: str, array: object) -> None:
+        """Overwrites a variable; the array's dtype and shape must be its."""
 
-    def save_checkpoint(self, path: str) -> None: ...
+    def save_checkpoint(self, path: str) -> None:
+        """
+        Writes every variable but the frozen parameters to `path` through a temporary renamed into place.
+        """
 
-    def load_checkpoint(self, path: str) -> None: ...
+    def load_checkpoint(self, path: str) -> None:
+        """
+        Reads a checkpoint of save_checkpoint(), checked whole against the executable first (on error nothing changed).
+        """
 
     def export_parameters(self, path: str, adapters_only: bool = False) -> None:
         """

@@ -387,8 +387,9 @@ NB_MODULE(_memfit, m) {
   nb::class_<Executable>(m, "Executable",
                          "A compiled model: its entries, memory plan and "
                          "kernels (memfit::rt::Executable).")
-      .def_prop_ro("model",
-                   [](const Executable &e) { return e.manifest().model; })
+      .def_prop_ro(
+          "model", [](const Executable &e) { return e.manifest().model; },
+          "The model file it was compiled from.")
       .def_prop_ro(
           "plan_only", [](const Executable &e) { return e.exe->planOnly; },
           "Compiled from shapes alone: it cannot run.")
@@ -492,12 +493,19 @@ NB_MODULE(_memfit, m) {
             new (self) Session{check(std::move(session))};
           },
           nb::arg("executable"), nb::arg("device") = "host",
-          nb::arg("cache_dir") = "", nb::arg("host_threads") = 0)
+          nb::arg("cache_dir") = "", nb::arg("host_threads") = 0,
+          "A session of `executable` on 'host' or 'cuda': its kernels "
+          "compiled or loaded from `cache_dir`, its one allocation made, its "
+          "weights uploaded; host_threads 0: $MEMFIT_HOST_THREADS, else one "
+          "per CPU.")
       .def_prop_ro(
           "device",
-          [](const Session &s) { return s.session->deviceDescription(); })
-      .def_prop_ro("allocated_bytes",
-                   [](const Session &s) { return s.session->allocatedBytes(); })
+          [](const Session &s) { return s.session->deviceDescription(); },
+          "What it runs on: 'host (2 threads, g++ ...)', the GPU's name.")
+      .def_prop_ro(
+          "allocated_bytes",
+          [](const Session &s) { return s.session->allocatedBytes(); },
+          "Bytes of its one allocation: the plan's peak.")
       .def(
           "set_input",
           [](Session &s, const std::string &name, nb::handle array) {
@@ -513,7 +521,9 @@ NB_MODULE(_memfit, m) {
             nb::gil_scoped_release release;
             check(s.session->run(entry));
           },
-          nb::arg("entry"))
+          nb::arg("entry"),
+          "Runs an entry ('main', 'train_step', 'accumulate', 'apply') on "
+          "the inputs set since another entry last ran, and waits for it.")
       .def(
           "output",
           [](const Session &s, const std::string &name,
@@ -541,7 +551,9 @@ NB_MODULE(_memfit, m) {
             return arrayOf(check(s.session->readVariable(name)),
                            frameworkNamed(framework));
           },
-          nb::arg("name"), nb::arg("framework") = "numpy")
+          nb::arg("name"), nb::arg("framework") = "numpy",
+          "A copy of a variable (see variables()), as a NumPy array or a "
+          "torch tensor.")
       .def(
           "write_variable",
           [](Session &s, const std::string &name, nb::handle array) {
@@ -553,19 +565,24 @@ NB_MODULE(_memfit, m) {
                 name,
                 tensorOf(viewOf(name, array, m.buffers[v->buffer].dtype))));
           },
-          nb::arg("name"), nb::arg("array"))
+          nb::arg("name"), nb::arg("array"),
+          "Overwrites a variable; the array's dtype and shape must be its.")
       .def(
           "save_checkpoint",
           [](const Session &s, const std::string &path) {
             check(s.session->saveCheckpoint(path));
           },
-          nb::arg("path"))
+          nb::arg("path"),
+          "Writes every variable but the frozen parameters to `path` "
+          "through a temporary renamed into place.")
       .def(
           "load_checkpoint",
           [](Session &s, const std::string &path) {
             check(s.session->loadCheckpoint(path));
           },
-          nb::arg("path"))
+          nb::arg("path"),
+          "Reads a checkpoint of save_checkpoint(), checked whole against "
+          "the executable first (on error nothing changed).")
       .def(
           "export_parameters",
           [](const Session &s, const std::string &path, bool adaptersOnly) {
