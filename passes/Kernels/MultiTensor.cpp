@@ -17,6 +17,7 @@
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SmallPtrSet.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -32,12 +33,72 @@ bool updatesInPlace(KernelOp kernel) {
   });
 }
 
+/// The transformer layer an update belongs to: in the names of the
+/// parameters it writes, else of its ONNX nodes, the first path component
+/// `name.N` ("h.0" of h.0.attn.c_attn.weight, "layers.3" of
+/// /model/layers.3/mlp) or, failing that, `nameN` ("h4" of h4.proj). Names
+/// with "::" (the TorchScript exporter's onnx::MatMul_12, named after no
+/// module) are skipped: their gradients' nodes name the module. Empty
+/// outside the layers.
+std::string layerOf(KernelOp kernel, const DenseSet<StringAttr> &writes) {
+  auto find = [](StringRef text) -> std::string {
+    SmallVector<StringRef> parts;
+    for (size_t begin = 0, i = 0; i <= text.size(); ++i)
+      if (i == text.size() || text[i] == '.' || text[i] == '/') {
+        parts.push_back(text.slice(begin, i));
+        begin = i + 1;
+      }
+    auto word = [](StringRef t) {
+      return !t.empty() && llvm::all_of(t, [](char c) {
+        return llvm::isAlpha(c) || c == '_';
+      });
+    };
+    auto number = [](StringRef t) {
+      return !t.empty() &&
+             llvm::all_of(t, [](char c) { return llvm::isDigit(c); });
+    };
+    for (size_t i = 0; i + 1 < parts.size(); ++i)
+      if (word(parts[i]) && number(parts[i + 1]))
+        return (parts[i] + "." + parts[i + 1]).str();
+    for (StringRef part : parts) {
+      StringRef digits =
+          part.drop_while([](char c) { return !llvm::isDigit(c); });
+      if (!digits.empty() && digits.size() < part.size() && number(digits) &&
+          word(part.drop_back(digits.size())))
+        return part.str();
+    }
+    return "";
+  };
+  SmallVector<StringRef> names;
+  for (StringAttr name : writes)
+    if (!name.getValue().contains("::"))
+      names.push_back(name.getValue());
+  llvm::sort(names);
+  for (StringRef name : names)
+    if (std::string layer = find(name); !layer.empty())
+      return layer;
+  SmallVector<std::string> nodes;
+  for (Location loc : {kernel->getLoc()})
+    loc->walk([&](Location inner) {
+      if (auto named = dyn_cast<NameLoc>(inner))
+        nodes.push_back(named.getName().str());
+      return WalkResult::advance();
+    });
+  for (const std::string &node : nodes)
+    if (std::string layer = find(node); !layer.empty())
+      return layer;
+  return "";
+}
+
 /// Runs of pointwise kernels that update parameters or states in place
 /// (updatesInPlace) with only parameter loads, constants and in-place
 /// updates between them, none reading another's results or a
 /// parameter that another updates (in one launch, the read would race
-/// with the write), with the same memfit attributes, of at most `maxOps` ops
-/// (0: no limit).
+/// with the write), with the same memfit attributes, of one transformer
+/// layer (layerOf: memfit-early-updates then moves each group to just
+/// after its layer's last gradient, so that a group keeps at most one
+/// layer's gradients live, not every gradient of the step), of at most
+/// `maxOps` ops (0: no limit).
 SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
                                                  int64_t maxOps) {
   // CUDA passes at most 4 KB of kernel parameters; pointers are 8 bytes.
@@ -46,6 +107,7 @@ SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
   SmallVector<KernelOp> group;
   llvm::SmallPtrSet<Operation *, 16> members;
   DenseSet<StringAttr> reads, writes;
+  std::string layer;
   llvm::SmallPtrSet<Value, 32> inputs;
   int64_t pointers = 0, ops = 0;
   auto close = [&] {
@@ -90,9 +152,12 @@ SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
     bool fits =
         pointers + newInputs + kernel->getNumResults() <= kMaxPointers &&
         (maxOps <= 0 || ops + kernelOps <= maxOps);
-    if (!group.empty() && (!independent || !fits ||
-                           memfitAttrs(kernel) != memfitAttrs(group.front())))
+    std::string kernelLayer = layerOf(kernel, kernelWrites);
+    if (!group.empty() &&
+        (!independent || !fits || kernelLayer != layer ||
+         memfitAttrs(kernel) != memfitAttrs(group.front())))
       close();
+    layer = kernelLayer;
     group.push_back(kernel);
     members.insert(kernel);
     reads.insert(kernelReads.begin(), kernelReads.end());
