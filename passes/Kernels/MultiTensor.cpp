@@ -153,9 +153,8 @@ SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
         pointers + newInputs + kernel->getNumResults() <= kMaxPointers &&
         (maxOps <= 0 || ops + kernelOps <= maxOps);
     std::string kernelLayer = layerOf(kernel, kernelWrites);
-    if (!group.empty() &&
-        (!independent || !fits || kernelLayer != layer ||
-         memfitAttrs(kernel) != memfitAttrs(group.front())))
+    if (!group.empty() && (!independent || !fits || kernelLayer != layer ||
+                           memfitAttrs(kernel) != memfitAttrs(group.front())))
       close();
     layer = kernelLayer;
     group.push_back(kernel);
