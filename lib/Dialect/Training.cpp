@@ -87,3 +87,10 @@ void mlir::memfit::copyMemfitAttrs(Operation *from, Operation *to) {
     if (attr.getName().getValue().starts_with("memfit."))
       to->setAttr(attr.getName(), attr.getValue());
 }
+
+bool mlir::memfit::returnsGradients(func::FuncOp func) {
+  for (unsigned i = 0; i < func.getNumResults(); ++i)
+    if (func.getResultAttr(i, kGradientOfAttr))
+      return true;
+  return false;
+}

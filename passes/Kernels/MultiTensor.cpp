@@ -77,17 +77,13 @@ std::string layerOf(KernelOp kernel, const DenseSet<StringAttr> &writes) {
   for (StringRef name : names)
     if (std::string layer = find(name); !layer.empty())
       return layer;
-  SmallVector<std::string> nodes;
-  for (Location loc : {kernel->getLoc()})
-    loc->walk([&](Location inner) {
-      if (auto named = dyn_cast<NameLoc>(inner))
-        nodes.push_back(named.getName().str());
-      return WalkResult::advance();
-    });
-  for (const std::string &node : nodes)
-    if (std::string layer = find(node); !layer.empty())
-      return layer;
-  return "";
+  std::string layer;
+  kernel->getLoc()->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner))
+      layer = find(named.getName().getValue());
+    return layer.empty() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  return layer;
 }
 
 /// Runs of pointwise kernels that update parameters or states in place

@@ -96,9 +96,8 @@ struct MemfitOptimizerPass
     // The function memfit-autodiff produced: results (loss, grads...).
     func::FuncOp func;
     for (auto candidate : module.getOps<func::FuncOp>())
-      for (unsigned i = 0; i < candidate.getNumResults(); ++i)
-        if (candidate.getResultAttr(i, kGradientOfAttr))
-          func = candidate;
+      if (returnsGradients(candidate))
+        func = candidate;
     if (!func)
       return module.emitError("no function returns gradients; run "
                               "memfit-autodiff first");
@@ -156,10 +155,10 @@ struct MemfitOptimizerPass
     // Stage 2 also averages each gradient by a reduce-scatter of its rows
     // instead of memfit-shard's all-reduce: the rank receives only the rows
     // it updates.
-    int64_t shards = 1, shardRank = attrInt("memfit.rank", 0);
-    int64_t stage = attrInt("memfit.zero", 0);
+    int64_t shards = 1, shardRank = attrInt(kRankAttr, 0);
+    int64_t stage = attrInt(kZeroStageAttr, 0);
     if (stage >= 1)
-      shards = attrInt("memfit.world_size", 1);
+      shards = attrInt(kWorldSizeAttr, 1);
     bool scatterGrads = stage >= 2 && shards > 1;
     if (shards > 1 && accumulate > 1)
       return module.emitError("ZeRO stage ")

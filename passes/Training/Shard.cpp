@@ -57,17 +57,14 @@ struct MemfitShardPass
              << static_cast<int64_t>(rank) << " is not a rank of "
              << static_cast<int64_t>(worldSize);
     Builder attrs(module.getContext());
-    module->setAttr("memfit.world_size", attrs.getI64IntegerAttr(worldSize));
-    module->setAttr("memfit.zero", attrs.getI64IntegerAttr(zero));
+    module->setAttr(kWorldSizeAttr, attrs.getI64IntegerAttr(worldSize));
+    module->setAttr(kZeroStageAttr, attrs.getI64IntegerAttr(zero));
     if (zero >= 1)
-      module->setAttr("memfit.rank", attrs.getI64IntegerAttr(rank));
+      module->setAttr(kRankAttr, attrs.getI64IntegerAttr(rank));
 
     bool any = false;
     for (auto func : module.getOps<func::FuncOp>()) {
-      bool hasGradients = false;
-      for (unsigned i = 0; i < func.getNumResults(); ++i)
-        hasGradients |= !!func.getResultAttr(i, kGradientOfAttr);
-      if (!hasGradients)
+      if (!returnsGradients(func))
         continue;
       any = true;
       if (worldSize > 1)

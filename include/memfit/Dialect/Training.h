@@ -77,6 +77,11 @@ constexpr char kDecompressedAttr[] = "memfit.decompressed";
 /// rows of a parameter or its gradient: memfit-early-updates moves the
 /// kernels made of them with the update that alone reads them.
 constexpr char kShardSliceAttr[] = "memfit.shard_slice";
+/// On the module, from memfit-shard: the ranks the step runs on, its ZeRO
+/// stage and (from stage 1) the rank it was compiled for (i64 each).
+constexpr char kWorldSizeAttr[] = "memfit.world_size";
+constexpr char kZeroStageAttr[] = "memfit.zero";
+constexpr char kRankAttr[] = "memfit.rank";
 
 /// memfit-lora's reproducible generator of the adapters' initial values:
 /// the state of the adapter `name` under `seed` (FNV-1a of the name, xor
@@ -107,6 +112,10 @@ BlockArgument appendNamedArgument(func::FuncOp func, Type type, StringRef name);
 /// must exist) with the result attributes `attrs`.
 void setResults(func::FuncOp func, ValueRange values,
                 ArrayRef<DictionaryAttr> attrs);
+
+/// Whether `func` returns a gradient (a result with memfit.gradient_of):
+/// memfit-autodiff's function.
+bool returnsGradients(func::FuncOp func);
 
 /// Float parameters of rank >= 1: what training may update.
 bool isTrainableCandidate(ParameterOp param);

@@ -695,9 +695,9 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     return failure();
   modulePlan = std::move(*planned);
   manifest.model = options.modelName;
-  if (auto size = module->getAttrOfType<IntegerAttr>("memfit.world_size"))
+  if (auto size = module->getAttrOfType<IntegerAttr>(kWorldSizeAttr))
     manifest.worldSize = size.getInt();
-  if (auto zero = module->getAttrOfType<IntegerAttr>("memfit.zero"))
+  if (auto zero = module->getAttrOfType<IntegerAttr>(kZeroStageAttr))
     manifest.zeroStage = zero.getInt();
   manifest.weightsBytes = modulePlan.weightsBytes;
   manifest.arenaBytes = modulePlan.arenaBytes;

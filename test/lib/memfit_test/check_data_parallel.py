@@ -13,8 +13,10 @@ full steps where a gradient is near zero.
 
 import os
 import re
+import signal
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -40,6 +42,21 @@ def mpirun(ranks, args, timeout=300):
         sys.stdout.write(done.stdout + done.stderr)
         raise SystemExit(f"FAIL mpirun exited with {done.returncode}")
     return done.stdout
+
+
+def ranks_of(launch):
+    """The pids of mpirun's children: the ranks."""
+    out = subprocess.run(["pgrep", "-P", str(launch.pid)],
+                         capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def wait_for(path, launch, timeout=120):
+    """Until `path` exists, the launch has ended, or `timeout` s passed."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path) and launch.poll() is None and \
+            time.monotonic() < deadline:
+        time.sleep(0.01)
 
 
 def compare(whole, ranked, label, failures):
@@ -220,8 +237,6 @@ def fault(memfit_run, models, workdir):
     """A rank killed with SIGKILL in the middle of a long run: the launch
     ends within a minute, non-zero, with a message naming the signal,
     rather than leaving the other rank waiting in a collective."""
-    import signal
-    import time
     args = train_args(memfit_run, models, 2, 32, 100000, [
         "--optimizer=sgd", "--lr=0.1"])
     env = dict(os.environ, **MPI_ENV)
@@ -230,9 +245,7 @@ def fault(memfit_run, models, workdir):
                               text=True)
     failures = []
     time.sleep(3)
-    children = subprocess.run(["pgrep", "-P", str(launch.pid)],
-                              capture_output=True, text=True).stdout.split()
-    ranks = [int(p) for p in children
+    ranks = [p for p in ranks_of(launch)
              if "memfit-run" in open(f"/proc/{p}/cmdline").read()]
     if len(ranks) != 2:
         launch.kill()
@@ -275,8 +288,6 @@ def resume(memfit_run, models, workdir):
       uninterrupted runs within 1e-5 (the sums are taken in another order).
     """
     import random
-    import signal
-    import time
     from memfit_test.kill_resume import checkpoint_step
     steps, every = 400, 20
     sgd = ["--optimizer=sgd", "--momentum=0.9", "--lr=0.05",
@@ -320,17 +331,11 @@ def resume(memfit_run, models, workdir):
                                   stderr=subprocess.DEVNULL)
         # After the first checkpoint, a random time into the steps and
         # saves that follow.
-        ckpt = os.path.join(folder, "ckpt")
-        deadline = time.monotonic() + 120
-        while not os.path.exists(ckpt) and launch.poll() is None and \
-                time.monotonic() < deadline:
-            time.sleep(0.01)
+        wait_for(os.path.join(folder, "ckpt"), launch)
         time.sleep(rng.uniform(0.0, 0.5))
-        victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
-                                 capture_output=True, text=True).stdout.split()
-        victim = rng.choice(victims) if victims else None
-        if victim:
-            os.kill(int(victim), signal.SIGKILL)
+        victims = ranks_of(launch)
+        if victims:
+            os.kill(rng.choice(victims), signal.SIGKILL)
         launch.wait(timeout=120)
         at = checkpoint_step(os.path.join(folder, "ckpt"))
         got = complete(2, folder)
@@ -349,16 +354,12 @@ def resume(memfit_run, models, workdir):
     launch = subprocess.Popen(command(2, folder, steps), env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
-    deadline = time.monotonic() + 120
-    while not os.path.exists(os.path.join(folder, "ckpt")) and \
-            launch.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_for(os.path.join(folder, "ckpt"), launch)
     # One rank alone gets the signal, as when ranks see it at different
     # times: the ranks agree before the next step, and both stop there.
-    victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
-                             capture_output=True, text=True).stdout.split()
+    victims = ranks_of(launch)
     if victims:
-        os.kill(int(victims[-1]), signal.SIGTERM)
+        os.kill(victims[-1], signal.SIGTERM)
     out, err = launch.communicate(timeout=120)
     said = re.findall(r"rank \d+: stopped by SIGTERM after step (\d+)", err)
     print(f"SIGTERM: exit {launch.returncode}, {len(said)} message(s) "
@@ -385,14 +386,11 @@ def resume(memfit_run, models, workdir):
             launch = subprocess.Popen(args(steps, False), env=env,
                                       stdout=subprocess.DEVNULL,
                                       stderr=subprocess.DEVNULL)
-            while not os.path.exists(files[1]) and launch.poll() is None:
-                time.sleep(0.01)
+            wait_for(files[1], launch)
             time.sleep(rng.uniform(0.0, 0.5))
-            victims = subprocess.run(["pgrep", "-P", str(launch.pid)],
-                                     capture_output=True,
-                                     text=True).stdout.split()
+            victims = ranks_of(launch)
             if victims:
-                os.kill(int(rng.choice(victims)), signal.SIGKILL)
+                os.kill(rng.choice(victims), signal.SIGKILL)
             launch.wait(timeout=120)
         # The step the ranks will agree on: the earliest of their files.
         done = min(checkpoint_step(f) for f in files)
