@@ -321,6 +321,7 @@ rt::SessionOptions RunFlags::sessionOptions() const {
   options.disableCache = noCache;
   options.hostThreads = hostThreads;
   options.profileSteps = profile;
+  options.graphs = !noCudaGraphs;
   return options;
 }
 

@@ -44,6 +44,24 @@ public:
   virtual Status runCollective(const Collective &collective, uint64_t in,
                                uint64_t out, Communicator &comm) = 0;
   virtual Status synchronize() = 0;
+
+  // Graphs: an entry's steps recorded once and replayed as one launch (CUDA
+  // graphs). Session records an entry on its second run, after a first run
+  // has prepared everything its steps need, and replays it afterwards.
+
+  /// Whether the backend records graphs at all.
+  virtual bool recordsGraphs() const { return false; }
+  /// From here until endGraph, launchKernel and runContraction are recorded,
+  /// not run; anything they cannot record fails.
+  virtual Status beginGraph();
+  /// Ends the recording and keeps it as entry `entry`'s graph, replacing any
+  /// earlier one. On failure nothing is kept and the recording has ended.
+  virtual Status endGraph(size_t entry);
+  /// Ends the recording, if one is under way, keeping nothing (after a step
+  /// failed while recording).
+  virtual void abandonGraph() {}
+  /// Runs entry `entry`'s graph (after every earlier step).
+  virtual Status launchGraph(size_t entry);
 };
 
 StatusOr<std::unique_ptr<Backend>> createHostBackend(const SessionOptions &options);

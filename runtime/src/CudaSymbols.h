@@ -39,6 +39,8 @@ using CUcontext = struct CUctx_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
+using CUgraph = struct CUgraph_st *;
+using CUgraphExec = struct CUgraphExec_st *;
 
 // CUresult values that memfit tells apart.
 constexpr CUresult CUDA_SUCCESS = 0;
@@ -59,6 +61,8 @@ constexpr CUresult CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804;
 // CUdevice_attribute values.
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+// CUstreamCaptureMode: only this thread's unsafe calls end a capture.
+constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
 // CUfunction_attribute values.
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 
@@ -100,7 +104,14 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
     CUstream, void **, void **)                                                \
   X(cuStreamCreate, "cuStreamCreate", CUstream *, unsigned int)                \
   X(cuStreamSynchronize, "cuStreamSynchronize", CUstream)                      \
-  X(cuStreamDestroy, "cuStreamDestroy_v2", CUstream)
+  X(cuStreamDestroy, "cuStreamDestroy_v2", CUstream)                           \
+  X(cuStreamBeginCapture, "cuStreamBeginCapture_v2", CUstream, int)            \
+  X(cuStreamEndCapture, "cuStreamEndCapture", CUstream, CUgraph *)             \
+  X(cuGraphInstantiate, "cuGraphInstantiateWithFlags", CUgraphExec *, CUgraph, \
+    unsigned long long)                                                        \
+  X(cuGraphLaunch, "cuGraphLaunch", CUgraphExec, CUstream)                     \
+  X(cuGraphExecDestroy, "cuGraphExecDestroy", CUgraphExec)                     \
+  X(cuGraphDestroy, "cuGraphDestroy", CUgraph)
 
 struct DriverSymbols {
 #define MEMFIT_CU_PFN(member, symbol, ...)                                     \

@@ -19,6 +19,11 @@
 namespace memfit::rt {
 
 Backend::~Backend() = default;
+Status Backend::beginGraph() {
+  return unavailable("this backend does not record graphs");
+}
+Status Backend::endGraph(size_t) { return beginGraph(); }
+Status Backend::launchGraph(size_t) { return beginGraph(); }
 
 const char *deviceKindName(DeviceKind kind) {
   return kind == DeviceKind::Host ? "host" : "cuda";
@@ -43,6 +48,12 @@ struct Session::Impl {
   std::vector<uint64_t> entryRuns;
   std::vector<uint64_t> offsets; // runStep's, reused
   std::shared_ptr<Communicator> communicator; // the step's collectives
+  // Graphs (Backend::beginGraph): each entry runs its steps one by one the
+  // first time, is captured the second time and replayed from then on,
+  // unless graphs are off for it.
+  enum class Graph { FirstRun, Capture, Replay, Off };
+  std::vector<Graph> graphs;
+  std::function<void(const std::string &)> warn;
 
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
@@ -104,6 +115,12 @@ struct Session::Impl {
   }
 
   Status runEntry(size_t index);
+  /// Runs the entry's steps one by one, timing each with profileSteps.
+  Status runSteps(size_t index, const std::string &where);
+  /// Records the entry's steps as a graph and replays it; on failure the
+  /// entry's graph is off, the reason is told to `warn` and the steps run
+  /// one by one.
+  Status captureAndReplay(size_t index, const std::string &where);
   Status runStep(const Entry &entry, size_t i, const std::string &where);
   Status checkIndexError(const std::string &where);
 };
@@ -218,6 +235,19 @@ Session::create(const Executable &executable, DeviceKind device,
     return backend.status();
   impl->backend = std::move(*backend);
   Backend &b = *impl->backend;
+  impl->warn = options.warn;
+  // A profile waits for every step, and collectives run on the host between
+  // steps: neither can be captured.
+  for (const Entry &e : manifest.entries) {
+    bool collectives =
+        std::any_of(e.steps.begin(), e.steps.end(), [](const Step &step) {
+          return step.kind == StepKind::Collective;
+        });
+    impl->graphs.push_back(options.graphs && b.recordsGraphs() &&
+                                   !options.profileSteps && !collectives
+                               ? Impl::Graph::FirstRun
+                               : Impl::Graph::Off);
+  }
   Status allocated = b.allocate(manifest.totalBytes());
   if (allocated.code() == StatusCode::ResourceExhausted)
     return Status::error(allocated.code(), allocated.message() + " (" +
@@ -301,6 +331,34 @@ Status Session::Impl::runEntry(size_t index) {
   }
   lastRunAt[index] = ++clock;
   auto start = std::chrono::steady_clock::now();
+  timings.graphReplayed = false;
+  switch (graphs[index]) {
+  case Graph::Replay:
+    MEMFIT_RT_RETURN_IF_ERROR(
+        backend->launchGraph(index).withContext(where + ": its CUDA graph"));
+    timings.graphReplayed = true;
+    break;
+  case Graph::Capture:
+    MEMFIT_RT_RETURN_IF_ERROR(captureAndReplay(index, where));
+    break;
+  case Graph::FirstRun:
+    MEMFIT_RT_RETURN_IF_ERROR(runSteps(index, where));
+    graphs[index] = Graph::Capture;
+    break;
+  case Graph::Off:
+    MEMFIT_RT_RETURN_IF_ERROR(runSteps(index, where));
+    break;
+  }
+  MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
+  MEMFIT_RT_RETURN_IF_ERROR(checkIndexError(where));
+  timings.runSeconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return Status::ok();
+}
+
+Status Session::Impl::runSteps(size_t index, const std::string &where) {
+  const Entry &entry = manifest.entries[index];
   for (size_t i = 0; i < entry.steps.size(); ++i) {
     if (!profileSteps) {
       MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
@@ -315,12 +373,32 @@ Status Session::Impl::runEntry(size_t index) {
   }
   if (profileSteps)
     ++entryRuns[index];
-  MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
-  MEMFIT_RT_RETURN_IF_ERROR(checkIndexError(where));
-  timings.runSeconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-          .count();
   return Status::ok();
+}
+
+Status Session::Impl::captureAndReplay(size_t index, const std::string &where) {
+  const Entry &entry = manifest.entries[index];
+  Status captured = backend->beginGraph();
+  for (size_t i = 0; captured.isOk() && i < entry.steps.size(); ++i) {
+    captured = runStep(entry, i, where);
+    if (!captured.isOk())
+      backend->abandonGraph();
+  }
+  if (captured.isOk())
+    captured = backend->endGraph(index);
+  if (captured.isOk()) {
+    graphs[index] = Graph::Replay;
+    MEMFIT_RT_RETURN_IF_ERROR(
+        backend->launchGraph(index).withContext(where + ": its CUDA graph"));
+    timings.graphReplayed = true;
+    return Status::ok();
+  }
+  // Nothing ran while capturing: the steps run now, one by one.
+  graphs[index] = Graph::Off;
+  if (warn)
+    warn(where + " runs its " + std::to_string(entry.steps.size()) +
+         " steps one by one, not as a CUDA graph: " + captured.message());
+  return runSteps(index, where);
 }
 
 Status Session::Impl::runStep(const Entry &entry, size_t i,

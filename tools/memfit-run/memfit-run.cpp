@@ -594,6 +594,8 @@ int runOnce(rt::Session &session) {
                          best * 1e3)
                .str()
         << (f.repeat > 1 ? " (best of " + std::to_string(f.repeat) + ")" : "")
+        << (session.timings().graphReplayed ? ", replayed as a CUDA graph"
+                                            : "")
         << "\noutputs:\n";
   if (!f.outputDir.empty())
     if (std::error_code ec = llvm::sys::fs::create_directories(f.outputDir))

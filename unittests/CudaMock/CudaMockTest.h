@@ -32,11 +32,25 @@ void expectClean(const char *where);
 bool hasEvent(const std::vector<std::string> &events,
               const std::string &prefix);
 
+/// CUDA source with the kernels "twice" (y[i] = 2 x[i] for i < n[0]),
+/// "reverse", "noop" and "cxx_linkage"; see KernelTest.cpp.
+extern const char *const kTestKernels;
+/// A manifest kernel of one dimension.
+Kernel testKernel(const char *name, uint32_t grid, uint32_t block,
+                  uint32_t sharedBytes);
+/// Registers the host emulation of "twice", through the fake's memory.
+void emulateTwice();
+/// Weights w [3, 4] f32 at 0 and count [1] i64 (8) at 256; arena x [2, 3]
+/// (input) at 0, h [2, 4] at 256, y [2, 4] (output) at 512.
+///   h = x @ w;  y = twice(h)
+Executable sessionExecutable();
+
 void runDeviceTests();
 void runMemoryTests();
 void runKernelTests();
 void runContractionTests();
 void runCudaSessionTests();
+void runCudaGraphTests();
 
 } // namespace memfit::rt::test
 

@@ -617,29 +617,6 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
 
   const uint64_t m = d->rows, n = d->cols;
   const uint64_t k = desc->trans[0] ? a->rows : a->cols;
-  for (int32_t batch = 0; batch < d->batch; ++batch) {
-    unsigned char *am = matrix(A, *a, batch, "A");
-    unsigned char *bm = matrix(B, *b, batch, "B");
-    unsigned char *cm = betaValue != 0 ? matrix(C, *c, batch, "C") : nullptr;
-    unsigned char *dm = matrix(D, *d, batch, "D");
-    if (!am || !bm || (betaValue != 0 && !cm) || !dm)
-      return kExecutionFailed; // an illegal address on a GPU
-    for (uint64_t i = 0; i < m; ++i)
-      for (uint64_t j = 0; j < n; ++j) {
-        double sum = 0;
-        for (uint64_t p = 0; p < k; ++p) {
-          // op(A)(i, p) and op(B)(p, j) of the stored column-major matrices.
-          uint64_t ai = desc->trans[0] ? p + i * a->ld : i + p * a->ld;
-          uint64_t bi = desc->trans[1] ? j + p * b->ld : p + j * b->ld;
-          sum += load(a->type, am + ai * e) * load(b->type, bm + bi * e);
-        }
-        double result = alphaValue * sum;
-        if (cm)
-          result += betaValue * load(c->type, cm + (i + j * c->ld) * e);
-        store(d->type, dm + (i + j * d->ld) * e, result);
-      }
-  }
-
   record.dataType = a->type;
   record.computeType = desc->compute;
   record.scaleType = desc->scale;
@@ -652,8 +629,40 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
   record.b = operand(B, *b);
   record.c = operand(C, *c);
   record.d = operand(D, *d);
-  s.matmuls.push_back(record);
-  mockcuda::recordEvent("cublasLtMatmul");
+  // What the matmul does to memory, with the descriptors as they are now
+  // (cuBLASLt's captured kernels keep theirs): done now, or at each launch
+  // of the graph being captured.
+  auto work = [=, desc = *desc, a = *a, b = *b, c = *c, d = *d]() -> bool {
+    for (int32_t batch = 0; batch < d.batch; ++batch) {
+      unsigned char *am = matrix(A, a, batch, "A");
+      unsigned char *bm = matrix(B, b, batch, "B");
+      unsigned char *cm = betaValue != 0 ? matrix(C, c, batch, "C") : nullptr;
+      unsigned char *dm = matrix(D, d, batch, "D");
+      if (!am || !bm || (betaValue != 0 && !cm) || !dm)
+        return false; // an illegal address on a GPU
+      for (uint64_t i = 0; i < m; ++i)
+        for (uint64_t j = 0; j < n; ++j) {
+          double sum = 0;
+          for (uint64_t p = 0; p < k; ++p) {
+            // op(A)(i, p) and op(B)(p, j) of the stored column-major
+            // matrices.
+            uint64_t ai = desc.trans[0] ? p + i * a.ld : i + p * a.ld;
+            uint64_t bi = desc.trans[1] ? j + p * b.ld : p + j * b.ld;
+            sum += load(a.type, am + ai * e) * load(b.type, bm + bi * e);
+          }
+          double result = alphaValue * sum;
+          if (cm)
+            result += betaValue * load(c.type, cm + (i + j * c.ld) * e);
+          store(d.type, dm + (i + j * d.ld) * e, result);
+        }
+    }
+    state().matmuls.push_back(record);
+    mockcuda::recordEvent("cublasLtMatmul");
+    return true;
+  };
+  if (!mockcuda::capturing(stream))
+    return work() ? kSuccess : kExecutionFailed;
+  mockcuda::submit(stream, [work] { (void)work(); });
   return kSuccess;
 }
 

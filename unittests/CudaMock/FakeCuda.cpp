@@ -14,15 +14,17 @@
 //    backed by host memory that starts as garbage (0xAB bytes); copies,
 //    memsets, kernel arguments and cuBLASLt operands must lie inside a live
 //    allocation;
-//  - modules: cuModuleLoadData reads the CUBIN (ELF) that NVRTC made: the
-//    header, EM_CUDA, the SM architecture in e_flags against the current
-//    device, the kernels (entry-point symbols) with their parameter sizes
-//    (.nv.info.<kernel>) and static shared memory (.nv.shared.<kernel>);
+//  - modules: cuModuleLoadData reads the CUBIN (ELF) that NVRTC made
+//    (FakeCubin.cpp): the header, EM_CUDA, the SM architecture in e_flags
+//    against the current device, the kernels (entry-point symbols) with
+//    their parameter sizes (.nv.info.<kernel>) and static shared memory
+//    (.nv.shared.<kernel>);
 //  - launches: checked (context, stream, dimensions, the dynamic shared
 //    memory limit and its opt-in, parameters) and recorded with their
 //    parameter values; a kernel "runs" only if the test registered a host
 //    emulation of it (mockcuda::emulateKernel);
-//  - streams, which are synchronous: work is done when it is issued;
+//  - streams, which are synchronous: work is done when it is issued, or,
+//    on a capturing stream, when the graph is launched (FakeCudaGraph.cpp);
 //  - failures injected by the test for any entry point.
 //
 // What it does not prove: that the real driver accepts these calls and
@@ -31,18 +33,13 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCubin.h"
 #include "MockCuda.h"
-
-#include <elf.h>
 
 #include <cstdio>
 #include <cstring>
 #include <map>
 #include <memory>
-
-#ifndef EM_CUDA
-#define EM_CUDA 190
-#endif
 
 namespace {
 
@@ -55,11 +52,11 @@ constexpr CUresult kInvalidValue = 1;
 constexpr CUresult kOutOfMemory = 2;
 constexpr CUresult kNotInitialized = 3;
 constexpr CUresult kInvalidDevice = 101;
-constexpr CUresult kInvalidImage = 200;
 constexpr CUresult kInvalidContext = 201;
-constexpr CUresult kNoBinaryForGpu = 209;
 constexpr CUresult kInvalidHandle = 400;
 constexpr CUresult kNotFound = 500;
+constexpr CUresult kCaptureUnsupported = 900;
+constexpr CUresult kCaptureImplicit = 906;
 
 // Attributes (cuda.h).
 constexpr int kAttrComputeCapabilityMajor = 75;
@@ -97,6 +94,15 @@ const ErrorInfo kErrors[] = {
      "an illegal memory access was encountered"},
     {701, "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES",
      "too many resources requested for launch"},
+    {900, "CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED",
+     "operation not permitted when stream is capturing"},
+    {901, "CUDA_ERROR_STREAM_CAPTURE_INVALIDATED",
+     "operation failed due to a previous error during capture"},
+    {903, "CUDA_ERROR_STREAM_CAPTURE_UNMATCHED",
+     "capture was not initiated in this stream"},
+    {906, "CUDA_ERROR_STREAM_CAPTURE_IMPLICIT",
+     "operation would make the legacy stream depend on a capturing blocking "
+     "stream"},
     {999, "CUDA_ERROR_UNKNOWN", "unknown error"},
 };
 
@@ -234,6 +240,15 @@ CUresult requireContext(const char *entry) {
   return kSuccess;
 }
 
+/// A synchronous copy or memset waits for the legacy stream, which waits
+/// for blocking streams: while one captures, that ends the capture.
+CUresult forbiddenWhileCapturing() {
+  if (!mockcuda::capturingAny())
+    return kSuccess;
+  mockcuda::invalidateCaptures();
+  return kCaptureImplicit;
+}
+
 #define FAKE_REQUIRE(check)                                                    \
   do {                                                                         \
     if (CUresult result_ = (check); result_ != kSuccess)                       \
@@ -282,149 +297,6 @@ Allocation *findAllocation(uint64_t address, uint64_t bytes, uint64_t *offset) {
     return nullptr;
   *offset = start;
   return &it->second;
-}
-
-//===----------------------------------------------------------------------===//
-// CUBIN reading
-//===----------------------------------------------------------------------===//
-
-// Limits that keep a corrupt header from sending the reader far away: the
-// image's size is not passed to cuModuleLoadData, so it is trusted.
-constexpr uint64_t kMaxImageBytes = 64ull << 20;
-constexpr uint8_t kStoCudaEntry = 0x10; // st_other of a kernel's symbol
-constexpr uint8_t kEiattrKparamInfo = 0x17;
-constexpr uint8_t kEifmtSval = 0x04;
-
-template <typename T> T readAt(const unsigned char *base, uint64_t offset) {
-  T value;
-  std::memcpy(&value, base + offset, sizeof value);
-  return value;
-}
-
-/// The parameter sizes, by ordinal, from a kernel's .nv.info section: a list
-/// of (format, attribute, value) entries on a 4-byte grid, where format 4
-/// (EIFMT_SVAL) carries a 16-bit size and that many bytes, and the others
-/// one 16-bit value. EIATTR_KPARAM_INFO (0x17) describes one parameter:
-/// u32 index, u16 ordinal, u16 offset, u32 flags with the size in bits
-/// 18-31.
-bool readParams(const unsigned char *info, uint64_t size,
-                std::vector<uint32_t> &sizes, std::string &why) {
-  uint64_t pos = 0;
-  while (pos + 4 <= size) {
-    uint8_t format = info[pos], attribute = info[pos + 1];
-    if (format != kEifmtSval) {
-      if (format < 1 || format > 3) {
-        why = "unknown .nv.info entry format " + std::to_string(format);
-        return false;
-      }
-      pos += 4;
-      continue;
-    }
-    uint16_t length = readAt<uint16_t>(info, pos + 2);
-    if (pos + 4 + length > size) {
-      why = ".nv.info entry past the end of its section";
-      return false;
-    }
-    if (attribute == kEiattrKparamInfo && length >= 12) {
-      uint16_t ordinal = readAt<uint16_t>(info, pos + 8);
-      uint32_t flags = readAt<uint32_t>(info, pos + 12);
-      if (ordinal >= sizes.size())
-        sizes.resize(ordinal + 1, 0);
-      sizes[ordinal] = (flags >> 18) & 0x3fff;
-    }
-    pos += 4 + length;
-  }
-  return true;
-}
-
-/// Reads the CUBIN at `image` into `module` for a device of compute
-/// capability `sm` (80 for 8.0); on failure sets `why` and returns the
-/// driver's error.
-CUresult readCubin(const unsigned char *image, int sm, Module &module,
-                   std::string &why) {
-  if (std::memcmp(image, ELFMAG, SELFMAG) != 0) {
-    why = "not an ELF image";
-    return kInvalidImage;
-  }
-  Elf64_Ehdr header;
-  std::memcpy(&header, image, sizeof header);
-  if (header.e_ident[EI_CLASS] != ELFCLASS64 ||
-      header.e_ident[EI_DATA] != ELFDATA2LSB) {
-    why = "not a little-endian ELF64 image";
-    return kInvalidImage;
-  }
-  if (header.e_machine != EM_CUDA) {
-    why = "ELF machine " + std::to_string(header.e_machine) + " is not EM_CUDA";
-    return kInvalidImage;
-  }
-  // The SM number: bits 8-15 of e_flags from ELF ABI version 8 (CUDA 12.8
-  // and later), bits 0-7 before.
-  int imageSm = header.e_ident[EI_ABIVERSION] >= 8
-                    ? int((header.e_flags >> 8) & 0xff)
-                    : int(header.e_flags & 0xff);
-  if (imageSm != sm) {
-    why = "the CUBIN is for sm_" + std::to_string(imageSm) +
-          ", the device is sm_" + std::to_string(sm);
-    return kNoBinaryForGpu;
-  }
-  if (header.e_shentsize != sizeof(Elf64_Shdr) || header.e_shnum == 0 ||
-      header.e_shstrndx >= header.e_shnum ||
-      header.e_shoff + uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) >
-          kMaxImageBytes) {
-    why = "bad section header table";
-    return kInvalidImage;
-  }
-  std::vector<Elf64_Shdr> sections(header.e_shnum);
-  std::memcpy(sections.data(), image + header.e_shoff,
-              sections.size() * sizeof(Elf64_Shdr));
-  for (const Elf64_Shdr &section : sections)
-    if (section.sh_type != SHT_NOBITS &&
-        section.sh_offset + section.sh_size > kMaxImageBytes) {
-      why = "a section lies past any plausible image size";
-      return kInvalidImage;
-    }
-  const Elf64_Shdr &names = sections[header.e_shstrndx];
-  auto sectionName = [&](const Elf64_Shdr &section) {
-    return std::string(reinterpret_cast<const char *>(image + names.sh_offset +
-                                                      section.sh_name));
-  };
-  auto findSection = [&](const std::string &name) -> const Elf64_Shdr * {
-    for (const Elf64_Shdr &section : sections)
-      if (sectionName(section) == name)
-        return &section;
-    return nullptr;
-  };
-
-  const Elf64_Shdr *symtab = nullptr;
-  for (const Elf64_Shdr &section : sections)
-    if (section.sh_type == SHT_SYMTAB)
-      symtab = &section;
-  if (!symtab || symtab->sh_entsize != sizeof(Elf64_Sym) ||
-      symtab->sh_link >= sections.size()) {
-    why = "no symbol table";
-    return kInvalidImage;
-  }
-  const Elf64_Shdr &strings = sections[symtab->sh_link];
-  for (uint64_t i = 0; i < symtab->sh_size / sizeof(Elf64_Sym); ++i) {
-    Elf64_Sym symbol =
-        readAt<Elf64_Sym>(image, symtab->sh_offset + i * sizeof(Elf64_Sym));
-    if (ELF64_ST_TYPE(symbol.st_info) != STT_FUNC ||
-        !(symbol.st_other & kStoCudaEntry))
-      continue;
-    auto function = std::make_unique<Function>();
-    function->module = &module;
-    function->name = reinterpret_cast<const char *>(image + strings.sh_offset +
-                                                    symbol.st_name);
-    if (const Elf64_Shdr *info = findSection(".nv.info." + function->name))
-      if (!readParams(image + info->sh_offset, info->sh_size,
-                      function->paramSizes, why))
-        return kInvalidImage;
-    if (const Elf64_Shdr *shared = findSection(".nv.shared." + function->name))
-      function->staticShared = uint32_t(shared->sh_size);
-    std::string name = function->name;
-    module.functions[name] = std::move(function);
-  }
-  return kSuccess;
 }
 
 /// What the release of a primary context to 0 references does: everything
@@ -515,6 +387,7 @@ Live live() {
   live.allocatedBytes = allocatedBytes();
   live.modules = int(s.modules.size());
   live.streams = int(s.streams.size());
+  mockcuda::countGraphs(live);
   return live;
 }
 
@@ -565,6 +438,8 @@ void recordEvent(const std::string &event) { state().events.push_back(event); }
 void recordViolation(const std::string &what) {
   state().violations.push_back(what);
 }
+
+int enterDriver(const char *entry) { return enter(entry); }
 
 } // namespace mockcuda
 
@@ -773,6 +648,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr destination, const void *source,
                          size_t bytes) {
   FAKE_ENTER("cuMemcpyHtoD_v2");
   FAKE_REQUIRE(requireContext("cuMemcpyHtoD_v2"));
+  FAKE_REQUIRE(forbiddenWhileCapturing());
   void *host = mockcuda::hostRange(destination, bytes, "cuMemcpyHtoD_v2");
   if (!host)
     return kInvalidValue;
@@ -783,6 +659,7 @@ CUresult cuMemcpyHtoD_v2(CUdeviceptr destination, const void *source,
 CUresult cuMemcpyDtoH_v2(void *destination, CUdeviceptr source, size_t bytes) {
   FAKE_ENTER("cuMemcpyDtoH_v2");
   FAKE_REQUIRE(requireContext("cuMemcpyDtoH_v2"));
+  FAKE_REQUIRE(forbiddenWhileCapturing());
   void *host = mockcuda::hostRange(source, bytes, "cuMemcpyDtoH_v2");
   if (!host)
     return kInvalidValue;
@@ -794,6 +671,7 @@ CUresult cuMemsetD8_v2(CUdeviceptr destination, unsigned char value,
                        size_t count) {
   FAKE_ENTER("cuMemsetD8_v2");
   FAKE_REQUIRE(requireContext("cuMemsetD8_v2"));
+  FAKE_REQUIRE(forbiddenWhileCapturing());
   void *host = mockcuda::hostRange(destination, count, "cuMemsetD8_v2");
   if (!host)
     return kInvalidValue;
@@ -811,10 +689,19 @@ CUresult cuModuleLoadData(void **module, const void *image) {
   auto loaded = std::make_unique<Module>();
   loaded->context = current;
   s.lastLoadError.clear();
-  if (CUresult result =
-          readCubin(static_cast<const unsigned char *>(image),
-                    spec.major * 10 + spec.minor, *loaded, s.lastLoadError))
+  std::vector<fakecuda::CubinKernel> kernels;
+  if (CUresult result = fakecuda::readCubin(
+          static_cast<const unsigned char *>(image),
+          spec.major * 10 + spec.minor, kernels, s.lastLoadError))
     return result;
+  for (fakecuda::CubinKernel &kernel : kernels) {
+    auto function = std::make_unique<Function>();
+    function->module = loaded.get();
+    function->name = kernel.name;
+    function->paramSizes = std::move(kernel.paramSizes);
+    function->staticShared = kernel.staticShared;
+    loaded->functions[kernel.name] = std::move(function);
+  }
   Module *handle = loaded.get();
   mockcuda::recordEvent("cuModuleLoadData (" +
                         std::to_string(handle->functions.size()) + " kernels)");
@@ -872,7 +759,6 @@ CUresult cuLaunchKernel(void *handle, unsigned int gridX, unsigned int gridY,
   const char *entry = "cuLaunchKernel";
   FAKE_ENTER(entry);
   FAKE_REQUIRE(requireContext(entry));
-  State &s = state();
   Function *function = findFunction(handle);
   if (!function)
     return violation(kInvalidHandle, entry, "not a function of a live module");
@@ -926,11 +812,15 @@ CUresult cuLaunchKernel(void *handle, unsigned int gridX, unsigned int gridY,
     std::memcpy(&value, params[i], sizes[i]);
     launch.params.push_back(value);
   }
-  s.launches.push_back(launch);
-  mockcuda::recordEvent("cuLaunchKernel " + function->name);
-  auto emulation = s.emulations.find(function->name);
-  if (emulation != s.emulations.end())
-    emulation->second(launch);
+  // Done now, or at each launch of the graph being captured.
+  mockcuda::submit(stream, [launch] {
+    State &s = state();
+    s.launches.push_back(launch);
+    mockcuda::recordEvent("cuLaunchKernel " + launch.kernel);
+    auto emulation = s.emulations.find(launch.kernel);
+    if (emulation != s.emulations.end())
+      emulation->second(launch);
+  });
   return kSuccess;
 }
 
@@ -954,6 +844,10 @@ CUresult cuStreamSynchronize(void *stream) {
   if (stream && !mockcuda::streamValid(stream))
     return violation(kInvalidHandle, "cuStreamSynchronize",
                      "not a live stream of the current context");
+  if (mockcuda::capturing(stream)) {
+    mockcuda::invalidateCaptures();
+    return kCaptureUnsupported;
+  }
   mockcuda::recordEvent("cuStreamSynchronize");
   return kSuccess;
 }
@@ -964,6 +858,10 @@ CUresult cuStreamDestroy_v2(void *stream) {
   if (!mockcuda::streamValid(stream))
     return violation(kInvalidHandle, "cuStreamDestroy_v2",
                      "not a live stream of the current context");
+  if (mockcuda::capturing(stream)) {
+    mockcuda::endCapture(stream);
+    violation(kSuccess, "cuStreamDestroy_v2", "the stream was capturing");
+  }
   state().streams.erase(static_cast<Stream *>(stream));
   mockcuda::recordEvent("cuStreamDestroy_v2");
   return kSuccess;

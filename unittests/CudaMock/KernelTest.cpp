@@ -25,9 +25,8 @@
 #include <cstring>
 
 namespace memfit::rt::test {
-namespace {
 
-const char *kSource = R"cuda(
+const char *const kTestKernels = R"cuda(
 // y[i] = 2 * x[i] for i < n[0].
 extern "C" __global__ void twice(float* y, const float* x,
                                  const long long* n) {
@@ -50,8 +49,8 @@ extern "C" __global__ void noop() {}
 __global__ void cxx_linkage(float* y) { y[0] = 1.0f; }
 )cuda";
 
-Kernel kernel(const char *name, uint32_t grid, uint32_t block,
-              uint32_t sharedBytes) {
+Kernel testKernel(const char *name, uint32_t grid, uint32_t block,
+                  uint32_t sharedBytes) {
   Kernel k;
   k.name = name;
   k.grid = {grid, 1, 1};
@@ -60,7 +59,6 @@ Kernel kernel(const char *name, uint32_t grid, uint32_t block,
   return k;
 }
 
-/// The host emulation of "twice", through the fake's device memory.
 void emulateTwice() {
   mockcuda::emulateKernel("twice", [](const mockcuda::Launch &launch) {
     if (launch.params.size() != 3)
@@ -81,6 +79,8 @@ void emulateTwice() {
       y[i] = 2.0f * x[i];
   });
 }
+
+namespace {
 
 /// The files of `directory`, without "." and "..".
 std::vector<std::string> listFiles(const std::string &directory) {
@@ -208,10 +208,10 @@ void runKernelTests() {
   const uint64_t base = mockcuda::lastAllocation();
 
   Manifest manifest;
-  manifest.source = kSource;
-  manifest.kernels = {kernel("twice", 2, 128, 0),
-                      kernel("reverse", 1, 256, 64 * 1024),
-                      kernel("noop", 1, 32, 40 * 1024)};
+  manifest.source = kTestKernels;
+  manifest.kernels = {testKernel("twice", 2, 128, 0),
+                      testKernel("reverse", 1, 256, 64 * 1024),
+                      testKernel("noop", 1, 32, 40 * 1024)};
 
   // Compiled by NVRTC for sm_80, stored in the cache, loaded.
   prepare(*backend, manifest, options, false);
@@ -254,14 +254,14 @@ void runKernelTests() {
   // Kernels are resolved by their names in the CUBIN.
   {
     Manifest missing = manifest;
-    missing.kernels.push_back(kernel("missing", 1, 1, 0));
+    missing.kernels.push_back(testKernel("missing", 1, 1, 0));
     Status status = prepareError(*backend, missing, options);
     CHECK(status.code() == StatusCode::NotFound);
     CHECK_ERROR(status, "kernel 'missing' of the manifest is not in the "
                         "compiled source: cuModuleGetFunction failed: "
                         "CUDA_ERROR_NOT_FOUND (500): named symbol not found");
     Manifest mangled = manifest;
-    mangled.kernels = {kernel("cxx_linkage", 1, 1, 0)};
+    mangled.kernels = {testKernel("cxx_linkage", 1, 1, 0)};
     CHECK(prepareError(*backend, mangled, options).code() ==
           StatusCode::NotFound);
   }
@@ -372,103 +372,6 @@ void runKernelTests() {
   CHECK(mockcuda::live().modules == 0);
   backend.reset();
   expectClean("driver older than NVRTC");
-}
-
-//===----------------------------------------------------------------------===//
-// A Session on the fake device
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// Weights w [3, 4] f32 at 0 and count [1] i64 (8) at 256; arena x [2, 3]
-/// (input) at 0, h [2, 4] at 256, y [2, 4] (output) at 512.
-///   h = x @ w;  y = twice(h)
-Executable sessionExecutable() {
-  Executable e;
-  Manifest &m = e.manifest;
-  m.model = "hand-written";
-  m.source = kSource;
-  m.buffers = {
-      Buffer{"w", Region::Weights, 0, 48, DType::f32, {3, 4}},
-      Buffer{"count", Region::Weights, 256, 8, DType::i64, {1}},
-      Buffer{"x", Region::Arena, 0, 24, DType::f32, {2, 3}},
-      Buffer{"h", Region::Arena, 256, 32, DType::f32, {2, 4}},
-      Buffer{"y", Region::Arena, 512, 32, DType::f32, {2, 4}},
-  };
-  m.weightsBytes = 264;
-  m.arenaBytes = 768;
-  m.kernels = {kernel("twice", 1, 32, 0)};
-  Contraction xw;
-  xw.name = "x_w";
-  xw.m = 2;
-  xw.n = 4;
-  xw.k = 3;
-  xw.setPackedLayout();
-  m.contractions = {xw};
-  m.entries = {{"main",
-                {{StepKind::Contraction, 0, {2, 0, 3}},
-                 {StepKind::Kernel, 0, {4, 3, 1}}},
-                {{"x", 2}},
-                {{"y", 4}}}};
-  m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
-  e.weights.assign(m.weightsBytes, 0);
-  for (int i = 0; i < 12; ++i) {
-    float value = 0.5f * float(i) - 2.0f;
-    std::memcpy(&e.weights[i * 4], &value, 4);
-  }
-  int64_t count = 8;
-  std::memcpy(&e.weights[256], &count, 8);
-  return e;
-}
-
-} // namespace
-
-void runCudaSessionTests() {
-  SessionOptions options;
-  options.cacheDir = scratchDirectory() + "/kernel-cache";
-  const Executable executable = sessionExecutable();
-  emulateTwice();
-  {
-    StatusOr<std::unique_ptr<Session>> session =
-        Session::create(executable, DeviceKind::Cuda, options);
-    if (CHECK_OK(session.status())) {
-      Session &s = **session;
-      CHECK(s.deviceDescription() == "Mock GPU A (sm_80, driver 13.0)");
-      CHECK(s.allocatedBytes() == 512 + 768);
-      Tensor x = Tensor::zeros(DType::f32, {2, 3});
-      const float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
-      std::memcpy(x.data.data(), xs, sizeof xs);
-      CHECK_OK(s.setInput("x", x));
-      CHECK_OK(s.run());
-      StatusOr<Tensor> y = s.getOutput("y");
-      if (CHECK_OK(y.status())) {
-        bool ok = y->shape == std::vector<int64_t>({2, 4});
-        for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 4; ++j) {
-            double sum = 0;
-            for (int k = 0; k < 3; ++k)
-              sum += double(xs[i * 3 + k]) * (0.5 * (k * 4 + j) - 2.0);
-            ok &= std::fabs(y->as<float>()[i * 4 + j] - 2 * sum) < 1e-5;
-          }
-        CHECK(ok);
-      }
-      CHECK(mockcublaslt::calls("cublasLtMatmul") == 1);
-      CHECK(mockcuda::launches().size() == 1);
-    }
-  }
-  expectClean("session");
-
-  // A plan the device cannot hold fails up front with its breakdown.
-  mockcuda::setMemory(1000, 1 << 20);
-  StatusOr<std::unique_ptr<Session>> session =
-      Session::create(executable, DeviceKind::Cuda, options);
-  CHECK(session.status().code() == StatusCode::ResourceExhausted);
-  CHECK_ERROR(session.status(), "the executable needs 1,280 bytes (1.25 KiB)");
-  CHECK_ERROR(session.status(),
-              "of device memory but Mock GPU A (device 0) has 1000 bytes free "
-              "of 1,048,576 bytes (1.00 MiB) (memory plan: weights 264 B, "
-              "arena 768 B; 1.25 KiB in one allocation)");
-  expectClean("session out of memory");
 }
 
 } // namespace memfit::rt::test

@@ -76,6 +76,7 @@ struct Live {
   uint64_t allocatedBytes = 0;
   int modules = 0;
   int streams = 0;
+  int graphs = 0, graphExecs = 0; // cuStreamEndCapture's, instantiated ones
 };
 Live live();
 
@@ -106,11 +107,30 @@ std::string lastLoadError();
 /// with CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (-1: never set).
 int maxDynamicSharedSet(const std::string &kernel);
 
-// For the fake cuBLASLt.
+/// Nodes of the graph cuGraphLaunch ran last (kernels and matmuls).
+int lastGraphNodes();
+
+// For the other fakes (FakeCublasLt.cpp, FakeCudaGraph.cpp).
 bool contextCurrent();          // a retained context is current
 bool streamValid(void *stream); // a live stream of the current context
 void recordEvent(const std::string &event);
 void recordViolation(const std::string &violation);
+/// Counts a call of the driver's `entry` and returns the failure injected
+/// for it (0: none).
+int enterDriver(const char *entry);
+/// Does `work` (what a kernel or matmul does to memory, and its records)
+/// now, or, while `stream` is capturing, adds it to the graph being
+/// captured: cuGraphLaunch does it then, at each launch.
+void submit(void *stream, std::function<void()> work);
+/// Whether `stream` is capturing; `capturingAny`: whether any stream is.
+bool capturing(void *stream);
+bool capturingAny();
+/// Ends every capture in error, as an operation the capture forbids does.
+void invalidateCaptures();
+/// Drops `stream`'s capture and what it recorded.
+void endCapture(void *stream);
+/// Adds the graphs alive to `live`.
+void countGraphs(Live &live);
 
 } // namespace mockcuda
 

@@ -134,6 +134,10 @@ struct RunFlags {
       "profile", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Wait for every kernel and contraction and print where a "
                "run's time went: by kind and by op, per run")};
+  Opt<bool> noCudaGraphs{
+      "no-cuda-graphs", cl::Hidden, cl::cat(deviceCategory),
+      cl::desc("On --device=cuda, launch each step rather than capture the "
+               "step as a CUDA graph at its second run and replay it")};
   Opt<bool> timings{
       "timings", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Print where the time before the first step went: import, "

@@ -36,6 +36,11 @@ struct SessionOptions {
   /// Wait for every step of a run and time it (Session::stepProfile): for
   /// profiles, at the cost of the overlap of steps on a GPU.
   bool profileSteps = false;
+  /// CUDA backend: capture each entry as a CUDA graph at its second run and
+  /// replay the graph from then on (one launch instead of one per step).
+  /// Entries with collectives, and profiled sessions, launch step by step;
+  /// so does an entry whose capture fails, and `warn` is told why.
+  bool graphs = true;
   /// Told about problems the session works around rather than fails on (a
   /// kernel cache it cannot create or write: kernels are compiled without
   /// it); null: they go unreported.
@@ -58,6 +63,7 @@ struct SessionTimings {
   double compileSeconds = 0; // NVRTC or host compiler (0 on a cache hit)
   bool cacheHit = false;
   double runSeconds = 0;     // last run(), synchronized
+  bool graphReplayed = false; // the last run() replayed a CUDA graph
 };
 
 /// The time one step of an entry (a kernel or a contraction) took over the

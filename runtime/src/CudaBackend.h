@@ -1,0 +1,169 @@
+//===- CudaBackend.h - the CUDA backend's class (internal) ------*- C++ -*-===//
+//
+// The CUDA backend drives one device through the driver API, loaded with
+// dlopen (CudaSymbols.h):
+//
+//  - the device's primary context (shared with any other CUDA user in the
+//    process, as the CUDA runtime and cuBLASLt expect) and one stream, on
+//    which every kernel and contraction is ordered;
+//  - one cuMemAlloc of the plan's total size, checked against the free
+//    memory first so that a plan that does not fit fails before anything
+//    runs;
+//  - the manifest's source compiled by NVRTC to CUBIN for the device's
+//    architecture, through the on-disk KernelCache;
+//  - contractions through cuBLASLt (CudaContraction.cpp), with no workspace,
+//    so that the session's one allocation stays the only one of any size
+//    (cuBLASLt's handle and descriptors are small host objects);
+//  - each entry's steps captured from the stream as a CUDA graph and
+//    replayed as one launch (Backend::beginGraph).
+//
+// Every entry point makes the context current on the calling thread first,
+// so a session may be used from any one thread at a time.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MEMFIT_RUNTIME_SRC_CUDABACKEND_H
+#define MEMFIT_RUNTIME_SRC_CUDABACKEND_H
+
+#include "Backend.h"
+#include "CudaSymbols.h"
+
+#include <array>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace memfit::rt::cuda {
+
+/// How cuBLASLt sees a dtype: the matrices' type, the compute type and the
+/// type of alpha and beta. Half types accumulate in fp32.
+struct ElementType {
+  cudaDataType data;
+  cublasComputeType_t compute;
+  cudaDataType scale;
+  uint64_t bytes;
+};
+
+/// The element type of a contraction, or why cuBLASLt cannot run it.
+StatusOr<ElementType> elementType(const Contraction &contraction);
+
+/// How the batch of a contraction is issued. cuBLASLt's strided batch takes
+/// one stride per operand, so the trailing batch dimensions over which both
+/// A's and B's strides are expressible as a single stride form one strided
+/// batch of `innerCount` matrices, and the leading `outerRank` dimensions
+/// are looped over with one cublasLtMatmul per index. The output is
+/// contiguous, so it is expressible over any dimensions. In the common cases
+/// (no batch, a contiguous batch, one operand broadcast over the whole
+/// batch) there is no loop.
+struct BatchPlan {
+  size_t outerRank = 0;
+  int64_t outerCount = 1;
+  int64_t innerCount = 1;
+  std::array<int64_t, 3> strides{0, 0, 0}; // A, B, out: between inner matrices
+};
+
+/// The cuBLASLt objects of one contraction shape, created once and reused
+/// by every run.
+struct MatmulPlan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  // cuBLASLt is column-major; see CudaBackend::createPlan for the operands.
+  cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+};
+
+class CudaBackend final : public Backend {
+public:
+  explicit CudaBackend(const DriverSymbols &cu) : cu_(cu) {}
+  ~CudaBackend() override;
+
+  /// Opens device `ordinal` of `deviceCount`.
+  Status init(int ordinal, int deviceCount);
+
+  std::string description() const override;
+  Status allocate(uint64_t bytes) override;
+  uint64_t allocatedBytes() const override { return bytes_; }
+  Status upload(uint64_t offset, const void *data, uint64_t bytes) override;
+  Status download(uint64_t offset, void *data, uint64_t bytes) override;
+  Status prepareKernels(const Manifest &manifest, const SessionOptions &options,
+                        SessionTimings &timings) override;
+  Status launchKernel(uint32_t kernel,
+                      const std::vector<uint64_t> &offsets) override;
+  Status runContraction(const Contraction &contraction, uint64_t a, uint64_t b,
+                        uint64_t out) override;
+  Status runCollective(const Collective &c, uint64_t, uint64_t,
+                       Communicator &) override {
+    return unavailable("collective '" + c.name +
+                       "': the cuda backend runs collectives through NCCL, "
+                       "which it does not load yet; train data parallel on "
+                       "--device=host");
+  }
+  Status synchronize() override;
+
+  bool recordsGraphs() const override { return true; }
+  Status beginGraph() override;
+  Status endGraph(size_t entry) override;
+  void abandonGraph() override;
+  Status launchGraph(size_t entry) override;
+
+private:
+  struct LoadedKernel {
+    std::string name;
+    std::array<uint32_t, 3> grid, block;
+    uint32_t sharedBytes;
+    CUfunction function;
+  };
+
+  Status makeCurrent() const {
+    return cu_.check(cu_.cuCtxSetCurrent(context_), "cuCtxSetCurrent");
+  }
+  std::string deviceName() const {
+    return name_ + " (device " + std::to_string(ordinal_) + ")";
+  }
+  /// Fails when [offset, offset + bytes) is not inside the allocation.
+  Status checkRange(const char *what, uint64_t offset, uint64_t bytes) const;
+  /// Fails while the stream is being captured: `what` would run now rather
+  /// than be recorded.
+  Status checkNotCapturing(const std::string &what) const;
+  /// Loads `cubin` as the module, replacing any earlier one.
+  Status loadModule(const std::vector<char> &cubin,
+                    const std::string &nvrtcVersion);
+  void destroyGraphs();
+
+  // Contractions (CudaContraction.cpp).
+  Status initBlasLt();
+  void destroyPlans();
+  StatusOr<MatmulPlan *> getPlan(const Contraction &contraction,
+                                 const ElementType &type,
+                                 const BatchPlan &batch, uint32_t alignFirst,
+                                 uint32_t alignSecond, uint32_t alignOut);
+  StatusOr<MatmulPlan> createPlan(const Contraction &contraction,
+                                  const ElementType &type,
+                                  const BatchPlan &batch, uint32_t alignFirst,
+                                  uint32_t alignSecond, uint32_t alignOut);
+
+  const DriverSymbols &cu_;
+  int ordinal_ = 0;
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr; // retained primary context
+  CUstream stream_ = nullptr;
+  std::string name_, arch_;
+  int driverVersion_ = 0;
+
+  CUdeviceptr base_ = 0;
+  uint64_t bytes_ = 0;
+  bool allocated_ = false;
+
+  CUmodule module_ = nullptr;
+  std::vector<LoadedKernel> kernels_;
+
+  const BlasLtSymbols *lt_ = nullptr;
+  cublasLtHandle_t blasLt_ = nullptr;
+  std::unordered_map<std::string, MatmulPlan> plans_;
+
+  bool capturing_ = false;
+  std::vector<CUgraphExec> graphs_; // by entry; null: none
+};
+
+} // namespace memfit::rt::cuda
+
+#endif // MEMFIT_RUNTIME_SRC_CUDABACKEND_H

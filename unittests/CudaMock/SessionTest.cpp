@@ -1,0 +1,255 @@
+//===- SessionTest.cpp - whole sessions and CUDA graphs on the fake driver ===//
+//
+// A Session on the FAKE driver (MockCuda.h): the manifest's steps run
+// through the CUDA backend, the kernel "twice" emulated on the host so that
+// data flows through its parameters as on a GPU. Then CUDA graphs: an entry
+// runs step by step once, is captured at its second run and replayed from
+// then on; the fake records captured work and does it only at each
+// cuGraphLaunch, so the outputs show that the graph ran, and ran with the
+// inputs set since. Where capture fails the steps run one by one and the
+// session's warn callback says why.
+//
+//===----------------------------------------------------------------------===//
+
+#include "CudaMockTest.h"
+
+#include "memfit/runtime/Session.h"
+
+#include <cmath>
+#include <cstring>
+
+/// `text` (a std::string) contains `needle`; a failure shows both.
+#define CHECK_CONTAINS(text, needle)                                           \
+  ::memfit::rt::test::check(                                                   \
+      (text).find(needle) != std::string::npos, __FILE__, __LINE__,            \
+      "'" + (text) + "' contains '" + std::string(needle) + "'")
+
+namespace memfit::rt::test {
+
+Executable sessionExecutable() {
+  Executable e;
+  Manifest &m = e.manifest;
+  m.model = "hand-written";
+  m.source = kTestKernels;
+  m.buffers = {
+      Buffer{"w", Region::Weights, 0, 48, DType::f32, {3, 4}},
+      Buffer{"count", Region::Weights, 256, 8, DType::i64, {1}},
+      Buffer{"x", Region::Arena, 0, 24, DType::f32, {2, 3}},
+      Buffer{"h", Region::Arena, 256, 32, DType::f32, {2, 4}},
+      Buffer{"y", Region::Arena, 512, 32, DType::f32, {2, 4}},
+  };
+  m.weightsBytes = 264;
+  m.arenaBytes = 768;
+  m.kernels = {testKernel("twice", 1, 32, 0)};
+  Contraction xw;
+  xw.name = "x_w";
+  xw.m = 2;
+  xw.n = 4;
+  xw.k = 3;
+  xw.setPackedLayout();
+  m.contractions = {xw};
+  m.entries = {{"main",
+                {{StepKind::Contraction, 0, {2, 0, 3}},
+                 {StepKind::Kernel, 0, {4, 3, 1}}},
+                {{"x", 2}},
+                {{"y", 4}}}};
+  m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
+  e.weights.assign(m.weightsBytes, 0);
+  for (int i = 0; i < 12; ++i) {
+    float value = 0.5f * float(i) - 2.0f;
+    std::memcpy(&e.weights[i * 4], &value, 4);
+  }
+  int64_t count = 8;
+  std::memcpy(&e.weights[256], &count, 8);
+  return e;
+}
+
+void runCudaSessionTests() {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/kernel-cache";
+  const Executable executable = sessionExecutable();
+  emulateTwice();
+  {
+    StatusOr<std::unique_ptr<Session>> session =
+        Session::create(executable, DeviceKind::Cuda, options);
+    if (CHECK_OK(session.status())) {
+      Session &s = **session;
+      CHECK(s.deviceDescription() == "Mock GPU A (sm_80, driver 13.0)");
+      CHECK(s.allocatedBytes() == 512 + 768);
+      Tensor x = Tensor::zeros(DType::f32, {2, 3});
+      const float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
+      std::memcpy(x.data.data(), xs, sizeof xs);
+      CHECK_OK(s.setInput("x", x));
+      CHECK_OK(s.run());
+      StatusOr<Tensor> y = s.getOutput("y");
+      if (CHECK_OK(y.status())) {
+        bool ok = y->shape == std::vector<int64_t>({2, 4});
+        for (int i = 0; i < 2; ++i)
+          for (int j = 0; j < 4; ++j) {
+            double sum = 0;
+            for (int k = 0; k < 3; ++k)
+              sum += double(xs[i * 3 + k]) * (0.5 * (k * 4 + j) - 2.0);
+            ok &= std::fabs(y->as<float>()[i * 4 + j] - 2 * sum) < 1e-5;
+          }
+        CHECK(ok);
+      }
+      CHECK(mockcublaslt::calls("cublasLtMatmul") == 1);
+      CHECK(mockcuda::launches().size() == 1);
+    }
+  }
+  expectClean("session");
+
+  // A plan the device cannot hold fails up front with its breakdown.
+  mockcuda::setMemory(1000, 1 << 20);
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(executable, DeviceKind::Cuda, options);
+  CHECK(session.status().code() == StatusCode::ResourceExhausted);
+  CHECK_ERROR(session.status(), "the executable needs 1,280 bytes (1.25 KiB)");
+  CHECK_ERROR(session.status(),
+              "of device memory but Mock GPU A (device 0) has 1000 bytes free "
+              "of 1,048,576 bytes (1.00 MiB) (memory plan: weights 264 B, "
+              "arena 768 B; 1.25 KiB in one allocation)");
+  expectClean("session out of memory");
+}
+
+namespace {
+
+/// y of sessionExecutable for input x: 2 (x @ w).
+bool outputMatches(Session &s, const float xs[6]) {
+  StatusOr<Tensor> y = s.getOutput("y");
+  if (!CHECK_OK(y.status()))
+    return false;
+  bool ok = y->shape == std::vector<int64_t>({2, 4});
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 4; ++j) {
+      double sum = 0;
+      for (int k = 0; k < 3; ++k)
+        sum += double(xs[i * 3 + k]) * (0.5 * (k * 4 + j) - 2.0);
+      ok &= std::fabs(y->as<float>()[i * 4 + j] - 2 * sum) < 1e-5;
+    }
+  return ok;
+}
+
+/// Sets x to `scale` times a fixed pattern, runs, and checks y.
+bool runWith(Session &s, float scale) {
+  float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
+  for (float &x : xs)
+    x *= scale;
+  Tensor x = Tensor::zeros(DType::f32, {2, 3});
+  std::memcpy(x.data.data(), xs, sizeof xs);
+  if (!CHECK_OK(s.setInput("x", x)) || !CHECK_OK(s.run()))
+    return false;
+  return outputMatches(s, xs);
+}
+
+/// A session on the fake device, "twice" emulated (expectClean resets it).
+std::unique_ptr<Session> openSession(const Executable &executable,
+                                     const SessionOptions &options) {
+  emulateTwice();
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(executable, DeviceKind::Cuda, options);
+  if (!CHECK_OK(session.status()))
+    return nullptr;
+  return std::move(*session);
+}
+
+/// Runs the session `runs` times, each with another input; checks every
+/// output and returns the warnings.
+std::vector<std::string> runSeveral(const Executable &executable,
+                                    SessionOptions options, int runs,
+                                    std::vector<bool> *replayed = nullptr) {
+  std::vector<std::string> warnings;
+  options.warn = [&](const std::string &w) { warnings.push_back(w); };
+  std::unique_ptr<Session> s = openSession(executable, options);
+  if (!s)
+    return warnings;
+  for (int run = 0; run < runs; ++run) {
+    CHECK(runWith(*s, 1.0f + float(run)));
+    if (replayed)
+      replayed->push_back(s->timings().graphReplayed);
+  }
+  return warnings;
+}
+
+} // namespace
+
+void runCudaGraphTests() {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/kernel-cache";
+  const Executable executable = sessionExecutable();
+
+  // Run 1 step by step, run 2 captured and replayed, runs 3 and 4 replayed:
+  // each output is that run's input's, so the graph read the inputs set in
+  // place and ran once per run.
+  {
+    std::vector<bool> replayed;
+    std::vector<std::string> warnings =
+        runSeveral(executable, options, 4, &replayed);
+    CHECK(warnings.empty());
+    CHECK(replayed == std::vector<bool>({false, true, true, true}));
+    CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 1);
+    CHECK(mockcuda::calls("cuGraphInstantiateWithFlags") == 1);
+    CHECK(mockcuda::calls("cuGraphLaunch") == 3);
+    CHECK(mockcuda::lastGraphNodes() == 2); // the contraction and the kernel
+    // Every run did both steps once: captured ones only when launched.
+    CHECK(mockcuda::launches().size() == 4);
+    CHECK(mockcublaslt::calls("cublasLtMatmul") == 2); // runs 1 and 2
+    CHECK(mockcublaslt::matmuls().size() == 4);
+  }
+  expectClean("graph replayed");
+
+  // Off by option, and with a profile (which waits for every step).
+  for (int way = 0; way < 2; ++way) {
+    SessionOptions off = options;
+    (way == 0 ? off.graphs : off.profileSteps) = way == 0 ? false : true;
+    std::vector<bool> replayed;
+    CHECK(runSeveral(executable, off, 3, &replayed).empty());
+    CHECK(replayed == std::vector<bool>(3, false));
+    CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 0);
+    CHECK(mockcuda::launches().size() == 3);
+    expectClean(way == 0 ? "graphs off" : "graphs off with a profile");
+  }
+
+  // A capture that fails at any of its calls: nothing is kept, the run's
+  // steps run one by one (the output is still right), the warning says why
+  // once, and no capture is tried again.
+  struct Failure {
+    const char *entry;
+    int result;
+    const char *message;
+  };
+  const Failure failures[] = {
+      {"cuStreamBeginCapture_v2", 900,
+       "cuStreamBeginCapture failed: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED"},
+      {"cuStreamEndCapture", 901,
+       "cuStreamEndCapture failed: CUDA_ERROR_STREAM_CAPTURE_INVALIDATED"},
+      {"cuGraphInstantiateWithFlags", 2,
+       "cuGraphInstantiateWithFlags failed: CUDA_ERROR_OUT_OF_MEMORY"},
+      {"cuLaunchKernel", 1, "step 1 (kernel 'twice'): launching kernel"},
+  };
+  for (const Failure &failure : failures) {
+    std::vector<std::string> warnings;
+    SessionOptions warned = options;
+    warned.warn = [&](const std::string &w) { warnings.push_back(w); };
+    std::unique_ptr<Session> s = openSession(executable, warned);
+    if (!s)
+      continue;
+    CHECK(runWith(*s, 1.0f));
+    // The first run is not captured: the call fails during the second.
+    mockcuda::failNext(failure.entry, failure.result);
+    CHECK(runWith(*s, 2.0f));
+    CHECK(runWith(*s, 3.0f));
+    CHECK(!s->timings().graphReplayed);
+    CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 1);
+    CHECK(mockcuda::launches().size() == 3);
+    if (CHECK(warnings.size() == 1)) {
+      CHECK_CONTAINS(warnings[0], "entry 'main' runs its 2 steps one by one, "
+                                  "not as a CUDA graph: ");
+      CHECK_CONTAINS(warnings[0], failure.message);
+    }
+    s.reset();
+    expectClean(failure.entry);
+  }
+}
+
+} // namespace memfit::rt::test
