@@ -63,7 +63,9 @@ func.func @from_small_floats(%x: tensor<4xf8E4M3FNUZ>, %y: tensor<4xf4E2M1FN>) -
 // CHECK: const int v0 = ((int)(signed char)((in0[idx]) << 4) >> 4);
 // CHECK-NEXT: const signed char v1 = (signed char)v0;
 // CHECK-LABEL: extern "C" __global__ void k1_cast(const float* __restrict__ in0, unsigned char* __restrict__ out0) {
-// CHECK: const int v1 = (int)v0;
+// Held in an int register, the int4 is wrapped and sign-extended as its
+// storage would make it, so that a fused kernel reading it sees the same.
+// CHECK: const int v1 = ((int)(signed char)(((unsigned char)((int)((int)v0) & 15)) << 4) >> 4);
 // CHECK-NEXT: out0[idx] = (unsigned char)((int)(v1) & 15);
 // CHECK-LABEL: extern "C" __global__ void k2_add(const unsigned char* __restrict__ in0, unsigned char* __restrict__ out0) {
 // CHECK: const int v0 = ((int)(in0[idx]) & 3);

@@ -140,6 +140,11 @@ Expr expr(CastOp op, const Scalar &s) {
     return "(" + s.x[0] + " != 0)";
   if (s.inType.isInteger(1))
     return "(" + s.x[0] + " ? (" + s.t + ")1 : " + s.zero() + ")";
+  // To a 4- or 2-bit integer, held in an int register: wrapped to its bits
+  // (and sign-extended) as storing it would, so that a fused kernel that
+  // reads it back in registers sees what an unfused one reads from memory.
+  if (s.type.isInteger() && isPackedType(s.type))
+    return widen(s.type, narrow(s.type, "(" + s.t + ")" + s.x[0]));
   std::optional<SmallFloat> format = roundingFormatOf(s.type);
   if (!format)
     return "(" + s.t + ")" + s.x[0];
