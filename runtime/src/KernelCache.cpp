@@ -2,6 +2,8 @@
 
 #include "KernelCache.h"
 
+#include <unistd.h>
+
 #include "Files.h"
 
 #include <cstdio>
@@ -35,6 +37,13 @@ KernelCache::KernelCache(const SessionOptions &options) : warn_(options.warn) {
       warn_("kernel cache not used: " + made.message() +
             "; kernels are compiled without it");
     return;
+  }
+  // Absolute: the host backend's sources include the cached header by its
+  // path, and its compiler runs in another directory.
+  if (directory[0] != '/') {
+    char cwd[4096];
+    if (::getcwd(cwd, sizeof cwd))
+      directory = std::string(cwd) + "/" + directory;
   }
   directory_ = directory;
 }
