@@ -61,7 +61,7 @@ def run(args):
 def compile_step(path, shape, loss, fuse):
     out = run([RUN, os.path.join(ROOT, path), "--input-shape=" + shape,
                "--train", "--loss=" + loss, "--compile-only", "--remat=none"]
-              + (["--fuse"] if fuse else []))
+              + ([] if fuse else ["--no-fuse"]))
     kernels = int(re.search(r": (\d+) kernels", out).group(1))
     total, arena = re.search(r"memory plan: ([\d,]+) bytes in one allocation "
                              r"\(weights [\d,]+, arena peak ([\d,]+)\)",
@@ -75,7 +75,7 @@ def number(text):
 
 def traffic(path, shape, loss, fuse):
     """Bytes moved, the lower bound and the contractions' part."""
-    options = f"loss={loss} remat=none" + (" fuse=true" if fuse else "")
+    options = f"loss={loss} remat=none" + ("" if fuse else " fuse=false")
     out = run([OPT, os.path.join(ROOT, path), "--input-shape=" + shape,
                "--memfit-train-pipeline=" + options, "--memfit-op-cost",
                "-o", os.devnull])
@@ -118,7 +118,7 @@ def time_steps(path, shape, loss, fuse, steps):
     out = run([RUN, os.path.join(ROOT, path), "--input-shape=" + shape,
                "--train", "--loss=" + loss, "--device=host", "--no-cache",
                f"--steps={steps}", "--remat=none"]
-              + (["--fuse"] if fuse else []))
+              + ([] if fuse else ["--no-fuse"]))
     compile_s = float(re.search(r"kernels: compiled in ([\d.]+) s", out).group(1))
     times = [float(t) for t in re.findall(r"step \d+/\d+ loss \S+ lr \S+ ([\d.]+) ms", out)]
     return compile_s, min(times)

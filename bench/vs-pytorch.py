@@ -151,8 +151,8 @@ def memfit(path, shape, feeds, args, threads, cache, ort_forward):
             f"--input=input_ids={feeds['ids']}"]
     train = base + ["--train", "--loss=cross-entropy", "--optimizer=adamw",
                     f"--input=labels={feeds['labels']}"]
-    if not args.no_fuse:
-        train.append("--fuse")
+    if args.no_fuse:
+        train.append("--no-fuse")
     shutil.rmtree(cache, ignore_errors=True)
     t0 = time.perf_counter()
     run(train + ["--steps=1"], env)
@@ -174,7 +174,7 @@ def memfit(path, shape, feeds, args, threads, cache, ort_forward):
         r"^step \d+/\d+ loss (\S+) lr \S+ (\S+) ms", out, re.M)]
     plan = int(re.search(r"memory plan: ([0-9,]+) bytes", out).group(1)
                .replace(",", ""))
-    fused = [] if args.no_fuse else ["--fuse"]
+    fused = ["--no-fuse"] if args.no_fuse else []
     forward = ort = float("inf")
     for _ in range(3):
         ort = min(ort, ort_forward())

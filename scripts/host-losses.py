@@ -32,8 +32,8 @@ def losses(binary, model, fuse, steps, cache):
            "--device=host", "--input-shape=batch=2,seq=16", "--train",
            "--loss=cross-entropy", f"--steps={steps}", "--seed=7",
            f"--int-high={FIXTURES[model]}"]
-    if fuse:
-        cmd.append("--fuse")
+    if not fuse:
+        cmd.append("--no-fuse")
     env = dict(os.environ, MEMFIT_CACHE_DIR=cache, MEMFIT_HOST_THREADS="2")
     out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if out.returncode != 0:

@@ -7,6 +7,8 @@
 
 #include "memfit/Frontend/RunFlags.h"
 
+#include "memfit/runtime/Roofline.h"
+
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringRef.h"
 #include "llvm/Support/raw_ostream.h"
@@ -125,6 +127,9 @@ std::optional<std::string> RunFlags::check() {
     return problem;
   if (std::optional<std::string> problem = parseSpecs(dataFiles, dataPaths))
     return problem;
+  if (!predict.empty() && predict != "all" && !rt::GpuSpec::find(predict))
+    return "--predict=" + predict + ": not a GPU memfit knows (" +
+           rt::GpuSpec::keys() + ", or all)";
   if (device != "auto" && device != "host" && device != "cuda")
     return "--device=" + device + ": expected host, cuda or auto";
   if (!archs.empty() && !compileOnly)
@@ -303,7 +308,7 @@ rt::StatusOr<CompileOptions> RunFlags::compileOptions() const {
   options.weights.doubleQuant = doubleQuant;
   options.cacheDir = cacheDir;
   options.disableCache = noCache;
-  options.fusion.enabled = fuse;
+  options.fusion.enabled = !noFuse;
   options.fusion.maxOps = fuseMaxOps;
   options.fusion.attention = !noFusedAttention;
   if (attentionReport.getNumOccurrences())
@@ -322,6 +327,7 @@ rt::SessionOptions RunFlags::sessionOptions() const {
   options.hostThreads = hostThreads;
   options.profileSteps = profile;
   options.graphs = !noCudaGraphs;
+  options.tf32 = tf32;
   return options;
 }
 

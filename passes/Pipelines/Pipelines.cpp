@@ -45,7 +45,8 @@ static std::string verifyFusion(const FusionOptions &fusion) {
     return "fuse-max-ops must not be negative";
   if (!fusion.fuse &&
       (fusion.fuseMaxOps != 0 || !fusion.fusionReport.getValue().empty()))
-    return "fuse-max-ops and fusion-report need fuse=true";
+    return "fuse-max-ops and fusion-report need fusion (fuse=true, the "
+           "default)";
   if (fusion.fusionReport.getValue().find_first_of("'\"") != std::string::npos)
     return "fusion-report must not contain quotes";
   if (!fusion.fusedAttention && !fusion.attentionReport.getValue().empty())
@@ -206,8 +207,8 @@ std::string quoted(const std::string &value) {
 /// Adds the fusion options that differ from the defaults.
 static void addFusion(function_ref<void(StringRef, const std::string &)> add,
                       const FusionOptions &fusion) {
-  if (fusion.fuse)
-    add("fuse", "true");
+  if (!fusion.fuse)
+    add("fuse", "false");
   if (fusion.fuseMaxOps != 0)
     add("fuse-max-ops", std::to_string(fusion.fuseMaxOps));
   if (!fusion.fusionReport.getValue().empty())

@@ -26,6 +26,10 @@ public:
   /// the weights region past the blob); fails with ResourceExhausted when
   /// it does not fit.
   virtual Status allocate(uint64_t bytes) = 0;
+  /// Bytes the backend needs past the plan in its one allocation for
+  /// `manifest` (the CUDA backend's cuBLASLt workspace); Session adds them
+  /// to what it allocates. Called once, before allocate.
+  virtual uint64_t workspaceBytes(const Manifest &manifest) { return 0; }
   virtual uint64_t allocatedBytes() const = 0;
   virtual Status upload(uint64_t offset, const void *data, uint64_t bytes) = 0;
   virtual Status download(uint64_t offset, void *data, uint64_t bytes) = 0;

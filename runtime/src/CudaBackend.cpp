@@ -64,6 +64,7 @@ Status CudaBackend::init(int ordinal, int deviceCount) {
                             CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
                             device_);
   arch_ = "sm_" + std::to_string(major) + std::to_string(minor);
+  major_ = major;
   MEMFIT_CU_RETURN_IF_ERROR(cu_, cuDriverGetVersion, &driverVersion_);
 
   MEMFIT_RT_RETURN_IF_ERROR(
@@ -101,6 +102,15 @@ CudaBackend::~CudaBackend() {
 std::string CudaBackend::description() const {
   return name_ + " (" + arch_ + ", driver " +
          formatCudaVersion(driverVersion_) + ")";
+}
+
+uint64_t CudaBackend::workspaceBytes(const Manifest &manifest) {
+  workspaceSize_ = blasWorkspaceBytes(manifest, major_);
+  if (!workspaceSize_)
+    return 0;
+  // Past the plan, 256-byte aligned as cuBLASLt's workspace wants.
+  workspaceOffset_ = (manifest.totalBytes() + 255) / 256 * 256;
+  return workspaceOffset_ - manifest.totalBytes() + workspaceSize_;
 }
 
 Status CudaBackend::allocate(uint64_t bytes) {
@@ -205,7 +215,7 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
   // Contractions fail here rather than in the middle of a run.
   if (!manifest.contractions.empty()) {
     for (const Contraction &contraction : manifest.contractions) {
-      StatusOr<ElementType> type = elementType(contraction);
+      StatusOr<ElementType> type = elementType(contraction, tf32_);
       if (!type)
         return type.status();
     }
@@ -392,7 +402,7 @@ createCudaBackend(const SessionOptions &options) {
   StatusOr<const DriverSymbols *> cu = initDriver(deviceCount);
   if (!cu)
     return cu.status();
-  auto backend = std::make_unique<CudaBackend>(**cu);
+  auto backend = std::make_unique<CudaBackend>(**cu, options.tf32);
   MEMFIT_RT_RETURN_IF_ERROR(backend->init(options.cudaDevice, deviceCount));
   return std::unique_ptr<Backend>(std::move(backend));
 }

@@ -44,8 +44,17 @@ struct ElementType {
   uint64_t bytes;
 };
 
-/// The element type of a contraction, or why cuBLASLt cannot run it.
-StatusOr<ElementType> elementType(const Contraction &contraction);
+/// The element type of a contraction, or why cuBLASLt cannot run it; f32
+/// computes in TF32 with `tf32`.
+StatusOr<ElementType> elementType(const Contraction &contraction,
+                                  bool tf32 = false);
+
+/// The cuBLASLt workspace of `manifest` on a device of compute capability
+/// `major`: what split-K and stream-K kernels keep of the largest
+/// contraction's output in fp32 partial sums, capped at cuBLAS's
+/// recommendation (32 MiB from Hopper on, 4 MiB before); 0 without
+/// contractions.
+uint64_t blasWorkspaceBytes(const Manifest &manifest, int major);
 
 /// How the batch of a contraction is issued. cuBLASLt's strided batch takes
 /// one stride per operand, so the trailing batch dimensions over which both
@@ -69,11 +78,12 @@ struct MatmulPlan {
   // cuBLASLt is column-major; see CudaBackend::createPlan for the operands.
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algo{};
+  uint64_t workspace = 0; // what the algorithm needs of the workspace
 };
 
 class CudaBackend final : public Backend {
 public:
-  explicit CudaBackend(const DriverSymbols &cu) : cu_(cu) {}
+  CudaBackend(const DriverSymbols &cu, bool tf32) : cu_(cu), tf32_(tf32) {}
   ~CudaBackend() override;
 
   /// Opens device `ordinal` of `deviceCount`.
@@ -81,6 +91,7 @@ public:
 
   std::string description() const override;
   Status allocate(uint64_t bytes) override;
+  uint64_t workspaceBytes(const Manifest &manifest) override;
   uint64_t allocatedBytes() const override { return bytes_; }
   Status upload(uint64_t offset, const void *data, uint64_t bytes) override;
   Status download(uint64_t offset, void *data, uint64_t bytes) override;
@@ -142,7 +153,9 @@ private:
                                   uint32_t alignSecond, uint32_t alignOut);
 
   const DriverSymbols &cu_;
+  const bool tf32_;
   int ordinal_ = 0;
+  int major_ = 0;
   CUdevice device_ = 0;
   CUcontext context_ = nullptr; // retained primary context
   CUstream stream_ = nullptr;
@@ -156,6 +169,8 @@ private:
   CUmodule module_ = nullptr;
   std::vector<LoadedKernel> kernels_;
 
+  // The cuBLASLt workspace: the end of the one allocation.
+  uint64_t workspaceOffset_ = 0, workspaceSize_ = 0;
   const BlasLtSymbols *lt_ = nullptr;
   cublasLtHandle_t blasLt_ = nullptr;
   std::unordered_map<std::string, MatmulPlan> plans_;

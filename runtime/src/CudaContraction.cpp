@@ -15,10 +15,12 @@
 
 namespace memfit::rt::cuda {
 
-StatusOr<ElementType> elementType(const Contraction &contraction) {
+StatusOr<ElementType> elementType(const Contraction &contraction, bool tf32) {
   switch (contraction.dtype) {
   case DType::f32:
-    return ElementType{CUDA_R_32F, CUBLAS_COMPUTE_32F, CUDA_R_32F, 4};
+    return ElementType{CUDA_R_32F,
+                       tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                       CUDA_R_32F, 4};
   case DType::f16:
     return ElementType{CUDA_R_16F, CUBLAS_COMPUTE_32F, CUDA_R_32F, 2};
   case DType::bf16:
@@ -31,6 +33,19 @@ StatusOr<ElementType> elementType(const Contraction &contraction) {
                            " is not supported on CUDA (cuBLASLt contractions "
                            "take f32, f16, bf16 or f64)");
   }
+}
+
+uint64_t blasWorkspaceBytes(const Manifest &manifest, int major) {
+  const uint64_t cap = major >= 9 ? 32ull << 20 : 4ull << 20;
+  uint64_t need = 0;
+  for (const Contraction &c : manifest.contractions) {
+    uint64_t outputs = uint64_t(std::max<int64_t>(c.m, 0)) *
+                       uint64_t(std::max<int64_t>(c.n, 0));
+    for (int64_t d : c.batchShape)
+      outputs *= uint64_t(std::max<int64_t>(d, 0));
+    need = std::max(need, outputs * 4);
+  }
+  return (std::min(need, cap) + 255) / 256 * 256;
 }
 
 namespace {
@@ -207,12 +222,11 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
     }
   }
 
-  // No workspace: the session's memory is the one allocation of the plan,
-  // and a workspace would be a second one outside it. Some cuBLASLt kernels
-  // (split-K in particular) are thereby excluded; the heuristic picks among
-  // the rest. The alignments let it exclude kernels that need more than the
+  // The workspace at the end of the one allocation (workspaceBytes): the
+  // heuristic may pick split-K and stream-K kernels that use up to that
+  // much. The alignments let it exclude kernels that need more than the
   // operands' addresses have (the default assumes 256 bytes).
-  const uint64_t workspace = 0;
+  const uint64_t workspace = workspaceSize_;
   MEMFIT_PLAN_CHECK(cublasLtMatmulPreferenceCreate, &preference);
   MEMFIT_PLAN_CHECK(cublasLtMatmulPreferenceSetAttribute, preference,
                     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
@@ -241,8 +255,12 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
         " n=" + std::to_string(n) + " k=" + std::to_string(k) +
         (contraction.transA ? " transA" : "") +
         (contraction.transB ? " transB" : "") +
-        " batch=" + std::to_string(batch.innerCount) + " without workspace"));
+        " batch=" + std::to_string(batch.innerCount) +
+        (workspace ? " with " + std::to_string(workspace) +
+                         " bytes of workspace"
+                   : std::string(" without workspace"))));
   plan.algo = result.algo;
+  plan.workspace = result.workspaceSize;
   return plan;
 }
 
@@ -271,7 +289,7 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
 Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
                                    uint64_t b, uint64_t out) {
   const std::string context = "contraction '" + contraction.name + "'";
-  StatusOr<ElementType> typeOr = elementType(contraction);
+  StatusOr<ElementType> typeOr = elementType(contraction, tf32_);
   if (!typeOr)
     return typeOr.status();
   const ElementType type = *typeOr;
@@ -389,7 +407,11 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
                        reinterpret_cast<void *>(pointerA), plan.second, beta,
                        reinterpret_cast<void *>(pointerOut), plan.out,
                        reinterpret_cast<void *>(pointerOut), plan.out,
-                       &plan.algo, nullptr, 0, stream_),
+                       &plan.algo,
+                       plan.workspace ? reinterpret_cast<void *>(
+                                            base_ + workspaceOffset_)
+                                      : nullptr,
+                       plan.workspace, stream_),
                    "cublasLtMatmul")
             .withContext(context));
     // The next outer multi-index, row-major.

@@ -225,6 +225,8 @@ constexpr cudaDataType CUDA_R_16BF = 14;
 // cublasComputeType_t
 constexpr cublasComputeType_t CUBLAS_COMPUTE_32F = 68;
 constexpr cublasComputeType_t CUBLAS_COMPUTE_64F = 70;
+// f32 data on tensor cores, inputs rounded to TF32 (SessionOptions::tf32).
+constexpr cublasComputeType_t CUBLAS_COMPUTE_32F_FAST_TF32 = 77;
 // cublasOperation_t
 constexpr int32_t CUBLAS_OP_N = 0;
 constexpr int32_t CUBLAS_OP_T = 1;

@@ -163,6 +163,20 @@ const char *regionName(Region region) {
   return region == Region::Weights ? "weights" : "arena";
 }
 
+const char *kernelKindName(KernelKind kind) {
+  switch (kind) {
+  case KernelKind::ElementWise:
+    return "elementwise";
+  case KernelKind::Rows:
+    return "rows";
+  case KernelKind::Optimizer:
+    return "optimizer";
+  case KernelKind::Attention:
+    return "attention";
+  }
+  return "?";
+}
+
 const char *stepKindName(StepKind kind) {
   switch (kind) {
   case StepKind::Kernel:

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <set>
 
 namespace memfit::rt {
@@ -32,6 +33,14 @@ template <typename Range> JsonValue intArray(const Range &values) {
   for (auto v : values)
     a.push(JsonValue(static_cast<int64_t>(v)));
   return a;
+}
+
+/// A step's cost, where the compiler gave one.
+void setCost(JsonValue &o, const StepCost &cost) {
+  if (cost.bytes)
+    o.set("bytes", cost.bytes);
+  if (cost.flops)
+    o.set("flops", cost.flops);
 }
 
 JsonValue stringArray(const std::vector<std::string> &values) {
@@ -91,6 +100,9 @@ std::string manifestToJson(const Manifest &m) {
     o.set("onnxNodes", stringArray(k.onnxNodes));
     if (!k.indexChecks.empty())
       o.set("indexChecks", stringArray(k.indexChecks));
+    if (k.kind != KernelKind::ElementWise)
+      o.set("kind", kernelKindName(k.kind));
+    setCost(o, k.cost);
     kernels.push(std::move(o));
   }
   root.set("kernels", std::move(kernels));
@@ -114,6 +126,7 @@ std::string manifestToJson(const Manifest &m) {
     o.set("offsets", intArray(c.offsets));
     o.set("ld", intArray(c.ld));
     o.set("onnxNodes", stringArray(c.onnxNodes));
+    setCost(o, c.cost);
     contractions.push(std::move(o));
   }
   root.set("contractions", std::move(contractions));
@@ -133,6 +146,8 @@ std::string manifestToJson(const Manifest &m) {
     o.set("steps", std::move(steps));
     o.set("inputs", bindingsToJson(e.inputs));
     o.set("outputs", bindingsToJson(e.outputs));
+    if (e.boundBytes)
+      o.set("boundBytes", e.boundBytes);
     entries.push(std::move(o));
   }
   root.set("entries", std::move(entries));
@@ -418,10 +433,38 @@ Status readBuffer(const ObjectReader &r, Buffer &b) {
   return r.integers("shape", b.shape);
 }
 
+/// The optional cost fields of a kernel or a contraction.
+Status readCost(const ObjectReader &r, StepCost &cost) {
+  if (r.has("bytes"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("bytes", cost.bytes));
+  if (r.has("flops"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("flops", cost.flops));
+  return Status::ok();
+}
+
+std::optional<KernelKind> parseKernelKind(const std::string &name) {
+  for (KernelKind kind : {KernelKind::ElementWise, KernelKind::Rows,
+                          KernelKind::Optimizer, KernelKind::Attention})
+    if (name == kernelKindName(kind))
+      return kind;
+  return std::nullopt;
+}
+
 Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"},
-      {"indexChecks", "threadLoops"}));
+      {"indexChecks", "threadLoops", "kind", "bytes", "flops"}));
+  if (r.has("kind")) {
+    std::string kind;
+    MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
+    std::optional<KernelKind> parsed = parseKernelKind(kind);
+    if (!parsed)
+      return r.error("kind", "expected \"elementwise\", \"rows\", "
+                             "\"optimizer\" or \"attention\", got \"" +
+                                 kind + "\"");
+    k.kind = *parsed;
+  }
+  MEMFIT_RT_RETURN_IF_ERROR(readCost(r, k.cost));
   if (r.has("threadLoops"))
     MEMFIT_RT_RETURN_IF_ERROR(r.boolean("threadLoops", k.threadLoops));
   if (r.has("indexChecks"))
@@ -438,7 +481,9 @@ Status readContraction(const ObjectReader &r, Contraction &c) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "dtype", "m", "n", "k", "transA", "transB", "alpha", "beta",
        "batchShape", "batchStridesA", "batchStridesB", "batchStridesOut",
-       "offsets", "ld", "onnxNodes"}));
+       "offsets", "ld", "onnxNodes"},
+      {"bytes", "flops"}));
+  MEMFIT_RT_RETURN_IF_ERROR(readCost(r, c.cost));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
   MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", c.dtype));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("m", c.m));
@@ -583,7 +628,9 @@ Status readArray(const ObjectReader &r, const char *field, std::vector<T> &out,
 
 Status readEntry(const ObjectReader &r, Entry &e) {
   MEMFIT_RT_RETURN_IF_ERROR(
-      r.checkFields({"name", "steps", "inputs", "outputs"}));
+      r.checkFields({"name", "steps", "inputs", "outputs"}, {"boundBytes"}));
+  if (r.has("boundBytes"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("boundBytes", e.boundBytes));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", e.name));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "steps", e.steps, readStep));
   MEMFIT_RT_RETURN_IF_ERROR(readArray(r, "inputs", e.inputs, readBinding));

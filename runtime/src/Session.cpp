@@ -129,7 +129,7 @@ namespace {
 
 /// "memory plan: weights 1.00 MiB, activations 3.50 MiB; 4.51 MiB in one
 /// allocation", for a device that lacks the memory.
-std::string planBreakdown(const Manifest &m) {
+std::string planBreakdown(const Manifest &m, uint64_t workspace) {
   std::string s = "memory plan: ";
   if (m.memory.empty())
     s += "weights " + formatBytes(m.weightsBytes) + ", arena " +
@@ -137,6 +137,10 @@ std::string planBreakdown(const Manifest &m) {
   for (size_t i = 0; i < m.memory.size(); ++i)
     s += (i ? ", " : "") + m.memory[i].name + " " +
          formatBytes(m.memory[i].bytes);
+  if (workspace)
+    return s + "; " + formatBytes(m.totalBytes()) +
+           " and the cuBLASLt workspace's " + formatBytes(workspace) +
+           " in one allocation";
   return s + "; " + formatBytes(m.totalBytes()) + " in one allocation";
 }
 
@@ -248,10 +252,11 @@ Session::create(const Executable &executable, DeviceKind device,
                                ? Impl::Graph::FirstRun
                                : Impl::Graph::Off);
   }
-  Status allocated = b.allocate(manifest.totalBytes());
+  uint64_t workspace = b.workspaceBytes(manifest);
+  Status allocated = b.allocate(manifest.totalBytes() + workspace);
   if (allocated.code() == StatusCode::ResourceExhausted)
     return Status::error(allocated.code(), allocated.message() + " (" +
-                                               planBreakdown(manifest) + ")");
+                                               planBreakdown(manifest, workspace) + ")");
   MEMFIT_RT_RETURN_IF_ERROR(allocated);
   // The allocation starts zeroed (Backend::allocate), so the weights region
   // past the blob (optimizer states, accumulators, the step counter) starts

@@ -17,10 +17,13 @@
 // and memfit-run prints and compiles the same pipeline.
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline='quantize-weights=nf4' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASSES
 // PASSES: cse
+// PASSES-NEXT: memfit-raise{report=},
 // PASSES-NEXT: memfit-raise-attention{report=},
 // PASSES-NEXT: memfit-quantize{activation-block-size=256 double-quant=false {{.*}}weight-block-size=64 weights=nf4}
 // PASSES-NEXT: func.func(
 // PASSES-NEXT: memfit-form-kernels
+// PASSES-NEXT: ),
+// PASSES-NEXT: memfit-fuse{
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --quantize-weights=nf4 --compile-only --quiet --print-pipeline --save-executable=%t/nf4 | FileCheck %s --check-prefix=PRINT
 // PRINT: pipeline: memfit-opt {{.*}}gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline=quantize-weights=nf4
 // RUN: memfit-opt %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --memfit-forward-pipeline='quantize-weights=nf4' --mlir-print-debuginfo | memfit-translate --memfit-to-cuda > %t/nf4.cu

@@ -12,10 +12,11 @@
 // GPT-LABEL: function @main
 // GPT: op=memfit.matmul node=/h.0/attn/c_attn/MatMul result=2x16x96xf32 class=contraction flops=196608 bytes=28672
 // GPT: total: {{[0-9]+}} FLOPs, {{[0-9]+}} bytes
-// Formed into kernels, a function's traffic: its steps' bytes against the
+// Formed into kernels (one per op: fuse=false), a function's traffic: its
+// steps' bytes against the
 // lower bound (inputs, weights and states read once, outputs and updates
 // written once, saved activations written and read once).
-// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=input_ids=2x16 '--memfit-train-pipeline=loss=cross-entropy' --memfit-op-cost -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=TRAFFIC
+// RUN: memfit-opt %models/gpt_ts.onnx --input-shape=input_ids=2x16 '--memfit-train-pipeline=loss=cross-entropy fuse=false' --memfit-op-cost -o /dev/null 2>/dev/null | FileCheck %s --check-prefix=TRAFFIC
 // Attention is memfit.attention (fused-attention, the default): its kernels
 // replace the score and probability contractions and the softmax. The
 // loss is linear_cross_entropy (chunked-loss, the default; one chunk at

@@ -3,11 +3,14 @@
 // typed and travels as bytes; the loss, optimizer and remat policy are
 // checked by the option parser; ranges by the pipeline.
 
-// The passes it runs, with the options each receives.
+// The passes it runs, with the options each receives; fusion is on by
+// default (memfit-raise first, memfit-fold-transposes and memfit-accumulate
+// before remat, memfit-fuse after it).
 // RUN: memfit-opt %s --memfit-train-pipeline='loss=output optimizer=sgd momentum=0.9 nesterov=true clip-norm=1 accumulate=2 remat=checkpoint-layers budget=600KiB' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=PASSES
 // PASSES: builtin.module(
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
+// PASSES-NEXT: memfit-raise{report=},
 // PASSES-NEXT: memfit-raise-attention{report=},
 // PASSES-NEXT: memfit-tie-parameters,
 // PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 linear-loss=true loss=output loss-scale=none {{.*}}}
@@ -19,9 +22,13 @@
 // PASSES-NEXT: memfit-chunk-loss{rows=0}
 // PASSES-NEXT: ),
 // PASSES-NEXT: func.func(
-// PASSES-NEXT: memfit-form-kernels
+// PASSES-NEXT: memfit-form-kernels,
+// PASSES-NEXT: memfit-fold-transposes,
+// PASSES-NEXT: memfit-accumulate
 // PASSES-NEXT: ),
 // PASSES-NEXT: memfit-remat{{{.*}}budget=614400 policy=checkpoint-layers
+// PASSES-NEXT: memfit-fuse{budget=614400
+// PASSES-NEXT: memfit-early-updates
 
 // optimizer=none: loss and gradients only, no memfit-optimizer.
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=none remat=none' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=GRADIENTS
@@ -125,8 +132,14 @@
 // FUSE-NEXT: memfit-accumulate
 // FUSE: memfit-remat{activation-fraction=0.000000e+00 budget=614400
 // FUSE-NEXT: memfit-fuse{budget=614400 max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
-// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
-// PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse=true fuse-max-ops=4'
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
+// PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse-max-ops=4'
+// --no-fuse: one kernel per op, none of the fusion passes.
+// RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --no-fuse --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTNOFUSE
+// PRINTNOFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse=false'
+// RUN: memfit-opt %s --memfit-train-pipeline='fuse=false' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFUSEPASSES --implicit-check-not=memfit-raise{ --implicit-check-not=memfit-fold-transposes --implicit-check-not=memfit-accumulate --implicit-check-not=memfit-fuse
+// NOFUSEPASSES: memfit-form-kernels
+// NOFUSEPASSES: memfit-remat
 // --no-fused-attention keeps attention spelled out:
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --no-fused-attention --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTNOATTENTION
 // RUN: memfit-opt %s --memfit-train-pipeline='fused-attention=false' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOATTENTION
@@ -167,8 +180,8 @@
 // FUSEDREMAT-NEXT: remat pass time:
 // FUSEDREMAT-NEXT: planned after memfit-fuse ({{[0-9]+}} kernels -> {{[0-9]+}}): weights [[W]] + arena {{[0-9]+}} = {{[0-9]+}} bytes
 // FUSEDREMAT-NOT: planned
-// RUN: not memfit-opt %s --memfit-train-pipeline='fuse-max-ops=4' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFUSE
-// NOFUSE: memfit-train-pipeline: fuse-max-ops and fusion-report need fuse=true
+// RUN: not memfit-opt %s --memfit-train-pipeline='fuse=false fuse-max-ops=4' -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFUSE
+// NOFUSE: memfit-train-pipeline: fuse-max-ops and fusion-report need fusion (fuse=true, the default)
 // Compressed activations: memfit-quantize records the request, memfit-remat
 // (policy auto, with a limit) takes it.
 // RUN: memfit-opt %s --memfit-train-pipeline='activation-fraction=0.5 compress-activations=true activation-block-size=128' --dump-pass-pipeline -o /dev/null 2>&1 | FileCheck %s --check-prefix=COMPRESS

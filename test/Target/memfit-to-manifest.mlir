@@ -66,7 +66,12 @@
 // CHECK-NEXT: "ld": [8, 5, 5],
 // CHECK-NEXT: "onnxNodes": [
 // CHECK-NEXT: "mm"
-// CHECK-NEXT: ]
+// CHECK-NEXT: ],
+// The cost model's bytes (A [2,1,4,8], B [1,3,8,5] and the output
+// [2,3,4,5] in f32: 256 + 480 + 480) and FLOPs (2 x 4 x 5 x 8 x 6); the
+// entry's lower bound is the same bytes.
+// CHECK-NEXT: "bytes": 1216,
+// CHECK-NEXT: "flops": 1920
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
 // CHECK-NEXT: "entries": [
@@ -95,7 +100,8 @@
 // CHECK-NEXT: "name": "z",
 // CHECK-NEXT: "buffer": 2
 // CHECK-NEXT: }
-// CHECK-NEXT: ]
+// CHECK-NEXT: ],
+// CHECK-NEXT: "boundBytes": 1216
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
 // CHECK-NEXT: "variables": [],
@@ -174,7 +180,9 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: "threadLoops": true,
 // CHECK-NEXT: "onnxNodes": [
 // CHECK-NEXT: "fc"
-// CHECK-NEXT: ]
+// CHECK-NEXT: ],
+// It reads the bias (24 bytes) and writes the output (48).
+// CHECK-NEXT: "bytes": 72
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
 // CHECK-NEXT: "contractions": [
@@ -215,7 +223,8 @@ func.func @batched_matmul(%x: tensor<2x1x4x8xf32> {onnx.name = "x"}, %y: tensor<
 // CHECK-NEXT: "name": "y",
 // CHECK-NEXT: "buffer": 1
 // CHECK-NEXT: }
-// CHECK-NEXT: ]
+// CHECK-NEXT: ],
+// CHECK-NEXT: "boundBytes": 328
 // CHECK-NEXT: }
 // CHECK-NEXT: ],
 // CHECK-NEXT: "variables": [],

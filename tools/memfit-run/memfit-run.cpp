@@ -26,6 +26,7 @@
 #include "memfit/runtime/Bytes.h"
 #include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/Nvrtc.h"
+#include "memfit/runtime/Roofline.h"
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Summary.h"
 #include "memfit/runtime/TrainingLoop.h"
@@ -353,7 +354,11 @@ openSession(const rt::Executable &executable) {
                       .str())
         << "\nallocated: " << memfit::groupDigits((*session)->allocatedBytes())
         << " bytes (plan: "
-        << memfit::groupDigits(executable.manifest.totalBytes()) << ")\n";
+        << memfit::groupDigits(executable.manifest.totalBytes())
+        << ((*session)->allocatedBytes() > executable.manifest.totalBytes()
+                ? "; the rest is cuBLASLt's workspace"
+                : "")
+        << ")\n";
   return session;
 }
 
@@ -690,6 +695,11 @@ int main(int argc, char **argv) {
   if (!f.exportAdapters.empty() && manifest.loraAdapters.empty())
     return fail("--export-adapters=" + f.exportAdapters +
                 ": the model has no LoRA adapters (train with --lora-rank)");
+  // Asked for, so printed with --quiet too.
+  if (!f.predict.empty())
+    for (const rt::GpuSpec &gpu : rt::GpuSpec::all())
+      if (f.predict == "all" || rt::GpuSpec::find(f.predict) == &gpu)
+        std::cout << rt::formatPrediction(manifest, gpu);
 
   if (f.planOnly) {
     out() << "plan only: "
@@ -717,8 +727,16 @@ int main(int argc, char **argv) {
   }
   int status = f.train ? trainModel(**session) : runOnce(**session);
   // Asked for, so printed with --quiet too.
-  if (status == 0 && f.profile)
+  if (status == 0 && f.profile) {
     std::cout << rt::formatStepProfile(manifest, (*session)->stepProfile());
+    // On a GPU of the table, where the time went against where it would go.
+    if (const rt::GpuSpec *gpu =
+            (*session)->device() == rt::DeviceKind::Cuda
+                ? rt::GpuSpec::find((*session)->deviceDescription())
+                : nullptr)
+      std::cout << rt::formatMeasuredAgainstPredicted(
+          manifest, (*session)->stepProfile(), *gpu);
+  }
   if (status == 0 && f.timings)
     std::cout << formatTimings(runTimings());
   return status;

@@ -32,6 +32,7 @@
 
 #include "MockCuda.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -49,7 +50,7 @@ constexpr Status kNotSupported = 15;
 
 // cudaDataType and cublasComputeType_t values.
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
-constexpr int kCompute32F = 68, kCompute64F = 70;
+constexpr int kCompute32F = 68, kCompute64F = 70, kCompute32FFastTF32 = 77;
 // Attribute values.
 constexpr int kDescTransA = 3, kDescTransB = 4;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
@@ -156,7 +157,8 @@ std::string checkProblem(const Desc &desc, const Layout &a, const Layout &b,
   if (a.type != b.type || a.type != c.type || a.type != d.type)
     return "A, B, C and D have different types";
   bool fp64 = a.type == kR64F;
-  if (desc.compute != (fp64 ? kCompute64F : kCompute32F) ||
+  bool tf32 = desc.compute == kCompute32FFastTF32 && a.type == kR32F;
+  if ((desc.compute != (fp64 ? kCompute64F : kCompute32F) && !tf32) ||
       desc.scale != (fp64 ? kR64F : kR32F))
     return "compute type " + std::to_string(desc.compute) + " and scale type " +
            std::to_string(desc.scale) + " do not fit data type " +
@@ -391,7 +393,8 @@ Status cublasLtDestroy(Handle *handle) {
 
 Status cublasLtMatmulDescCreate(Desc **desc, int compute, int scale) {
   FAKE_ENTER("cublasLtMatmulDescCreate");
-  if (compute != kCompute32F && compute != kCompute64F)
+  if (compute != kCompute32F && compute != kCompute64F &&
+      compute != kCompute32FFastTF32)
     return kInvalidValue;
   *desc = new Desc{compute, scale, {0, 0}};
   state().descs.insert(*desc);
@@ -546,7 +549,11 @@ Status cublasLtMatmulAlgoGetHeuristic(Handle *handle, Desc *desc, Layout *a,
   results[0].algo.data[0] = kAlgoMagic;
   for (int i = 0; i < 4; ++i)
     results[0].algo.data[1 + i] = preference->alignment[i];
-  results[0].workspaceSize = 0;
+  // A split-K algorithm's fp32 partial sums, as much as the preference
+  // allows: the fake's algorithms use the workspace whenever they may.
+  uint64_t partials = d->rows * d->cols * uint64_t(d->batch) * 4;
+  results[0].workspaceSize = std::min(partials, preference->maxWorkspace);
+  results[0].algo.data[5] = results[0].workspaceSize;
   results[0].state = kSuccess;
   results[0].wavesCount = 1.0f;
   *found = 1;
@@ -577,6 +584,15 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
                      "the algorithm is not one the heuristic returned");
   if (workspaceBytes && !workspace)
     return violation(kInvalidValue, entry, "workspace size without workspace");
+  const uint64_t needed = algo->data[5];
+  if (workspaceBytes < needed)
+    return violation(kInvalidValue, entry,
+                     "the algorithm needs " + std::to_string(needed) +
+                         " bytes of workspace, got " +
+                         std::to_string(workspaceBytes));
+  if (needed && !mockcuda::hostRange(reinterpret_cast<uint64_t>(workspace),
+                                     needed, "cublasLtMatmul workspace"))
+    return kInvalidValue;
   if (!alpha || !beta)
     return violation(kInvalidValue, entry, "alpha or beta is null");
 
@@ -632,7 +648,15 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
   // What the matmul does to memory, with the descriptors as they are now
   // (cuBLASLt's captured kernels keep theirs): done now, or at each launch
   // of the graph being captured.
+  record.workspace = reinterpret_cast<uint64_t>(workspace);
+  record.workspaceBytes = needed;
   auto work = [=, desc = *desc, a = *a, b = *b, c = *c, d = *d]() -> bool {
+    // The algorithm scribbles over its workspace first: were it to overlap
+    // an operand, the result would show it.
+    if (needed)
+      std::memset(mockcuda::hostRange(reinterpret_cast<uint64_t>(workspace),
+                                      needed, "cublasLtMatmul workspace"),
+                  0xAB, needed);
     for (int32_t batch = 0; batch < d.batch; ++batch) {
       unsigned char *am = matrix(A, a, batch, "A");
       unsigned char *bm = matrix(B, b, batch, "B");

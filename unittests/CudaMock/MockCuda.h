@@ -163,6 +163,7 @@ struct Matmul {
   double alpha = 0, beta = 0;
   Operand a, b, c, d;
   uint32_t alignment[4] = {0, 0, 0, 0}; // promised for A, B, C, D
+  uint64_t workspace = 0, workspaceBytes = 0; // what the algorithm used
 };
 /// Matmuls since reset().
 const std::vector<Matmul> &matmuls();

@@ -41,6 +41,8 @@ Manifest sampleManifest() {
   k.usesBarriers = true;
   k.threadLoops = true;
   k.onnxNodes = {"/layer/Add", "/layer/Relu"};
+  k.kind = KernelKind::Rows;
+  k.cost = {4096, 300};
   m.kernels = {k};
   Contraction c;
   c.name = "mm";
@@ -57,6 +59,7 @@ Manifest sampleManifest() {
   c.batchStridesB = {0};
   c.setPackedLayout();
   c.onnxNodes = {"/MatMul"};
+  c.cost = {224, 128};
   m.contractions = {c};
   m.trainableParameters = 3;
   m.frozenParameters = 5;
@@ -69,6 +72,7 @@ Manifest sampleManifest() {
                 {{"x", 1}, {"mask", 3}},
                 {{"y", 2}}},
                {"update", {{StepKind::Kernel, 0, {0}}}, {{"lr", 5}}, {}}};
+  m.entries[0].boundBytes = 1000;
   m.variables = {{"w", 0, VariableKind::Parameter},
                  {"w.exp_avg", 7, VariableKind::OptimizerState},
                  {"step", 8, VariableKind::Counter}};
@@ -84,7 +88,9 @@ bool sameBuffer(const Buffer &a, const Buffer &b) {
 bool sameKernel(const Kernel &a, const Kernel &b) {
   return a.name == b.name && a.grid == b.grid && a.block == b.block &&
          a.sharedBytes == b.sharedBytes && a.usesBarriers == b.usesBarriers &&
-         a.threadLoops == b.threadLoops && a.onnxNodes == b.onnxNodes;
+         a.threadLoops == b.threadLoops && a.onnxNodes == b.onnxNodes &&
+         a.kind == b.kind && a.cost.bytes == b.cost.bytes &&
+         a.cost.flops == b.cost.flops;
 }
 
 bool sameContraction(const Contraction &a, const Contraction &b) {
@@ -94,7 +100,8 @@ bool sameContraction(const Contraction &a, const Contraction &b) {
          a.batchShape == b.batchShape && a.batchStridesA == b.batchStridesA &&
          a.batchStridesB == b.batchStridesB &&
          a.batchStridesOut == b.batchStridesOut && a.offsets == b.offsets &&
-         a.ld == b.ld && a.onnxNodes == b.onnxNodes;
+         a.ld == b.ld && a.onnxNodes == b.onnxNodes &&
+         a.cost.bytes == b.cost.bytes && a.cost.flops == b.cost.flops;
 }
 
 template <typename T, typename Eq>
@@ -129,7 +136,7 @@ void checkSameManifest(const Manifest &a, const Manifest &b) {
     auto sameBinding = [](const Binding &p, const Binding &q) {
       return p.name == q.name && p.buffer == q.buffer;
     };
-    return x.name == y.name &&
+    return x.name == y.name && x.boundBytes == y.boundBytes &&
            sameList(x.steps, y.steps,
                     [](const Step &p, const Step &q) {
                       return p.kind == q.kind && p.index == q.index &&
@@ -189,6 +196,11 @@ void checkJsonError(const std::string &from, const std::string &to,
 }
 
 void testJsonErrors() {
+  checkJsonError("\"kind\": \"rows\"", "\"kind\": \"matmul\"",
+                 "manifest: kernels[0].kind: expected \"elementwise\", "
+                 "\"rows\", \"optimizer\" or \"attention\", got \"matmul\"");
+  checkJsonError("\"boundBytes\": 1000", "\"boundBytes\": -1",
+                 "manifest: entries[0].boundBytes:");
   checkJsonError("\"grid\": [7, 2, 3]", "\"grid\": [7, 2]",
                  "manifest: kernels[0].grid: expected 3 integers");
   checkJsonError("\"block\": [128, 2, 1]", "\"block\": [128, 2, -1]",

@@ -14,6 +14,7 @@ int main(int argc, char **argv) {
     test::runBytesTests();
     test::runJsonTests();
     test::runManifestTests();
+    test::runRooflineTests();
     test::runTensorTests();
     test::runHostBackendTests();
     test::runHostKernelsTests();

@@ -84,6 +84,7 @@ void runIndexErrorTests();
 void runTrainingTests();
 void runTrainingDataTests();
 void runCommunicatorTests();
+void runRooflineTests();
 
 /// A hand-written training executable (TrainingTest.cpp): parameter w [4]
 /// starting at {1, 2, 3, 4}, input x [4], loss 0.5 * |w - x|^2, momentum

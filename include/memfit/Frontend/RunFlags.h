@@ -134,6 +134,10 @@ struct RunFlags {
       "profile", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Wait for every kernel and contraction and print where a "
                "run's time went: by kind and by op, per run")};
+  Opt<bool> tf32{
+      "tf32", cl::cat(deviceCategory),
+      cl::desc("On --device=cuda, let f32 contractions round their inputs to "
+               "TF32 on tensor cores (off by default, as in PyTorch)")};
   Opt<bool> noCudaGraphs{
       "no-cuda-graphs", cl::Hidden, cl::cat(deviceCategory),
       cl::desc("On --device=cuda, launch each step rather than capture the "
@@ -150,6 +154,11 @@ struct RunFlags {
       "save-executable", cl::cat(outputCategory),
       cl::desc("Write the compiled executable (manifest, kernels.cu, "
                "weights.bin) to this directory")};
+  Opt<std::string> predict{
+      "predict", cl::cat(outputCategory),
+      cl::desc("Print each step's predicted time on this GPU (a100, h100, "
+               "h200 or all) by kind of kernel, against the roofline floor, "
+               "before running; with --plan-only, without running")};
   Opt<bool> memoryReport{
       "memory-report", cl::cat(outputCategory),
       cl::desc("Print the memory report: weights, gradients, optimizer "
@@ -178,7 +187,7 @@ struct RunFlags {
       "ignore-index", cl::cat(trainCategory),
       cl::desc("Cross-entropy: labels to ignore (default -100)")};
   Opt<bool> noChunkedLoss{
-      "no-chunked-loss", cl::cat(trainCategory),
+      "no-chunked-loss", cl::Hidden, cl::cat(trainCategory),
       cl::desc("Cross-entropy: hold the LM head's logits whole, for "
                "comparison; by default the loss and its gradients are "
                "computed a chunk of rows at a time (memfit-chunk-loss)")};
@@ -334,22 +343,24 @@ struct RunFlags {
   Opt<bool> doubleQuant{
       "double-quant", cl::Hidden, cl::cat(deviceCategory),
       cl::desc("nf4, fp4: quantize the weights' absmax too (QLoRA)")};
-  Opt<bool> fuse{"fuse", cl::cat(deviceCategory),
-                 cl::desc("Fuse kernels: spelled-out GELU, norms and "
-                          "softmax raised to named ops, element-wise "
-                          "chains and row ops merged, the optimizer's "
-                          "updates as multi-tensor kernels, transposes "
-                          "into the contractions (memfit-raise, "
-                          "memfit-fuse)")};
+  Opt<bool> noFuse{"no-fuse", cl::cat(deviceCategory),
+                   cl::desc("One kernel per op. By default kernels are fused: "
+                            "spelled-out GELU, norms and softmax raised to "
+                            "named ops, element-wise chains and row ops "
+                            "merged, the optimizer's updates as multi-tensor "
+                            "kernels, transposes into the contractions")};
+  Opt<bool> fuse{"fuse", cl::Hidden, cl::cat(deviceCategory),
+                 cl::desc("Fuse kernels (the default; kept for scripts that "
+                          "name it)")};
   Opt<bool> noFusedAttention{
-      "no-fused-attention", cl::cat(deviceCategory),
+      "no-fused-attention", cl::Hidden, cl::cat(deviceCategory),
       cl::desc("Keep attention spelled out as the model has it (its scores "
                "and probabilities stored), for comparison; by default it "
                "becomes memfit.attention, which keeps one log-sum-exp per "
                "query row (memfit-raise-attention)")};
   Opt<int64_t> fuseMaxOps{
       "fuse-max-ops", cl::init(0), cl::Hidden, cl::cat(deviceCategory),
-      cl::desc("With --fuse: at most this many ops in a kernel (0: no limit)")};
+      cl::desc("At most this many ops in a fused kernel (0: no limit)")};
   Opt<std::string> attentionReport{
       "attention-report", cl::ValueOptional, cl::Hidden,
       cl::cat(outputCategory),
@@ -357,7 +368,7 @@ struct RunFlags {
                "others did not, to this file (no value: standard output)")};
   Opt<std::string> fusionReport{
       "fusion-report", cl::ValueOptional, cl::cat(outputCategory),
-      cl::desc("With --fuse: write memfit-fuse's report (each kernel's bytes, "
+      cl::desc("Write memfit-fuse's report (each kernel's bytes, "
                "FLOPs, ops and ONNX nodes against the step's lower bound) to "
                "this file (no value: standard output)")};
   List keepFp32States{

@@ -146,7 +146,8 @@ struct WeightQuantization {
 /// Fusion (memfit-fuse): chains of element-wise kernels merged into one
 /// kernel, for a forward pass and a training step alike.
 struct Fusion {
-  bool enabled = false;
+  /// On by default; off compiles one kernel per op (memfit-run --no-fuse).
+  bool enabled = true;
   /// At most this many ops in a fused kernel (0: no limit).
   int64_t maxOps = 0;
   /// Where memfit-fuse writes its report ("-": standard output; empty: not

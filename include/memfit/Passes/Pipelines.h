@@ -80,8 +80,9 @@ struct FusionOptions {
   explicit FusionOptions(mlir::detail::PassOptions &parent)
       : fuse(parent, "fuse",
              llvm::cl::desc("Fuse kernels (memfit-raise first, "
-                            "memfit-fuse last)"),
-             llvm::cl::init(false)),
+                            "memfit-fold-transposes and memfit-accumulate "
+                            "before remat, memfit-fuse last); on by default"),
+             llvm::cl::init(true)),
         fuseMaxOps(parent, "fuse-max-ops",
                    llvm::cl::desc("At most this many ops in a fused kernel "
                                   "(0: no limit)"),

@@ -14,7 +14,9 @@
 #include "ElementTypes.h"
 #include "KernelEmitter.h"
 #include "KernelEmitterInterface.h"
+#include "StepCosts.h"
 #include "memfit/Analysis/MemoryPlan.h"
+#include "memfit/Analysis/Traffic.h"
 #include "memfit/Dialect/MemfitDialect.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/ShapeInference.h"
@@ -251,6 +253,8 @@ LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
       cuda::emitKernel(kernel, kernelCount++, sourceOs);
   if (failed(info))
     return failure();
+  info->kind = cuda::kernelKind(kernel);
+  info->cost = cuda::stepCost(kernel);
   SmallVector<Value> buffers(kernel.getInputs());
   llvm::append_range(buffers, kernel.getResults());
   return addKernelStep(kernel, std::move(*info), buffers);
@@ -322,6 +326,7 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
                                    op->getName().stripDialect())
                          .str();
   cuda::collectNodeNames(op->getLoc(), contraction.onnxNodes);
+  contraction.cost = cuda::stepCost(op);
   rt::Step step;
   step.kind = rt::StepKind::Contraction;
   step.index = manifest.contractions.size();
@@ -458,6 +463,9 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
     FailureOr<rt::Kernel> info =
         cuda::emitBroadcastCopy(op, kernelCount++, biasType,
                                 op.getResult().getType(), sourceOs);
+    if (succeeded(info))
+      info->cost.bytes =
+          uint64_t(tensorBytes(biasType) + tensorBytes(op.getType()));
     if (failed(info) ||
         failed(addKernelStep(op, std::move(*info), {bias, op.getResult()})))
       return failure();
@@ -538,6 +546,7 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   plan = &modulePlan.functions[index];
   rt::Entry &entry = manifest.entries.emplace_back();
   entry.name = func.getSymName().str();
+  entry.boundBytes = uint64_t(std::max<int64_t>(stepTraffic(*plan).lowerBound(), 0));
   for (Operation *op : plan->schedule) {
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)

@@ -5,7 +5,7 @@
                   [FIXTURE...]
       Trains every fixture (train_refs_bf16.json's data and AdamW settings,
       fp32 unless --precision, 200 steps unless STEPS) twice, unfused and
-      with --fuse: every step's loss within 1e-5 of the unfused run's
+      fused (the default): every step's loss within 1e-5 of the unfused run's
       (relative), and the fused
       step has fewer kernels and a plan at most 2% larger (the bytes live at
       each step are no more; the arena's first-fit packing of other buffers
@@ -52,7 +52,7 @@ def curve(memfit_run, models, workdir, steps=None, *names, precision=None):
         args = [a for a in args if a != "--quiet"]
         if precision:
             args.append(f"--precision={precision}")
-        for label, extra in (("unfused", []), ("fused", ["--fuse"])):
+        for label, extra in (("unfused", ["--no-fuse"]), ("fused", [])):
             jobs.append(args + extra + [
                 f"--losses={os.path.join(workdir, f'{name}.{label}.csv')}"])
     outputs = run_pinned(jobs)

@@ -586,7 +586,7 @@ def run_model(m, args, env, lines):
     outputs, why = run_function(args.memfit_run,
                                 os.path.join(args.workdir, f"{m.family}-{m.dt}"),
                                 m.text(), m.feeds, len(m.results), env=env,
-                                timeout=300)
+                                timeout=300, flags=["--no-fuse"])
     if why:
         lines.append(f"FAIL {m.family} {m.dt}: {why}")
     return outputs

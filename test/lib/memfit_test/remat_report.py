@@ -4,6 +4,8 @@ report file of `report=PATH`, or the text that `report=-` and memfit-run's
 
   parse(text) -> {
       "planned": weights + arena bytes (the `planned:` line),
+      "planned_fused": weights + arena bytes after memfit-fuse (the
+                       `planned after memfit-fuse` line; fused steps),
       "weights": the weights bytes of that line,
       "activation_none", "activation": activation memory before -> after,
       "extra_flops_pct": extra FLOPs in % of the step's,
@@ -53,6 +55,8 @@ def parse(text):
     activation = r"activation memory: (\d+) -> (\d+) bytes"
     return {
         "planned": num(r"planned: weights \d+ \+ arena \d+ = (\d+) bytes"),
+        "planned_fused": num(r"planned after memfit-fuse \(.*\): weights \d+ "
+                             r"\+ arena \d+ = (\d+) bytes"),
         "weights": num(r"planned: weights (\d+)"),
         "activation": num(activation, 2),
         "activation_none": num(activation, 1),

@@ -29,11 +29,11 @@ def relative(a, b):
 
 
 def run_function(memfit_run, directory, text, feeds, results, device="host",
-                 env=None, timeout=600):
+                 env=None, timeout=600, flags=()):
     """Writes `text` (one func.func whose arguments are %arg0, %arg1...) to
     DIRECTORY/model.mlir and `feeds` to DIRECTORY/arg<i>.npy, runs memfit-run
-    on them and returns (the `results` outputs, None) or (None, why it
-    failed)."""
+    on them (with `flags`) and returns (the `results` outputs, None) or
+    (None, why it failed)."""
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
     path = os.path.join(directory, "model.mlir")
@@ -41,7 +41,7 @@ def run_function(memfit_run, directory, text, feeds, results, device="host",
         f.write(text)
     out = os.path.join(directory, "out")
     cmd = [memfit_run, path, f"--device={device}", "--quiet",
-           f"--output-dir={out}"]
+           f"--output-dir={out}", *flags]
     for i, value in enumerate(feeds):
         p = os.path.join(directory, f"arg{i}.npy")
         np.save(p, value)

@@ -97,6 +97,22 @@ struct Buffer {
   std::vector<int64_t> shape;
 };
 
+/// What a step costs by the compiler's model (memfit-op-cost): the bytes it
+/// reads and writes and its floating-point operations; 0 and 0 where the
+/// manifest does not say (older executables). For predicted times
+/// (Roofline.h).
+struct StepCost {
+  uint64_t bytes = 0, flops = 0;
+};
+
+/// What a kernel computes, for profiles and predictions: element-wise ops
+/// (and data movement), a row op (reduction, norm, softmax, loss) with its
+/// prologue and epilogue, an optimizer's update of parameters and states, or
+/// attention.
+enum class KernelKind { ElementWise, Rows, Optimizer, Attention };
+/// "elementwise", "rows", "optimizer", "attention".
+const char *kernelKindName(KernelKind kind);
+
 /// One __global__ function of Manifest::source. Its parameters are the
 /// device pointers of the buffers a kernel step passes, in order.
 struct Kernel {
@@ -113,6 +129,8 @@ struct Kernel {
   /// indices 'ids' must be within [-96, 95], ..."). A kernel with checks
   /// takes Manifest::indexErrorBuffer as its last parameter (see there).
   std::vector<std::string> indexChecks;
+  KernelKind kind = KernelKind::ElementWise;
+  StepCost cost;
 };
 
 /// The first bytes of Manifest::indexErrorBuffer, two u64: `code`, 0 while
@@ -145,6 +163,7 @@ struct Contraction {
   std::array<int64_t, 3> offsets{0, 0, 0};
   std::array<int64_t, 3> ld{0, 0, 0};
   std::vector<std::string> onnxNodes;
+  StepCost cost;
 
   /// Rows and columns of an operand's matrix as stored.
   int64_t storedRows(Operand o) const {
@@ -224,6 +243,11 @@ struct Entry {
   std::string name;
   std::vector<Step> steps;
   std::vector<Binding> inputs, outputs;
+  /// The bytes no schedule of the entry can move less of: every input,
+  /// weight and state read once, every output and update written once,
+  /// every saved activation written and read once (memfit-op-cost's lower
+  /// bound); 0 where the manifest does not say.
+  uint64_t boundBytes = 0;
 };
 
 /// What a variable holds. Checkpoints save every kind but FrozenParameter.

@@ -41,6 +41,10 @@ struct SessionOptions {
   /// Entries with collectives, and profiled sessions, launch step by step;
   /// so does an entry whose capture fails, and `warn` is told why.
   bool graphs = true;
+  /// CUDA backend: f32 contractions may round their inputs to TF32 and run
+  /// on tensor cores (CUBLAS_COMPUTE_32F_FAST_TF32), as PyTorch's
+  /// torch.backends.cuda.matmul.allow_tf32; off by default, as there.
+  bool tf32 = false;
   /// Told about problems the session works around rather than fails on (a
   /// kernel cache it cannot create or write: kernels are compiled without
   /// it); null: they go unreported.
