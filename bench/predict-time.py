@@ -51,7 +51,7 @@ MODELS = [
      ["make_llama.py", "--preset", "7b", "--shapes-only"]),
 ]
 
-TABLE = re.compile(r"predicted on (\S+) .*\n  kind .*\n((?:  (?!total).*\n)*)"
+TABLE = re.compile(r"predicted on (.*?) \(sm_\d+\).*\n  kind .*\n((?:  (?!total).*\n)*)"
                    r"  total ([\d.]+) ms \((\d+) launches, ([\d.]+) ms of them\); "
                    r"floor ([\d.]+) ms")
 ROW = re.compile(r"  (\S+)\s+(\d+)\s+(\d+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)%")

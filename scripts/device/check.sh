@@ -2,17 +2,21 @@
 # Runs on a lent GPU machine (the device tool), in the repository root, after
 # scripts/device/bundle.sh packed .device/bundle.tar.xz here:
 #   1. the CUDA probe and one fixture on --device=cuda;
-#   2. a GPT-2-small-sized training step on the GPU, fp32 and bf16, with
-#      PyTorch's eager step on the same GPU for scale (SKIP_BENCH skips
-#      both, unless TORCH_BENCH keeps PyTorch's; BENCH_TIMEOUT bounds each
-#      memfit step's run, 150 s by default);
+#   2. a GPT-2-small-sized training step on the GPU, fp32 and bf16 (fused
+#      and replayed as a CUDA graph, the defaults), each with the predicted
+#      times of the GPU (--predict=all), then 3 profiled steps of each
+#      (--profile: measured against predicted by kind), with PyTorch's
+#      eager and torch.compile steps on the same GPU for scale (SKIP_BENCH
+#      skips them all, unless TORCH_BENCH keeps PyTorch's; BENCH_TIMEOUT
+#      bounds each memfit step's run, 150 s by default; GRAPH_BENCH adds the
+#      fp32 step without CUDA graphs, TF32_BENCH the fp32 step in TF32);
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
 #      with COMPRESS_BENCH set, the step keeping 30% of the activation
 #      memory, with and without activations saved compressed; with
 #      LORA_BENCH set, full fine-tuning, LoRA and QLoRA steps; with
-#      FUSE_BENCH set, the fp32 and bf16 steps without and with --fuse
+#      FUSE_BENCH set, the fp32 and bf16 steps with --no-fuse and fused
 #      (FUSE_BENCH=bf16: the bf16 ones only); with LONG_BENCH set, the
 #      small Llama of bench/long-context.py at seq 2,048 and 8,192 in
 #      bf16, memfit.attention and the chunked loss (the default) beside
@@ -63,11 +67,15 @@ bench() {
 mkdir -p build/bench
 "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
 [ -n "${SKIP_BENCH:-}" ] || {
-bench fp32-4x512 --input-shape=input_ids=4x512 --steps=12
-bench bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
+bench fp32-4x512 --input-shape=input_ids=4x512 --steps=12 --predict=all
+bench bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16 --predict=all
+bench profile-fp32-4x512 --input-shape=input_ids=4x512 --steps=3 --profile
+bench profile-bf16-4x512 --input-shape=input_ids=4x512 --steps=3 --precision=bf16 --profile
+[ -z "${GRAPH_BENCH:-}" ] || bench nograph-fp32-4x512 --input-shape=input_ids=4x512 --steps=12 --no-cuda-graphs
+[ -z "${TF32_BENCH:-}" ] || bench tf32-4x512 --input-shape=input_ids=4x512 --steps=12 --tf32
 }
 [ -n "${SKIP_BENCH:-}" ] && [ -z "${TORCH_BENCH:-}" ] ||
-  timeout 120 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
+  timeout 300 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
 
 # Quantization: codes and 8-bit AdamW against bitsandbytes on the GPU, and
 # the training step with 8-bit states beside fp32 AdamW's.
@@ -118,11 +126,11 @@ fi
 if [ -n "${FUSE_BENCH:-}" ]; then
   [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
   [ "$FUSE_BENCH" = bf16 ] || {
-  bench unfused-4x512 --input-shape=input_ids=4x512 --steps=12
-  bench fused-4x512 --input-shape=input_ids=4x512 --steps=12 --fuse
+  bench unfused-4x512 --input-shape=input_ids=4x512 --steps=12 --no-fuse
+  bench fused-4x512 --input-shape=input_ids=4x512 --steps=12
   }
-  bench unfused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
-  bench fused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16 --fuse
+  bench unfused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16 --no-fuse
+  bench fused-bf16-4x512 --input-shape=input_ids=4x512 --steps=12 --precision=bf16
 fi
 
 # Long sequences: the small Llama (4 layers, hidden 512, 8 heads, MLP
