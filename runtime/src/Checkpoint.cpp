@@ -21,6 +21,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "memfit/runtime/Checkpoint.h"
 #include "memfit/runtime/Session.h"
 
 #include "Files.h"
@@ -73,11 +74,6 @@ void pauseForTests() {
   }
 }
 
-/// One variable of a checkpoint's header, checked against the manifest.
-struct SavedVariable {
-  const Variable *variable = nullptr;
-  uint64_t offset = 0;
-};
 
 } // namespace
 
@@ -138,13 +134,20 @@ Status Session::saveCheckpoint(const std::string &path) const {
   return file.commit().withContext("saveCheckpoint");
 }
 
-Status Session::loadCheckpoint(const std::string &path) {
+const CheckpointVariable *CheckpointFile::find(const std::string &name) const {
+  for (const CheckpointVariable &v : variables)
+    if (v.name == name)
+      return &v;
+  return nullptr;
+}
+
+StatusOr<CheckpointFile> readCheckpoint(const std::string &path) {
   StatusOr<std::string> read = readFile(path);
   if (!read)
-    return read.status().withContext("loadCheckpoint");
+    return read.status();
   const std::string &file = *read;
   auto error = [&](const std::string &message) {
-    return invalidArgument("loadCheckpoint: " + path + ": " + message);
+    return invalidArgument(path + ": " + message);
   };
 
   // The magic line and the header.
@@ -178,9 +181,9 @@ Status Session::loadCheckpoint(const std::string &path) {
   const JsonValue *dataBytes =
       member(header, "dataBytes", JsonValue::Kind::Int);
   const JsonValue *list = member(header, "variables", JsonValue::Kind::Array);
+  const JsonValue *model = member(header, "model", JsonValue::Kind::String);
   if (!format || format->asString() != kMagic || !version || !dataBytes ||
-      dataBytes->asInt() < 0 || !list ||
-      !member(header, "model", JsonValue::Kind::String))
+      dataBytes->asInt() < 0 || !list || !model)
     return error("corrupt header: expected an object with format \"" +
                  std::string(kMagic) +
                  "\", version, model, dataBytes and variables");
@@ -198,9 +201,9 @@ Status Session::loadCheckpoint(const std::string &path) {
     return error(std::to_string(present - dataSize) +
                  " bytes past the data the header lists");
 
-  // Every variable against the manifest, before anything is written.
-  const Manifest &m = manifest();
-  std::map<std::string, SavedVariable> saved;
+  CheckpointFile checkpoint;
+  checkpoint.path = path;
+  checkpoint.model = model->asString();
   for (size_t i = 0; i < list->elements().size(); ++i) {
     const JsonValue &o = list->elements()[i];
     const JsonValue *name = member(o, "name", JsonValue::Kind::String);
@@ -216,59 +219,80 @@ Status Session::loadCheckpoint(const std::string &path) {
                    "] needs name, kind, dtype, shape, offset, bytes and "
                    "fnv1a64");
     std::string label = "variable '" + name->asString() + "'";
-    const Variable *v = m.findVariable(name->asString());
-    if (!v)
-      return error(label + " is not a variable of the executable");
-    if (saved.count(v->name))
+    if (checkpoint.find(name->asString()))
       return error(label + " appears twice");
-    if (v->kind == VariableKind::FrozenParameter)
-      return error(label +
-                   " is a frozen parameter of the executable, which "
-                   "checkpoints do not hold");
-    if (kind->asString() != variableKindName(v->kind))
-      return error(label + " is of kind " + kind->asString() +
-                   " in the checkpoint but " + variableKindName(v->kind) +
-                   " in the executable");
-    const Buffer &buffer = m.buffers[v->buffer];
+    StatusOr<DType> type = parseDType(dtype->asString());
+    if (!type)
+      return error(label + ": " + type.status().message());
     std::vector<int64_t> dims;
     for (const JsonValue &d : shape->elements()) {
-      if (!d.isInt())
-        return error(label + ": shape holds a non-integer");
+      if (!d.isInt() || d.asInt() < 0)
+        return error(label + ": shape holds a negative or non-integer size");
       dims.push_back(d.asInt());
     }
-    if (dtype->asString() != dtypeName(buffer.dtype) || dims != buffer.shape)
-      return error(label + " is " + dtype->asString() + " " + shapeText(dims) +
-                   " in the checkpoint but " + dtypeName(buffer.dtype) + " " +
-                   shapeText(buffer.shape) + " in the executable");
+    Tensor t = Tensor::zeros(*type, dims);
     uint64_t start = uint64_t(offset->asInt()), size = uint64_t(bytes->asInt());
-    if (size != buffer.bytes || start > dataSize || size > dataSize - start)
+    if (size != t.data.size() || start > dataSize || size > dataSize - start)
       return error(label + ": " + std::to_string(size) + " bytes at offset " +
                    std::to_string(start) + " do not fit its " +
-                   std::to_string(buffer.bytes) + " bytes within the " +
+                   std::to_string(t.data.size()) + " bytes (" +
+                   dtype->asString() + " " + shapeText(dims) + ") within the " +
                    std::to_string(dataSize) + " bytes of data");
     const uint8_t *data =
         reinterpret_cast<const uint8_t *>(file.data()) + dataStart + start;
     if (hash->asString() != hex64(fnv1a64(data, size)))
       return error(label + ": the data does not match its checksum (the "
                            "file is corrupt)");
-    saved[v->name] = SavedVariable{v, start};
+    std::copy_n(data, size, t.data.data());
+    checkpoint.variables.push_back(
+        {name->asString(), kind->asString(), std::move(t)});
+  }
+  return checkpoint;
+}
+
+Status Session::loadCheckpoint(const std::string &path) {
+  StatusOr<CheckpointFile> checkpoint = readCheckpoint(path);
+  if (!checkpoint)
+    return checkpoint.status().withContext("loadCheckpoint");
+  return loadCheckpoint(*checkpoint);
+}
+
+Status Session::loadCheckpoint(const CheckpointFile &checkpoint) {
+  auto error = [&](const std::string &message) {
+    return invalidArgument("loadCheckpoint: " + checkpoint.path + ": " +
+                           message);
+  };
+  // Every variable against the manifest, before anything is written.
+  const Manifest &m = manifest();
+  std::map<std::string, const Tensor *> saved;
+  for (const CheckpointVariable &c : checkpoint.variables) {
+    std::string label = "variable '" + c.name + "'";
+    const Variable *v = m.findVariable(c.name);
+    if (!v)
+      return error(label + " is not a variable of the executable");
+    if (v->kind == VariableKind::FrozenParameter)
+      return error(label +
+                   " is a frozen parameter of the executable, which "
+                   "checkpoints do not hold");
+    if (c.kind != variableKindName(v->kind))
+      return error(label + " is of kind " + c.kind +
+                   " in the checkpoint but " + variableKindName(v->kind) +
+                   " in the executable");
+    const Buffer &buffer = m.buffers[v->buffer];
+    if (c.tensor.dtype != buffer.dtype || c.tensor.shape != buffer.shape)
+      return error(label + " is " + dtypeName(c.tensor.dtype) + " " +
+                   shapeText(c.tensor.shape) + " in the checkpoint but " +
+                   dtypeName(buffer.dtype) + " " + shapeText(buffer.shape) +
+                   " in the executable");
+    saved[v->name] = &c.tensor;
   }
   for (const Variable &v : m.variables)
     if (v.kind != VariableKind::FrozenParameter && !saved.count(v.name))
       return error("variable '" + v.name + "' (" + variableKindName(v.kind) +
                    ") of the executable is missing");
-
-  for (const Variable &v : m.variables) {
-    auto it = saved.find(v.name);
-    if (it == saved.end())
-      continue;
-    const Buffer &buffer = m.buffers[v.buffer];
-    Tensor t = Tensor::zeros(buffer.dtype, buffer.shape);
-    std::copy_n(file.data() + dataStart + it->second.offset, buffer.bytes,
-                reinterpret_cast<char *>(t.data.data()));
-    MEMFIT_RT_RETURN_IF_ERROR(
-        writeVariable(v.name, t).withContext("loadCheckpoint: " + path));
-  }
+  for (const auto &[name, tensor] : saved)
+    MEMFIT_RT_RETURN_IF_ERROR(writeVariable(name, *tensor).withContext(
+        "loadCheckpoint: " + checkpoint.path));
   return Status::ok();
 }
 

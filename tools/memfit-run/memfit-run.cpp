@@ -24,6 +24,7 @@
 #include "memfit/Frontend/TrainedWeights.h"
 #include "memfit/JIT/Compiler.h"
 #include "memfit/runtime/Bytes.h"
+#include "memfit/runtime/Checkpoint.h"
 #include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/Nvrtc.h"
 #include "memfit/runtime/Roofline.h"
@@ -490,22 +491,65 @@ int trainModel(rt::Session &session) {
   // Under ZeRO stage 0 every rank holds the same weights and states: rank 0
   // writes them. From stage 1 each rank holds its slices of the states and
   // writes (and resumes from) a file of its own beside --checkpoint.
-  int64_t world = ranks().launch.worldSize;
-  if (session.manifest().zeroStage >= 1 && world > 1) {
-    std::string suffix = ".rank-" + std::to_string(ranks().launch.rank) +
-                         "-of-" + std::to_string(world);
-    if (!loop.checkpoint.empty())
-      loop.checkpoint += suffix;
-    loop.keepPrevious = true;
-    if (!loop.resume.empty()) {
-      if (rt::Status resumed =
-              resumeRankFiles(session, *trainer, loop.resume + suffix);
+  int64_t world = ranks().launch.worldSize, rank = ranks().launch.rank;
+  bool rankFiles = session.manifest().zeroStage >= 1 && world > 1;
+  if (!loop.resume.empty()) {
+    // A checkpoint of this layout resumes as it was saved; one of another
+    // world size (or a plain file on sliced states, or rank files on one
+    // process) is put together and cut for this rank.
+    rt::StatusOr<std::vector<std::string>> files =
+        rt::checkpointFiles(loop.resume);
+    if (!files)
+      return fail("--resume: " + files.status().message());
+    int64_t saved = static_cast<int64_t>(files->size());
+    if (rankFiles && saved == world) {
+      if (rt::Status resumed = resumeRankFiles(
+              session, *trainer,
+              rt::rankCheckpointPath(loop.resume, rank, world));
           !resumed)
         return fail(resumed.message());
       loop.resume.clear();
+    } else if (rankFiles || saved > 1) {
+      rt::StatusOr<std::vector<rt::CheckpointFile>> read =
+          rt::readCheckpointFiles(*files);
+      rt::StatusOr<rt::CheckpointFile> mine =
+          read ? rt::reshardCheckpoint(*read, session.manifest(), rank)
+               : read.status();
+      if (!mine)
+        return fail("--resume: " + mine.status().message());
+      if (rt::Status loaded = session.loadCheckpoint(*mine); !loaded)
+        return fail(loaded.message());
+      rt::StatusOr<int64_t> step = trainer->stepCount();
+      if (!step)
+        return fail(step.status().message());
+      out() << "resumed " << loop.resume << " (saved by " << saved
+            << (saved == 1 ? " rank" : " ranks") << ") on " << world
+            << (world == 1 ? " rank" : " ranks") << " at step " << *step
+            << "\n";
+      loop.resume.clear();
     }
+  }
+  // Every rank has read the checkpoint it resumes before rank 0 writes the
+  // index of this run's (which may be the same path).
+  if (ranks().many())
+    if (rt::Status waited = ranks().comm->barrier(); !waited)
+      return fail(waited.message());
+  if (rankFiles) {
+    if (!loop.checkpoint.empty()) {
+      if (rank == 0)
+        if (rt::Status indexed =
+                rt::writeCheckpointIndex(loop.checkpoint, world);
+            !indexed)
+          return fail("--checkpoint: " + indexed.message());
+      loop.checkpoint = rt::rankCheckpointPath(loop.checkpoint, rank, world);
+    }
+    loop.keepPrevious = true;
   } else if (!first) {
     loop.checkpoint.clear();
+  } else if (!loop.checkpoint.empty()) {
+    // A plain file from here on: an index of an earlier run's rank files
+    // beside it would be taken for this checkpoint.
+    ::unlink((loop.checkpoint + ".index").c_str());
   }
   if (!first)
     loop.losses.clear();

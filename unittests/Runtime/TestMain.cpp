@@ -15,6 +15,7 @@ int main(int argc, char **argv) {
     test::runJsonTests();
     test::runManifestTests();
     test::runRooflineTests();
+    test::runReshardTests();
     test::runTensorTests();
     test::runHostBackendTests();
     test::runHostKernelsTests();

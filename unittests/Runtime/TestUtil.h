@@ -85,6 +85,7 @@ void runTrainingTests();
 void runTrainingDataTests();
 void runCommunicatorTests();
 void runRooflineTests();
+void runReshardTests();
 
 /// A hand-written training executable (TrainingTest.cpp): parameter w [4]
 /// starting at {1, 2, 3, 4}, input x [4], loss 0.5 * |w - x|^2, momentum

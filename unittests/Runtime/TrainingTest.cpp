@@ -453,7 +453,10 @@ void testCheckpoints() {
   editHeader(path, bad, "\"version\": 1", "\"version\": 7");
   rejected(bad, "checkpoint format version 7, this runtime reads 1");
   editHeader(path, bad, "\"dtype\": \"f32\"", "\"dtype\": \"f64\"");
-  rejected(bad, "variable 'w' is f64 [4] in the checkpoint but f32 [4] in "
+  rejected(bad, "variable 'w': 16 bytes at offset 0 do not fit its 32 bytes "
+                "(f64 [4])");
+  editHeader(path, bad, "\"dtype\": \"f32\"", "\"dtype\": \"i32\"");
+  rejected(bad, "variable 'w' is i32 [4] in the checkpoint but f32 [4] in "
                 "the executable");
   editHeader(path, bad, "\"shape\": [4]", "\"shape\": [2, 2]");
   rejected(bad, "variable 'w' is f32 [2, 2] in the checkpoint but f32 [4]");

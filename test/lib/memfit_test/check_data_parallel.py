@@ -6,7 +6,7 @@ and the plan of 64 ranks without launching them.
 
     python -m memfit_test.check_data_parallel MODE memfit-run MODELS WORKDIR
 
-MODE: curve, plan, fault or resume. SGD with momentum, as check_training's accumulate:
+MODE: curve, plan, fault, resume or reshard. SGD with momentum, as check_training's accumulate:
 AdamW turns the last-bit differences of a sum taken in another order into
 full steps where a gradient is near zero.
 """
@@ -455,8 +455,102 @@ def resume(memfit_run, models, workdir):
     return report("data-parallel-resume", failures)
 
 
+def assemble(paths):
+    """{name: array} of a checkpoint saved as rank files (ZeRO stage >= 1):
+    each optimizer state's slices put together in rank order and cut to its
+    parameter's rows; everything else from the first file. One path: that
+    file as it is."""
+    files = [read_checkpoint(p) for p in paths]
+    whole = dict(files[0])
+    if len(files) == 1:
+        return whole
+    for name in whole:
+        # The parameter it is a state of: the longest prefix at a '.'.
+        parts = name.split(".")
+        owners = [".".join(parts[:i]) for i in range(len(parts) - 1, 0, -1)]
+        param = next((whole[o] for o in owners if o in whole), None)
+        if param is None or param.ndim == 0 or whole[name].ndim == 0 or \
+                whole[name].shape[0] == param.shape[0]:
+            continue
+        whole[name] = np.concatenate([f[name] for f in files])[
+            :param.shape[0]]
+    return whole
+
+
+def reshard(memfit_run, models, workdir):
+    """ZeRO stage 1 checkpoints at another world size: a run saved by 2
+    ranks (a file per rank, the momentum buffers sliced) resumes on 3
+    ranks, one of 3 ranks on 1 process, and one of 1 process on 2 ranks.
+    Each ends where the run that kept its last world size throughout ends,
+    within 1e-5 of each tensor's largest value (the sums of the gradients
+    over the ranks are taken in another order), every state put together
+    from its rank files; and the index names the files of the last save.
+    SGD with momentum, the global batch 6 (2 x 3, 3 x 2, 1 x 6).
+    """
+    steps, half = 40, 20
+    env = dict(os.environ, **MPI_ENV)
+    failures = []
+    sgd = ["--optimizer=sgd", "--momentum=0.9", "--lr=0.05",
+           "--save-every=10"]
+
+    def train(ranks, folder, todo, resume):
+        ckpt = os.path.join(folder, "ckpt")
+        args = train_args(memfit_run, models, 6 // ranks, 32, todo,
+                          sgd + [f"--checkpoint={ckpt}"] +
+                          (["--zero=1"] if ranks > 1 else []) +
+                          ([f"--resume={ckpt}"] if resume else []))
+        done = subprocess.run(
+            (["mpirun", "-np", str(ranks)] if ranks > 1 else []) + args,
+            env=env, capture_output=True, text=True, timeout=600)
+        if done.returncode:
+            failures.append(f"{folder}: {ranks} rank(s) failed:\n"
+                            f"{done.stdout[-800:]}{done.stderr[-1500:]}")
+        return done.stdout
+
+    def files(folder, ranks):
+        ckpt = os.path.join(folder, "ckpt")
+        return [ckpt] if ranks == 1 else \
+            [f"{ckpt}.rank-{r}-of-{ranks}" for r in range(ranks)]
+
+    refs = {}
+    for ranks in (1, 2, 3):
+        folder = os.path.join(workdir, f"reference-{ranks}")
+        os.makedirs(folder)
+        train(ranks, folder, steps, False)
+        refs[ranks] = assemble(files(folder, ranks))
+
+    for first, then in ((2, 3), (3, 1), (1, 2)):
+        folder = os.path.join(workdir, f"from-{first}-to-{then}")
+        os.makedirs(folder)
+        train(first, folder, half, False)
+        out = train(then, folder, steps - half, True)
+        said = re.search(r"resumed \S+ \(saved by (\d+) ranks?\) on (\d+) "
+                         r"ranks? at step (\d+)", out)
+        if not said or said.groups() != (str(first), str(then), str(half)):
+            failures.append(f"from {first} to {then}: no 'resumed ... "
+                            f"(saved by {first} ...) on {then} ... at step "
+                            f"{half}' line:\n{out[-800:]}")
+        if failures:
+            break
+        got, want = assemble(files(folder, then)), refs[then]
+        worst = max(float(np.max(np.abs(got[n].astype(np.float64) - want[n])))
+                    / max(1.0, float(np.max(np.abs(want[n])))) for n in want)
+        states = sum(1 for n in want if n.endswith(".momentum_buffer"))
+        print(f"{first} rank(s) to step {half}, then {then} to {steps}: "
+              f"{len(want)} variables ({states} momentum buffers), worst "
+              f"scaled difference {worst:.2e} from {then} rank(s) throughout")
+        if set(got) != set(want) or worst > 1e-5 or not states:
+            failures.append(f"from {first} to {then} ranks: {worst:.2e}")
+        if then > 1:
+            index = open(os.path.join(folder, "ckpt.index")).read()
+            if f'"ranks": {then}' not in index:
+                failures.append(f"from {first} to {then}: the index says "
+                                f"{index}")
+    return report("data-parallel-reshard", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
     sys.exit({"curve": curve, "plan": plan, "fault": fault,
-              "resume": resume}[mode](*rest))
+              "resume": resume, "reshard": reshard}[mode](*rest))

@@ -13,6 +13,8 @@
 
 namespace memfit::rt {
 
+struct CheckpointFile; // Checkpoint.h
+
 enum class DeviceKind { Host, Cuda };
 
 const char *deviceKindName(DeviceKind kind);
@@ -142,6 +144,9 @@ public:
   /// whole file is checked against the manifest first (names, kinds,
   /// dtypes, shapes, sizes), so on error the session is unchanged.
   Status loadCheckpoint(const std::string &path);
+  /// The same for a checkpoint read already (Checkpoint.h: readCheckpoint,
+  /// reshardCheckpoint).
+  Status loadCheckpoint(const CheckpointFile &checkpoint);
 
 private:
   struct Impl;

@@ -1,0 +1,112 @@
+//===- ReshardTest.cpp - ZeRO checkpoints at another world size -----------===//
+//
+// reshardCheckpoint (Checkpoint.h) on hand-made files: a parameter of 5
+// rows with a momentum buffer, saved by 2 ranks (rows 0-2 and 3-4 plus a
+// zero row), cut for each rank of 3 and put together for 1 process; a
+// plain file cut for 2 ranks; and the files that cannot be one checkpoint.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "memfit/runtime/Checkpoint.h"
+
+#include <cstring>
+
+namespace memfit::rt::test {
+namespace {
+
+Tensor rows(int64_t first, int64_t count, int64_t total) {
+  Tensor t = Tensor::zeros(DType::f32, {count, 2});
+  for (int64_t r = 0; r < count; ++r)
+    for (int64_t c = 0; c < 2; ++c)
+      t.as<float>()[r * 2 + c] =
+          first + r < total ? float(10 * (first + r) + c) : 0.0f;
+  return t;
+}
+
+Tensor scalar(float value) {
+  Tensor t = Tensor::zeros(DType::f32, {});
+  *t.as<float>() = value;
+  return t;
+}
+
+/// The executable of rank `rank` of `ranks` (ZeRO stage 1 when more than
+/// one): w [5, 2], its momentum buffer sliced, the step counter.
+Manifest manifestFor(int64_t ranks) {
+  Manifest m;
+  int64_t slice = (5 + ranks - 1) / ranks;
+  m.buffers = {{"w", Region::Weights, 0, 40, DType::f32, {5, 2}},
+               {"w.momentum_buffer",
+                Region::Weights,
+                256,
+                uint64_t(slice * 8),
+                DType::f32,
+                {slice, 2}},
+               {"step", Region::Weights, 512, 4, DType::f32, {}}};
+  m.variables = {{"w", 0, VariableKind::Parameter},
+                 {"w.momentum_buffer", 1, VariableKind::OptimizerState},
+                 {"step", 2, VariableKind::Counter}};
+  m.worldSize = ranks;
+  m.zeroStage = ranks > 1 ? 1 : 0;
+  return m;
+}
+
+CheckpointFile fileOf(int64_t rank, int64_t ranks, float step = 7) {
+  int64_t slice = (5 + ranks - 1) / ranks;
+  CheckpointFile f;
+  f.path = "ckpt.rank-" + std::to_string(rank) + "-of-" + std::to_string(ranks);
+  f.variables = {
+      {"w", "parameter", rows(0, 5, 5)},
+      {"w.momentum_buffer", "optimizer_state", rows(rank * slice, slice, 5)},
+      {"step", "counter", scalar(step)}};
+  return f;
+}
+
+bool sameData(const Tensor &a, const Tensor &b) {
+  return a.shape == b.shape && a.data == b.data;
+}
+
+void testReshard() {
+  std::vector<CheckpointFile> two = {fileOf(0, 2), fileOf(1, 2)};
+  // 2 ranks' files to each rank of 3: rows 0-1, 2-3, 4 and a zero row.
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    StatusOr<CheckpointFile> cut = reshardCheckpoint(two, manifestFor(3), rank);
+    if (!CHECK_OK(cut.status()))
+      continue;
+    const CheckpointVariable *m = cut->find("w.momentum_buffer");
+    CHECK(m && sameData(m->tensor, rows(2 * rank, 2, 5)));
+    CHECK(sameData(cut->find("w")->tensor, rows(0, 5, 5)));
+    CHECK(*cut->find("step")->tensor.as<float>() == 7);
+  }
+  // To one process: the whole buffer, without the padding row.
+  StatusOr<CheckpointFile> whole = reshardCheckpoint(two, manifestFor(1), 0);
+  if (CHECK_OK(whole.status()))
+    CHECK(sameData(whole->find("w.momentum_buffer")->tensor, rows(0, 5, 5)));
+  // A plain file (one process) to rank 1 of 2: rows 3-4 and a zero row.
+  StatusOr<CheckpointFile> cut =
+      reshardCheckpoint({fileOf(0, 1)}, manifestFor(2), 1);
+  if (CHECK_OK(cut.status()))
+    CHECK(sameData(cut->find("w.momentum_buffer")->tensor, rows(3, 3, 5)));
+
+  // Files of two steps; a state whose rows fit neither layout; a rank out
+  // of range.
+  CHECK_ERROR(
+      reshardCheckpoint({fileOf(0, 2), fileOf(1, 2, 8)}, manifestFor(3), 0)
+          .status(),
+      "variable 'step' differs between ckpt.rank-0-of-2 and ckpt.rank-1-of-2: "
+      "the files are not of one step");
+  CHECK_ERROR(reshardCheckpoint({fileOf(0, 3), fileOf(1, 3)}, manifestFor(1), 0)
+                  .status(),
+              "variable 'w.momentum_buffer' has 2 rows in ckpt.rank-0-of-3, "
+              "which is neither its parameter's 5 nor their share of 2 ranks");
+  CHECK_ERROR(reshardCheckpoint(two, manifestFor(3), 3).status(),
+              "reshardCheckpoint: rank 3 of 3");
+  CHECK(rankCheckpointPath("run/ckpt", 1, 4) == "run/ckpt.rank-1-of-4");
+}
+
+} // namespace
+
+void runReshardTests() { testReshard(); }
+
+} // namespace memfit::rt::test
