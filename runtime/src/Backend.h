@@ -66,6 +66,19 @@ public:
   virtual void abandonGraph() {}
   /// Runs entry `entry`'s graph (after every earlier step).
   virtual Status launchGraph(size_t entry);
+
+  // Profiles (SessionOptions::profileSteps): a backend that times steps on
+  // the device (CUDA events) marks the points between them instead of the
+  // session waiting for each step.
+
+  /// Whether the backend times steps itself.
+  virtual bool timesSteps() const { return false; }
+  /// Marks the point before step `i` of a run of `count` steps (`i` =
+  /// `count`: after the last).
+  virtual Status markStep(size_t i, size_t count);
+  /// After a run marked with markStep: the seconds each of its `count`
+  /// steps took, once the device has run them.
+  virtual StatusOr<std::vector<double>> stepSeconds(size_t count);
 };
 
 StatusOr<std::unique_ptr<Backend>> createHostBackend(const SessionOptions &options);

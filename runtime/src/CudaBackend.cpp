@@ -87,6 +87,7 @@ CudaBackend::~CudaBackend() {
   if (stream_)
     (void)cu_.cuStreamSynchronize(stream_);
   destroyGraphs();
+  destroyEvents();
   destroyPlans();
   if (lt_ && blasLt_)
     (void)lt_->cublasLtDestroy(blasLt_);
@@ -390,6 +391,41 @@ void CudaBackend::destroyGraphs() {
     if (exec)
       (void)cu_.cuGraphExecDestroy(exec);
   graphs_.clear();
+}
+
+Status CudaBackend::markStep(size_t i, size_t count) {
+  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
+  while (events_.size() <= count) {
+    CUevent event = nullptr;
+    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventCreate, &event, 0u); // timed
+    events_.push_back(event);
+  }
+  if (i > count)
+    return internalError("markStep " + std::to_string(i) + " of " +
+                         std::to_string(count));
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, events_[i], stream_);
+  return Status::ok();
+}
+
+StatusOr<std::vector<double>> CudaBackend::stepSeconds(size_t count) {
+  if (events_.size() <= count)
+    return internalError("stepSeconds without markStep");
+  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventSynchronize, events_[count]);
+  std::vector<double> seconds(count);
+  for (size_t i = 0; i < count; ++i) {
+    float ms = 0;
+    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventElapsedTime, &ms, events_[i],
+                              events_[i + 1]);
+    seconds[i] = double(ms) * 1e-3;
+  }
+  return seconds;
+}
+
+void CudaBackend::destroyEvents() {
+  for (CUevent event : events_)
+    (void)cu_.cuEventDestroy(event);
+  events_.clear();
 }
 
 } // namespace cuda

@@ -111,6 +111,9 @@ public:
   Status synchronize() override;
 
   bool recordsGraphs() const override { return true; }
+  bool timesSteps() const override { return true; }
+  Status markStep(size_t i, size_t count) override;
+  StatusOr<std::vector<double>> stepSeconds(size_t count) override;
   Status beginGraph() override;
   Status endGraph(size_t entry) override;
   void abandonGraph() override;
@@ -139,6 +142,7 @@ private:
   Status loadModule(const std::vector<char> &cubin,
                     const std::string &nvrtcVersion);
   void destroyGraphs();
+  void destroyEvents();
 
   // Contractions (CudaContraction.cpp).
   Status initBlasLt();
@@ -177,6 +181,7 @@ private:
 
   bool capturing_ = false;
   std::vector<CUgraphExec> graphs_; // by entry; null: none
+  std::vector<CUevent> events_;     // markStep's, created as needed
 };
 
 } // namespace memfit::rt::cuda

@@ -41,6 +41,7 @@ using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
+using CUevent = struct CUevent_st *;
 
 // CUresult values that memfit tells apart.
 constexpr CUresult CUDA_SUCCESS = 0;
@@ -111,7 +112,12 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
     unsigned long long)                                                        \
   X(cuGraphLaunch, "cuGraphLaunch", CUgraphExec, CUstream)                     \
   X(cuGraphExecDestroy, "cuGraphExecDestroy", CUgraphExec)                     \
-  X(cuGraphDestroy, "cuGraphDestroy", CUgraph)
+  X(cuGraphDestroy, "cuGraphDestroy", CUgraph)                                \
+  X(cuEventCreate, "cuEventCreate", CUevent *, unsigned int)                   \
+  X(cuEventRecord, "cuEventRecord", CUevent, CUstream)                         \
+  X(cuEventSynchronize, "cuEventSynchronize", CUevent)                         \
+  X(cuEventElapsedTime, "cuEventElapsedTime", float *, CUevent, CUevent)       \
+  X(cuEventDestroy, "cuEventDestroy_v2", CUevent)
 
 struct DriverSymbols {
 #define MEMFIT_CU_PFN(member, symbol, ...)                                     \

@@ -24,6 +24,12 @@ Status Backend::beginGraph() {
 }
 Status Backend::endGraph(size_t) { return beginGraph(); }
 Status Backend::launchGraph(size_t) { return beginGraph(); }
+Status Backend::markStep(size_t, size_t) {
+  return unavailable("this backend does not time steps");
+}
+StatusOr<std::vector<double>> Backend::stepSeconds(size_t) {
+  return unavailable("this backend does not time steps");
+}
 
 const char *deviceKindName(DeviceKind kind) {
   return kind == DeviceKind::Host ? "host" : "cuda";
@@ -364,6 +370,23 @@ Status Session::Impl::runEntry(size_t index) {
 
 Status Session::Impl::runSteps(size_t index, const std::string &where) {
   const Entry &entry = manifest.entries[index];
+  if (profileSteps && backend->timesSteps()) {
+    // Timed on the device between marks: the steps still overlap their
+    // launches.
+    size_t n = entry.steps.size();
+    for (size_t i = 0; i < n; ++i) {
+      MEMFIT_RT_RETURN_IF_ERROR(backend->markStep(i, n));
+      MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
+    }
+    MEMFIT_RT_RETURN_IF_ERROR(backend->markStep(n, n));
+    StatusOr<std::vector<double>> seconds = backend->stepSeconds(n);
+    if (!seconds)
+      return seconds.status().withContext(where + ": its profile");
+    for (size_t i = 0; i < n; ++i)
+      stepSeconds[index][i] += (*seconds)[i];
+    ++entryRuns[index];
+    return Status::ok();
+  }
   for (size_t i = 0; i < entry.steps.size(); ++i) {
     if (!profileSteps) {
       MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));

@@ -208,7 +208,7 @@ std::string formatStepProfile(const Manifest &manifest,
     char head[200];
     std::snprintf(head, sizeof(head),
                   "profile of entry '%s': %llu run%s, %.2f ms a run (each step "
-                  "waited for)\n",
+                  "timed alone)\n",
                   manifest.entries[e].name.c_str(),
                   static_cast<unsigned long long>(runs), runs == 1 ? "" : "s",
                   total * 1e3);

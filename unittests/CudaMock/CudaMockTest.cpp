@@ -49,7 +49,8 @@ void expectClean(const char *where) {
   mockcuda::Live cuda = mockcuda::live();
   mockcublaslt::Live lt = mockcublaslt::live();
   check(cuda.contextRefs == 0 && cuda.allocations == 0 && cuda.modules == 0 &&
-            cuda.streams == 0 && cuda.graphs == 0 && cuda.graphExecs == 0,
+            cuda.streams == 0 && cuda.graphs == 0 && cuda.graphExecs == 0 &&
+            cuda.events == 0,
         __FILE__, __LINE__,
         std::string(where) +
             ": driver objects left alive: " + std::to_string(cuda.contextRefs) +
@@ -57,7 +58,8 @@ void expectClean(const char *where) {
             " allocations, " + std::to_string(cuda.modules) + " modules, " +
             std::to_string(cuda.streams) + " streams, " +
             std::to_string(cuda.graphs) + " graphs, " +
-            std::to_string(cuda.graphExecs) + " executable graphs");
+            std::to_string(cuda.graphExecs) + " executable graphs, " +
+            std::to_string(cuda.events) + " events");
   check(lt.handles == 0 && lt.descs == 0 && lt.layouts == 0 &&
             lt.preferences == 0,
         __FILE__, __LINE__,

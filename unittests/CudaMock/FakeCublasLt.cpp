@@ -682,6 +682,7 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
     }
     state().matmuls.push_back(record);
     mockcuda::recordEvent("cublasLtMatmul");
+    mockcuda::workDone(true);
     return true;
   };
   if (!mockcuda::capturing(stream))

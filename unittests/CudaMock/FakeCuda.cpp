@@ -388,6 +388,7 @@ Live live() {
   live.modules = int(s.modules.size());
   live.streams = int(s.streams.size());
   mockcuda::countGraphs(live);
+  mockcuda::countEvents(live);
   return live;
 }
 
@@ -815,6 +816,7 @@ CUresult cuLaunchKernel(void *handle, unsigned int gridX, unsigned int gridY,
   // Done now, or at each launch of the graph being captured.
   mockcuda::submit(stream, [launch] {
     State &s = state();
+    mockcuda::workDone(false);
     s.launches.push_back(launch);
     mockcuda::recordEvent("cuLaunchKernel " + launch.kernel);
     auto emulation = s.emulations.find(launch.kernel);

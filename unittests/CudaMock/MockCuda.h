@@ -77,6 +77,7 @@ struct Live {
   int modules = 0;
   int streams = 0;
   int graphs = 0, graphExecs = 0; // cuStreamEndCapture's, instantiated ones
+  int events = 0;
 };
 Live live();
 
@@ -110,6 +111,10 @@ int maxDynamicSharedSet(const std::string &kernel);
 /// Nodes of the graph cuGraphLaunch ran last (kernels and matmuls).
 int lastGraphNodes();
 
+/// How far each kernel and each cuBLASLt matmul advances the fake clock
+/// that events record (0 ms each until set; reset() leaves them).
+void setDurations(double kernelMs, double matmulMs);
+
 // For the other fakes (FakeCublasLt.cpp, FakeCudaGraph.cpp).
 bool contextCurrent();          // a retained context is current
 bool streamValid(void *stream); // a live stream of the current context
@@ -131,6 +136,11 @@ void invalidateCaptures();
 void endCapture(void *stream);
 /// Adds the graphs alive to `live`.
 void countGraphs(Live &live);
+/// Adds the events alive to `live`.
+void countEvents(Live &live);
+/// Advances the fake clock by a kernel's (or a matmul's) duration: called
+/// where the work is done.
+void workDone(bool matmul);
 
 } // namespace mockcuda
 

@@ -239,6 +239,35 @@ void runCudaGraphTests() {
     expectClean(way == 0 ? "graphs off" : "graphs off with a profile");
   }
 
+  // A profile on the GPU: each step timed by CUDA events around it, without
+  // waiting for it (the fake clock moves 2 ms a matmul, 0.5 ms a kernel).
+  {
+    mockcuda::setDurations(0.5, 2.0);
+    SessionOptions profiled = options;
+    profiled.profileSteps = true;
+    std::unique_ptr<Session> s = openSession(executable, profiled);
+    if (s) {
+      int syncs = mockcuda::calls("cuStreamSynchronize");
+      for (int run = 0; run < 3; ++run)
+        CHECK(runWith(*s, 1.0f + float(run)));
+      // Each run: 3 marks, and one wait at its end (not one per step), then
+      // the outputs' downloads.
+      CHECK(mockcuda::calls("cuEventRecord") == 9);
+      CHECK(mockcuda::calls("cuEventElapsedTime") == 6);
+      CHECK(mockcuda::calls("cuStreamSynchronize") - syncs <= 3 * 3);
+      std::vector<StepTime> times = s->stepProfile();
+      if (CHECK(times.size() == 2)) {
+        CHECK(times[0].contraction && times[0].calls == 3 &&
+              std::fabs(times[0].seconds - 6e-3) < 1e-9);
+        CHECK(!times[1].contraction && times[1].name == "twice" &&
+              std::fabs(times[1].seconds - 1.5e-3) < 1e-9);
+      }
+      s.reset();
+    }
+    mockcuda::setDurations(0, 0);
+    expectClean("profile with events");
+  }
+
   // A capture that fails at any of its calls: nothing is kept, the run's
   // steps run one by one (the output is still right), the warning says why
   // once, and no capture is tried again.

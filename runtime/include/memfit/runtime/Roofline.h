@@ -97,7 +97,7 @@ EntryPrediction predictEntry(const Manifest &manifest, size_t entry,
 std::string formatPrediction(const Manifest &manifest, const GpuSpec &gpu,
                              bool tf32 = false);
 
-/// A profile (Session::stepProfile, each step waited for) next to the
+/// A profile (Session::stepProfile, each step timed alone) next to the
 /// prediction for `gpu`, by group: measured and predicted milliseconds a
 /// run and their ratio, for each entry that ran.
 std::string formatMeasuredAgainstPredicted(const Manifest &manifest,

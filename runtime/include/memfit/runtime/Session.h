@@ -35,8 +35,9 @@ struct SessionOptions {
   /// Host backend: worker threads for blocks and contractions (0:
   /// $MEMFIT_HOST_THREADS, else one per CPU the process may run on).
   unsigned hostThreads = 0;
-  /// Wait for every step of a run and time it (Session::stepProfile): for
-  /// profiles, at the cost of the overlap of steps on a GPU.
+  /// Time every step of a run (Session::stepProfile): on the host by
+  /// waiting for each, on a GPU with CUDA events around each (a profiled
+  /// entry is not replayed as a CUDA graph).
   bool profileSteps = false;
   /// CUDA backend: capture each entry as a CUDA graph at its second run and
   /// replay the graph from then on (one launch instead of one per step).
@@ -73,7 +74,8 @@ struct SessionTimings {
 };
 
 /// The time one step of an entry (a kernel or a contraction) took over the
-/// runs of a session with SessionOptions::profileSteps, each run waited for.
+/// runs of a session with SessionOptions::profileSteps: on the host, each
+/// step waited for; on a GPU, timed by CUDA events around it.
 struct StepTime {
   size_t entry = 0, step = 0;
   /// The kernel's or the contraction's name in the manifest.

@@ -39,7 +39,7 @@ std::string formatTensorSummary(const std::string &name, const Tensor &tensor);
 /// without the leading "k<n>_"), the `top` largest first:
 ///
 ///   profile of entry 'train_step': 10 runs, 31.20 ms a run (each step
-///   waited for)
+///   timed alone)
 ///     by kind:
 ///       contractions                21 steps   12.30 ms  39.4%
 ///       ...
