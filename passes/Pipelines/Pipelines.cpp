@@ -83,10 +83,12 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
            ": ZeRO stage 3 is not built yet (zero=0: every rank keeps the "
            "states and all-reduces the gradients; zero=1: the optimizer "
            "states are sharded; zero=2: the gradients too)";
-  if (options.zero >= 1 && options.worldSize > 1 &&
-      (options.accumulate > 1 || states8bit(options)))
+  if (options.zero >= 1 && options.worldSize > 1 && states8bit(options))
     return "zero=" + std::to_string(options.zero) +
-           " with accumulate > 1 or 8-bit optimizer states is not built yet";
+           " with 8-bit optimizer states is not built yet";
+  if (options.zero >= 2 && options.worldSize > 1 && options.accumulate > 1)
+    return "zero=" + std::to_string(options.zero) +
+           " with accumulate > 1 is not built yet (zero=1 accumulates)";
   if (options.zero >= 1 && options.worldSize > 1 &&
       options.optimizer == OptimizerKind::None)
     return "zero=" + std::to_string(options.zero) +

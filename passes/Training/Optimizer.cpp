@@ -160,9 +160,13 @@ struct MemfitOptimizerPass
     if (stage >= 1)
       shards = attrInt(kWorldSizeAttr, 1);
     bool scatterGrads = stage >= 2 && shards > 1;
-    if (shards > 1 && accumulate > 1)
+    // Stage 1 accumulates whole gradients (each micro-batch's averaged
+    // over the ranks, as stage 0 does) and updates the rank's rows of the
+    // sum; stage 2 would accumulate each rank's rows instead.
+    if (scatterGrads && accumulate > 1)
       return module.emitError("ZeRO stage ")
-             << stage << " with accumulate > 1 is not built yet";
+             << stage << " with accumulate > 1 is not built yet (stage 1 "
+             << "accumulates)";
     if (scatterGrads && (clipNorm > 0 || scaleParam))
       return module.emitError("ZeRO stage 2 with clipping or loss scaling "
                               "is not built yet (their sums over the "
@@ -213,9 +217,12 @@ struct MemfitOptimizerPass
                              type, kRoleOptimizerState);
         after = s.first;
       }
+      // The accumulator holds the whole gradient, also when the states are
+      // a slice.
       if (accumulate > 1)
         s.accumulator = addTrainingState(symbols, after, (name + ".grad").str(),
-                                         type, kRoleGradientAccumulator);
+                                         t.param.getType(),
+                                         kRoleGradientAccumulator);
       auto owner = FlatSymbolRefAttr::get(t.param.getSymNameAttr());
       for (ParameterOp state : {s.first, s.second})
         if (state)
@@ -528,7 +535,9 @@ struct MemfitOptimizerPass
               for (unsigned i = 0; i < out.size(); ++i)
                 out[i] = WhereOp::create(b, ploc, args.back(), out[i],
                                          args[i == 0 ? 0 : 1 + i]);
-            if (accumulate > 1)
+            // The accumulator starts again from zero; a whole one that the
+            // kernel over the rank's rows cannot write is cleared after it.
+            if (accumulate > 1 && shards == 1)
               out.push_back(ExpandOp::create(b, ploc, type, c(0.0)));
             return out;
           });
@@ -539,12 +548,29 @@ struct MemfitOptimizerPass
         targets.push_back(s.first);
       if (s.second)
         targets.push_back(s.second);
-      if (s.accumulator)
+      if (s.accumulator && shards == 1)
         targets.push_back(s.accumulator);
       for (auto [target, value] : llvm::zip(targets, updated))
         AssignOp::create(builder, ploc,
                          FlatSymbolRefAttr::get(target.getSymNameAttr()),
                          value);
+      if (s.accumulator && shards > 1) {
+        Value zeros =
+            buildKernel(builder, ploc, {}, [&](OpBuilder &b, ValueRange) {
+              return SmallVector<Value>{
+                  ExpandOp::create(b, ploc, t.param.getType(),
+                                   scalar(b, ploc, 0.0))
+                      .getResult()};
+            })[0];
+        // Named after what it clears, so that CSE does not make one kernel
+        // (one buffer) of two accumulators' equal zeros.
+        zeros.getDefiningOp()->setAttr(
+            "memfit.clears",
+            FlatSymbolRefAttr::get(s.accumulator.getSymNameAttr()));
+        AssignOp::create(builder, ploc,
+                         FlatSymbolRefAttr::get(s.accumulator.getSymNameAttr()),
+                         zeros);
+      }
     }
 
     // Results: the function keeps its non-gradient results (the loss); the

@@ -21,7 +21,16 @@
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 zero=2 clip-norm=1.0' 2>&1 | FileCheck %s --check-prefix=ZCLIP
 // RUN: not memfit-opt %s -split-input-file --memfit-shard='world-size=2' 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=0' 2>&1 | FileCheck %s --check-prefix=WORLD
-// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=1 accumulate=2' 2>&1 | FileCheck %s --check-prefix=ZACC
+// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=2 accumulate=2' 2>&1 | FileCheck %s --check-prefix=ZACC
+// Stage 1 with accumulation: the accumulators hold whole gradients, the
+// states a rank's rows; apply clears each accumulator with a kernel of its
+// own (not one buffer for two).
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=1 accumulate=2' | FileCheck %s --check-prefix=ZACC1
+// ZACC1: memfit.parameter @w1.exp_avg = {{.*}} : tensor<4x8xf32>
+// ZACC1: memfit.parameter @w1.grad = {{.*}} : tensor<8x8xf32> {memfit.role = "gradient_accumulator"}
+// ZACC1-LABEL: func.func @apply
+// ZACC1: memfit.kernel() {memfit.clears = @w1.grad} : () -> tensor<8x8xf32>
+// ZACC1: memfit.assign @w1.grad, %{{.+}} : tensor<8x8xf32>
 
 memfit.parameter @w1 = dense<5.000000e-01> : tensor<8x8xf32>
 memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
@@ -77,7 +86,7 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ZCLIP: ZeRO stage 2 with clipping or loss scaling is not built yet
 // NOGRAD: error: memfit-shard: no function returns gradients; run memfit-autodiff first
 // WORLD: world-size must be at least 1, got 0
-// ZACC: zero=1 with accumulate > 1 or 8-bit optimizer states is not built yet
+// ZACC: zero=2 with accumulate > 1 is not built yet (zero=1 accumulates)
 func.func @main(%x: tensor<2x8xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}) {
   %w1 = memfit.load_parameter @w1 : tensor<8x8xf32>
   %w2 = memfit.load_parameter @w2 : tensor<8x4xf32>

@@ -128,32 +128,39 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     reduce-scatter of its rows instead of an all-reduce: MPI may add the
     ranks' values in another order there (on 3 ranks it did, in some runs),
     so stage 2 is held to 1e-5 (relative losses, variables scaled by their
-    largest element) rather than to the bit."""
+    largest element) rather than to the bit. Stage 1 also with 2
+    micro-batches a step (--accumulate=2: the whole gradients accumulated,
+    the rank's rows of their sum updated), against stage 0's accumulation,
+    bit for bit."""
     runs = {}
     # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
     # last-bit differences AdamW would turn into steps of lr where a
     # gradient is near zero (attention's key biases).
-    for zero, optimizer in ((0, "adamw"), (1, "adamw"), (0, "sgd"),
-                            (2, "sgd")):
-        folder = os.path.join(workdir, f"zero{zero}-{optimizer}-{ranks}")
+    for zero, optimizer, k in ((0, "adamw", 1), (1, "adamw", 1),
+                               (0, "sgd", 1), (2, "sgd", 1),
+                               (0, "adamw", 2), (1, "adamw", 2)):
+        folder = os.path.join(workdir,
+                              f"zero{zero}-{optimizer}-{ranks}-k{k}")
         os.makedirs(folder)
         losses = os.path.join(folder, "losses.csv")
         ckpt = os.path.join(folder, "ckpt")
         flags = ["--optimizer=adamw"] if optimizer == "adamw" else [
             "--optimizer=sgd", "--momentum=0.9", "--lr=0.1"]
-        out = mpirun(ranks, train_args(memfit_run, models, 2, 32, steps,
+        out = mpirun(ranks, train_args(memfit_run, models, 2 // k, 32, steps,
                                        flags + [
-            f"--zero={zero}", "--memory-report",
+            f"--zero={zero}", f"--accumulate={k}", "--memory-report",
             f"--losses={losses}", f"--checkpoint={ckpt}"]))
         states = re.search(r"^  optimizer states\s+([0-9,]+)", out, re.M)
         shards = [read_checkpoint(ckpt + f".rank-{r}-of-{ranks}")
                   for r in range(ranks)] if zero else [read_checkpoint(ckpt)]
-        runs[zero, optimizer] = (read_losses(losses), shards, int(
+        runs[zero, optimizer, k] = (read_losses(losses), shards, int(
             states.group(1).replace(",", "")) if states else 0)
-    for zero, optimizer in ((1, "adamw"), (2, "sgd")):
-        l0, (c0,), s0 = runs[0, optimizer]
-        l1, shards, s1 = runs[zero, optimizer]
-        label = f"zero={zero} on {ranks} ranks ({optimizer})"
+    for zero, optimizer, k in ((1, "adamw", 1), (2, "sgd", 1),
+                               (1, "adamw", 2)):
+        l0, (c0,), s0 = runs[0, optimizer, k]
+        l1, shards, s1 = runs[zero, optimizer, k]
+        label = f"zero={zero} on {ranks} ranks ({optimizer})" + (
+            f", {k} micro-batches" if k > 1 else "")
         print(f"{label}: losses {[round(l1[s], 6) for s in sorted(l1)]}, "
               f"optimizer states {s1:,} bytes a rank against {s0:,}")
         exact = zero == 1
