@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """One data-parallel rank's memory, planned from shapes alone, for
-docs/benchmarks.md: GPT-2 small and a Llama-7B-shaped model, AdamW in bf16
+docs/benchmarks.md: GPT-2 small, a Llama-7B-shaped model and a 7.5B-shaped
+one (the ZeRO paper's example: the 7B shape with 36 layers, 7.5B
+parameters), AdamW in bf16
 (fp32 master weights and states, as ZeRO's paper counts K = 12), at 1, 8
 and 64 ranks under ZeRO stages 0, 1 and 2, next to the paper's formula.
 
@@ -64,12 +66,17 @@ def main():
     with tempfile.TemporaryDirectory(prefix="memfit-ranks-") as tmp:
         gpt2 = os.path.join(tmp, "gpt2.onnx")
         llama = os.path.join(tmp, "llama7b.onnx")
+        llama75 = os.path.join(tmp, "llama7.5b.onnx")
         subprocess.run([sys.executable, os.path.join(HERE, "make_gpt2_small.py"),
                         gpt2], check=True, capture_output=True)
         subprocess.run([sys.executable, os.path.join(HERE, "make_llama.py"),
                         llama, "--preset", "7b", "--shapes-only"], check=True,
                        capture_output=True)
-        for name, model in (("GPT-2 small", gpt2), ("Llama-7B-shaped", llama)):
+        subprocess.run([sys.executable, os.path.join(HERE, "make_llama.py"),
+                        llama75, "--preset", "7b", "--layers", "36",
+                        "--shapes-only"], check=True, capture_output=True)
+        for name, model in (("GPT-2 small", gpt2), ("Llama-7B-shaped", llama),
+                            ("7.5B-shaped", llama75)):
             for ranks, zero in ((1, 0), (8, 0), (8, 1), (8, 2), (64, 0),
                                 (64, 1), (64, 2)):
                 rows, params = plan(model, a.shape, ranks, zero)

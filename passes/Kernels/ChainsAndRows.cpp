@@ -284,6 +284,8 @@ void fusion::fuseChainsAndRows(func::FuncOp func,
   // A merged kernel takes its consumer's position.
   Schedule schedule(block);
   schedule.computeLive(block);
+  if (options.planPeak > 0)
+    schedule.peak = std::min(schedule.peak, options.planPeak);
   auto &position = schedule.position;
 
   bool changed = true;

@@ -50,6 +50,12 @@ int64_t opCount(KernelOp kernel) {
                         [](Operation &op) { return !isa<ConstantOp>(op); });
 }
 
+bool storedInPlace(Value value) {
+  return !value.use_empty() &&
+         llvm::all_of(value.getUsers(),
+                      [](Operation *user) { return isa<AssignOp>(user); });
+}
+
 bool outsideArena(Value value) {
   Operation *def = bufferRoot(value).getDefiningOp();
   return !def || isa<LoadParameterOp, ConstantOp>(def);
@@ -165,10 +171,12 @@ void Schedule::computeLive(Block &block) {
       continue;
     int64_t at = position.lookup(&op);
     // A result written in place into an input is in that input's bytes,
-    // which live until its last reader.
+    // which live until its last reader; one that memfit.assign stores is
+    // in its parameter's bytes in the weights region (an in-place update),
+    // as the memory plan places it.
     for (Value result : op.getResults())
       if (isa<RankedTensorType>(result.getType()) &&
-          bufferRoot(result) == result)
+          bufferRoot(result) == result && !storedInPlace(result))
         add(at, std::max(at, lastUse.lookup(result)), bytesOf(result));
   }
   peak = live.empty() ? 0 : *llvm::max_element(live);

@@ -56,6 +56,10 @@ int64_t opCount(KernelOp kernel);
 /// parameter or a constant, which live the whole step anyway.
 bool outsideArena(Value value);
 
+/// Whether memfit.assign alone reads `value`: the memory plan puts it in
+/// the parameter's bytes (an in-place update), not in the arena.
+bool storedInPlace(Value value);
+
 /// The parameters whose loads a kernel reads, and those its results are
 /// assigned to.
 void parametersOf(KernelOp kernel, DenseSet<StringAttr> &reads,
@@ -141,6 +145,11 @@ struct FusionOptions {
   /// Whether reductions merge with their element-wise prologues and
   /// epilogues, and with their siblings (row kernels).
   bool rows = true;
+  /// The function's arena peak as the memory plan placed it before fusion
+  /// (0: unknown): merges that keep more bytes live stay under it as well
+  /// as under the schedule's own count, which the plan's placement can
+  /// come out below.
+  int64_t planPeak = 0;
 };
 
 /// Transposes of matrices that feed contractions become the contraction's

@@ -353,15 +353,15 @@ static void setWeights(MemfitQuantizePassOptions &quantize,
   quantize.doubleQuant = weights.doubleQuant;
 }
 
-/// memfit-fuse when fusion is on; `budget` is the step's (memfit-remat's).
-/// With `rematReport`, the fused plan is appended to memfit-remat's report.
+/// memfit-fuse when fusion is on. With `rematReport`, the fused plan is
+/// appended to memfit-remat's report.
 static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
-                        int64_t budget, StringRef rematReport = "") {
+                        StringRef rematReport = "", bool earlyUpdates = false) {
   if (!fusion.fuse)
     return;
   MemfitFusePassOptions fuse;
+  fuse.earlyUpdates = earlyUpdates;
   fuse.maxOps = fusion.fuseMaxOps;
-  fuse.budget = ByteSize{budget};
   fuse.report = fusion.fusionReport;
   fuse.rematReport = rematReport.str();
   pm.addPass(createMemfitFusePass(fuse));
@@ -392,7 +392,7 @@ void mlir::memfit::buildForwardPipeline(OpPassManager &pm,
     pm.addPass(createMemfitQuantizePass(quantize));
   }
   pm.addNestedPass<func::FuncOp>(createMemfitFormKernelsPass());
-  addFusePass(pm, options.fusion, 0);
+  addFusePass(pm, options.fusion);
 }
 
 void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
@@ -503,8 +503,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   remat.timeline = options.timeline;
   remat.timelineData = options.timelineData;
   pm.addPass(createMemfitRematPass(remat));
-  addFusePass(pm, options.fusion, options.budget.getValue().bytes,
-              options.rematReport);
+  addFusePass(pm, options.fusion, options.rematReport, options.earlyUpdates);
   if (options.earlyUpdates)
     pm.addPass(createMemfitEarlyUpdatesPass());
 }

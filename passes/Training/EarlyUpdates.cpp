@@ -76,18 +76,13 @@ struct Move {
   Operation *after = nullptr;
 };
 
-struct MemfitEarlyUpdatesPass
-    : public mlir::memfit::impl::MemfitEarlyUpdatesPassBase<
-          MemfitEarlyUpdatesPass> {
-  using Base::Base;
-
+/// The pass's work on one function (moveUpdatesEarly), also run by
+/// memfit-fuse to plan the step as it will run.
+struct EarlyUpdater {
   Block *block = nullptr;
   llvm::StringMap<SmallVector<LoadParameterOp>> loads;
   llvm::SmallPtrSet<Operation *, 16> updates;
-
-  void runOnOperation() override {
-    getOperation().walk([&](func::FuncOp func) { moveUpdates(func); });
-  }
+  unsigned moved = 0;
 
   /// Whether an update's results are read by ops other than its assigns
   /// (the step counter's kernel, whose bias corrections every AdamW update
@@ -231,8 +226,27 @@ struct MemfitEarlyUpdatesPass
         op->moveBefore(&block->front());
       point = op;
     }
-    ++numMoved;
+    ++moved;
+  }
+};
+
+struct MemfitEarlyUpdatesPass
+    : public mlir::memfit::impl::MemfitEarlyUpdatesPassBase<
+          MemfitEarlyUpdatesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    EarlyUpdater updater;
+    getOperation().walk(
+        [&](func::FuncOp func) { updater.moveUpdates(func); });
+    numMoved += updater.moved;
   }
 };
 
 } // namespace
+
+unsigned mlir::memfit::moveUpdatesEarly(func::FuncOp func) {
+  EarlyUpdater updater;
+  updater.moveUpdates(func);
+  return updater.moved;
+}

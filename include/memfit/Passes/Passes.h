@@ -8,7 +8,16 @@
 
 #include "mlir/Pass/Pass.h"
 
-namespace mlir::memfit {
+namespace mlir {
+namespace func {
+class FuncOp;
+} // namespace func
+namespace memfit {
+
+/// memfit-early-updates' work on one function: each update moved to just
+/// after what it must follow. Returns how many moved. memfit-fuse runs it
+/// on copies to plan the step as it will run.
+unsigned moveUpdatesEarly(func::FuncOp func);
 
 #define GEN_PASS_DECL
 #include "memfit/Passes/Passes.h.inc"
@@ -16,6 +25,7 @@ namespace mlir::memfit {
 #define GEN_PASS_REGISTRATION
 #include "memfit/Passes/Passes.h.inc"
 
-} // namespace mlir::memfit
+} // namespace memfit
+} // namespace mlir
 
 #endif // MEMFIT_PASSES_PASSES_H

@@ -266,9 +266,13 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     grow (the inputs were all live at the first update, the results go to
     the weights); that is checked.
 
-    With `budget`, a fused step whose plan exceeds a budget that the
-    unfused step met is left unfused (the first-fit placement may differ).
-    Dropout and the losses are not fused. `report` writes the kernel count
+    Fusion never makes the step's plan larger: the merges keep the bytes
+    live at every step under the unfused plan's peak, and where the plan's
+    placement still comes out larger than the unfused one's, the step is
+    fused again without the merges that keep any bytes live longer, or,
+    if even that is larger, left unfused (with a remark). With
+    `early-updates` the plans compared are those of the step after
+    memfit-early-updates (which the training pipeline runs next). Dropout and the losses are not fused. `report` writes the kernel count
     before and after and every step's bytes, FLOPs, ops and ONNX nodes
     against the step's lower bound. `remat-report` appends the fused
     step's planned bytes to memfit-remat's report of the same path.
@@ -281,10 +285,9 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
   let options = [
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"0",
            "At most this many ops in a fused kernel (0: no limit)">,
-    Option<"budget", "budget", "::mlir::memfit::ByteSize",
-           /*default=*/"::mlir::memfit::ByteSize{}",
-           "The step's memory budget (memfit-remat's): a fused plan over it "
-           "is not kept (0: none)">,
+    Option<"earlyUpdates", "early-updates", "bool", /*default=*/"false",
+           "Compare the fused and unfused plans as memfit-early-updates, "
+           "which runs next, will leave them">,
     Option<"report", "report", "std::string", /*default=*/"\"\"",
            "Write the kernel count before and after, each step's bytes, "
            "FLOPs, ops and ONNX nodes, and the lower bound ('-': standard "
