@@ -353,13 +353,15 @@ static void setWeights(MemfitQuantizePassOptions &quantize,
   quantize.doubleQuant = weights.doubleQuant;
 }
 
-/// memfit-fuse when fusion is on. With `rematReport`, the fused plan is
-/// appended to memfit-remat's report.
+/// memfit-fuse when fusion is on; `budget` is the step's (memfit-remat's).
+/// With `rematReport`, the fused plan is appended to memfit-remat's report.
 static void addFusePass(OpPassManager &pm, const FusionOptions &fusion,
-                        StringRef rematReport = "", bool earlyUpdates = false) {
+                        int64_t budget = 0, StringRef rematReport = "",
+                        bool earlyUpdates = false) {
   if (!fusion.fuse)
     return;
   MemfitFusePassOptions fuse;
+  fuse.budget = ByteSize{budget};
   fuse.earlyUpdates = earlyUpdates;
   fuse.maxOps = fusion.fuseMaxOps;
   fuse.report = fusion.fusionReport;
@@ -503,7 +505,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   remat.timeline = options.timeline;
   remat.timelineData = options.timelineData;
   pm.addPass(createMemfitRematPass(remat));
-  addFusePass(pm, options.fusion, options.rematReport, options.earlyUpdates);
+  addFusePass(pm, options.fusion, options.budget.getValue().bytes,
+              options.rematReport, options.earlyUpdates);
   if (options.earlyUpdates)
     pm.addPass(createMemfitEarlyUpdatesPass());
 }

@@ -27,7 +27,7 @@
 // PASSES-NEXT: memfit-accumulate
 // PASSES-NEXT: ),
 // PASSES-NEXT: memfit-remat{{{.*}}budget=614400 policy=checkpoint-layers
-// PASSES-NEXT: memfit-fuse{early-updates=true max-ops=0
+// PASSES-NEXT: memfit-fuse{budget=614400 early-updates=true max-ops=0
 // PASSES-NEXT: memfit-early-updates
 
 // optimizer=none: loss and gradients only, no memfit-optimizer.
@@ -131,7 +131,7 @@
 // FUSE-NEXT: memfit-fold-transposes,
 // FUSE-NEXT: memfit-accumulate
 // FUSE: memfit-remat{activation-fraction=0.000000e+00 budget=614400
-// FUSE-NEXT: memfit-fuse{early-updates=true max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
+// FUSE-NEXT: memfit-fuse{budget=614400 early-updates=true max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
 // PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse-max-ops=4'
 // --no-fuse: one kernel per op, none of the fusion passes.

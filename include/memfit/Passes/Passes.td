@@ -266,11 +266,12 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     grow (the inputs were all live at the first update, the results go to
     the weights); that is checked.
 
-    Fusion never makes the step's plan larger: the merges keep the bytes
+    Fusion does not make the step's plan larger: the merges keep the bytes
     live at every step under the unfused plan's peak, and where the plan's
-    placement still comes out larger than the unfused one's, the step is
-    fused again without the merges that keep any bytes live longer, or,
-    if even that is larger, left unfused (with a remark). With
+    placement still comes out more than 2% larger than the unfused one's,
+    or over the `budget` that the unfused one meets, the step is fused
+    again without the merges that keep any bytes live longer, or, if even
+    that is over, left unfused (with a remark). With
     `early-updates` the plans compared are those of the step after
     memfit-early-updates (which the training pipeline runs next). Dropout and the losses are not fused. `report` writes the kernel count
     before and after and every step's bytes, FLOPs, ops and ONNX nodes
@@ -285,6 +286,10 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
   let options = [
     Option<"maxOps", "max-ops", "int64_t", /*default=*/"0",
            "At most this many ops in a fused kernel (0: no limit)">,
+    Option<"budget", "budget", "::mlir::memfit::ByteSize",
+           /*default=*/"::mlir::memfit::ByteSize{}",
+           "The step's memory budget (memfit-remat's): a fused plan over it "
+           "is not kept where the unfused one meets it (0: none)">,
     Option<"earlyUpdates", "early-updates", "bool", /*default=*/"false",
            "Compare the fused and unfused plans as memfit-early-updates, "
            "which runs next, will leave them">,

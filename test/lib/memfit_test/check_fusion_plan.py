@@ -6,7 +6,8 @@
 Plans MODEL's training step (cross-entropy, AdamW) fused (the default) and
 with --no-fuse, in fp32 and bf16, with remat none and checkpoint-layers,
 on one rank and as one of 8 (ZeRO stages 0 and 2, --plan-only): the fused
-plan is at most the unfused one's in every configuration, and has fewer
+plan is at most 2% over the unfused one's in every configuration (the
+slack memfit-fuse allows first-fit packing), and has at most half its
 kernels. Prints each configuration's figures and PASS or FAIL lines.
 """
 
@@ -47,9 +48,9 @@ def main():
                 print(f"{label}: fused {fb:,} bytes, {fk} kernels; unfused "
                       f"{ub:,} bytes, {uk} kernels"
                       f"{' (fused again, strictly)' if again else ''}")
-                if fb > ub:
+                if fb > ub * 1.02:
                     failures.append(f"{label}: fused plan {fb:,} > {ub:,}")
-                if fk >= uk:
+                if 2 * fk > uk:
                     failures.append(f"{label}: {fk} kernels fused, {uk} not")
     return report("fusion-plan", failures)
 
