@@ -88,6 +88,7 @@ CudaBackend::~CudaBackend() {
     (void)cu_.cuStreamSynchronize(stream_);
   destroyGraphs();
   destroyEvents();
+  destroyNccl();
   destroyPlans();
   if (lt_ && blasLt_)
     (void)lt_->cublasLtDestroy(blasLt_);

@@ -15,7 +15,8 @@
 //    so that the session's one allocation stays the only one of any size
 //    (cuBLASLt's handle and descriptors are small host objects);
 //  - each entry's steps captured from the stream as a CUDA graph and
-//    replayed as one launch (Backend::beginGraph).
+//    replayed as one launch (Backend::beginGraph);
+//  - collectives through NCCL on the stream (CudaCollective.cpp).
 //
 // Every entry point makes the context current on the calling thread first,
 // so a session may be used from any one thread at a time.
@@ -27,6 +28,7 @@
 
 #include "Backend.h"
 #include "CudaSymbols.h"
+#include "NcclSymbols.h"
 
 #include <array>
 #include <string>
@@ -101,13 +103,8 @@ public:
                       const std::vector<uint64_t> &offsets) override;
   Status runContraction(const Contraction &contraction, uint64_t a, uint64_t b,
                         uint64_t out) override;
-  Status runCollective(const Collective &c, uint64_t, uint64_t,
-                       Communicator &) override {
-    return unavailable("collective '" + c.name +
-                       "': the cuda backend runs collectives through NCCL, "
-                       "which it does not load yet; train data parallel on "
-                       "--device=host");
-  }
+  Status runCollective(const Collective &c, uint64_t in, uint64_t out,
+                       Communicator &comm) override;
   Status synchronize() override;
 
   bool recordsGraphs() const override { return true; }
@@ -143,6 +140,10 @@ private:
                     const std::string &nvrtcVersion);
   void destroyGraphs();
   void destroyEvents();
+
+  // Collectives (CudaCollective.cpp).
+  Status initNccl(Communicator &comm);
+  void destroyNccl();
 
   // Contractions (CudaContraction.cpp).
   Status initBlasLt();
@@ -182,6 +183,9 @@ private:
   bool capturing_ = false;
   std::vector<CUgraphExec> graphs_; // by entry; null: none
   std::vector<CUevent> events_;     // markStep's, created as needed
+
+  const NcclSymbols *nccl_ = nullptr;
+  ncclComm_t ncclComm_ = nullptr; // made at the first collective
 };
 
 } // namespace memfit::rt::cuda

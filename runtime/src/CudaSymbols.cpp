@@ -15,11 +15,6 @@
 namespace memfit::rt::cuda {
 namespace {
 
-struct Library {
-  void *handle = nullptr;
-  std::string path; // the file the loader picked
-};
-
 /// The file the dynamic loader resolved `handle` to, or `fallback`.
 std::string loadedPath(void *handle, const std::string &fallback) {
   struct link_map *map = nullptr;
@@ -29,20 +24,18 @@ std::string loadedPath(void *handle, const std::string &fallback) {
   return fallback;
 }
 
-/// dlopens the first loadable file of `names` (searched on the loader's
-/// path) or of `names` under `<home>/lib64` for each CUDA home. The error
-/// says what was tried, and quotes the loader for every candidate that
-/// exists but failed to load (wrong architecture, missing dependency, ...),
-/// which is the interesting case.
+} // namespace
+
 StatusOr<Library> openLibrary(const char *what,
                               const std::vector<std::string> &names) {
   std::vector<std::string> candidates = names;
   std::vector<std::string> directories;
-  for (const std::string &home : cudaHomeCandidates()) {
-    directories.push_back(home + "/lib64");
-    for (const std::string &name : names)
-      candidates.push_back(directories.back() + "/" + name);
-  }
+  for (const std::string &home : cudaHomeCandidates())
+    for (const char *lib : {"/lib64", "/lib"}) {
+      directories.push_back(home + lib);
+      for (const std::string &name : names)
+        candidates.push_back(directories.back() + "/" + name);
+    }
 
   std::string failures;
   for (const std::string &candidate : candidates) {
@@ -66,6 +59,8 @@ StatusOr<Library> openLibrary(const char *what,
   message += " (set CUDA_HOME to a CUDA toolkit)" + failures;
   return unavailable(message);
 }
+
+namespace {
 
 /// Resolves `symbol` into `*slot`; false when the library lacks it.
 template <typename Fn>

@@ -312,6 +312,20 @@ StatusOr<const BlasLtSymbols *> loadBlasLt();
 /// duplicates: $CUDA_HOME, $CUDA_PATH, MEMFIT_DEFAULT_CUDA_HOME.
 std::vector<std::string> cudaHomeCandidates();
 
+/// A library opened with dlopen, never closed.
+struct Library {
+  void *handle = nullptr;
+  std::string path; // the file the loader picked
+};
+
+/// dlopens the first loadable file of `names` (searched on the loader's
+/// path) or of `names` under `<home>/lib64` and `<home>/lib` for each CUDA
+/// home. The error says what was tried, and quotes the loader for every
+/// candidate that exists but failed to load (wrong architecture, missing
+/// dependency, ...), which is the interesting case.
+StatusOr<Library> openLibrary(const char *what,
+                              const std::vector<std::string> &names);
+
 /// "13.0" for a CUDA version number such as 13000 (1000 * major + 10 * minor).
 std::string formatCudaVersion(int version);
 

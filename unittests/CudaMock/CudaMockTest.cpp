@@ -68,8 +68,12 @@ void expectClean(const char *where) {
             " handles, " + std::to_string(lt.descs) + " matmul descriptors, " +
             std::to_string(lt.layouts) + " layouts, " +
             std::to_string(lt.preferences) + " preferences");
+  check(mocknccl::liveComms() == 0, __FILE__, __LINE__,
+        std::string(where) + ": NCCL communicators left alive: " +
+            std::to_string(mocknccl::liveComms()));
   mockcuda::reset();
   mockcublaslt::reset();
+  mocknccl::reset();
 }
 
 bool hasEvent(const std::vector<std::string> &events,

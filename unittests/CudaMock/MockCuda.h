@@ -180,4 +180,16 @@ const std::vector<Matmul> &matmuls();
 
 } // namespace mockcublaslt
 
+namespace mocknccl {
+
+/// Clears injected failures and calls (live communicators are kept).
+void reset();
+/// As mockcuda::failNext, for NCCL's entry points; result is an
+/// ncclResult_t.
+void failNext(const std::string &entry, int result, int times = 1);
+int calls(const std::string &entry);
+int liveComms();
+
+} // namespace mocknccl
+
 #endif // MEMFIT_RUNTIME_TEST_CUDA_MOCK_MOCKCUDA_H

@@ -268,6 +268,54 @@ void runCudaGraphTests() {
     expectClean("profile with events");
   }
 
+  // A collective on the GPU: NCCL's communicator made at the first one (of
+  // one rank here: the fake's), then each run's all-reduce on the stream;
+  // an entry with a collective is not captured. y's mean over one rank is
+  // y, written to z.
+  {
+    Executable reduced = executable;
+    Manifest &m = reduced.manifest;
+    m.buffers.push_back(Buffer{"z", Region::Arena, 768, 32, DType::f32, {2, 4}});
+    m.arenaBytes = 1024;
+    Collective mean;
+    mean.name = "all_reduce_y";
+    mean.kind = Collective::Kind::AllReduce;
+    mean.reduction = Collective::Reduction::Mean;
+    mean.count = 8;
+    m.collectives = {mean};
+    m.entries[0].steps.push_back({StepKind::Collective, 0, {4, 5}});
+    m.entries[0].outputs.push_back({"z", 5});
+    m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
+    std::unique_ptr<Session> s = openSession(reduced, options);
+    if (s) {
+      for (int run = 0; run < 2; ++run) {
+        CHECK(runWith(*s, 1.0f + float(run)));
+        StatusOr<Tensor> y = s->getOutput("y"), z = s->getOutput("z");
+        if (CHECK_OK(y.status()) && CHECK_OK(z.status()))
+          CHECK(y->data == z->data);
+      }
+      CHECK(mocknccl::calls("ncclCommInitRank") == 1);
+      CHECK(mocknccl::calls("ncclAllReduce") == 2);
+      CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 0);
+      s.reset();
+    }
+    expectClean("collective through NCCL");
+
+    // NCCL's failure names the collective, the device and the rank.
+    s = openSession(reduced, options);
+    if (s) {
+      mocknccl::failNext("ncclCommInitRank", 2);
+      Tensor x = Tensor::zeros(DType::f32, {2, 3});
+      CHECK_OK(s->setInput("x", x));
+      Status ran = s->run();
+      CHECK_ERROR(ran, "step 2 (collective 'all_reduce_y'): collective "
+                       "'all_reduce_y': Mock GPU A (device 0), rank 0 of 1");
+      CHECK_ERROR(ran, "ncclCommInitRank failed: unhandled system error");
+      s.reset();
+    }
+    expectClean("NCCL failing");
+  }
+
   // A capture that fails at any of its calls: nothing is kept, the run's
   // steps run one by one (the output is still right), the warning says why
   // once, and no capture is tried again.

@@ -6,7 +6,8 @@
 // or any MPI) through memfit's plugin, libmemfit-mpi.so, which the runtime
 // loads with dlopen only when a run has more than one rank, so that memfit
 // starts on machines without MPI. Collectives here move host memory (the
-// host backend's buffers); the cuda backend will use NCCL.
+// host backend's buffers); the cuda backend runs them through NCCL on the
+// GPU and uses the communicator only to share NCCL's unique id.
 //
 //===----------------------------------------------------------------------===//
 
