@@ -10,11 +10,18 @@
 //     Prints "cuda: usable (<device>)" or "cuda: not usable: <why>"; exits 0
 //     either way (scripts and lit read the line).
 //
+//   memfit-nvrtc --nccl-check [--device=N]
+//     Runs a step of two collectives through NCCL on the GPU, one rank (an
+//     all-reduce mean and an all-gather of 1,024 floats: each the input
+//     for one rank) and prints "nccl: ok (...)", "nccl: failed: <why>"
+//     (exit 1) or "nccl: not run: <why>" without a GPU (exit 0).
+//
 //   memfit-nvrtc --version
 //     Prints "nvrtc: 13.0 (<library>)" or "nvrtc: not available: <why>";
 //     exits 1 when NVRTC is not available.
 //
-// No GPU is needed except for --cuda-check to say "usable".
+// No GPU is needed except for --cuda-check to say "usable" and for
+// --nccl-check to run.
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +45,7 @@ namespace {
 const char *const kUsage = "usage: memfit-nvrtc --arch=sm_XX [--arch=sm_YY "
                            "...] [-o PREFIX] [--time] FILE.cu\n"
                            "       memfit-nvrtc --cuda-check [--device=N]\n"
+                           "       memfit-nvrtc --nccl-check [--device=N]\n"
                            "       memfit-nvrtc --version\n";
 
 int fail(const std::string &message) {
@@ -82,6 +90,70 @@ int cudaCheck(int device) {
   return 0;
 }
 
+/// A hand-made executable: x [1024] f32 in the weights (0, 1, ...), its
+/// mean over the ranks into y and its gather into z, one rank.
+Executable ncclExecutable() {
+  Executable e;
+  Manifest &m = e.manifest;
+  m.model = "nccl-check";
+  m.buffers = {
+      Buffer{"x", Region::Weights, 0, 4096, DType::f32, {1024}},
+      Buffer{"y", Region::Arena, 0, 4096, DType::f32, {1024}},
+      Buffer{"z", Region::Arena, 4096, 4096, DType::f32, {1024}},
+  };
+  m.weightsBytes = 4096;
+  m.arenaBytes = 8192;
+  Collective mean, gather;
+  mean.name = "all_reduce_x";
+  mean.reduction = Collective::Reduction::Mean;
+  mean.count = 1024;
+  gather.name = "all_gather_y";
+  gather.kind = Collective::Kind::AllGather;
+  gather.count = 1024;
+  m.collectives = {mean, gather};
+  m.entries = {{"main",
+                {{StepKind::Collective, 0, {0, 1}},
+                 {StepKind::Collective, 1, {1, 2}}},
+                {},
+                {{"z", 2}}}};
+  m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
+  e.weights.resize(4096);
+  for (int i = 0; i < 1024; ++i) {
+    float v = float(i);
+    std::memcpy(&e.weights[i * 4], &v, 4);
+  }
+  return e;
+}
+
+int ncclCheck(int device) {
+  std::string whyNot;
+  if (!cudaUsable(&whyNot)) {
+    std::printf("nccl: not run: %s\n", whyNot.c_str());
+    return 0;
+  }
+  SessionOptions options;
+  options.cudaDevice = device;
+  Executable e = ncclExecutable();
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(e, DeviceKind::Cuda, options);
+  Status ran = session ? (*session)->run() : session.status();
+  StatusOr<Tensor> z = ran ? (*session)->getOutput("z") : StatusOr<Tensor>(ran);
+  if (!z) {
+    std::printf("nccl: failed: %s\n", z.status().message().c_str());
+    return 1;
+  }
+  for (int i = 0; i < 1024; ++i)
+    if (z->as<float>()[i] != float(i)) {
+      std::printf("nccl: failed: element %d is %g, not %d\n", i,
+                  double(z->as<float>()[i]), i);
+      return 1;
+    }
+  std::printf("nccl: ok (an all-reduce mean and an all-gather of 1,024 "
+              "floats, one rank, on %s)\n",
+              (*session)->deviceDescription().c_str());
+  return 0;
+}
+
 int version() {
   std::string whyNot;
   if (!nvrtcAvailable(&whyNot)) {
@@ -100,7 +172,7 @@ int version() {
 int main(int argc, char **argv) {
   std::vector<std::string> archs;
   std::string input, outputPrefix;
-  bool check = false, showVersion = false, time = false;
+  bool check = false, ncclChecked = false, showVersion = false, time = false;
   int device = 0;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -114,6 +186,8 @@ int main(int argc, char **argv) {
       time = true;
     } else if (arg == "--cuda-check") {
       check = true;
+    } else if (arg == "--nccl-check") {
+      ncclChecked = true;
     } else if (arg.rfind("--device=", 0) == 0) {
       char *end = nullptr;
       long value = std::strtol(arg.c_str() + 9, &end, 10);
@@ -137,6 +211,8 @@ int main(int argc, char **argv) {
   }
   if (check)
     return cudaCheck(device);
+  if (ncclChecked)
+    return ncclCheck(device);
   if (showVersion)
     return version();
   if (input.empty() || archs.empty()) {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs on a lent GPU machine (the device tool), in the repository root, after
 # scripts/device/bundle.sh packed .device/bundle.tar.xz here:
-#   1. the CUDA probe and one fixture on --device=cuda;
+#   1. the CUDA probe, a step of collectives through NCCL (one rank) and one
+#      fixture on --device=cuda;
 #   2. a GPT-2-small-sized training step on the GPU, fp32 and bf16 (fused
 #      and replayed as a CUDA graph, the defaults), each with the predicted
 #      times of the GPU (--predict=all), then 3 profiled steps of each
@@ -34,6 +35,10 @@ pkg=/tmp/memfit-bundle
 mkdir -p "$pkg" && tar -C "$pkg" -xJf .device/bundle.tar.xz
 export LD_LIBRARY_PATH=$pkg/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 py=$(command -v python3)
+# NCCL: the toolkit's (found under CUDA_HOME by the runtime), else
+# PyTorch's wheel's.
+nccl=$("$py" -c "import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))" 2>/dev/null) &&
+  [ -d "$nccl" ] && export LD_LIBRARY_PATH=$LD_LIBRARY_PATH:$nccl
 
 # The build tree as lit.site.cfg.py names it (/work/main/build).
 mkdir -p build/test /work
@@ -47,6 +52,7 @@ sed -i -e "s|^config.memfit_python = .*|config.memfit_python = \"$py\"|" \
 {
   nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
   build/bin/memfit-nvrtc --cuda-check
+  build/bin/memfit-nvrtc --nccl-check
   which g++ nvcc; nvcc --version | tail -1
 } 2>&1 | tee "$OUT/probe.txt"
 
