@@ -167,10 +167,6 @@ struct MemfitOptimizerPass
       return module.emitError("ZeRO stage ")
              << stage << " with accumulate > 1 is not built yet (stage 1 "
              << "accumulates)";
-    if (scatterGrads && (clipNorm > 0 || scaleParam))
-      return module.emitError("ZeRO stage 2 with clipping or loss scaling "
-                              "is not built yet (their sums over the "
-                              "gradients would need each rank's rows)");
     // Rows of each rank's slice of a parameter of `type`.
     auto sliceRows = [&](RankedTensorType type) {
       return (type.getDimSize(0) + shards - 1) / shards;
@@ -266,6 +262,51 @@ struct MemfitOptimizerPass
     // The learning rate input.
     Value lr = appendNamedArgument(updateFunc, counterType, "lr");
 
+    // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
+    // of it padded with zero rows to N c; with `scatter`, of its mean over
+    // the ranks (a reduce-scatter of the rank's own gradient).
+    auto shardOf = [&](Location ploc, Value value,
+                       bool scatter = false) -> Value {
+      auto type = cast<RankedTensorType>(value.getType());
+      int64_t rows = type.getDimSize(0), c = sliceRows(type);
+      // Marked, so that memfit-early-updates moves them with the update
+      // that alone reads them.
+      auto mark = [&](Operation *op) {
+        op->setAttr(kShardSliceAttr, builder.getUnitAttr());
+        return op->getResult(0);
+      };
+      if (c * shards > rows) {
+        Value zeros = mark(ExpandOp::create(builder, ploc,
+                                            withRows(type, c * shards - rows),
+                                            scalar(builder, ploc, 0.0)));
+        value = mark(ConcatOp::create(builder, ploc, ValueRange{value, zeros},
+                                      builder.getI64IntegerAttr(0)));
+      }
+      if (scatter)
+        return mark(ReduceScatterOp::create(builder, ploc, value,
+                                            CollectiveReduction::Mean, shards,
+                                            DenseI64ArrayAttr()));
+      return mark(SliceOp::create(builder, ploc, value,
+                                  ArrayRef<int64_t>{shardRank * c},
+                                  ArrayRef<int64_t>{(shardRank + 1) * c},
+                                  ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}));
+    };
+    // Stage 2: each gradient reduce-scattered to the rank's rows of its
+    // mean, before the sums over the gradients that clipping and loss
+    // scaling take (then of the rank's rows, added up over the ranks).
+    if (scatterGrads)
+      for (Trained &t : trained)
+        t.grad = shardOf(t.grad.getLoc(), t.grad, /*scatter=*/true);
+    // A sum over every gradient's elements: over the ranks' rows under
+    // stage 2.
+    auto overRanks = [&](Value total) -> Value {
+      if (!scatterGrads)
+        return total;
+      return AllReduceOp::create(builder, total.getLoc(), total,
+                                 CollectiveReduction::Sum, shards,
+                                 DenseI64ArrayAttr());
+    };
+
     // Loss scaling: the scale's reciprocal and, when dynamic, whether this
     // step applies and the scale's update.
     Value invScale, applied, usedScale, skipped;
@@ -288,6 +329,7 @@ struct MemfitOptimizerPass
           total = total ? AddOp::create(builder, ploc, total, sum).getResult()
                         : sum;
         }
+        total = overRanks(total);
         Value tracker = load(builder, loc, trackerParam);
         SmallVector<Value> scaling = buildKernel(
             builder, loc, {usedScale, tracker, total},
@@ -345,6 +387,7 @@ struct MemfitOptimizerPass
         total = total ? AddOp::create(builder, ploc, total, sum).getResult()
                       : sum;
       }
+      total = overRanks(total);
       SmallVector<Value> clipInputs{total};
       if (invScale)
         clipInputs.push_back(invScale);
@@ -414,35 +457,6 @@ struct MemfitOptimizerPass
       shared.erase(shared.begin() + 1);
     }
 
-    // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
-    // of it padded with zero rows to N c; with `scatter`, of its mean over
-    // the ranks (a reduce-scatter of the rank's own gradient).
-    auto shardOf = [&](Location ploc, Value value,
-                       bool scatter = false) -> Value {
-      auto type = cast<RankedTensorType>(value.getType());
-      int64_t rows = type.getDimSize(0), c = sliceRows(type);
-      // Marked, so that memfit-early-updates moves them with the update
-      // that alone reads them.
-      auto mark = [&](Operation *op) {
-        op->setAttr(kShardSliceAttr, builder.getUnitAttr());
-        return op->getResult(0);
-      };
-      if (c * shards > rows) {
-        Value zeros = mark(ExpandOp::create(builder, ploc,
-                                            withRows(type, c * shards - rows),
-                                            scalar(builder, ploc, 0.0)));
-        value = mark(ConcatOp::create(builder, ploc, ValueRange{value, zeros},
-                                      builder.getI64IntegerAttr(0)));
-      }
-      if (scatter)
-        return mark(ReduceScatterOp::create(builder, ploc, value,
-                                            CollectiveReduction::Mean, shards,
-                                            DenseI64ArrayAttr()));
-      return mark(SliceOp::create(builder, ploc, value,
-                                  ArrayRef<int64_t>{shardRank * c},
-                                  ArrayRef<int64_t>{(shardRank + 1) * c},
-                                  ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}));
-    };
     // The parameter from every rank's updated slice, written by the gather
     // (or, past padding, by the slice of its rows) into a buffer of its own
     // that the assignment puts in place.
@@ -461,7 +475,7 @@ struct MemfitOptimizerPass
       SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
       if (shards > 1)
         inputs = {shardOf(ploc, inputs[0]),
-                  shardOf(ploc, inputs[1], scatterGrads)};
+                  scatterGrads ? inputs[1] : shardOf(ploc, inputs[1])};
       if (s.first)
         inputs.push_back(load(builder, ploc, s.first));
       if (s.second)

@@ -18,7 +18,10 @@
 // ZeRO stage 2: no all-reduce of the gradients; the optimizer averages each
 // one by a reduce-scatter of its rows (this rank's 4 of 8).
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=2 rank=0' | FileCheck %s --check-prefix=ZERO2
-// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 zero=2 clip-norm=1.0' 2>&1 | FileCheck %s --check-prefix=ZCLIP
+// Stage 2 with clipping: the gradients are reduce-scattered first, and the
+// sum of the squares of the rank's rows is added up over the ranks before
+// the norm's square root.
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 zero=2 clip-norm=1.0' | FileCheck %s --check-prefix=ZCLIP
 // RUN: not memfit-opt %s -split-input-file --memfit-shard='world-size=2' 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=0' 2>&1 | FileCheck %s --check-prefix=WORLD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=2 accumulate=2' 2>&1 | FileCheck %s --check-prefix=ZACC
@@ -83,7 +86,11 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ZERO2: memfit.reduce_scatter mean %{{.+}} {group_size = 2 : i64, memfit.shard_slice} : tensor<8x8xf32> -> tensor<4x8xf32>
 // ZERO2: memfit.all_gather %{{.+}} : tensor<4x8xf32> -> tensor<8x8xf32>
 // ZERO2: memfit.all_reduce mean %{{.+}} : tensor<f32> -> tensor<f32>
-// ZCLIP: ZeRO stage 2 with clipping or loss scaling is not built yet
+// ZCLIP: memfit.reduce_scatter mean {{.*}} : tensor<8x8xf32> -> tensor<4x8xf32>
+// ZCLIP: memfit.reduce_scatter mean {{.*}} : tensor<8x4xf32> -> tensor<4x4xf32>
+// ZCLIP: memfit.all_reduce sum {{.*}} : tensor<f32> -> tensor<f32>
+// ZCLIP: memfit.sqrt
+// ZCLIP: memfit.all_gather
 // NOGRAD: error: memfit-shard: no function returns gradients; run memfit-autodiff first
 // WORLD: world-size must be at least 1, got 0
 // ZACC: zero=2 with accumulate > 1 is not built yet (zero=1 accumulates)

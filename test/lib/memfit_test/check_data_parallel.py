@@ -131,21 +131,25 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     largest element) rather than to the bit. Stage 1 also with 2
     micro-batches a step (--accumulate=2: the whole gradients accumulated,
     the rank's rows of their sum updated), against stage 0's accumulation,
-    bit for bit."""
+    bit for bit. Stage 2 also with clipping to a global norm of 0.5 (the
+    squares of each rank's rows of the gradients added up over the ranks),
+    against stage 0's clipping, within 1e-5."""
     runs = {}
     # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
     # last-bit differences AdamW would turn into steps of lr where a
     # gradient is near zero (attention's key biases).
     for zero, optimizer, k in ((0, "adamw", 1), (1, "adamw", 1),
                                (0, "sgd", 1), (2, "sgd", 1),
-                               (0, "adamw", 2), (1, "adamw", 2)):
+                               (0, "adamw", 2), (1, "adamw", 2),
+                               (0, "sgd-clip", 1), (2, "sgd-clip", 1)):
         folder = os.path.join(workdir,
                               f"zero{zero}-{optimizer}-{ranks}-k{k}")
         os.makedirs(folder)
         losses = os.path.join(folder, "losses.csv")
         ckpt = os.path.join(folder, "ckpt")
         flags = ["--optimizer=adamw"] if optimizer == "adamw" else [
-            "--optimizer=sgd", "--momentum=0.9", "--lr=0.1"]
+            "--optimizer=sgd", "--momentum=0.9", "--lr=0.1"] + (
+            ["--clip-norm=0.5"] if optimizer == "sgd-clip" else [])
         out = mpirun(ranks, train_args(memfit_run, models, 2 // k, 32, steps,
                                        flags + [
             f"--zero={zero}", f"--accumulate={k}", "--memory-report",
@@ -156,7 +160,7 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
         runs[zero, optimizer, k] = (read_losses(losses), shards, int(
             states.group(1).replace(",", "")) if states else 0)
     for zero, optimizer, k in ((1, "adamw", 1), (2, "sgd", 1),
-                               (1, "adamw", 2)):
+                               (1, "adamw", 2), (2, "sgd-clip", 1)):
         l0, (c0,), s0 = runs[0, optimizer, k]
         l1, shards, s1 = runs[zero, optimizer, k]
         label = f"zero={zero} on {ranks} ranks ({optimizer})" + (
