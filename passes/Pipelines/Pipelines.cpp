@@ -86,9 +86,6 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.zero >= 1 && options.worldSize > 1 && states8bit(options))
     return "zero=" + std::to_string(options.zero) +
            " with 8-bit optimizer states is not built yet";
-  if (options.zero >= 2 && options.worldSize > 1 && options.accumulate > 1)
-    return "zero=" + std::to_string(options.zero) +
-           " with accumulate > 1 is not built yet (zero=1 accumulates)";
   if (options.zero >= 1 && options.worldSize > 1 &&
       options.optimizer == OptimizerKind::None)
     return "zero=" + std::to_string(options.zero) +

@@ -160,13 +160,10 @@ struct MemfitOptimizerPass
     if (stage >= 1)
       shards = attrInt(kWorldSizeAttr, 1);
     bool scatterGrads = stage >= 2 && shards > 1;
-    // Stage 1 accumulates whole gradients (each micro-batch's averaged
-    // over the ranks, as stage 0 does) and updates the rank's rows of the
-    // sum; stage 2 would accumulate each rank's rows instead.
-    if (scatterGrads && accumulate > 1)
-      return module.emitError("ZeRO stage ")
-             << stage << " with accumulate > 1 is not built yet (stage 1 "
-             << "accumulates)";
+    // With accumulation, stage 1 accumulates whole gradients (each
+    // micro-batch's averaged over the ranks, as stage 0 does) and updates
+    // the rank's rows of the sum; stage 2 accumulates the rank's rows of
+    // each micro-batch's reduce-scattered gradient.
     // Rows of each rank's slice of a parameter of `type`.
     auto sliceRows = [&](RankedTensorType type) {
       return (type.getDimSize(0) + shards - 1) / shards;
@@ -213,12 +210,12 @@ struct MemfitOptimizerPass
                              type, kRoleOptimizerState);
         after = s.first;
       }
-      // The accumulator holds the whole gradient, also when the states are
-      // a slice.
+      // The accumulator holds the whole gradient under stage 1, the rank's
+      // rows under stage 2.
       if (accumulate > 1)
-        s.accumulator = addTrainingState(symbols, after, (name + ".grad").str(),
-                                         t.param.getType(),
-                                         kRoleGradientAccumulator);
+        s.accumulator = addTrainingState(
+            symbols, after, (name + ".grad").str(),
+            scatterGrads ? type : t.param.getType(), kRoleGradientAccumulator);
       auto owner = FlatSymbolRefAttr::get(t.param.getSymNameAttr());
       for (ParameterOp state : {s.first, s.second})
         if (state)
@@ -226,41 +223,6 @@ struct MemfitOptimizerPass
       if (s.second)
         s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));
     }
-
-    // Where the update goes: the end of the function (k = 1) or a new
-    // `apply` function reading the accumulators.
-    func::FuncOp updateFunc = func;
-    builder.setInsertionPoint(ret);
-    if (accumulate > 1) {
-      double scale = 1.0 / double(accumulate);
-      for (auto [t, s] : llvm::zip(trained, states)) {
-        Location ploc = t.grad.getLoc();
-        Value acc = load(builder, ploc, s.accumulator);
-        SmallVector<Value> sum = buildKernel(
-            builder, ploc, {acc, t.grad}, [&](OpBuilder &b, ValueRange args) {
-              Value scaled = MulOp::create(b, ploc, args[1],
-                                           scalar(b, ploc, scale));
-              return SmallVector<Value>{
-                  AddOp::create(b, ploc, args[0], scaled).getResult()};
-            });
-        AssignOp::create(builder, ploc,
-                         FlatSymbolRefAttr::get(s.accumulator.getSymNameAttr()),
-                         sum[0]);
-      }
-      func.setSymName("accumulate");
-      builder.setInsertionPointAfter(func);
-      updateFunc = func::FuncOp::create(builder, loc, "apply",
-                                        FunctionType::get(ctx, {}, {}));
-      Block *block = updateFunc.addEntryBlock();
-      builder.setInsertionPointToStart(block);
-      for (auto [t, s] : llvm::zip(trained, states))
-        t.grad = load(builder, t.grad.getLoc(), s.accumulator);
-    } else {
-      func.setSymName("train_step");
-    }
-
-    // The learning rate input.
-    Value lr = appendNamedArgument(updateFunc, counterType, "lr");
 
     // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
     // of it padded with zero rows to N c; with `scatter`, of its mean over
@@ -291,10 +253,47 @@ struct MemfitOptimizerPass
                                   ArrayRef<int64_t>{(shardRank + 1) * c},
                                   ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}));
     };
+    // Where the update goes: the end of the function (k = 1) or a new
+    // `apply` function reading the accumulators.
+    func::FuncOp updateFunc = func;
+    builder.setInsertionPoint(ret);
+    if (accumulate > 1) {
+      double scale = 1.0 / double(accumulate);
+      for (auto [t, s] : llvm::zip(trained, states)) {
+        Location ploc = t.grad.getLoc();
+        Value acc = load(builder, ploc, s.accumulator);
+        Value grad = scatterGrads ? shardOf(ploc, t.grad, /*scatter=*/true)
+                                  : t.grad;
+        SmallVector<Value> sum = buildKernel(
+            builder, ploc, {acc, grad}, [&](OpBuilder &b, ValueRange args) {
+              Value scaled = MulOp::create(b, ploc, args[1],
+                                           scalar(b, ploc, scale));
+              return SmallVector<Value>{
+                  AddOp::create(b, ploc, args[0], scaled).getResult()};
+            });
+        AssignOp::create(builder, ploc,
+                         FlatSymbolRefAttr::get(s.accumulator.getSymNameAttr()),
+                         sum[0]);
+      }
+      func.setSymName("accumulate");
+      builder.setInsertionPointAfter(func);
+      updateFunc = func::FuncOp::create(builder, loc, "apply",
+                                        FunctionType::get(ctx, {}, {}));
+      Block *block = updateFunc.addEntryBlock();
+      builder.setInsertionPointToStart(block);
+      for (auto [t, s] : llvm::zip(trained, states))
+        t.grad = load(builder, t.grad.getLoc(), s.accumulator);
+    } else {
+      func.setSymName("train_step");
+    }
+
+    // The learning rate input.
+    Value lr = appendNamedArgument(updateFunc, counterType, "lr");
+
     // Stage 2: each gradient reduce-scattered to the rank's rows of its
     // mean, before the sums over the gradients that clipping and loss
     // scaling take (then of the rank's rows, added up over the ranks).
-    if (scatterGrads)
+    if (scatterGrads && accumulate == 1)
       for (Trained &t : trained)
         t.grad = shardOf(t.grad.getLoc(), t.grad, /*scatter=*/true);
     // A sum over every gradient's elements: over the ranks' rows under
@@ -470,6 +469,9 @@ struct MemfitOptimizerPass
       return whole;
     };
 
+    // Where an accumulator is cleared: in the update's kernel, unless the
+    // kernel runs over the rank's rows of a whole accumulator (stage 1).
+    bool clearInKernel = accumulate > 1 && (shards == 1 || scatterGrads);
     for (auto [t, s] : llvm::zip(trained, states)) {
       Location ploc = t.grad.getLoc();
       SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
@@ -549,10 +551,12 @@ struct MemfitOptimizerPass
               for (unsigned i = 0; i < out.size(); ++i)
                 out[i] = WhereOp::create(b, ploc, args.back(), out[i],
                                          args[i == 0 ? 0 : 1 + i]);
-            // The accumulator starts again from zero; a whole one that the
-            // kernel over the rank's rows cannot write is cleared after it.
-            if (accumulate > 1 && shards == 1)
-              out.push_back(ExpandOp::create(b, ploc, type, c(0.0)));
+            // The accumulator starts again from zero; a whole one (stage
+            // 1) that the kernel over the rank's rows cannot write is
+            // cleared after it.
+            if (clearInKernel)
+              out.push_back(ExpandOp::create(
+                  b, ploc, cast<RankedTensorType>(w.getType()), c(0.0)));
             return out;
           });
       if (shards > 1)
@@ -562,13 +566,13 @@ struct MemfitOptimizerPass
         targets.push_back(s.first);
       if (s.second)
         targets.push_back(s.second);
-      if (s.accumulator && shards == 1)
+      if (s.accumulator && clearInKernel)
         targets.push_back(s.accumulator);
       for (auto [target, value] : llvm::zip(targets, updated))
         AssignOp::create(builder, ploc,
                          FlatSymbolRefAttr::get(target.getSymNameAttr()),
                          value);
-      if (s.accumulator && shards > 1) {
+      if (s.accumulator && !clearInKernel) {
         Value zeros =
             buildKernel(builder, ploc, {}, [&](OpBuilder &b, ValueRange) {
               return SmallVector<Value>{

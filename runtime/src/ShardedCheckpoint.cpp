@@ -3,8 +3,9 @@
 // reshardCheckpoint (Checkpoint.h): the rank files of a ZeRO stage >= 1 run
 // put together and cut again for a rank of another world size. A sliced
 // state is recognized by its name and shape: "<parameter>.<state>" of kind
-// optimizer_state whose rows are the parameter's divided among the ranks
-// (ceil(rows / ranks), the last slices padded with zero rows).
+// optimizer_state (or gradient_accumulator, which stage 2 slices) whose
+// rows are the parameter's divided among the ranks (ceil(rows / ranks), the
+// last slices padded with zero rows).
 //
 //===----------------------------------------------------------------------===//
 
@@ -168,9 +169,13 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
     const Variable *mine = manifest.findVariable(v.name);
     const Variable *owner = ownerOf(manifest, v.name);
     const Buffer *param = owner ? &manifest.buffers[owner->buffer] : nullptr;
-    bool state = mine && mine->kind == VariableKind::OptimizerState && param &&
-                 !param->shape.empty() && !v.tensor.shape.empty() &&
-                 v.kind == variableKindName(VariableKind::OptimizerState);
+    // Optimizer states are sliced from stage 1, gradient accumulators
+    // under stage 2.
+    bool sliceable = mine && (mine->kind == VariableKind::OptimizerState ||
+                              mine->kind == VariableKind::GradientAccumulator);
+    bool state = sliceable && param && !param->shape.empty() &&
+                 !v.tensor.shape.empty() &&
+                 v.kind == variableKindName(mine->kind);
     std::vector<const Tensor *> parts;
     for (const CheckpointFile &f : files) {
       const CheckpointVariable *p = f.find(v.name);
@@ -189,12 +194,16 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
       out.variables.push_back(v);
       continue;
     }
-    // A state: the rows of the saved slices, in rank order, then this
+    // A state: the rows of the saved slices, in rank order (or a whole one,
+    // which every rank holds alike: stage 1's accumulators), then this
     // rank's rows of the new division.
     const int64_t rows = param->shape[0];
     const int64_t savedRows = v.tensor.shape[0];
-    bool slicedBefore = saved > 1 && savedRows == sliceRows(rows, saved);
-    if (!slicedBefore && !(saved == 1 && savedRows == rows))
+    bool slicedBefore =
+        saved > 1 && savedRows == sliceRows(rows, saved) && savedRows != rows;
+    if (savedRows == rows)
+      parts.resize(1);
+    else if (!slicedBefore)
       return invalidArgument(label + " has " + std::to_string(savedRows) +
                              " rows in " + first.path +
                              ", which is neither its parameter's " +

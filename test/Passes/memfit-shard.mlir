@@ -24,7 +24,9 @@
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 zero=2 clip-norm=1.0' | FileCheck %s --check-prefix=ZCLIP
 // RUN: not memfit-opt %s -split-input-file --memfit-shard='world-size=2' 2>&1 | FileCheck %s --check-prefix=NOGRAD
 // RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=0' 2>&1 | FileCheck %s --check-prefix=WORLD
-// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 zero=2 accumulate=2' 2>&1 | FileCheck %s --check-prefix=ZACC
+// Stage 2 with accumulation: each micro-batch's gradient is reduce-
+// scattered and the rank's rows accumulated.
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=2 accumulate=2' | FileCheck %s --check-prefix=ZACC
 // Stage 1 with accumulation: the accumulators hold whole gradients, the
 // states a rank's rows; apply clears each accumulator with a kernel of its
 // own (not one buffer for two).
@@ -93,7 +95,13 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ZCLIP: memfit.all_gather
 // NOGRAD: error: memfit-shard: no function returns gradients; run memfit-autodiff first
 // WORLD: world-size must be at least 1, got 0
-// ZACC: zero=2 with accumulate > 1 is not built yet (zero=1 accumulates)
+// ZACC: memfit.parameter @w1.grad = {{.*}} : tensor<4x8xf32> {memfit.role = "gradient_accumulator"}
+// ZACC-LABEL: func.func @accumulate
+// ZACC: memfit.reduce_scatter mean {{.*}} : tensor<8x8xf32> -> tensor<4x8xf32>
+// ZACC: memfit.assign @w1.grad, %{{.+}} : tensor<4x8xf32>
+// ZACC-LABEL: func.func @apply
+// ZACC-NOT: memfit.reduce_scatter
+// ZACC: memfit.all_gather
 func.func @main(%x: tensor<2x8xf32> {onnx.name = "x"}) -> (tensor<f32> {onnx.name = "loss"}) {
   %w1 = memfit.load_parameter @w1 : tensor<8x8xf32>
   %w2 = memfit.load_parameter @w2 : tensor<8x4xf32>

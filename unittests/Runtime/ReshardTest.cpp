@@ -103,6 +103,32 @@ void testReshard() {
   CHECK_ERROR(reshardCheckpoint(two, manifestFor(3), 3).status(),
               "reshardCheckpoint: rank 3 of 3");
   CHECK(rankCheckpointPath("run/ckpt", 1, 4) == "run/ckpt.rank-1-of-4");
+
+  // A gradient accumulator: whole in every rank's file (stage 1), cut into
+  // rows for stage 2's ranks; and sliced (stage 2) put together for one
+  // process.
+  Manifest accumulating = manifestFor(3);
+  accumulating.buffers.push_back(
+      {"w.grad", Region::Weights, 768, 16, DType::f32, {2, 2}});
+  accumulating.variables.push_back(
+      {"w.grad", 3, VariableKind::GradientAccumulator});
+  std::vector<CheckpointFile> alike = two;
+  for (CheckpointFile &f : alike)
+    f.variables.push_back({"w.grad", "gradient_accumulator", rows(0, 5, 5)});
+  StatusOr<CheckpointFile> sliced = reshardCheckpoint(alike, accumulating, 2);
+  if (CHECK_OK(sliced.status()))
+    CHECK(sameData(sliced->find("w.grad")->tensor, rows(4, 2, 5)));
+  std::vector<CheckpointFile> slices = two;
+  for (int64_t r = 0; r < 2; ++r)
+    slices[r].variables.push_back(
+        {"w.grad", "gradient_accumulator", rows(3 * r, 3, 5)});
+  Manifest single = manifestFor(1);
+  single.buffers.push_back(
+      {"w.grad", Region::Weights, 768, 40, DType::f32, {5, 2}});
+  single.variables.push_back({"w.grad", 3, VariableKind::GradientAccumulator});
+  StatusOr<CheckpointFile> joined = reshardCheckpoint(slices, single, 0);
+  if (CHECK_OK(joined.status()))
+    CHECK(sameData(joined->find("w.grad")->tensor, rows(0, 5, 5)));
 }
 
 } // namespace

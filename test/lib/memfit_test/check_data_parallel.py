@@ -133,7 +133,9 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     the rank's rows of their sum updated), against stage 0's accumulation,
     bit for bit. Stage 2 also with clipping to a global norm of 0.5 (the
     squares of each rank's rows of the gradients added up over the ranks),
-    against stage 0's clipping, within 1e-5."""
+    against stage 0's clipping, and with 2 micro-batches (each rank
+    accumulating its rows of each reduce-scattered gradient), within
+    1e-5."""
     runs = {}
     # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
     # last-bit differences AdamW would turn into steps of lr where a
@@ -141,7 +143,8 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     for zero, optimizer, k in ((0, "adamw", 1), (1, "adamw", 1),
                                (0, "sgd", 1), (2, "sgd", 1),
                                (0, "adamw", 2), (1, "adamw", 2),
-                               (0, "sgd-clip", 1), (2, "sgd-clip", 1)):
+                               (0, "sgd-clip", 1), (2, "sgd-clip", 1),
+                               (0, "sgd", 2), (2, "sgd", 2)):
         folder = os.path.join(workdir,
                               f"zero{zero}-{optimizer}-{ranks}-k{k}")
         os.makedirs(folder)
@@ -160,7 +163,8 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
         runs[zero, optimizer, k] = (read_losses(losses), shards, int(
             states.group(1).replace(",", "")) if states else 0)
     for zero, optimizer, k in ((1, "adamw", 1), (2, "sgd", 1),
-                               (1, "adamw", 2), (2, "sgd-clip", 1)):
+                               (1, "adamw", 2), (2, "sgd-clip", 1),
+                               (2, "sgd", 2)):
         l0, (c0,), s0 = runs[0, optimizer, k]
         l1, shards, s1 = runs[zero, optimizer, k]
         label = f"zero={zero} on {ranks} ranks ({optimizer})" + (
@@ -181,7 +185,10 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
                             f"not about 1/{ranks} of zero=0's {s0}")
         compared = 0
         for name, value in c0.items():
-            if name.endswith((".exp_avg", ".exp_avg_sq", ".momentum_buffer")):
+            # The states are the rank's rows, and so are the gradient
+            # accumulators under stage 2.
+            if name.endswith((".exp_avg", ".exp_avg_sq", ".momentum_buffer")) \
+                    or (zero == 2 and name.endswith(".grad")):
                 whole = np.concatenate([c[name] for c in shards])
                 whole = whole[:value.shape[0]]
                 if not close(whole, value):
