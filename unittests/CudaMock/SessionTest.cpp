@@ -64,83 +64,6 @@ Executable sessionExecutable() {
   return e;
 }
 
-void runCudaSessionTests() {
-  SessionOptions options;
-  options.cacheDir = scratchDirectory() + "/kernel-cache";
-  const Executable executable = sessionExecutable();
-  emulateTwice();
-  {
-    StatusOr<std::unique_ptr<Session>> session =
-        Session::create(executable, DeviceKind::Cuda, options);
-    if (CHECK_OK(session.status())) {
-      Session &s = **session;
-      CHECK(s.deviceDescription() == "Mock GPU A (sm_80, driver 13.0)");
-      // The plan, then cuBLASLt's workspace: the largest contraction's
-      // output in fp32 partial sums (2 x 4 x 4 bytes), in 256-byte units.
-      CHECK(s.allocatedBytes() == 512 + 768 + 256);
-      Tensor x = Tensor::zeros(DType::f32, {2, 3});
-      const float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
-      std::memcpy(x.data.data(), xs, sizeof xs);
-      CHECK_OK(s.setInput("x", x));
-      CHECK_OK(s.run());
-      StatusOr<Tensor> y = s.getOutput("y");
-      if (CHECK_OK(y.status())) {
-        bool ok = y->shape == std::vector<int64_t>({2, 4});
-        for (int i = 0; i < 2; ++i)
-          for (int j = 0; j < 4; ++j) {
-            double sum = 0;
-            for (int k = 0; k < 3; ++k)
-              sum += double(xs[i * 3 + k]) * (0.5 * (k * 4 + j) - 2.0);
-            ok &= std::fabs(y->as<float>()[i * 4 + j] - 2 * sum) < 1e-5;
-          }
-        CHECK(ok);
-      }
-      CHECK(mockcublaslt::calls("cublasLtMatmul") == 1);
-      CHECK(mockcuda::launches().size() == 1);
-      // The fake's algorithm took the workspace it was offered (and wrote
-      // over it first: the right output shows nothing else was there),
-      // at the end of the allocation; f32 computes in f32 by default.
-      if (CHECK(mockcublaslt::matmuls().size() == 1)) {
-        const mockcublaslt::Matmul &mm = mockcublaslt::matmuls()[0];
-        CHECK(mm.workspaceBytes == 32);
-        CHECK(mm.workspace == mockcuda::lastAllocation() + 1280);
-        CHECK(mm.computeType == 68); // CUBLAS_COMPUTE_32F
-      }
-    }
-  }
-  expectClean("session");
-
-  // --tf32: f32 contractions on tensor cores.
-  {
-    SessionOptions tf32 = options;
-    tf32.tf32 = true;
-    StatusOr<std::unique_ptr<Session>> session =
-        Session::create(executable, DeviceKind::Cuda, tf32);
-    if (CHECK_OK(session.status())) {
-      Tensor x = Tensor::zeros(DType::f32, {2, 3});
-      CHECK_OK((*session)->setInput("x", x));
-      CHECK_OK((*session)->run());
-      if (CHECK(mockcublaslt::matmuls().size() == 1))
-        CHECK(mockcublaslt::matmuls()[0].computeType ==
-              77); // CUBLAS_COMPUTE_32F_FAST_TF32
-    }
-  }
-  expectClean("session with tf32");
-
-  // A plan the device cannot hold fails up front with its breakdown.
-  mockcuda::setMemory(1000, 1 << 20);
-  StatusOr<std::unique_ptr<Session>> session =
-      Session::create(executable, DeviceKind::Cuda, options);
-  CHECK(session.status().code() == StatusCode::ResourceExhausted);
-  CHECK_ERROR(session.status(), "the executable needs 1,536 bytes (1.50 KiB)");
-  CHECK_ERROR(session.status(),
-              "of device memory but Mock GPU A (device 0) has 1000 bytes free "
-              "of 1,048,576 bytes (1.00 MiB) (memory plan: weights 264 B, "
-              "arena 768 B; 1.25 KiB and the cuBLASLt workspace's 256 B in "
-              "one allocation)");
-  expectClean("session out of memory");
-}
-
 namespace {
 
 /// y of sessionExecutable for input x: 2 (x @ w).
@@ -201,6 +124,73 @@ std::vector<std::string> runSeveral(const Executable &executable,
 }
 
 } // namespace
+
+void runCudaSessionTests() {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/kernel-cache";
+  const Executable executable = sessionExecutable();
+  emulateTwice();
+  {
+    StatusOr<std::unique_ptr<Session>> session =
+        Session::create(executable, DeviceKind::Cuda, options);
+    if (CHECK_OK(session.status())) {
+      Session &s = **session;
+      CHECK(s.deviceDescription() == "Mock GPU A (sm_80, driver 13.0)");
+      // The plan, then cuBLASLt's workspace: the largest contraction's
+      // output in fp32 partial sums (2 x 4 x 4 bytes), in 256-byte units.
+      CHECK(s.allocatedBytes() == 512 + 768 + 256);
+      Tensor x = Tensor::zeros(DType::f32, {2, 3});
+      const float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
+      std::memcpy(x.data.data(), xs, sizeof xs);
+      CHECK_OK(s.setInput("x", x));
+      CHECK_OK(s.run());
+      CHECK(outputMatches(s, xs));
+      CHECK(mockcublaslt::calls("cublasLtMatmul") == 1);
+      CHECK(mockcuda::launches().size() == 1);
+      // The fake's algorithm took the workspace it was offered (and wrote
+      // over it first: the right output shows nothing else was there),
+      // at the end of the allocation; f32 computes in f32 by default.
+      if (CHECK(mockcublaslt::matmuls().size() == 1)) {
+        const mockcublaslt::Matmul &mm = mockcublaslt::matmuls()[0];
+        CHECK(mm.workspaceBytes == 32);
+        CHECK(mm.workspace == mockcuda::lastAllocation() + 1280);
+        CHECK(mm.computeType == 68); // CUBLAS_COMPUTE_32F
+      }
+    }
+  }
+  expectClean("session");
+
+  // --tf32: f32 contractions on tensor cores.
+  {
+    SessionOptions tf32 = options;
+    tf32.tf32 = true;
+    StatusOr<std::unique_ptr<Session>> session =
+        Session::create(executable, DeviceKind::Cuda, tf32);
+    if (CHECK_OK(session.status())) {
+      Tensor x = Tensor::zeros(DType::f32, {2, 3});
+      CHECK_OK((*session)->setInput("x", x));
+      CHECK_OK((*session)->run());
+      if (CHECK(mockcublaslt::matmuls().size() == 1))
+        CHECK(mockcublaslt::matmuls()[0].computeType ==
+              77); // CUBLAS_COMPUTE_32F_FAST_TF32
+    }
+  }
+  expectClean("session with tf32");
+
+  // A plan the device cannot hold fails up front with its breakdown.
+  mockcuda::setMemory(1000, 1 << 20);
+  StatusOr<std::unique_ptr<Session>> session =
+      Session::create(executable, DeviceKind::Cuda, options);
+  CHECK(session.status().code() == StatusCode::ResourceExhausted);
+  CHECK_ERROR(session.status(), "the executable needs 1,536 bytes (1.50 KiB)");
+  CHECK_ERROR(session.status(),
+              "of device memory but Mock GPU A (device 0) has 1000 bytes free "
+              "of 1,048,576 bytes (1.00 MiB) (memory plan: weights 264 B, "
+              "arena 768 B; 1.25 KiB and the cuBLASLt workspace's 256 B in "
+              "one allocation)");
+  expectClean("session out of memory");
+}
+
 
 void runCudaGraphTests() {
   SessionOptions options;
