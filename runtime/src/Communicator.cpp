@@ -301,6 +301,14 @@ StatusOr<LaunchInfo> detectLaunch() {
     info.worldSize = **size;
     info.rank = rank->value_or(0);
     info.localRank = local->value_or(info.rank);
+    if (info.launcher == "torchrun") {
+      if (const char *addr = std::getenv("MASTER_ADDR"))
+        info.masterAddr = addr;
+      StatusOr<std::optional<int>> port = envInt("MASTER_PORT");
+      if (!port)
+        return port.status();
+      info.masterPort = port->value_or(0);
+    }
     if (info.worldSize < 1 || info.rank >= info.worldSize)
       return invalidArgument(std::string("$") + s.rank + "=" +
                              std::to_string(info.rank) + " is not a rank of $" +
@@ -315,10 +323,7 @@ createCommunicator(const LaunchInfo &launch) {
   if (launch.worldSize <= 1)
     return std::shared_ptr<Communicator>(std::make_shared<SelfCommunicator>());
   if (launch.launcher == "torchrun")
-    return unavailable(
-        "torchrun's variables say " + std::to_string(launch.worldSize) +
-        " ranks, but memfit's ranks meet through MPI: launch with mpirun -np " +
-        std::to_string(launch.worldSize));
+    return openTcpCommunicator(launch);
   return MpiCommunicator::open(launch);
 }
 

@@ -688,6 +688,14 @@ int startRanks(RunFlags &runFlags) {
     runFlags.worldSize = launch->worldSize;
   runFlags.rank = launch->rank;
   ranks().launch = *launch;
+  // torchrun's ranks exchange tensors through NCCL: on GPUs only.
+  if (launch->worldSize > 1 && !runFlags.planOnly &&
+      launch->launcher == "torchrun" && runFlags.device != "cuda")
+    return fail("torchrun started " + std::to_string(launch->worldSize) +
+                " ranks: under torchrun memfit's ranks exchange tensors "
+                "through NCCL, on GPUs: add --device=cuda, or launch the host "
+                "backend's ranks with mpirun -np " +
+                std::to_string(launch->worldSize));
   if (launch->worldSize > 1 && !runFlags.planOnly) {
     auto comm = rt::createCommunicator(*launch);
     if (!comm)

@@ -2,8 +2,9 @@
 //
 // Data parallelism's runtime without a second process: the launcher's
 // variables read by detectLaunch, the communicator of one rank, what a
-// missing MPI plugin or torchrun says, and the training data a rank reads
-// (its rows of the global batch).
+// missing MPI plugin says, torchrun's TCP rendezvous (two ranks in two
+// threads), and the training data a rank reads (its rows of the global
+// batch).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,8 +13,14 @@
 #include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/TrainingData.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 
 namespace memfit::rt::test {
 
@@ -58,8 +65,19 @@ void testDetectLaunch() {
     if (CHECK_OK(torchrun.status())) {
       CHECK(torchrun->launcher == "torchrun" && torchrun->worldSize == 2);
       CHECK_ERROR(createCommunicator(*torchrun).status(),
-                  "memfit's ranks meet through MPI: launch with mpirun -np 2");
+                  "torchrun's launch: $MASTER_ADDR and $MASTER_PORT must say "
+                  "where rank 0 listens");
     }
+  }
+  {
+    Env env({{"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"MASTER_ADDR", "node0"},
+             {"MASTER_PORT", "29500"}});
+    StatusOr<LaunchInfo> torchrun = detectLaunch();
+    if (CHECK_OK(torchrun.status()))
+      CHECK(torchrun->rank == 1 && torchrun->masterAddr == "node0" &&
+            torchrun->masterPort == 29500);
   }
   {
     Env env({{"PMI_RANK", "3"}, {"PMI_SIZE", "2"}});
@@ -138,6 +156,104 @@ void testRankSlices() {
               "training data: rank 2 of 2");
 }
 
+/// A port nothing listens at now.
+int freePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t size = sizeof address;
+  ::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address);
+  ::getsockname(fd, reinterpret_cast<sockaddr *>(&address), &size);
+  int port = ntohs(address.sin_port);
+  ::close(fd);
+  return port;
+}
+
+/// torchrun's rendezvous with two ranks in two threads: rank 0's bytes
+/// broadcast (NCCL's id), numbers reduced, a barrier; a tensor refused with
+/// the message that names mpirun; a rank gone is an error for the other,
+/// not a wait; no rank 0 within the timeout is an error.
+void testTcpRendezvous() {
+  LaunchInfo launch;
+  launch.launcher = "torchrun";
+  launch.worldSize = 2;
+  launch.masterAddr = "127.0.0.1";
+  launch.masterPort = freePort();
+  std::shared_ptr<Communicator> comms[2];
+  Status opened[2];
+  auto open = [&](int rank) {
+    LaunchInfo mine = launch;
+    mine.rank = rank;
+    StatusOr<std::shared_ptr<Communicator>> comm =
+        openTcpCommunicator(mine, 20);
+    opened[rank] = comm.status();
+    if (comm)
+      comms[rank] = *comm;
+  };
+  std::thread first(open, 0), second(open, 1);
+  first.join();
+  second.join();
+  if (!CHECK_OK(opened[0]) || !CHECK_OK(opened[1]))
+    return;
+  CHECK(comms[1]->description() ==
+        "torchrun's rendezvous at 127.0.0.1:" +
+            std::to_string(launch.masterPort) +
+            ", rank 1 of 2 (tensors through NCCL)");
+
+  char ids[2][128] = {};
+  for (int i = 0; i < 128; ++i)
+    ids[0][i] = char(i * 7);
+  int64_t sums[2] = {}, maxima[2] = {};
+  Status results[2][4];
+  auto work = [&](int rank) {
+    Collective share;
+    share.name = "id";
+    share.kind = Collective::Kind::Broadcast;
+    share.dtype = DType::u8;
+    share.count = 128;
+    share.groupSize = 2;
+    results[rank][0] = comms[rank]->run(share, ids[rank], ids[rank]);
+    StatusOr<int64_t> sum =
+        comms[rank]->reduceScalar(rank + 1, Collective::Reduction::Sum);
+    StatusOr<int64_t> max =
+        comms[rank]->reduceScalar(10 * rank, Collective::Reduction::Max);
+    results[rank][1] = sum.status();
+    results[rank][2] = max.status();
+    sums[rank] = sum ? *sum : -1;
+    maxima[rank] = max ? *max : -1;
+    results[rank][3] = comms[rank]->barrier();
+  };
+  std::thread a(work, 0), b(work, 1);
+  a.join();
+  b.join();
+  for (int rank = 0; rank < 2; ++rank)
+    for (const Status &s : results[rank])
+      CHECK_OK(s);
+  CHECK(std::memcmp(ids[0], ids[1], 128) == 0 && ids[1][5] == char(35));
+  CHECK(sums[0] == 3 && sums[1] == 3 && maxima[0] == 10 && maxima[1] == 10);
+
+  Collective tensor;
+  tensor.name = "grad.w";
+  tensor.count = 1 << 20;
+  tensor.groupSize = 2;
+  std::vector<float> data(1 << 20);
+  CHECK_ERROR(comms[0]->run(tensor, data.data(), data.data()),
+              "collective 'grad.w': under torchrun memfit's ranks exchange "
+              "tensors through NCCL on GPUs (--device=cuda); on the host "
+              "backend launch them with mpirun -np 2");
+
+  comms[1].reset(); // rank 1 gone: its connection closes
+  Status gone = comms[0]->reduceScalar(1, Collective::Reduction::Sum).status();
+  CHECK_ERROR(gone, "rank 1 of the torchrun launch closed its connection");
+
+  LaunchInfo alone = launch;
+  alone.rank = 1;
+  alone.masterPort = freePort();
+  CHECK_ERROR(openTcpCommunicator(alone, 1).status(),
+              "rank 1 found no rank 0 listening within 1 s");
+}
+
 } // namespace
 
 void runCommunicatorTests() {
@@ -145,6 +261,7 @@ void runCommunicatorTests() {
   testSelfCommunicator();
   testMissingPlugin();
   testRankSlices();
+  testTcpRendezvous();
 }
 
 } // namespace memfit::rt::test

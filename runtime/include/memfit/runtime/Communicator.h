@@ -31,6 +31,9 @@ struct LaunchInfo {
   int worldSize = 1;
   int localRank = 0;
   std::string launcher = "none"; // "mpirun", "pmi", "torchrun", "none"
+  /// torchrun's $MASTER_ADDR and $MASTER_PORT: where rank 0 listens.
+  std::string masterAddr;
+  int masterPort = 0;
 };
 
 /// Reads the launcher's variables; an error names a variable that is set
@@ -58,12 +61,22 @@ public:
   [[noreturn]] virtual void abort(int code) = 0;
 };
 
-/// The communicator of a launch: `self` for one rank, else MPI through the
+/// The communicator of a launch: `self` for one rank, torchrun's TCP
+/// rendezvous under torchrun, else MPI through the
 /// plugin ($MEMFIT_MPI_PLUGIN, else libmemfit-mpi.so in the lib folder
 /// beside the binary's bin folder, or beside the library holding the
 /// runtime). An error says what is missing.
 StatusOr<std::shared_ptr<Communicator>>
 createCommunicator(const LaunchInfo &launch);
+
+/// torchrun's ranks (TcpCommunicator.cpp): rank 0 listens at
+/// launch.masterPort, the others connect to masterAddr, waiting up to
+/// `timeoutSeconds` for each other. It carries the runtime's own messages
+/// (NCCL's unique id, the numbers the ranks agree on, barriers: at most 64
+/// KiB a collective); tensors go through NCCL, and a host backend's
+/// collective is refused with a message that names mpirun.
+StatusOr<std::shared_ptr<Communicator>>
+openTcpCommunicator(const LaunchInfo &launch, int timeoutSeconds = 300);
 
 } // namespace memfit::rt
 
