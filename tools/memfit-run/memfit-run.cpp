@@ -689,8 +689,10 @@ int startRanks(RunFlags &runFlags) {
   runFlags.rank = launch->rank;
   ranks().launch = *launch;
   // torchrun's ranks exchange tensors through NCCL: on GPUs only.
+  bool onGpu = runFlags.device == "cuda" ||
+               (runFlags.device == "auto" && rt::cudaUsable(nullptr));
   if (launch->worldSize > 1 && !runFlags.planOnly &&
-      launch->launcher == "torchrun" && runFlags.device != "cuda")
+      launch->launcher == "torchrun" && !onGpu)
     return fail("torchrun started " + std::to_string(launch->worldSize) +
                 " ranks: under torchrun memfit's ranks exchange tensors "
                 "through NCCL, on GPUs: add --device=cuda, or launch the host "
