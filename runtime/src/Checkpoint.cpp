@@ -30,6 +30,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <ctime>
@@ -230,14 +231,23 @@ StatusOr<CheckpointFile> readCheckpoint(const std::string &path) {
         return error(label + ": shape holds a negative or non-integer size");
       dims.push_back(d.asInt());
     }
-    Tensor t = Tensor::zeros(*type, dims);
+    // The shape's bytes, counted without overflow, must be the bytes the
+    // entry lists before anything is allocated for them.
+    uint64_t expected = dtypeSize(*type);
+    for (int64_t d : dims)
+      if (d != 0 && expected > UINT64_MAX / uint64_t(d))
+        return error(label + ": shape " + shapeText(dims) +
+                     " is too large for any file");
+      else
+        expected *= uint64_t(d);
     uint64_t start = uint64_t(offset->asInt()), size = uint64_t(bytes->asInt());
-    if (size != t.data.size() || start > dataSize || size > dataSize - start)
+    if (size != expected || start > dataSize || size > dataSize - start)
       return error(label + ": " + std::to_string(size) + " bytes at offset " +
                    std::to_string(start) + " do not fit its " +
-                   std::to_string(t.data.size()) + " bytes (" +
+                   std::to_string(expected) + " bytes (" +
                    dtype->asString() + " " + shapeText(dims) + ") within the " +
                    std::to_string(dataSize) + " bytes of data");
+    Tensor t = Tensor::zeros(*type, dims);
     const uint8_t *data =
         reinterpret_cast<const uint8_t *>(file.data()) + dataStart + start;
     if (hash->asString() != hex64(fnv1a64(data, size)))

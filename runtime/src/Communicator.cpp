@@ -308,6 +308,11 @@ StatusOr<LaunchInfo> detectLaunch() {
       if (!port)
         return port.status();
       info.masterPort = port->value_or(0);
+      StatusOr<std::optional<int>> own = envInt("MEMFIT_RENDEZVOUS_PORT");
+      if (!own)
+        return own.status();
+      info.rendezvousPort =
+          own->value_or(info.masterPort > 0 ? info.masterPort + 1 : 0);
     }
     if (info.worldSize < 1 || info.rank >= info.worldSize)
       return invalidArgument(std::string("$") + s.rank + "=" +

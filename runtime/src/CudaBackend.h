@@ -11,9 +11,10 @@
 //    runs;
 //  - the manifest's source compiled by NVRTC to CUBIN for the device's
 //    architecture, through the on-disk KernelCache;
-//  - contractions through cuBLASLt (CudaContraction.cpp), with no workspace,
-//    so that the session's one allocation stays the only one of any size
-//    (cuBLASLt's handle and descriptors are small host objects);
+//  - contractions through cuBLASLt (CudaContraction.cpp), their workspace
+//    at the end of the session's one allocation, which stays the only one
+//    of any size (cuBLASLt's handle and descriptors are small host
+//    objects);
 //  - each entry's steps captured from the stream as a CUDA graph and
 //    replayed as one launch (Backend::beginGraph);
 //  - collectives through NCCL on the stream (CudaCollective.cpp).

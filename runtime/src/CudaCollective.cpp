@@ -4,8 +4,9 @@
 // scatters, all-gathers and broadcasts) run through NCCL on the backend's
 // stream, on device memory, in order with the kernels around them. The
 // communicator is made at the first collective: rank 0 asks NCCL for a
-// unique id, the session's communicator (MPI) broadcasts its 128 bytes, and
-// every rank joins with ncclCommInitRank. A group of one rank runs through
+// unique id, the ranks agree through the session's communicator (MPI or
+// torchrun's rendezvous) that each could load NCCL, it broadcasts the id's
+// 128 bytes, and every rank joins with ncclCommInitRank. A group of one rank runs through
 // NCCL as well (the id is not sent anywhere).
 //
 //===----------------------------------------------------------------------===//
@@ -60,15 +61,28 @@ Status CudaBackend::initNccl(Communicator &comm) {
   if (ncclComm_)
     return Status::ok();
   StatusOr<const NcclSymbols *> loaded = loadNccl();
-  if (!loaded)
-    return loaded.status().withContext("collectives on " + deviceName() +
-                                       " run through NCCL");
-  nccl_ = *loaded;
+  Status mine = loaded.status().withContext("collectives on " + deviceName() +
+                                            " run through NCCL");
   ncclUniqueId id{};
-  if (comm.rank() == 0)
-    MEMFIT_RT_RETURN_IF_ERROR(
-        nccl_->check(nccl_->ncclGetUniqueId(&id), "ncclGetUniqueId"));
+  if (loaded) {
+    nccl_ = *loaded;
+    if (comm.rank() == 0)
+      mine = nccl_->check(nccl_->ncclGetUniqueId(&id), "ncclGetUniqueId");
+  }
   if (comm.size() > 1) {
+    // Every rank says whether it could go on: one that could not must not
+    // leave the others waiting in ncclCommInitRank for it.
+    StatusOr<int64_t> ready =
+        comm.reduceScalar(mine ? 1 : 0, Collective::Reduction::Min);
+    if (!ready)
+      return ready.status().withContext("setting up NCCL through " +
+                                        comm.description());
+    if (!mine)
+      return mine;
+    if (*ready == 0)
+      return unavailable("another rank could not set up NCCL (its own "
+                         "message says why); rank " +
+                         std::to_string(comm.rank()) + " stops too");
     Collective share;
     share.name = "NCCL's unique id";
     share.kind = Collective::Kind::Broadcast;
@@ -80,6 +94,8 @@ Status CudaBackend::initNccl(Communicator &comm) {
             .withContext("sharing NCCL's unique id through " +
                          comm.description()));
   }
+  if (!mine)
+    return mine;
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   return nccl_
       ->check(nccl_->ncclCommInitRank(&ncclComm_, comm.size(), id, comm.rank()),

@@ -220,13 +220,23 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
       whole.insert(whole.end(), part->data.begin(), part->data.end());
     }
     whole.resize(uint64_t(rows) * rowBytes); // the padding rows go
-    int64_t mineRows = ranks > 1 ? sliceRows(rows, ranks) : rows;
+    // This run's division is its manifest's: a slice of the rows for each
+    // rank, or the whole (stage 1 keeps whole accumulators).
+    const Buffer &target = manifest.buffers[mine->buffer];
+    const int64_t mineRows = target.shape.empty() ? rows : target.shape[0];
+    const bool slicedNow = mineRows != rows;
+    if (slicedNow && (ranks <= 1 || mineRows != sliceRows(rows, ranks)))
+      return invalidArgument(label + " has " + std::to_string(mineRows) +
+                             " rows in this executable, which is neither its "
+                             "parameter's " + std::to_string(rows) +
+                             " nor their share of " + std::to_string(ranks) +
+                             " ranks");
     CheckpointVariable cut{v.name, v.kind, Tensor()};
     cut.tensor.dtype = v.tensor.dtype;
     cut.tensor.shape = v.tensor.shape;
     cut.tensor.shape[0] = mineRows;
     cut.tensor.data.assign(uint64_t(mineRows) * rowBytes, 0); // padding: 0
-    int64_t begin = ranks > 1 ? rank * mineRows : 0;
+    int64_t begin = slicedNow ? rank * mineRows : 0;
     int64_t end = std::min(rows, begin + mineRows);
     if (end > begin)
       std::memcpy(cut.tensor.data.data(), whole.data() + begin * rowBytes,

@@ -1,8 +1,10 @@
 //===- TcpCommunicator.cpp - torchrun's ranks, meeting over TCP -----------===//
 //
 // Under torchrun there is no MPI: the ranks know $MASTER_ADDR and
-// $MASTER_PORT. Rank 0 listens there and every other rank connects to it,
-// as PyTorch's TCP store does. The connections carry what the runtime
+// $MASTER_PORT. torchrun's agent keeps its own store at MASTER_PORT, so
+// rank 0 listens at the next port ($MEMFIT_RENDEZVOUS_PORT to choose
+// another) and every other rank connects to it, as PyTorch's TCP store
+// does. The connections carry what the runtime
 // itself exchanges: NCCL's unique id (a broadcast of 128 bytes), the
 // numbers the ranks agree on (the step they resume at, the signal they stop
 // for: all-reduces of one value) and barriers, each through rank 0. A
@@ -53,7 +55,7 @@ public:
   static StatusOr<std::shared_ptr<Communicator>>
   open(const LaunchInfo &launch, std::chrono::seconds timeout) {
     std::string where =
-        launch.masterAddr + ":" + std::to_string(launch.masterPort);
+        launch.masterAddr + ":" + std::to_string(launch.rendezvousPort);
     auto comm =
         std::make_shared<TcpCommunicator>(launch.rank, launch.worldSize, where);
     Status opened = launch.rank == 0 ? comm->listenAndAccept(launch, timeout)
@@ -77,8 +79,15 @@ public:
     if (c.groupSize != size_ || !c.ranks.empty())
       return invalidArgument("collective '" + c.name +
                              "': over a part of the ranks");
-    if (bytes > kMaxBytes || (c.kind != Collective::Kind::AllReduce &&
-                              c.kind != Collective::Kind::Broadcast))
+    // Only the runtime's own messages: a broadcast of bytes (NCCL's id) or
+    // an all-reduce of integers (a step, a signal, a barrier). A tensor of
+    // the model's is refused rather than averaged here.
+    const bool control =
+        bytes <= kMaxBytes &&
+        (c.kind == Collective::Kind::Broadcast ||
+         (c.kind == Collective::Kind::AllReduce && c.dtype == DType::i64 &&
+          c.reduction != Collective::Reduction::Mean));
+    if (!control)
       return unavailable(
           "collective '" + c.name + "': under torchrun memfit's ranks " +
           "exchange tensors through NCCL on GPUs (--device=cuda); on the " +
@@ -146,7 +155,7 @@ private:
       for (uint64_t i = 0; i < c.count; ++i)
         switch (c.reduction) {
         case Collective::Reduction::Sum:
-        case Collective::Reduction::Mean:
+        case Collective::Reduction::Mean: // refused in run()
           acc[i] += v[i];
           break;
         case Collective::Reduction::Max:
@@ -157,20 +166,11 @@ private:
           break;
         }
     };
-    switch (c.dtype) {
-    case DType::i64:
-      apply(static_cast<int64_t *>(sum), static_cast<const int64_t *>(value));
-      return Status::ok();
-    case DType::f64:
-      apply(static_cast<double *>(sum), static_cast<const double *>(value));
-      return Status::ok();
-    case DType::f32:
-      apply(static_cast<float *>(sum), static_cast<const float *>(value));
-      return Status::ok();
-    default:
+    if (c.dtype != DType::i64)
       return invalidArgument("collective '" + c.name + "': the rendezvous " +
-                             "reduces i64, f64 and f32");
-    }
+                             "reduces i64 only");
+    apply(static_cast<int64_t *>(sum), static_cast<const int64_t *>(value));
+    return Status::ok();
   }
 
   std::string peerName(int peer) const {
@@ -220,7 +220,7 @@ private:
     sockaddr_in address{};
     address.sin_family = AF_INET;
     address.sin_addr.s_addr = htonl(INADDR_ANY);
-    address.sin_port = htons(static_cast<uint16_t>(launch.masterPort));
+    address.sin_port = htons(static_cast<uint16_t>(launch.rendezvousPort));
     if (::bind(fd, reinterpret_cast<sockaddr *>(&address), sizeof address) <
             0 ||
         ::listen(fd, size_) < 0) {
@@ -252,6 +252,10 @@ private:
                                ", not a rank of " + std::to_string(size_) +
                                " or one that joined already");
       }
+      // An accepted socket inherits the listener's receive timeout; a step
+      // may take longer than the wait for the others to join.
+      timeval forever{0, 0};
+      ::setsockopt(peer, SOL_SOCKET, SO_RCVTIMEO, &forever, sizeof forever);
       setNoDelay(peer);
       peers_[rank] = peer;
     }
@@ -263,7 +267,7 @@ private:
     addrinfo hints{}, *found = nullptr;
     hints.ai_family = AF_INET;
     hints.ai_socktype = SOCK_STREAM;
-    std::string port = std::to_string(launch.masterPort);
+    std::string port = std::to_string(launch.rendezvousPort);
     if (int error = ::getaddrinfo(launch.masterAddr.c_str(), port.c_str(),
                                   &hints, &found))
       return unavailable("$MASTER_ADDR=" + launch.masterAddr + ": " +
@@ -306,7 +310,8 @@ private:
 
 StatusOr<std::shared_ptr<Communicator>>
 openTcpCommunicator(const LaunchInfo &launch, int timeoutSeconds) {
-  if (launch.masterAddr.empty() || launch.masterPort <= 0)
+  if (launch.masterAddr.empty() || launch.rendezvousPort <= 0 ||
+      launch.rendezvousPort > 65535)
     return invalidArgument("torchrun's launch: $MASTER_ADDR and "
                            "$MASTER_PORT must say where rank 0 listens");
   return TcpCommunicator::open(launch, std::chrono::seconds(timeoutSeconds));

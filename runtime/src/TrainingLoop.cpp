@@ -98,6 +98,8 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                                ": cannot keep it as " + previous + ": " +
                                std::strerror(errno));
       MEMFIT_RT_RETURN_IF_ERROR(session.saveCheckpoint(options.checkpoint));
+      if (options.afterSave)
+        MEMFIT_RT_RETURN_IF_ERROR(options.afterSave(global));
       if (log && !bar)
         *log << "saved checkpoint " << options.checkpoint << " at step "
              << global << "\n";

@@ -287,6 +287,10 @@ rt::SessionOptions sessionOptions() {
   rt::SessionOptions options = flags().sessionOptions();
   options.warn = warn;
   options.communicator = ranks().comm;
+  // Each rank of a node takes its own GPU, as torchrun and mpirun number
+  // them.
+  if (ranks().many())
+    options.cudaDevice = ranks().launch.localRank;
   // A compile that takes more than two seconds says how it goes, on a
   // terminal.
   if (!flags().quiet && ::isatty(STDERR_FILENO))
@@ -534,22 +538,37 @@ int trainModel(rt::Session &session) {
   if (ranks().many())
     if (rt::Status waited = ranks().comm->barrier(); !waited)
       return fail(waited.message());
+  // The index beside --checkpoint names what a resume reads. It changes
+  // only once this run's files exist on every rank: until then an earlier
+  // run's index and files stay a checkpoint a kill cannot break.
+  std::string base = loop.checkpoint;
+  bool indexed = false;
   if (rankFiles) {
-    if (!loop.checkpoint.empty()) {
-      if (rank == 0)
-        if (rt::Status indexed =
-                rt::writeCheckpointIndex(loop.checkpoint, world);
-            !indexed)
-          return fail("--checkpoint: " + indexed.message());
-      loop.checkpoint = rt::rankCheckpointPath(loop.checkpoint, rank, world);
+    if (!base.empty()) {
+      loop.checkpoint = rt::rankCheckpointPath(base, rank, world);
+      loop.afterSave = [base, world, rank, &indexed](int64_t) -> rt::Status {
+        if (indexed)
+          return rt::Status::ok();
+        MEMFIT_RT_RETURN_IF_ERROR(ranks().comm->barrier());
+        if (rank == 0)
+          MEMFIT_RT_RETURN_IF_ERROR(rt::writeCheckpointIndex(base, world)
+                                        .withContext("--checkpoint"));
+        indexed = true;
+        return rt::Status::ok();
+      };
     }
     loop.keepPrevious = true;
   } else if (!first) {
     loop.checkpoint.clear();
-  } else if (!loop.checkpoint.empty()) {
+  } else if (!base.empty()) {
     // A plain file from here on: an index of an earlier run's rank files
     // beside it would be taken for this checkpoint.
-    ::unlink((loop.checkpoint + ".index").c_str());
+    loop.afterSave = [base, &indexed](int64_t) -> rt::Status {
+      if (!indexed)
+        ::unlink((base + ".index").c_str());
+      indexed = true;
+      return rt::Status::ok();
+    };
   }
   if (!first)
     loop.losses.clear();
@@ -753,7 +772,7 @@ int main(int argc, char **argv) {
   if (!f.predict.empty())
     for (const rt::GpuSpec &gpu : rt::GpuSpec::all())
       if (f.predict == "all" || rt::GpuSpec::find(f.predict) == &gpu)
-        std::cout << rt::formatPrediction(manifest, gpu);
+        std::cout << rt::formatPrediction(manifest, gpu, f.tf32);
 
   if (f.planOnly) {
     out() << "plan only: "
@@ -789,7 +808,7 @@ int main(int argc, char **argv) {
                 ? rt::GpuSpec::find((*session)->deviceDescription())
                 : nullptr)
       std::cout << rt::formatMeasuredAgainstPredicted(
-          manifest, (*session)->stepProfile(), *gpu);
+          manifest, (*session)->stepProfile(), *gpu, f.tf32);
   }
   if (status == 0 && f.timings)
     std::cout << formatTimings(runTimings());

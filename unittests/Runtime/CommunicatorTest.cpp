@@ -18,6 +18,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
@@ -77,7 +78,18 @@ void testDetectLaunch() {
     StatusOr<LaunchInfo> torchrun = detectLaunch();
     if (CHECK_OK(torchrun.status()))
       CHECK(torchrun->rank == 1 && torchrun->masterAddr == "node0" &&
-            torchrun->masterPort == 29500);
+            torchrun->masterPort == 29500 &&
+            torchrun->rendezvousPort == 29501);
+  }
+  {
+    Env env({{"RANK", "1"},
+             {"WORLD_SIZE", "2"},
+             {"MASTER_ADDR", "node0"},
+             {"MASTER_PORT", "29500"},
+             {"MEMFIT_RENDEZVOUS_PORT", "31000"}});
+    StatusOr<LaunchInfo> torchrun = detectLaunch();
+    if (CHECK_OK(torchrun.status()))
+      CHECK(torchrun->rendezvousPort == 31000);
   }
   {
     Env env({{"PMI_RANK", "3"}, {"PMI_SIZE", "2"}});
@@ -179,14 +191,14 @@ void testTcpRendezvous() {
   launch.launcher = "torchrun";
   launch.worldSize = 2;
   launch.masterAddr = "127.0.0.1";
-  launch.masterPort = freePort();
+  launch.rendezvousPort = freePort();
   std::shared_ptr<Communicator> comms[2];
   Status opened[2];
   auto open = [&](int rank) {
     LaunchInfo mine = launch;
     mine.rank = rank;
     StatusOr<std::shared_ptr<Communicator>> comm =
-        openTcpCommunicator(mine, 20);
+        openTcpCommunicator(mine, 2);
     opened[rank] = comm.status();
     if (comm)
       comms[rank] = *comm;
@@ -198,7 +210,7 @@ void testTcpRendezvous() {
     return;
   CHECK(comms[1]->description() ==
         "torchrun's rendezvous at 127.0.0.1:" +
-            std::to_string(launch.masterPort) +
+            std::to_string(launch.rendezvousPort) +
             ", rank 1 of 2 (tensors through NCCL)");
 
   char ids[2][128] = {};
@@ -222,6 +234,10 @@ void testTcpRendezvous() {
     results[rank][2] = max.status();
     sums[rank] = sum ? *sum : -1;
     maxima[rank] = max ? *max : -1;
+    // A step longer than the wait for the others to join: rank 0's
+    // connection to rank 1 must not time out.
+    if (rank == 1)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));
     results[rank][3] = comms[rank]->barrier();
   };
   std::thread a(work, 0), b(work, 1);
@@ -243,13 +259,24 @@ void testTcpRendezvous() {
               "tensors through NCCL on GPUs (--device=cuda); on the host "
               "backend launch them with mpirun -np 2");
 
+  // A small float tensor is a model's too: refused, not averaged here.
+  Collective mean;
+  mean.name = "loss";
+  mean.count = 1;
+  mean.groupSize = 2;
+  mean.reduction = Collective::Reduction::Mean;
+  float loss = 1;
+  CHECK_ERROR(comms[0]->run(mean, &loss, &loss),
+              "collective 'loss': under torchrun memfit's ranks exchange "
+              "tensors through NCCL");
+
   comms[1].reset(); // rank 1 gone: its connection closes
   Status gone = comms[0]->reduceScalar(1, Collective::Reduction::Sum).status();
   CHECK_ERROR(gone, "rank 1 of the torchrun launch closed its connection");
 
   LaunchInfo alone = launch;
   alone.rank = 1;
-  alone.masterPort = freePort();
+  alone.rendezvousPort = freePort();
   CHECK_ERROR(openTcpCommunicator(alone, 1).status(),
               "rank 1 found no rank 0 listening within 1 s");
 }

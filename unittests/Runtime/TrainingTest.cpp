@@ -455,6 +455,15 @@ void testCheckpoints() {
   editHeader(path, bad, "\"dtype\": \"f32\"", "\"dtype\": \"f64\"");
   rejected(bad, "variable 'w': 16 bytes at offset 0 do not fit its 32 bytes "
                 "(f64 [4])");
+  // A shape far larger than the file is refused before anything is
+  // allocated for it, and one whose bytes overflow 64 bits too.
+  editHeader(path, bad, "\"shape\": [4]", "\"shape\": [4000000000000]");
+  rejected(bad, "variable 'w': 16 bytes at offset 0 do not fit its "
+                "16000000000000 bytes");
+  editHeader(path, bad, "\"shape\": [4]",
+             "\"shape\": [4000000000000, 4000000000000]");
+  rejected(bad, "variable 'w': shape [4000000000000, 4000000000000] is too "
+                "large for any file");
   editHeader(path, bad, "\"dtype\": \"f32\"", "\"dtype\": \"i32\"");
   rejected(bad, "variable 'w' is i32 [4] in the checkpoint but f32 [4] in "
                 "the executable");

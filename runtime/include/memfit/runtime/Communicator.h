@@ -31,9 +31,12 @@ struct LaunchInfo {
   int worldSize = 1;
   int localRank = 0;
   std::string launcher = "none"; // "mpirun", "pmi", "torchrun", "none"
-  /// torchrun's $MASTER_ADDR and $MASTER_PORT: where rank 0 listens.
+  /// torchrun's $MASTER_ADDR and $MASTER_PORT. torchrun's own store holds
+  /// MASTER_PORT, so memfit's rank 0 listens at `rendezvousPort`:
+  /// $MEMFIT_RENDEZVOUS_PORT, else MASTER_PORT + 1.
   std::string masterAddr;
   int masterPort = 0;
+  int rendezvousPort = 0;
 };
 
 /// Reads the launcher's variables; an error names a variable that is set
@@ -70,7 +73,7 @@ StatusOr<std::shared_ptr<Communicator>>
 createCommunicator(const LaunchInfo &launch);
 
 /// torchrun's ranks (TcpCommunicator.cpp): rank 0 listens at
-/// launch.masterPort, the others connect to masterAddr, waiting up to
+/// launch.rendezvousPort, the others connect to masterAddr, waiting up to
 /// `timeoutSeconds` for each other. It carries the runtime's own messages
 /// (NCCL's unique id, the numbers the ranks agree on, barriers: at most 64
 /// KiB a collective); tensors go through NCCL, and a host backend's

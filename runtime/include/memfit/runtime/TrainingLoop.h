@@ -79,6 +79,10 @@ struct TrainingLoopOptions {
   /// `checkpoint`.prev: ranks that each write their own file (ZeRO stage 1)
   /// keep, whatever step a kill lands in, a file of a step every rank has.
   bool keepPrevious = false;
+  /// Called after each checkpoint is written, with its step (a data-parallel
+  /// launch writes the index of its rank files once they all exist). Null:
+  /// nothing.
+  std::function<Status(int64_t)> afterSave;
 };
 
 struct TrainingSummary {
