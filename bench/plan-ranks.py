@@ -4,7 +4,7 @@ docs/benchmarks.md: GPT-2 small, a Llama-7B-shaped model and a 7.5B-shaped
 one (the ZeRO paper's example: the 7B shape with 36 layers, 7.5B
 parameters), AdamW in bf16
 (fp32 master weights and states, as ZeRO's paper counts K = 12), at 1, 8
-and 64 ranks under ZeRO stages 0, 1 and 2, next to the paper's formula.
+and 64 ranks under ZeRO stages 0 to 3, next to the paper's formula.
 
   bench/plan-ranks.py [--shape batch=1,seq=1024] [--json OUT]
 
@@ -13,7 +13,7 @@ process (docs/distributed.md); bench/make_llama.py --shapes-only and
 bench/make_gpt2_small.py write the models into a temporary directory.
 The paper's bytes per parameter (Psi parameters): stage 0 keeps 2 (16-bit
 weights) + 2 (16-bit gradients) + K on every rank; stage 1 divides K by N,
-stage 2 also the gradients' 2.
+stage 2 also the gradients' 2, stage 3 everything.
 memfit keeps the fp32 master weights (4, part of K) and the states (8)
 in the weights region, and the 16-bit working copies and the gradients in
 the arena while they live (with early updates each gradient is freed at
@@ -77,8 +77,8 @@ def main():
                         "--shapes-only"], check=True, capture_output=True)
         for name, model in (("GPT-2 small", gpt2), ("Llama-7B-shaped", llama),
                             ("7.5B-shaped", llama75)):
-            for ranks, zero in ((1, 0), (8, 0), (8, 1), (8, 2), (64, 0),
-                                (64, 1), (64, 2)):
+            for ranks, zero in ((1, 0), (8, 0), (8, 1), (8, 2), (8, 3),
+                                (64, 0), (64, 1), (64, 2), (64, 3)):
                 rows, params = plan(model, a.shape, ranks, zero)
                 results.append({"model": name, "ranks": ranks, "zero": zero,
                                 "params": params, "rows": rows})
@@ -92,7 +92,8 @@ def main():
     for r in results:
         n = r["ranks"]
         paper = {0: 2 + 2 + 12, 1: 2 + 2 + 12 / n,
-                 2: 2 + (2 + 12) / n}[r["zero"]] * r["params"]
+                 2: 2 + (2 + 12) / n,
+                 3: (2 + 2 + 12) / n}[r["zero"]] * r["params"]
         print(f"| {r['model']} | {r['ranks']} | {r['zero']} | " +
               " | ".join(gib(r["rows"].get(c, 0)) for c in COLUMNS) +
               f" | {gib(paper)} |")

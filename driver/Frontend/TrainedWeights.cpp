@@ -31,18 +31,25 @@ bool isAdapter(const rt::Manifest &manifest, const rt::Variable &v) {
   });
 }
 
+/// A parameter's value through `read`, else the session's.
+rt::StatusOr<rt::Tensor> valueOf(const rt::Session &session,
+                                 const ParameterReader &read,
+                                 const std::string &name) {
+  return read ? read(name) : session.readVariable(name);
+}
+
 } // namespace
 
 /// Writes the trainable parameters (the LoRA adapters only, with PEFT's
 /// names) to a safetensors file.
 rt::Status exportParameters(const rt::Session &session, const std::string &path,
-                            bool adaptersOnly) {
+                            bool adaptersOnly, const ParameterReader &read) {
   rt::NamedTensors tensors;
   for (const rt::Variable &v : session.variables()) {
     if (v.kind != rt::VariableKind::Parameter ||
         (adaptersOnly && !isAdapter(session.manifest(), v)))
       continue;
-    auto value = session.readVariable(v.name);
+    auto value = valueOf(session, read, v.name);
     if (!value)
       return value.status();
     tensors.emplace_back(adaptersOnly ? kPeftPrefix.str() + v.name : v.name,
@@ -60,8 +67,9 @@ namespace {
 
 /// An f32 variable's values.
 rt::StatusOr<std::vector<float>> floatValues(const rt::Session &session,
+                                             const ParameterReader &read,
                                              const std::string &name) {
-  auto tensor = session.readVariable(name);
+  auto tensor = valueOf(session, read, name);
   if (!tensor)
     return tensor.status();
   if (tensor->dtype != rt::DType::f32)
@@ -79,13 +87,13 @@ rt::StatusOr<std::vector<float>> floatValues(const rt::Session &session,
 /// adapters merged into their base weights.
 rt::Status exportModel(const rt::Session &session,
                        const std::string &sourceModel, const std::string &path,
-                       bool externalData) {
+                       bool externalData, const ParameterReader &read) {
   std::vector<mlir::memfit::TrainedTensor> trained;
   for (const rt::Variable &v : session.variables()) {
     if (v.kind != rt::VariableKind::Parameter ||
         isAdapter(session.manifest(), v))
       continue;
-    auto values = floatValues(session, v.name);
+    auto values = floatValues(session, read, v.name);
     if (!values)
       return values.status();
     trained.push_back({v.name, std::move(*values)});
@@ -93,16 +101,14 @@ rt::Status exportModel(const rt::Session &session,
   std::vector<mlir::memfit::LoraMerge> merges;
   for (const rt::LoraAdapter &adapter : session.manifest().loraAdapters) {
     mlir::memfit::LoraMerge merge;
-    auto a = floatValues(session, adapter.a);
-    auto b = floatValues(session, adapter.b);
+    auto a = floatValues(session, read, adapter.a);
+    auto b = floatValues(session, read, adapter.b);
     if (!a || !b)
       return !a ? a.status() : b.status();
-    const auto &shapeA =
-        session.manifest()
-            .buffers[session.manifest().findVariable(adapter.a)->buffer]
-            .shape;
+    const rt::Variable *varA = session.manifest().findVariable(adapter.a);
+    const auto &shapeA = session.manifest().buffers[varA->buffer].shape;
     merge.base = adapter.base;
-    merge.rank = shapeA[0];
+    merge.rank = varA->wholeRows > 0 ? varA->wholeRows : shapeA[0];
     merge.in = shapeA[1];
     merge.out = static_cast<int64_t>(b->size()) / merge.rank;
     merge.a = std::move(*a);

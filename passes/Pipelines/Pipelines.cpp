@@ -78,11 +78,12 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.worldSize < 1)
     return "world-size must be at least 1, got " +
            std::to_string(options.worldSize);
-  if (options.zero < 0 || options.zero > 2)
+  if (options.zero < 0 || options.zero > 3)
     return "zero=" + std::to_string(options.zero) +
-           ": ZeRO stage 3 is not built yet (zero=0: every rank keeps the "
-           "states and all-reduces the gradients; zero=1: the optimizer "
-           "states are sharded; zero=2: the gradients too)";
+           ": no such ZeRO stage (zero=0: every rank keeps the states and "
+           "all-reduces the gradients; zero=1: the optimizer states are "
+           "sharded; zero=2: the gradients too; zero=3: the parameters "
+           "too)";
   if (options.zero >= 1 && options.worldSize > 1 && states8bit(options))
     return "zero=" + std::to_string(options.zero) +
            " with 8-bit optimizer states is not built yet";

@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ShardParameters.h"
+
 #include "memfit/Dialect/Gradients.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/Training.h"
@@ -160,6 +162,9 @@ struct MemfitOptimizerPass
     if (stage >= 1)
       shards = attrInt(kWorldSizeAttr, 1);
     bool scatterGrads = stage >= 2 && shards > 1;
+    // Stage 3 also keeps only the rank's rows of each trained parameter
+    // (ShardParameters.cpp): the update reads and writes those rows.
+    bool shardParams = stage >= 3 && shards > 1;
     // With accumulation, stage 1 accumulates whole gradients (each
     // micro-batch's averaged over the ranks, as stage 0 does) and updates
     // the rank's rows of the sum; stage 2 accumulates the rank's rows of
@@ -223,6 +228,11 @@ struct MemfitOptimizerPass
       if (s.second)
         s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));
     }
+
+    if (shardParams)
+      for (Trained &t : trained)
+        if (failed(shardParameterRows(module, t.param, shards, shardRank)))
+          return failure();
 
     // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
     // of it padded with zero rows to N c; with `scatter`, of its mean over
@@ -476,7 +486,7 @@ struct MemfitOptimizerPass
       Location ploc = t.grad.getLoc();
       SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
       if (shards > 1)
-        inputs = {shardOf(ploc, inputs[0]),
+        inputs = {shardParams ? inputs[0] : shardOf(ploc, inputs[0]),
                   scatterGrads ? inputs[1] : shardOf(ploc, inputs[1])};
       if (s.first)
         inputs.push_back(load(builder, ploc, s.first));
@@ -559,7 +569,7 @@ struct MemfitOptimizerPass
                   b, ploc, cast<RankedTensorType>(w.getType()), c(0.0)));
             return out;
           });
-      if (shards > 1)
+      if (shards > 1 && !shardParams)
         updated[0] = gathered(ploc, updated[0], t.param.getType());
       SmallVector<ParameterOp> targets{t.param};
       if (s.first)

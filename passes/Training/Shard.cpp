@@ -47,11 +47,12 @@ struct MemfitShardPass
       return module.emitError("memfit-shard: world-size must be at least 1, "
                               "got ")
              << static_cast<int64_t>(worldSize);
-    if (zero < 0 || zero > 2)
+    if (zero < 0 || zero > 3)
       return module.emitError("memfit-shard: ZeRO stage ")
              << static_cast<int64_t>(zero)
-             << " is not built yet; zero=0 (every rank holds all the states), "
-                "1 (optimizer states sharded) and 2 (gradients too) are";
+             << " does not exist; zero=0 (every rank holds all the states), "
+                "1 (optimizer states sharded), 2 (gradients too) and 3 "
+                "(parameters too) do";
     if (rank < 0 || rank >= worldSize)
       return module.emitError("memfit-shard: rank ")
              << static_cast<int64_t>(rank) << " is not a rank of "

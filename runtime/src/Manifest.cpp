@@ -596,6 +596,14 @@ Status Manifest::validate() const {
     if (buffers[v.buffer].region != Region::Weights)
       return invalidArgument(where + ": " + bufferLabel(*this, v.buffer) +
                              " is in the arena, not the weights region");
+    const std::vector<int64_t> &shape = buffers[v.buffer].shape;
+    if (v.wholeRows != 0 &&
+        (v.wholeRows < 0 || shape.empty() || v.wholeRows < shape[0]))
+      return invalidArgument(where + ": wholeRows " +
+                             std::to_string(v.wholeRows) + " is not the rows "
+                             "of a tensor that " +
+                             bufferLabel(*this, v.buffer) +
+                             " holds a part of");
   }
   return Status::ok();
 }

@@ -158,6 +158,8 @@ std::string manifestToJson(const Manifest &m) {
     o.set("name", v.name);
     o.set("buffer", v.buffer);
     o.set("kind", variableKindName(v.kind));
+    if (v.wholeRows > 0)
+      o.set("wholeRows", v.wholeRows);
     variables.push(std::move(o));
   }
   root.set("variables", std::move(variables));
@@ -534,7 +536,8 @@ Status readBinding(const ObjectReader &r, Binding &b) {
 }
 
 Status readVariable(const ObjectReader &r, Variable &v) {
-  MEMFIT_RT_RETURN_IF_ERROR(r.checkFields({"name", "buffer", "kind"}));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      r.checkFields({"name", "buffer", "kind"}, {"wholeRows"}));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", v.name));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("buffer", v.buffer));
   std::string kind;
@@ -543,6 +546,8 @@ Status readVariable(const ObjectReader &r, Variable &v) {
   if (!parsed)
     return r.error("kind", parsed.status().message());
   v.kind = *parsed;
+  if (r.has("wholeRows"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("wholeRows", v.wholeRows));
   return Status::ok();
 }
 

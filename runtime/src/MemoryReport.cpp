@@ -229,7 +229,8 @@ std::string formatMemoryReport(const Manifest &m) {
       table.text("  ZeRO stage " + std::to_string(m.zeroStage) +
                  ": each of the " + std::to_string(m.worldSize) +
                  " ranks keeps 1/" + std::to_string(m.worldSize) +
-                 " of the states");
+                 (m.zeroStage >= 3 ? " of the parameters and the states"
+                                   : " of the states"));
     if (!hasGradients || !hasStates)
       table.text("  (the manifest lists no gradient or optimizer-state "
                  "category: counted as 0)");

@@ -10,6 +10,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "memfit/runtime/Checkpoint.h"
+#include "memfit/runtime/Communicator.h"
+#include "memfit/runtime/Session.h"
 
 #include "Files.h"
 #include "Json.h"
@@ -167,12 +169,14 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
   for (const CheckpointVariable &v : first.variables) {
     std::string label = "variable '" + v.name + "'";
     const Variable *mine = manifest.findVariable(v.name);
-    const Variable *owner = ownerOf(manifest, v.name);
-    const Buffer *param = owner ? &manifest.buffers[owner->buffer] : nullptr;
     // Optimizer states are sliced from stage 1, gradient accumulators
-    // under stage 2.
+    // under stage 2, trained parameters under stage 3 (their own rows).
+    bool isParameter = mine && mine->kind == VariableKind::Parameter;
+    const Variable *owner = isParameter ? mine : ownerOf(manifest, v.name);
+    const Buffer *param = owner ? &manifest.buffers[owner->buffer] : nullptr;
     bool sliceable = mine && (mine->kind == VariableKind::OptimizerState ||
-                              mine->kind == VariableKind::GradientAccumulator);
+                              mine->kind == VariableKind::GradientAccumulator ||
+                              isParameter);
     bool state = sliceable && param && !param->shape.empty() &&
                  !v.tensor.shape.empty() &&
                  v.kind == variableKindName(mine->kind);
@@ -194,16 +198,22 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
       out.variables.push_back(v);
       continue;
     }
-    // A state: the rows of the saved slices, in rank order (or a whole one,
-    // which every rank holds alike: stage 1's accumulators), then this
-    // rank's rows of the new division.
-    const int64_t rows = param->shape[0];
+    // A state (or a stage 3 parameter): the rows of the saved slices, in
+    // rank order (or a whole one, which every rank holds alike: stage 1's
+    // accumulators), then this rank's rows of the new division.
+    const int64_t rows = owner->wholeRows > 0 ? owner->wholeRows
+                                              : param->shape[0];
     const int64_t savedRows = v.tensor.shape[0];
     bool slicedBefore =
         saved > 1 && savedRows == sliceRows(rows, saved) && savedRows != rows;
-    if (savedRows == rows)
+    if (savedRows == rows) {
+      for (size_t i = 1; i < parts.size(); ++i)
+        if (!sameTensor(*parts[i], *parts[0]))
+          return invalidArgument(label + " differs between " + first.path +
+                                 " and " + files[i].path +
+                                 ": the files are not of one step");
       parts.resize(1);
-    else if (!slicedBefore)
+    } else if (!slicedBefore)
       return invalidArgument(label + " has " + std::to_string(savedRows) +
                              " rows in " + first.path +
                              ", which is neither its parameter's " +
@@ -244,6 +254,32 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
     out.variables.push_back(std::move(cut));
   }
   return out;
+}
+
+StatusOr<Tensor> gatherWholeVariable(const Session &session,
+                                     Communicator &comm,
+                                     const std::string &name) {
+  StatusOr<Tensor> mine = session.readVariable(name);
+  const Variable *v = session.manifest().findVariable(name);
+  if (!mine || !v || v->wholeRows <= 0 || comm.size() <= 1)
+    return mine;
+  Collective gather;
+  gather.name = "the rows of '" + name + "'";
+  gather.kind = Collective::Kind::AllGather;
+  gather.dtype = mine->dtype;
+  gather.count = static_cast<uint64_t>(mine->numElements());
+  gather.groupSize = comm.size();
+  Tensor whole = *mine;
+  whole.shape[0] *= comm.size();
+  whole.data.resize(mine->data.size() * uint64_t(comm.size()));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      comm.run(gather, mine->data.data(), whole.data.data()));
+  // Less the zero rows that pad the last rank's.
+  const uint64_t rowBytes =
+      mine->shape[0] > 0 ? mine->data.size() / uint64_t(mine->shape[0]) : 0;
+  whole.shape[0] = std::min(whole.shape[0], v->wholeRows);
+  whole.data.resize(uint64_t(whole.shape[0]) * rowBytes);
+  return whole;
 }
 
 } // namespace memfit::rt

@@ -14,7 +14,13 @@
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=1 rank=1' | FileCheck %s --check-prefix=ZERO1
 // One rank: nothing but the attributes.
 // RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=1' | FileCheck %s --check-prefix=ONE
-// RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=3' 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=4' 2>&1 | FileCheck %s --check-prefix=ZERO
+// ZeRO stage 3, rank 1 of 2: each parameter is the rank's rows (4 of 8,
+// whole_rows = 8), and every read of it is a gather of its own right
+// before the op that reads it: the forward's matmul and the backward's
+// gemm each gather w2 (numbered so that CSE keeps both). The update
+// reads and writes the rows in place, with no gather after it.
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=3 rank=1' | FileCheck %s --check-prefix=ZERO3
 // ZeRO stage 2: no all-reduce of the gradients; the optimizer averages each
 // one by a reduce-scatter of its rows (this rank's 4 of 8).
 // RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=2 rank=0' | FileCheck %s --check-prefix=ZERO2
@@ -80,7 +86,25 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ONE: module attributes {memfit.world_size = 1 : i64, memfit.zero = 0 : i64}
 // ONE-NOT: all_reduce
 
-// ZERO: error: memfit-shard: ZeRO stage 3 is not built yet
+// ZERO: error: memfit-shard: ZeRO stage 4 does not exist
+// ZERO3: module attributes {memfit.rank = 1 : i64, memfit.world_size = 2 : i64, memfit.zero = 3 : i64}
+// ZERO3: memfit.parameter @w1 = dense<5.000000e-01> : tensor<4x8xf32> {memfit.role = "parameter", memfit.whole_rows = 8 : i64}
+// ZERO3: memfit.parameter @w2 = dense<2.500000e-01> : tensor<4x4xf32> {memfit.role = "parameter", memfit.whole_rows = 8 : i64}
+// ZERO3-LABEL: func.func @train_step
+// ZERO3: %[[R1:.+]] = memfit.load_parameter @w1 : tensor<4x8xf32>
+// ZERO3-NEXT: %[[W1:.+]] = memfit.all_gather %[[R1]] {group_size = 2 : i64, memfit.regather = 0 : i64} : tensor<4x8xf32> -> tensor<8x8xf32>
+// ZERO3-NEXT: memfit.matmul %arg0, %[[W1]]
+// ZERO3: %[[R2:.+]] = memfit.load_parameter @w2 : tensor<4x4xf32>
+// ZERO3-NEXT: %[[W2:.+]] = memfit.all_gather %[[R2]] {group_size = 2 : i64, memfit.regather = 1 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
+// ZERO3-NEXT: memfit.matmul %{{.+}}, %[[W2]]
+// ZERO3: %[[B2:.+]] = memfit.all_gather %[[R2]] {group_size = 2 : i64, memfit.regather = 0 : i64{{.*}}} : tensor<4x4xf32> -> tensor<8x4xf32>
+// ZERO3-NEXT: memfit.gemm %{{.+}}, %[[B2]] {memfit.backward, trans_b = true}
+// ZERO3: memfit.reduce_scatter mean %{{.+}} : tensor<8x4xf32> -> tensor<4x4xf32>
+// ZERO3: %[[U2:.+]]:2 = memfit.kernel(%[[R2]],
+// ZERO3-NEXT: ^bb0
+// ZERO3: memfit.assign @w2, %[[U2]]#0 : tensor<4x4xf32>
+// ZERO3-NOT: memfit.all_gather {{.*}} -> tensor<8x4xf32>
+// ZERO3: memfit.assign @w1, %{{.+}} : tensor<4x8xf32>
 // ZERO2-LABEL: func.func @train_step
 // ZERO2-NOT: memfit.all_reduce {{.*}}tensor<8x
 // ZERO2: memfit.reduce_scatter mean %{{.+}} {group_size = 2 : i64, memfit.shard_slice} : tensor<8x4xf32> -> tensor<4x4xf32>

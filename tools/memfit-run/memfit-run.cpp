@@ -593,15 +593,38 @@ int trainModel(rt::Session &session) {
   runTimings().firstStepSeconds = summary->firstStepSeconds;
   if (summary->stoppedBy)
     return reportStop(*summary);
+  // ZeRO stage 3: each rank holds rows of the parameters; every rank sends
+  // its rows so that rank 0 exports whole ones.
+  std::map<std::string, rt::Tensor> gathered;
+  bool exports = !f.exportAdapters.empty() || !f.exportSafetensors.empty() ||
+                 !f.exportOnnx.empty();
+  if (exports && ranks().many())
+    for (const rt::Variable &v : session.variables())
+      if (v.wholeRows > 0) {
+        rt::StatusOr<rt::Tensor> whole =
+            rt::gatherWholeVariable(session, *ranks().comm, v.name);
+        if (!whole)
+          return fail("exporting: " + whole.status().message());
+        gathered[v.name] = std::move(*whole);
+      }
   if (!first)
     return 0;
+  memfit::frontend::ParameterReader read;
+  if (!gathered.empty())
+    read = [&](const std::string &name) -> rt::StatusOr<rt::Tensor> {
+      auto it = gathered.find(name);
+      if (it != gathered.end())
+        return it->second;
+      return session.readVariable(name);
+    };
   for (auto [path, adaptersOnly] :
        {std::pair(f.exportAdapters.getValue(), true),
         std::pair(f.exportSafetensors.getValue(), false)}) {
     if (path.empty())
       continue;
     if (rt::Status written =
-            memfit::frontend::exportParameters(session, path, adaptersOnly);
+            memfit::frontend::exportParameters(session, path, adaptersOnly,
+                                               read);
         !written)
       return fail(written.message());
     out() << "exported " << (adaptersOnly ? "LoRA adapters" : "parameters")
@@ -609,7 +632,7 @@ int trainModel(rt::Session &session) {
   }
   if (!f.exportOnnx.empty()) {
     if (rt::Status written = memfit::frontend::exportModel(
-            session, f.modelPath, f.exportOnnx, f.exportExternalData);
+            session, f.modelPath, f.exportOnnx, f.exportExternalData, read);
         !written)
       return fail(written.message());
     out() << "exported the trained model to " << f.exportOnnx << "\n";

@@ -76,6 +76,7 @@ Manifest sampleManifest() {
   m.variables = {{"w", 0, VariableKind::Parameter},
                  {"w.exp_avg", 7, VariableKind::OptimizerState},
                  {"step", 8, VariableKind::Counter}};
+  m.variables[0].wholeRows = 5; // ZeRO stage 3: 3 rows of a weight of 5
   m.memory = {{"weights", 300}, {"activations", 4096}};
   return m;
 }
@@ -148,7 +149,7 @@ void checkSameManifest(const Manifest &a, const Manifest &b) {
   CHECK(sameList(a.variables, b.variables,
                  [](const Variable &x, const Variable &y) {
                    return x.name == y.name && x.buffer == y.buffer &&
-                          x.kind == y.kind;
+                          x.kind == y.kind && x.wholeRows == y.wholeRows;
                  }));
   CHECK(sameList(a.memory, b.memory,
                  [](const MemoryCategory &x, const MemoryCategory &y) {
@@ -196,6 +197,8 @@ void checkJsonError(const std::string &from, const std::string &to,
 }
 
 void testJsonErrors() {
+  checkJsonError("\"wholeRows\": 5", "\"wholeRows\": \"5\"",
+                 "manifest: variables[0].wholeRows");
   checkJsonError("\"kind\": \"rows\"", "\"kind\": \"matmul\"",
                  "manifest: kernels[0].kind: expected \"elementwise\", "
                  "\"rows\", \"optimizer\" or \"attention\", got \"matmul\"");
@@ -373,6 +376,9 @@ void testValidate() {
   checkInvalid([](Manifest &m) { m.variables[1].buffer = 1; },
                "manifest: variables[1] ('w.exp_avg'): buffer 1 ('x') is in "
                "the arena, not the weights region");
+  checkInvalid([](Manifest &m) { m.variables[0].wholeRows = 2; },
+               "manifest: variables[0] ('w'): wholeRows 2 is not the rows of "
+               "a tensor that buffer 0 ('w') holds a part of");
   checkInvalid([](Manifest &m) { m.variables[2].buffer = 20; },
                "manifest: variables[2] ('step'): buffer 20 out of range (9 "
                "buffers)");

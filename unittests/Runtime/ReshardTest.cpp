@@ -3,7 +3,8 @@
 // reshardCheckpoint (Checkpoint.h) on hand-made files: a parameter of 5
 // rows with a momentum buffer, saved by 2 ranks (rows 0-2 and 3-4 plus a
 // zero row), cut for each rank of 3 and put together for 1 process; a
-// plain file cut for 2 ranks; and the files that cannot be one checkpoint.
+// plain file cut for 2 ranks; the files that cannot be one checkpoint; and
+// ZeRO stage 3's parameters, which are rows too.
 //
 //===----------------------------------------------------------------------===//
 
@@ -129,10 +130,57 @@ void testReshard() {
   StatusOr<CheckpointFile> joined = reshardCheckpoint(slices, single, 0);
   if (CHECK_OK(joined.status()))
     CHECK(sameData(joined->find("w.grad")->tensor, rows(0, 5, 5)));
+  // Stage 1 keeps whole accumulators on each rank: cut to what this
+  // executable's buffer holds, the whole, not a rank's rows.
+  Manifest wholeAccumulators = manifestFor(3);
+  wholeAccumulators.buffers.push_back(
+      {"w.grad", Region::Weights, 768, 40, DType::f32, {5, 2}});
+  wholeAccumulators.variables.push_back(
+      {"w.grad", 3, VariableKind::GradientAccumulator});
+  StatusOr<CheckpointFile> kept =
+      reshardCheckpoint(alike, wholeAccumulators, 2);
+  if (CHECK_OK(kept.status()))
+    CHECK(sameData(kept->find("w.grad")->tensor, rows(0, 5, 5)));
+}
+
+/// ZeRO stage 3: the parameter itself is the rank's rows (its variable
+/// records the whole's 5), put together and cut like its states.
+void testReshardParameters() {
+  auto stage3 = [](int64_t ranks) {
+    Manifest m = manifestFor(ranks);
+    int64_t slice = (5 + ranks - 1) / ranks;
+    m.buffers[0].shape = {slice, 2};
+    m.buffers[0].bytes = uint64_t(slice * 8);
+    m.variables[0].wholeRows = 5;
+    m.zeroStage = 3;
+    return m;
+  };
+  std::vector<CheckpointFile> two = {fileOf(0, 2), fileOf(1, 2)};
+  for (int64_t r = 0; r < 2; ++r)
+    two[r].variables[0].tensor = rows(3 * r, 3, 5);
+  for (int64_t rank = 0; rank < 3; ++rank) {
+    StatusOr<CheckpointFile> cut = reshardCheckpoint(two, stage3(3), rank);
+    if (CHECK_OK(cut.status())) {
+      CHECK(sameData(cut->find("w")->tensor, rows(2 * rank, 2, 5)));
+      CHECK(sameData(cut->find("w.momentum_buffer")->tensor,
+                     rows(2 * rank, 2, 5)));
+    }
+  }
+  StatusOr<CheckpointFile> whole = reshardCheckpoint(two, manifestFor(1), 0);
+  if (CHECK_OK(whole.status()))
+    CHECK(sameData(whole->find("w")->tensor, rows(0, 5, 5)));
+  // One process's whole weight, cut for rank 1 of stage 3's 2.
+  StatusOr<CheckpointFile> mine =
+      reshardCheckpoint({fileOf(0, 1)}, stage3(2), 1);
+  if (CHECK_OK(mine.status()))
+    CHECK(sameData(mine->find("w")->tensor, rows(3, 3, 5)));
 }
 
 } // namespace
 
-void runReshardTests() { testReshard(); }
+void runReshardTests() {
+  testReshard();
+  testReshardParameters();
+}
 
 } // namespace memfit::rt::test

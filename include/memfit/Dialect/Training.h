@@ -77,6 +77,12 @@ constexpr char kDecompressedAttr[] = "memfit.decompressed";
 /// rows of a parameter or its gradient: memfit-early-updates moves the
 /// kernels made of them with the update that alone reads them.
 constexpr char kShardSliceAttr[] = "memfit.shard_slice";
+/// On ZeRO stage 3's gathers of a parameter's rows, numbered per parameter:
+/// each reader's own, which CSE must not merge into one.
+constexpr char kRegatherAttr[] = "memfit.regather";
+/// On a ZeRO stage 3 parameter that holds this rank's rows: the whole
+/// parameter's rows (i64).
+constexpr char kWholeRowsAttr[] = "memfit.whole_rows";
 /// On the module, from memfit-shard: the ranks the step runs on, its ZeRO
 /// stage and (from stage 1) the rank it was compiled for (i64 each).
 constexpr char kWorldSizeAttr[] = "memfit.world_size";

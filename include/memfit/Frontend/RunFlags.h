@@ -266,7 +266,7 @@ struct RunFlags {
   Opt<int64_t> zero{"zero", cl::init(0), cl::cat(trainCategory),
                     cl::desc("ZeRO stage of data parallel training: 0, "
                              "gradients all-reduced; 1, states sharded; 2, "
-                             "gradients too")};
+                             "gradients too; 3, parameters too")};
   Opt<int64_t> steps{"steps", cl::init(20), cl::cat(loopCategory),
                      cl::desc("Optimizer steps to take (more, when resuming)")};
   Opt<int64_t> accumulate{

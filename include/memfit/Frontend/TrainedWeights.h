@@ -14,15 +14,23 @@
 #include "memfit/runtime/Session.h"
 #include "memfit/runtime/Status.h"
 
+#include <functional>
 #include <string>
 
 namespace memfit::frontend {
+
+/// Where an export reads a parameter's value; null: the session's variable.
+/// Under ZeRO stage 3 a rank holds rows of each parameter, and memfit-run
+/// passes the whole ones it gathered from every rank.
+using ParameterReader =
+    std::function<rt::StatusOr<rt::Tensor>(const std::string &name)>;
 
 /// Writes the trainable parameters (only the LoRA adapters, with PEFT's
 /// names, when `adaptersOnly`) to a safetensors file; an error when there
 /// are none.
 rt::Status exportParameters(const rt::Session &session, const std::string &path,
-                            bool adaptersOnly);
+                            bool adaptersOnly,
+                            const ParameterReader &read = nullptr);
 
 /// Writes `sourceModel` (the ONNX file the session was compiled from) with
 /// the session's trained parameters to `path`, LoRA adapters merged into
@@ -30,7 +38,8 @@ rt::Status exportParameters(const rt::Session &session, const std::string &path,
 /// for a small model.
 rt::Status exportModel(const rt::Session &session,
                        const std::string &sourceModel, const std::string &path,
-                       bool externalData);
+                       bool externalData,
+                       const ParameterReader &read = nullptr);
 
 /// Sets trainable parameters from a safetensors file, after checking every
 /// tensor's name, type and shape (so that on error nothing changed).

@@ -40,15 +40,17 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
 
     With `zero=1` (ZeRO stage 1) the module also gets `memfit.rank`, and
     memfit-optimizer shards the optimizer states: rank r keeps, for each
-    parameter of n elements, the states of elements [r c, (r + 1) c) of its
-    flattened elements padded with zeros to N c (c = ceil(n / N)), updates
+    parameter of n rows, the states of rows [r c, (r + 1) c) of it padded
+    with zero rows to N c (c = ceil(n / N)), updates
     that slice of the parameter from the same slice of the averaged
     gradient, and `memfit.all_gather`s the ranks' slices back into the
     parameter. Each rank then holds 1/N of the states; the executable is
     the rank's own. With `zero=2` the gradients are not all-reduced here:
     memfit-optimizer averages each one by a `memfit.reduce_scatter` of its
-    rows, so a rank receives only the rows it updates. ZeRO stage 3
-    (sharded parameters) is not built yet; the pass refuses it.
+    rows, so a rank receives only the rows it updates. With `zero=3` each
+    trained parameter also keeps only the rank's rows: every read of it is
+    an all-gather just before the op that reads it (the forward's and the
+    backward's each their own), and the update writes the rows in place.
   }];
   let options = [
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
@@ -56,7 +58,7 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
     Option<"zero", "zero", "int64_t", /*default=*/"0",
            "ZeRO stage: 0 = every rank keeps everything and all-reduces "
            "the gradients; 1 = the optimizer states are sharded; 2 = the "
-           "gradients too">,
+           "gradients too; 3 = the parameters too">,
     Option<"rank", "rank", "int64_t", /*default=*/"0",
            "The rank this step is compiled for (zero >= 1: its slices)">,
   ];

@@ -616,8 +616,15 @@ LogicalResult ExecutableBuilder::addVariables() {
     manifest.variables.push_back(
         {param.getSymName().str(),
          static_cast<uint32_t>(manifest.buffers.size() - 1), kind});
+    // ZeRO stage 3: the rank's rows of a parameter, which counts whole.
+    int64_t elements = type.getNumElements();
+    if (auto whole = param->getAttrOfType<IntegerAttr>(kWholeRowsAttr);
+        whole && type.getRank() > 0 && type.getDimSize(0) > 0) {
+      manifest.variables.back().wholeRows = whole.getInt();
+      elements = elements / type.getDimSize(0) * whole.getInt();
+    }
     if (kind == rt::VariableKind::Parameter)
-      manifest.trainableParameters += type.getNumElements();
+      manifest.trainableParameters += elements;
     if (auto of = param->getAttrOfType<StringAttr>(kLoraOfAttr);
         of && param->getAttrOfType<StringAttr>(kLoraAttr).getValue() == "A") {
       StringRef a = param.getSymName();

@@ -135,7 +135,11 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     squares of each rank's rows of the gradients added up over the ranks),
     against stage 0's clipping, and with 2 micro-batches (each rank
     accumulating its rows of each reduce-scattered gradient), within
-    1e-5."""
+    1e-5. Stage 3 (each rank also keeps its rows of every parameter and
+    gathers them before each op that reads it) against stage 0, with SGD,
+    with clipping and with 2 micro-batches, within 1e-5, the parameters put
+    together from the ranks' rows, and a rank's parameters about 1/N of
+    stage 0's."""
     runs = {}
     # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
     # last-bit differences AdamW would turn into steps of lr where a
@@ -144,7 +148,9 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
                                (0, "sgd", 1), (2, "sgd", 1),
                                (0, "adamw", 2), (1, "adamw", 2),
                                (0, "sgd-clip", 1), (2, "sgd-clip", 1),
-                               (0, "sgd", 2), (2, "sgd", 2)):
+                               (0, "sgd", 2), (2, "sgd", 2),
+                               (3, "sgd", 1), (3, "sgd-clip", 1),
+                               (3, "sgd", 2)):
         folder = os.path.join(workdir,
                               f"zero{zero}-{optimizer}-{ranks}-k{k}")
         os.makedirs(folder)
@@ -158,19 +164,23 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
             f"--zero={zero}", f"--accumulate={k}", "--memory-report",
             f"--losses={losses}", f"--checkpoint={ckpt}"]))
         states = re.search(r"^  optimizer states\s+([0-9,]+)", out, re.M)
+        params = re.search(r"^    parameters\s+([0-9,]+)", out, re.M)
         shards = [read_checkpoint(ckpt + f".rank-{r}-of-{ranks}")
                   for r in range(ranks)] if zero else [read_checkpoint(ckpt)]
         runs[zero, optimizer, k] = (read_losses(losses), shards, int(
-            states.group(1).replace(",", "")) if states else 0)
+            states.group(1).replace(",", "")) if states else 0, int(
+            params.group(1).replace(",", "")) if params else 0)
     for zero, optimizer, k in ((1, "adamw", 1), (2, "sgd", 1),
                                (1, "adamw", 2), (2, "sgd-clip", 1),
-                               (2, "sgd", 2)):
-        l0, (c0,), s0 = runs[0, optimizer, k]
-        l1, shards, s1 = runs[zero, optimizer, k]
+                               (2, "sgd", 2), (3, "sgd", 1),
+                               (3, "sgd-clip", 1), (3, "sgd", 2)):
+        l0, (c0,), s0, p0 = runs[0, optimizer, k]
+        l1, shards, s1, p1 = runs[zero, optimizer, k]
         label = f"zero={zero} on {ranks} ranks ({optimizer})" + (
             f", {k} micro-batches" if k > 1 else "")
         print(f"{label}: losses {[round(l1[s], 6) for s in sorted(l1)]}, "
-              f"optimizer states {s1:,} bytes a rank against {s0:,}")
+              f"optimizer states {s1:,} bytes a rank against {s0:,}, "
+              f"parameters {p1:,} against {p0:,}")
         exact = zero == 1
         close = lambda a, b: np.array_equal(a, b) if exact else (
             a.shape == b.shape and float(np.max(np.abs(
@@ -183,12 +193,18 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
         if not (0.9 / ranks * s0 <= s1 <= 1.2 / ranks * s0):
             failures.append(f"{label}: a rank's optimizer states {s1} are "
                             f"not about 1/{ranks} of zero=0's {s0}")
+        if zero == 3 and not (0.9 / ranks * p0 <= p1 <= 1.2 / ranks * p0):
+            failures.append(f"{label}: a rank's parameters {p1} are not "
+                            f"about 1/{ranks} of zero=0's {p0}")
         compared = 0
         for name, value in c0.items():
             # The states are the rank's rows, and so are the gradient
             # accumulators under stage 2.
+            rows = shards[0][name] if name in shards[0] else value
             if name.endswith((".exp_avg", ".exp_avg_sq", ".momentum_buffer")) \
-                    or (zero == 2 and name.endswith(".grad")):
+                    or (zero >= 2 and name.endswith(".grad")) \
+                    or (zero == 3 and rows.ndim and
+                        rows.shape[0] < value.shape[0]):
                 whole = np.concatenate([c[name] for c in shards])
                 whole = whole[:value.shape[0]]
                 if not close(whole, value):
@@ -234,13 +250,25 @@ def plan(memfit_run, models, workdir):
     if not 0 < sharded < whole / 10:
         failures.append("zero=1 over 64 ranks does not shrink a rank's "
                         "optimizer states")
+    # Stage 3: a rank's parameters are its rows of each, too.
+    def parameters(out):
+        m = re.search(r"^    parameters\s+([0-9,]+)", out, re.M)
+        return int(m.group(1).replace(",", "")) if m else 0
+    stage3 = run(base + ["--plan-only", "--world-size=64", "--zero=3"])
+    print(f"parameters of a rank of 64: {parameters(stage3):,} bytes with "
+          f"zero=3, {parameters(out):,} with zero=0; optimizer states "
+          f"{states(stage3):,}")
+    if not 0 < parameters(stage3) < parameters(out) / 10 or \
+            states(stage3) != sharded:
+        failures.append("zero=3 over 64 ranks does not shrink a rank's "
+                        "parameters (or changes its states)")
     one = run(base + ["--plan-only"])
     if re.search(r"^\s+communication", one, re.M):
         failures.append("one rank plans communication")
     for extra, want in (
             (["--world-size=2"], "launch the ranks with mpirun -np 2"),
-            (["--zero=3", "--plan-only", "--world-size=2"],
-             "ZeRO stage 3 is not built yet")):
+            (["--zero=4", "--plan-only", "--world-size=2"],
+             "zero=4: no such ZeRO stage")):
         done = subprocess.run(base + extra, capture_output=True, text=True)
         if done.returncode == 0 or want not in done.stderr:
             failures.append(f"{' '.join(extra)}: expected an error with "
@@ -473,14 +501,22 @@ def resume(memfit_run, models, workdir):
     return report("data-parallel-resume", failures)
 
 
-def assemble(paths):
+def assemble(paths, shapes=None):
     """{name: array} of a checkpoint saved as rank files (ZeRO stage >= 1):
     each optimizer state's slices put together in rank order and cut to its
     parameter's rows; everything else from the first file. One path: that
-    file as it is."""
+    file as it is. With `shapes` ({name: whole shape}, stage 3, where the
+    parameters are rows too), each variable with fewer rows than its
+    shape's is put together and cut."""
     files = [read_checkpoint(p) for p in paths]
     whole = dict(files[0])
     if len(files) == 1:
+        return whole
+    if shapes is not None:
+        for name in whole:
+            if whole[name].ndim and whole[name].shape[0] < shapes[name][0]:
+                whole[name] = np.concatenate([f[name] for f in files])[
+                    :shapes[name][0]]
         return whole
     for name in whole:
         # The parameter it is a state of: the longest prefix at a '.'.
@@ -499,6 +535,7 @@ def reshard(memfit_run, models, workdir):
     """ZeRO stage 1 checkpoints at another world size: a run saved by 2
     ranks (a file per rank, the momentum buffers sliced) resumes on 3
     ranks, one of 3 ranks on 1 process, and one of 1 process on 2 ranks.
+    Stage 3 (the parameters sliced too) from 2 ranks to 1 process and back.
     Each ends where the run that kept its last world size throughout ends,
     within 1e-5 of each tensor's largest value (the sums of the gradients
     over the ranks are taken in another order), every state put together
@@ -511,11 +548,11 @@ def reshard(memfit_run, models, workdir):
     sgd = ["--optimizer=sgd", "--momentum=0.9", "--lr=0.05",
            "--save-every=10"]
 
-    def train(ranks, folder, todo, resume):
+    def train(ranks, folder, todo, resume, zero=1):
         ckpt = os.path.join(folder, "ckpt")
         args = train_args(memfit_run, models, 6 // ranks, 32, todo,
                           sgd + [f"--checkpoint={ckpt}"] +
-                          (["--zero=1"] if ranks > 1 else []) +
+                          ([f"--zero={zero}"] if ranks > 1 else []) +
                           ([f"--resume={ckpt}"] if resume else []))
         done = subprocess.run(
             (["mpirun", "-np", str(ranks)] if ranks > 1 else []) + args,
@@ -537,11 +574,19 @@ def reshard(memfit_run, models, workdir):
         train(ranks, folder, steps, False)
         refs[ranks] = assemble(files(folder, ranks))
 
-    for first, then in ((2, 3), (3, 1), (1, 2)):
-        folder = os.path.join(workdir, f"from-{first}-to-{then}")
+    # Stage 3 on 2 ranks throughout: the parameters' rows put together.
+    shapes = {name: value.shape for name, value in refs[1].items()}
+    folder = os.path.join(workdir, "reference-2-zero3")
+    os.makedirs(folder)
+    train(2, folder, steps, False, zero=3)
+    refs3 = assemble(files(folder, 2), shapes)
+
+    for first, then, zero in ((2, 3, 1), (3, 1, 1), (1, 2, 1), (2, 1, 3),
+                              (1, 2, 3)):
+        folder = os.path.join(workdir, f"from-{first}-to-{then}-zero{zero}")
         os.makedirs(folder)
-        train(first, folder, half, False)
-        out = train(then, folder, steps - half, True)
+        train(first, folder, half, False, zero)
+        out = train(then, folder, steps - half, True, zero)
         said = re.search(r"resumed \S+ \(saved by (\d+) ranks?\) on (\d+) "
                          r"ranks? at step (\d+)", out)
         if not said or said.groups() != (str(first), str(then), str(half)):
@@ -550,12 +595,13 @@ def reshard(memfit_run, models, workdir):
                             f"{half}' line:\n{out[-800:]}")
         if failures:
             break
-        got, want = assemble(files(folder, then)), refs[then]
+        want = refs3 if zero == 3 and then > 1 else refs[then]
+        got = assemble(files(folder, then), shapes if zero == 3 else None)
         worst = max(float(np.max(np.abs(got[n].astype(np.float64) - want[n])))
                     / max(1.0, float(np.max(np.abs(want[n])))) for n in want)
         states = sum(1 for n in want if n.endswith(".momentum_buffer"))
-        print(f"{first} rank(s) to step {half}, then {then} to {steps}: "
-              f"{len(want)} variables ({states} momentum buffers), worst "
+        print(f"zero={zero}: {first} rank(s) to step {half}, then {then} to "
+              f"{steps}: {len(want)} variables ({states} momentum buffers), worst "
               f"scaled difference {worst:.2e} from {then} rank(s) throughout")
         if set(got) != set(want) or worst > 1e-5 or not states:
             failures.append(f"from {first} to {then} ranks: {worst:.2e}")

@@ -4,9 +4,10 @@
 // format in docs/runtime.md), and the ZeRO case: from stage 1 each rank of
 // a data-parallel run saves its own file, holding its slices of the
 // optimizer states (the rows [r c, (r + 1) c) of each state padded with
-// zero rows to N c, c = ceil(rows / N)). reshardCheckpoint puts those
-// slices together and cuts them again for a rank of another world size,
-// so a run saved by N ranks resumes on M (one process included).
+// zero rows to N c, c = ceil(rows / N)), and under stage 3 of the trained
+// parameters too. reshardCheckpoint puts those slices together and cuts
+// them again for a rank of another world size, so a run saved by N ranks
+// resumes on M (one process included).
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,6 +22,9 @@
 #include <vector>
 
 namespace memfit::rt {
+
+class Communicator;
+class Session;
 
 struct CheckpointVariable {
   std::string name;
@@ -73,6 +77,14 @@ readCheckpointFiles(const std::vector<std::string> &files);
 StatusOr<CheckpointFile>
 reshardCheckpoint(const std::vector<CheckpointFile> &files,
                   const Manifest &manifest, int64_t rank);
+
+/// ZeRO stage 3: the whole value of variable `name`, which holds this
+/// rank's rows (Variable::wholeRows), from every rank's rows gathered
+/// through `comm` (every rank calls it, for the same variables in the same
+/// order); a variable held whole is read as it is.
+StatusOr<Tensor> gatherWholeVariable(const Session &session,
+                                     Communicator &comm,
+                                     const std::string &name);
 
 } // namespace memfit::rt
 

@@ -269,6 +269,10 @@ struct Variable {
   std::string name;
   uint32_t buffer = 0;
   VariableKind kind = VariableKind::Parameter;
+  /// ZeRO stage 3: the buffer holds this rank's rows of a parameter of this
+  /// many rows (dimension 0; the last rank's end in zero rows). 0: the
+  /// buffer is the whole variable.
+  int64_t wholeRows = 0;
 };
 
 /// One line of the memory plan's breakdown. The compiler writes, for the
