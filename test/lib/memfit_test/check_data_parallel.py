@@ -420,13 +420,14 @@ def resume(memfit_run, models, workdir):
         failures.append("SIGTERM: the resumed run ends elsewhere")
 
     # ZeRO stage 1: each rank's own checkpoint file; a rank killed and the
-    # run resumed ends with both files equal to an uninterrupted run's.
-    def zero1_files(folder, killed):
+    # run resumed ends with both files equal to an uninterrupted run's. The
+    # same under stage 3, where the files hold the parameters' rows too.
+    def zero1_files(folder, killed, zero=1):
         ckpt = os.path.join(folder, "ckpt")
         files = [f"{ckpt}.rank-{r}-of-2" for r in (0, 1)]
         args = lambda todo, again: ["mpirun", "-np", "2"] + train_args(
             memfit_run, models, 2, 32, todo,
-            sgd + ["--zero=1", f"--checkpoint={ckpt}"] +
+            sgd + [f"--zero={zero}", f"--checkpoint={ckpt}"] +
             ([f"--resume={ckpt}"] if again else []))
         if killed:
             launch = subprocess.Popen(args(steps, False), env=env,
@@ -445,20 +446,27 @@ def resume(memfit_run, models, workdir):
                                  env=env, capture_output=True, text=True,
                                  timeout=600)
             if out.returncode:
-                failures.append(f"{folder}: zero=1 failed:\n{out.stderr}")
+                failures.append(f"{folder}: zero={zero} failed:\n"
+                                f"{out.stderr}")
         return [open(f, "rb").read() if os.path.exists(f) else b""
                 for f in files], done
-    for name in ("zero1-reference", "zero1-killed"):
-        os.makedirs(os.path.join(workdir, name))
-    want, _ = zero1_files(os.path.join(workdir, "zero1-reference"), False)
-    got, at = zero1_files(os.path.join(workdir, "zero1-killed"), True)
-    print(f"zero=1: a rank killed with the checkpoints at step {at}; resumed "
-          f"to {steps}: {'equal' if got == want else 'DIFFERENT'}")
-    if at >= steps:
-        failures.append("zero=1: the kill came after the last step")
-    if got != want or not all(want):
-        failures.append("zero=1: the resumed ranks' checkpoints differ from "
-                        "the uninterrupted run's")
+    wants = {}
+    for zero in (1, 3):
+        for name in ("reference", "killed"):
+            os.makedirs(os.path.join(workdir, f"zero{zero}-{name}"))
+        want, _ = zero1_files(os.path.join(workdir, f"zero{zero}-reference"),
+                              False, zero)
+        wants[zero] = want
+        got, at = zero1_files(os.path.join(workdir, f"zero{zero}-killed"),
+                              True, zero)
+        print(f"zero={zero}: a rank killed with the checkpoints at step {at}; "
+              f"resumed to {steps}: {'equal' if got == want else 'DIFFERENT'}")
+        if at >= steps:
+            failures.append(f"zero={zero}: the kill came after the last step")
+        if got != want or not all(want):
+            failures.append(f"zero={zero}: the resumed ranks' checkpoints "
+                            "differ from the uninterrupted run's")
+    want = wants[1]
 
     # The kill between two ranks' saves, made sure of: rank 1's newest file
     # replaced by its previous one (as if its save at step 40 never
