@@ -4,7 +4,9 @@ docs/benchmarks.md: GPT-2 small, a Llama-7B-shaped model and a 7.5B-shaped
 one (the ZeRO paper's example: the 7B shape with 36 layers, 7.5B
 parameters), AdamW in bf16
 (fp32 master weights and states, as ZeRO's paper counts K = 12), at 1, 8
-and 64 ranks under ZeRO stages 0 to 3, next to the paper's formula.
+and 64 ranks under ZeRO stages 0 to 3, next to the paper's formula, and
+with the optimizer states in host memory (--offload=optimizer: its own
+column, apart from the device's one allocation).
 
   bench/plan-ranks.py [--shape batch=1,seq=1024] [--json OUT]
 
@@ -34,14 +36,15 @@ ROOT = os.path.dirname(HERE)
 RUN = os.path.join(ROOT, "build", "bin", "memfit-run")
 ROW = re.compile(r"^ {2,}(\S.*?)\s+([\d,]+)\s+[\d.]+(?:\s+[\d.]+)?$")
 COLUMNS = ["parameters", "optimizer states", "gradients", "working copies",
-           "saved activations", "communication", "one allocation"]
+           "saved activations", "communication", "one allocation",
+           "host memory (pinned)"]
 
 
-def plan(model, shape, ranks, zero):
+def plan(model, shape, ranks, zero, offload):
     args = [RUN, model, "--input-shape=" + shape, "--plan-only", "--train",
             "--loss=cross-entropy", "--optimizer=adamw", "--precision=bf16",
             "--remat=checkpoint-layers", f"--world-size={ranks}",
-            f"--zero={zero}"]
+            f"--zero={zero}"] + (["--offload=optimizer"] if offload else [])
     done = subprocess.run(args, capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"{' '.join(args)}\n{done.stderr}")
@@ -77,11 +80,15 @@ def main():
                         "--shapes-only"], check=True, capture_output=True)
         for name, model in (("GPT-2 small", gpt2), ("Llama-7B-shaped", llama),
                             ("7.5B-shaped", llama75)):
-            for ranks, zero in ((1, 0), (8, 0), (8, 1), (8, 2), (8, 3),
-                                (64, 0), (64, 1), (64, 2), (64, 3)):
-                rows, params = plan(model, a.shape, ranks, zero)
+            for ranks, zero, offload in (
+                    (1, 0, False), (1, 0, True), (8, 0, False), (8, 1, False),
+                    (8, 2, False), (8, 3, False), (8, 3, True),
+                    (64, 0, False), (64, 1, False), (64, 2, False),
+                    (64, 3, False), (64, 3, True)):
+                rows, params = plan(model, a.shape, ranks, zero, offload)
                 results.append({"model": name, "ranks": ranks, "zero": zero,
-                                "params": params, "rows": rows})
+                                "offload": offload, "params": params,
+                                "rows": rows})
     os.makedirs(os.path.dirname(a.json), exist_ok=True)
     with open(a.json, "w") as f:
         json.dump(results, f, indent=1)
@@ -94,7 +101,8 @@ def main():
         paper = {0: 2 + 2 + 12, 1: 2 + 2 + 12 / n,
                  2: 2 + (2 + 12) / n,
                  3: (2 + 2 + 12) / n}[r["zero"]] * r["params"]
-        print(f"| {r['model']} | {r['ranks']} | {r['zero']} | " +
+        stage = f"{r['zero']}" + (" + offload" if r["offload"] else "")
+        print(f"| {r['model']} | {r['ranks']} | {stage} | " +
               " | ".join(gib(r["rows"].get(c, 0)) for c in COLUMNS) +
               f" | {gib(paper)} |")
 

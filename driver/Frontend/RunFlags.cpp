@@ -268,6 +268,10 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.worldSize = std::max<int64_t>(worldSize, 1);
   t.zero = zero;
+  if (offload != "none" && offload != "optimizer")
+    return rt::invalidArgument("--offload=" + offload.getValue() +
+                               ": expected none or optimizer");
+  t.offloadOptimizer = offload == "optimizer";
   t.rank = rank;
   t.remat = rematPolicy;
   if (budgetFlag.getNumOccurrences()) {

@@ -249,6 +249,9 @@ struct WeightsLayout {
   llvm::StringMap<int64_t> parameters;
   DenseMap<Value, int64_t> constants;
   int64_t bytes = 0;
+  /// The parameters kept in host memory, with offsets in the host region.
+  llvm::StringMap<int64_t> host;
+  int64_t hostBytes = 0;
 };
 
 class Planner {
@@ -313,7 +316,10 @@ private:
         if (inserted) {
           auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
               func, load.getNameAttr());
-          it->second = addBuffer(load.getResult(), BufferRegion::Weights,
+          it->second = addBuffer(load.getResult(),
+                                 layout.host.count(load.getName())
+                                     ? BufferRegion::Host
+                                     : BufferRegion::Weights,
                                  param ? parameterCategory(param)
                                        : BufferCategory::Parameter);
         } else {
@@ -566,7 +572,9 @@ private:
       PlannedBuffer &buffer = plan.buffers[plan.bufferOf.lookup(value)];
       auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
           func, assign.getNameAttr());
-      buffer.region = BufferRegion::Weights;
+      buffer.region = layout.host.count(assign.getName())
+                          ? BufferRegion::Host
+                          : BufferRegion::Weights;
       buffer.category = parameterCategory(param);
       updates[plan.bufferOf.lookup(value)] = assign.getName();
     }
@@ -657,6 +665,15 @@ private:
 
   void layoutWeights() {
     for (auto [index, buffer] : llvm::enumerate(plan.buffers)) {
+      if (buffer.region == BufferRegion::Host) {
+        auto it = updates.find(index);
+        StringRef name = it != updates.end()
+                             ? it->second
+                             : buffer.value.getDefiningOp<LoadParameterOp>()
+                                   .getName();
+        buffer.offset = layout.host.lookup(name);
+        continue;
+      }
       if (buffer.region != BufferRegion::Weights)
         continue;
       Value value = buffer.value;
@@ -668,6 +685,7 @@ private:
         buffer.offset = layout.constants.lookup(value);
     }
     plan.weightsBytes = layout.bytes;
+    plan.hostBytes = layout.hostBytes;
   }
 
   /// The step with the most live arena bytes and its bytes by category.
@@ -771,8 +789,19 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
         offset = alignToPlan(offset + bytes);
       }
   result.initializedWeightsBytes = offset;
-  for (ParameterOp param : zeroStates)
-    place(param);
+  // States kept in host memory: a region of their own (they start as
+  // zeros, like every state placed here).
+  for (ParameterOp param : zeroStates) {
+    auto space = param->getAttrOfType<StringAttr>(kMemorySpaceAttr);
+    if (!space || space.getValue() != "host") {
+      place(param);
+      continue;
+    }
+    layout.host[param.getSymName()] = layout.hostBytes;
+    int64_t bytes = tensorBytes(param.getType());
+    result.hostByCategory[unsigned(parameterCategory(param))] += bytes;
+    layout.hostBytes = alignToPlan(layout.hostBytes + bytes);
+  }
   // The index-error word of the kernels that check indices, which the
   // session zero-fills with the states and clears after a failed run.
   bool checks = false;
@@ -785,6 +814,8 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
   layout.bytes = offset;
   result.weightsBytes = offset;
   result.parameterOffsets = layout.parameters;
+  result.hostOffsets = layout.host;
+  result.hostBytes = layout.hostBytes;
 
   for (auto [index, func] : llvm::enumerate(funcs)) {
     FailureOr<MemoryPlan> plan = Planner(func, layout).run();
@@ -805,82 +836,4 @@ FailureOr<MemoryPlan> mlir::memfit::planMemory(func::FuncOp func) {
   if (failed(plan))
     return failure();
   return std::move(plan->functions.front());
-}
-
-static std::string valueName(Value value) {
-  if (auto arg = dyn_cast<BlockArgument>(value))
-    return llvm::formatv("%arg{0}", arg.getArgNumber()).str();
-  Location loc = value.getDefiningOp()->getLoc();
-  if (auto fused = dyn_cast<FusedLoc>(loc))
-    if (auto meta = dyn_cast_or_null<DictionaryAttr>(fused.getMetadata());
-        meta && meta.contains(kOnnxScopeKey))
-      loc = fused.getLocations().front(); // an imported node with its scope
-  if (auto name = dyn_cast<NameLoc>(loc))
-    return name.getName().str();
-  if (auto load = value.getDefiningOp<LoadParameterOp>())
-    return load.getName().str();
-  return value.getDefiningOp()->getName().getStringRef().str();
-}
-
-void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
-                                   raw_ostream &os, bool listBuffers) {
-  os << "memory plan for @" << func.getSymName() << ": "
-     << plan.schedule.size() << " steps, " << plan.buffers.size()
-     << " buffers\n";
-  os << llvm::formatv("  weights region: {0} bytes (parameters {1}, "
-                      "constants {2})\n",
-                      plan.weightsBytes,
-                      plan.categoryBytes(BufferCategory::Parameter),
-                      plan.categoryBytes(BufferCategory::Constant));
-  int64_t unshared = 0;
-  for (const PlannedBuffer &buffer : plan.buffers)
-    if (buffer.region == BufferRegion::Arena)
-      unshared += buffer.bytes;
-  os << llvm::formatv("  arena peak: {0} bytes (inputs {1}, outputs {2}, "
-                      "activations {3}; {4} bytes if nothing were shared)\n",
-                      plan.arenaBytes,
-                      plan.categoryBytes(BufferCategory::Input),
-                      plan.categoryBytes(BufferCategory::Output),
-                      plan.categoryBytes(BufferCategory::Activation), unshared);
-  int64_t training = plan.categoryBytes(BufferCategory::Gradient) +
-                     plan.categoryBytes(BufferCategory::SavedActivation) +
-                     plan.categoryBytes(BufferCategory::CompressedActivation) +
-                     plan.categoryBytes(BufferCategory::Temporary) +
-                     plan.categoryBytes(BufferCategory::Loss) +
-                     plan.categoryBytes(BufferCategory::WorkingCopy);
-  if (training) {
-    os << llvm::formatv("  training: gradients {0}, saved activations {1}, "
-                        "temporaries {2}, loss {3} bytes in all\n",
-                        plan.categoryBytes(BufferCategory::Gradient),
-                        plan.categoryBytes(BufferCategory::SavedActivation),
-                        plan.categoryBytes(BufferCategory::Temporary),
-                        plan.categoryBytes(BufferCategory::Loss));
-    if (int64_t copies = plan.categoryBytes(BufferCategory::WorkingCopy))
-      os << llvm::formatv("  mixed precision: parameter working copies {0} "
-                          "bytes in all\n",
-                          copies);
-    if (int64_t received = plan.categoryBytes(BufferCategory::Communication))
-      os << llvm::formatv("  data parallel: received by collectives {0} "
-                          "bytes in all\n",
-                          received);
-    os << "  live at the peak (step " << plan.peakStep << "):";
-    for (unsigned c = 0; c < kNumBufferCategories; ++c)
-      if (plan.peakBytes[c])
-        os << " " << stringifyBufferCategory(BufferCategory(c)) << " "
-           << plan.peakBytes[c];
-    os << "\n";
-  }
-  os << llvm::formatv("  total: {0} bytes\n",
-                      alignToPlan(plan.weightsBytes) + plan.arenaBytes);
-  if (!listBuffers)
-    return;
-  for (auto [index, buffer] : llvm::enumerate(plan.buffers))
-    os << llvm::formatv("  buffer {0}: {1} {2} offset {3} bytes {4} steps "
-                        "{5}..{6} {7}\n",
-                        index,
-                        buffer.region == BufferRegion::Weights ? "weights"
-                                                               : "arena",
-                        stringifyBufferCategory(buffer.category),
-                        buffer.offset, buffer.bytes, buffer.firstStep,
-                        buffer.lastStep, valueName(buffer.value));
 }

@@ -30,8 +30,11 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
         continue;
       unsigned index = plan.bufferOf.lookup(operand);
       const PlannedBuffer &buffer = plan.buffers[index];
-      if (buffer.region == BufferRegion::Weights) {
-        if (read.insert(buffer.offset).second)
+      // Host-region offsets are keyed apart from the weights region's.
+      int64_t key = buffer.region == BufferRegion::Host ? -1 - buffer.offset
+                                                         : buffer.offset;
+      if (buffer.region != BufferRegion::Arena) {
+        if (read.insert(key).second)
           traffic.weightsRead += buffer.bytes;
       } else if (buffer.category == BufferCategory::Input &&
                  arenaRead.insert(index).second) {
@@ -40,8 +43,9 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
     }
     for (Value result : step->getResults()) {
       const PlannedBuffer &buffer = plan.bufferFor(result);
-      if (buffer.region == BufferRegion::Weights &&
-          written.insert(buffer.offset).second)
+      int64_t key = buffer.region == BufferRegion::Host ? -1 - buffer.offset
+                                                         : buffer.offset;
+      if (buffer.region != BufferRegion::Arena && written.insert(key).second)
         traffic.updates += buffer.bytes;
     }
   }

@@ -84,6 +84,11 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
            "all-reduces the gradients; zero=1: the optimizer states are "
            "sharded; zero=2: the gradients too; zero=3: the parameters "
            "too)";
+  if (options.offloadOptimizer && options.optimizer == OptimizerKind::None)
+    return "offload-optimizer: there are no optimizer states to offload "
+           "without an optimizer";
+  if (options.offloadOptimizer && states8bit(options))
+    return "offload-optimizer with 8-bit optimizer states is not built yet";
   if (options.zero >= 1 && options.worldSize > 1 && states8bit(options))
     return "zero=" + std::to_string(options.zero) +
            " with 8-bit optimizer states is not built yet";
@@ -318,6 +323,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("zero", std::to_string(options.zero));
   if (options.rank != defaults.rank)
     add("rank", std::to_string(options.rank));
+  if (options.offloadOptimizer)
+    add("offload-optimizer", "true");
   if (options.optimizerStates != defaults.optimizerStates)
     add("optimizer-states",
         ::memfit::nameOf(options.optimizerStates.getValue()));
@@ -457,6 +464,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     optimizer.lossScaleGrowth = options.lossScaleGrowth;
     optimizer.lossScaleBackoff = options.lossScaleBackoff;
     optimizer.lossScaleInterval = options.lossScaleInterval;
+    optimizer.offloadStates = options.offloadOptimizer;
     pm.addPass(createMemfitOptimizerPass(optimizer));
   }
 

@@ -223,8 +223,11 @@ struct MemfitOptimizerPass
             scatterGrads ? type : t.param.getType(), kRoleGradientAccumulator);
       auto owner = FlatSymbolRefAttr::get(t.param.getSymNameAttr());
       for (ParameterOp state : {s.first, s.second})
-        if (state)
+        if (state) {
           state->setAttr(kStateOfAttr, owner);
+          if (offloadStates)
+            state->setAttr(kMemorySpaceAttr, StringAttr::get(ctx, "host"));
+        }
       if (s.second)
         s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));
     }

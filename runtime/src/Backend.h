@@ -30,6 +30,14 @@ public:
   /// `manifest` (the CUDA backend's cuBLASLt workspace); Session adds them
   /// to what it allocates. Called once, before allocate.
   virtual uint64_t workspaceBytes(const Manifest &manifest) { return 0; }
+  /// The manifest's host region (--offload=optimizer) at allocation offsets
+  /// [offset, offset + bytes), past the device's part; called before
+  /// allocate, whose `bytes` then ends with it. A backend whose memory is
+  /// the host's keeps it in the one allocation (the default); the CUDA
+  /// backend allocates it as pinned host memory mapped for the device.
+  virtual Status placeHostRegion(uint64_t offset, uint64_t bytes) {
+    return Status::ok();
+  }
   virtual uint64_t allocatedBytes() const = 0;
   virtual Status upload(uint64_t offset, const void *data, uint64_t bytes) = 0;
   virtual Status download(uint64_t offset, void *data, uint64_t bytes) = 0;

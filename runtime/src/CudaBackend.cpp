@@ -11,6 +11,7 @@
 #include "memfit/runtime/Nvrtc.h"
 
 #include <array>
+#include <cstring>
 #include <limits>
 #include <chrono>
 #include <optional>
@@ -94,6 +95,8 @@ CudaBackend::~CudaBackend() {
     (void)lt_->cublasLtDestroy(blasLt_);
   if (base_)
     (void)cu_.cuMemFree(base_);
+  if (host_)
+    (void)cu_.cuMemFreeHost(host_);
   if (module_)
     (void)cu_.cuModuleUnload(module_);
   if (stream_)
@@ -115,7 +118,36 @@ uint64_t CudaBackend::workspaceBytes(const Manifest &manifest) {
   return workspaceOffset_ - manifest.totalBytes() + workspaceSize_;
 }
 
+Status CudaBackend::placeHostRegion(uint64_t offset, uint64_t bytes) {
+  if (allocated_)
+    return internalError("the host region is placed before the allocation");
+  hostOffset_ = offset;
+  hostBytes_ = bytes;
+  return Status::ok();
+}
+
+/// The host region: pinned host memory, mapped into the device's address
+/// space so that kernels read and write it where they run (over the bus).
+Status CudaBackend::allocateHostRegion() {
+  if (!hostBytes_)
+    return Status::ok();
+  MEMFIT_CU_RETURN_IF_ERROR(
+      cu_, cuMemHostAlloc, &host_, hostBytes_,
+      CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+  std::memset(host_, 0, hostBytes_);
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemHostGetDevicePointer, &hostDevice_,
+                            host_, 0);
+  return Status::ok();
+}
+
 Status CudaBackend::allocate(uint64_t bytes) {
+  // The device's part ends where the host region starts.
+  const uint64_t space = bytes;
+  if (hostBytes_) {
+    if (hostOffset_ + hostBytes_ != bytes)
+      return internalError("the host region is not the allocation's end");
+    bytes = hostOffset_;
+  }
   if (allocated_)
     return internalError(
         "the CUDA backend makes one allocation, and it was made");
@@ -129,6 +161,13 @@ Status CudaBackend::allocate(uint64_t bytes) {
   if (bytes > free)
     return Status::error(StatusCode::ResourceExhausted, needs);
   allocated_ = true;
+  space_ = space;
+  if (Status host = allocateHostRegion(); !host) {
+    allocated_ = false;
+    return host.withContext("the host region of " +
+                            formatBytesExact(hostBytes_) +
+                            " (--offload=optimizer)");
+  }
   if (bytes == 0)
     return Status::ok(); // nothing to hold; cuMemAlloc rejects 0 bytes
   CUresult result = cu_.cuMemAlloc(&base_, bytes);
@@ -148,12 +187,12 @@ Status CudaBackend::allocate(uint64_t bytes) {
 
 Status CudaBackend::checkRange(const char *what, uint64_t offset,
                                uint64_t bytes) const {
-  if (offset <= bytes_ && bytes <= bytes_ - offset)
+  if (offset <= space_ && bytes <= space_ - offset)
     return Status::ok();
   return invalidArgument(std::string(what) + " of " + std::to_string(bytes) +
                          " bytes at offset " + std::to_string(offset) +
                          " is outside the allocation of " +
-                         std::to_string(bytes_) + " bytes");
+                         std::to_string(space_) + " bytes");
 }
 
 Status CudaBackend::upload(uint64_t offset, const void *data, uint64_t bytes) {
@@ -164,7 +203,7 @@ Status CudaBackend::upload(uint64_t offset, const void *data, uint64_t bytes) {
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   // Kernels of an earlier run may still read what is overwritten.
   MEMFIT_RT_RETURN_IF_ERROR(synchronize());
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemcpyHtoD, base_ + offset, data, bytes);
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemcpyHtoD, address(offset), data, bytes);
   return Status::ok();
 }
 
@@ -175,7 +214,7 @@ Status CudaBackend::download(uint64_t offset, void *data, uint64_t bytes) {
     return Status::ok();
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   MEMFIT_RT_RETURN_IF_ERROR(synchronize());
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemcpyDtoH, data, base_ + offset, bytes);
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemcpyDtoH, data, address(offset), bytes);
   return Status::ok();
 }
 
@@ -296,7 +335,7 @@ Status CudaBackend::launchKernel(uint32_t kernel,
   for (size_t i = 0; i < offsets.size(); ++i) {
     MEMFIT_RT_RETURN_IF_ERROR(checkRange("a kernel argument", offsets[i], 0)
                                   .withContext("kernel '" + k.name + "'"));
-    pointers[i] = base_ + offsets[i];
+    pointers[i] = address(offsets[i]);
     params[i] = &pointers[i];
   }
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());

@@ -95,6 +95,7 @@ public:
   std::string description() const override;
   Status allocate(uint64_t bytes) override;
   uint64_t workspaceBytes(const Manifest &manifest) override;
+  Status placeHostRegion(uint64_t offset, uint64_t bytes) override;
   uint64_t allocatedBytes() const override { return bytes_; }
   Status upload(uint64_t offset, const void *data, uint64_t bytes) override;
   Status download(uint64_t offset, void *data, uint64_t bytes) override;
@@ -168,9 +169,25 @@ private:
   std::string name_, arch_;
   int driverVersion_ = 0;
 
+  Status allocateHostRegion();
+
   CUdeviceptr base_ = 0;
-  uint64_t bytes_ = 0;
+  uint64_t bytes_ = 0; // the device's
+  uint64_t space_ = 0; // the offsets a session uses: the host region's too
   bool allocated_ = false;
+  // The host region (placeHostRegion): allocation offsets [hostOffset_,
+  // hostOffset_ + hostBytes_) are pinned host memory, mapped for the
+  // device at hostDevice_.
+  uint64_t hostOffset_ = 0, hostBytes_ = 0;
+  void *host_ = nullptr;
+  CUdeviceptr hostDevice_ = 0;
+
+  /// The device address of allocation offset `offset`.
+  CUdeviceptr address(uint64_t offset) const {
+    return hostBytes_ && offset >= hostOffset_
+               ? hostDevice_ + (offset - hostOffset_)
+               : base_ + offset;
+  }
 
   CUmodule module_ = nullptr;
   std::vector<LoadedKernel> kernels_;

@@ -128,8 +128,8 @@ Status CudaBackend::runCollective(const Collective &c, uint64_t in,
       checkRange("its output", out, c.resultCount() * e).withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(initNccl(comm).withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
-  const void *send = reinterpret_cast<const void *>(base_ + in);
-  void *receive = reinterpret_cast<void *>(base_ + out);
+  const void *send = reinterpret_cast<const void *>(address(in));
+  void *receive = reinterpret_cast<void *>(address(out));
   ncclResult_t result = ncclSuccess;
   const char *call = "";
   switch (c.kind) {

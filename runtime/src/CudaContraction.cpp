@@ -335,7 +335,7 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
         context + ": clearing the output of an empty sum (k = 0)"));
     MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
     MEMFIT_RT_RETURN_IF_ERROR(synchronize()); // cuMemsetD8 is not on stream_
-    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemsetD8, base_ + out, 0,
+    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemsetD8, address(out), 0,
                               uint64_t(count * m * n) * e);
     return Status::ok();
   }
@@ -365,8 +365,8 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
   // dimensions.
   std::vector<uint64_t> addresses[3];
   for (int o = 0; o < 3; ++o) {
-    addresses[o].push_back(base_ + starts[o] +
-                           uint64_t(contraction.offsets[o]) * e);
+    addresses[o].push_back(
+        address(starts[o] + uint64_t(contraction.offsets[o]) * e));
     if (batch.innerCount > 1)
       addresses[o].push_back(uint64_t(batch.strides[o]) * e);
     for (size_t i = 0; i < batch.outerRank; ++i)
@@ -396,7 +396,7 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
       for (size_t i = 0; i < batch.outerRank; ++i)
         offset += uint64_t(
             index[i] * contraction.batchStrides(Contraction::Operand(o))[i]);
-      pointers[o] = base_ + starts[o] + offset * e;
+      pointers[o] = address(starts[o] + offset * e);
     }
     const CUdeviceptr pointerA = pointers[0], pointerB = pointers[1],
                       pointerOut = pointers[2];

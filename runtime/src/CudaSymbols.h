@@ -64,6 +64,10 @@ constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr int CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
 // CUstreamCaptureMode: only this thread's unsafe calls end a capture.
 constexpr int CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1;
+// cuMemHostAlloc flags: pinned memory every context may use, mapped into
+// the device's address space.
+constexpr unsigned CU_MEMHOSTALLOC_PORTABLE = 0x01;
+constexpr unsigned CU_MEMHOSTALLOC_DEVICEMAP = 0x02;
 // CUfunction_attribute values.
 constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
 
@@ -92,6 +96,10 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(cuMemGetInfo, "cuMemGetInfo_v2", size_t *, size_t *)                       \
   X(cuMemAlloc, "cuMemAlloc_v2", CUdeviceptr *, size_t)                        \
   X(cuMemFree, "cuMemFree_v2", CUdeviceptr)                                    \
+  X(cuMemHostAlloc, "cuMemHostAlloc", void **, size_t, unsigned int)          \
+  X(cuMemFreeHost, "cuMemFreeHost", void *)                                    \
+  X(cuMemHostGetDevicePointer, "cuMemHostGetDevicePointer_v2", CUdeviceptr *,  \
+    void *, unsigned int)                                                      \
   X(cuMemcpyHtoD, "cuMemcpyHtoD_v2", CUdeviceptr, const void *, size_t)        \
   X(cuMemcpyDtoH, "cuMemcpyDtoH_v2", void *, CUdeviceptr, size_t)              \
   X(cuMemsetD8, "cuMemsetD8_v2", CUdeviceptr, unsigned char, size_t)           \

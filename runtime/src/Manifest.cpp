@@ -160,7 +160,9 @@ StatusOr<VariableKind> parseVariableKind(const std::string &name) {
 }
 
 const char *regionName(Region region) {
-  return region == Region::Weights ? "weights" : "arena";
+  return region == Region::Weights ? "weights"
+         : region == Region::Host  ? "host"
+                                   : "arena";
 }
 
 const char *kernelKindName(KernelKind kind) {
@@ -312,8 +314,9 @@ Status validateBuffer(const Manifest &m, size_t i) {
     return invalidArgument(where + ": offset " + std::to_string(b.offset) +
                            " is not a multiple of " +
                            std::to_string(kBufferAlignment));
-  uint64_t regionBytes =
-      b.region == Region::Weights ? m.weightsBytes : m.arenaBytes;
+  uint64_t regionBytes = b.region == Region::Weights ? m.weightsBytes
+                         : b.region == Region::Host  ? m.hostBytes
+                                                     : m.arenaBytes;
   if (b.bytes > regionBytes || b.offset > regionBytes - b.bytes)
     return invalidArgument(
         where + ": offset " + std::to_string(b.offset) + " + " +
@@ -593,7 +596,7 @@ Status Manifest::validate() const {
       return invalidArgument(where + ": buffer " + std::to_string(v.buffer) +
                              " out of range (" +
                              std::to_string(buffers.size()) + " buffers)");
-    if (buffers[v.buffer].region != Region::Weights)
+    if (buffers[v.buffer].region == Region::Arena)
       return invalidArgument(where + ": " + bufferLabel(*this, v.buffer) +
                              " is in the arena, not the weights region");
     const std::vector<int64_t> &shape = buffers[v.buffer].shape;

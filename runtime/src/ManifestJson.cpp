@@ -70,6 +70,8 @@ std::string manifestToJson(const Manifest &m) {
   root.set("model", m.model);
   root.set("weightsBytes", m.weightsBytes);
   root.set("arenaBytes", m.arenaBytes);
+  if (m.hostBytes)
+    root.set("hostBytes", m.hostBytes);
   root.set("trainableParameters", m.trainableParameters);
   root.set("frozenParameters", m.frozenParameters);
   root.set("quantizedParameters", m.quantizedParameters);
@@ -426,9 +428,11 @@ Status readBuffer(const ObjectReader &r, Buffer &b) {
     b.region = Region::Weights;
   else if (region == "arena")
     b.region = Region::Arena;
+  else if (region == "host")
+    b.region = Region::Host;
   else
-    return r.error("region",
-                   "expected \"weights\" or \"arena\", got \"" + region + "\"");
+    return r.error("region", "expected \"weights\", \"arena\" or \"host\", "
+                             "got \"" + region + "\"");
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("offset", b.offset));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("bytes", b.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", b.dtype));
@@ -675,7 +679,7 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
        "buffers", "kernels", "contractions", "entries", "variables", "memory",
        "loraAdapters"},
       {"inputRanges", "indexErrorBuffer", "collectives", "worldSize",
-       "zeroStage"}));
+       "zeroStage", "hostBytes"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -707,6 +711,8 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
     MEMFIT_RT_RETURN_IF_ERROR(r.integer("worldSize", m.worldSize));
   if (r.has("zeroStage"))
     MEMFIT_RT_RETURN_IF_ERROR(r.integer("zeroStage", m.zeroStage));
+  if (r.has("hostBytes"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("hostBytes", m.hostBytes));
   if (r.has("inputRanges"))
     MEMFIT_RT_RETURN_IF_ERROR(
         readArray(r, "inputRanges", m.inputRanges, readInputRange));

@@ -51,6 +51,9 @@ bool isTotal(const std::string &name) {
   return name == "weights region" || name == "arena peak";
 }
 
+/// A category of the host region ("host optimizer_states") or its total.
+bool isHost(const std::string &name) { return name.rfind("host ", 0) == 0; }
+
 std::string label(const std::string &name) {
   std::string s = name;
   for (char &c : s)
@@ -142,7 +145,7 @@ std::string formatMemoryReport(const Manifest &m) {
   }
   bool otherTitle = false;
   for (const MemoryCategory &c : m.memory) {
-    if (known.count(c.name) || isTotal(c.name))
+    if (known.count(c.name) || isTotal(c.name) || isHost(c.name))
       continue;
     if (!otherTitle)
       table.text("  other");
@@ -152,6 +155,13 @@ std::string formatMemoryReport(const Manifest &m) {
   table.row("weights region", m.weightsBytes, 0);
   table.row("arena peak", m.arenaBytes, 0);
   table.row("one allocation", m.totalBytes(), 0);
+  // What --offload=optimizer keeps in host memory, apart from the device's.
+  if (m.hostBytes) {
+    table.row("host memory (pinned)", m.hostBytes, 0);
+    for (const MemoryCategory &c : m.memory)
+      if (isHost(c.name) && c.name != "host region")
+        table.row(label(c.name.substr(5)), c.bytes, 1);
+  }
   table.text("(arena categories count the bytes live at the arena's peak)");
 
   if (params) {
@@ -164,10 +174,13 @@ std::string formatMemoryReport(const Manifest &m) {
         p;
     bool quantized = false;
     double codes = categoryBytes(m, "state_codes", &quantized) / p;
+    double hostStates =
+        categoryBytes(m, "host optimizer_states", &hasStates) / p;
     double states = (categoryBytes(m, "optimizer_states", &hasStates) +
                      categoryBytes(m, "state_codes", &hasStates) +
                      categoryBytes(m, "state_scales", &hasStates)) /
-                    p;
+                        p +
+                    hostStates;
     bool mixed = false;
     double copies = categoryBytes(m, "working_copies", &mixed) / p;
     char line[256];
@@ -184,6 +197,13 @@ std::string formatMemoryReport(const Manifest &m) {
                     "%.2f = %.2f bytes per trainable parameter",
                     weights, gradients, states, weights + gradients + states);
     table.text(line);
+    if (hostStates > 0) {
+      std::snprintf(line, sizeof(line),
+                    "  of the optimizer states, %.2f bytes per trainable "
+                    "parameter in host memory (--offload=optimizer)",
+                    hostStates);
+      table.text(line);
+    }
     if (uint64_t q = m.quantizedParameters) {
       std::snprintf(line, sizeof(line),
                     "quantized frozen weights: %s values in %.2f B/value of "

@@ -61,11 +61,17 @@ struct Session::Impl {
   std::vector<Graph> graphs;
   std::function<void(const std::string &)> warn;
 
+  /// Where the host region starts in the allocation's offsets (past the
+  /// device's bytes; 0: none).
+  uint64_t hostOffset = 0;
+
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
     const Buffer &b = manifest.buffers[id];
-    return (b.region == Region::Weights ? 0 : manifest.arenaOffset()) +
-           b.offset;
+    uint64_t start = b.region == Region::Weights ? 0
+                     : b.region == Region::Host  ? hostOffset
+                                                 : manifest.arenaOffset();
+    return start + b.offset;
   }
 
   /// The first entry with a binding named `name` in `bindings` (inputs or
@@ -259,7 +265,15 @@ Session::create(const Executable &executable, DeviceKind device,
                                : Impl::Graph::Off);
   }
   uint64_t workspace = b.workspaceBytes(manifest);
-  Status allocated = b.allocate(manifest.totalBytes() + workspace);
+  uint64_t bytes = manifest.totalBytes() + workspace;
+  if (manifest.hostBytes) {
+    impl->hostOffset = (bytes + kBufferAlignment - 1) / kBufferAlignment *
+                       kBufferAlignment;
+    MEMFIT_RT_RETURN_IF_ERROR(
+        b.placeHostRegion(impl->hostOffset, manifest.hostBytes));
+    bytes = impl->hostOffset + manifest.hostBytes;
+  }
+  Status allocated = b.allocate(bytes);
   if (allocated.code() == StatusCode::ResourceExhausted)
     return Status::error(allocated.code(), allocated.message() + " (" +
                                                planBreakdown(manifest, workspace) + ")");
@@ -280,8 +294,11 @@ std::string Session::deviceDescription() const {
   return impl_->backend->description();
 }
 uint64_t Session::allocatedBytes() const {
-  return impl_->backend->allocatedBytes();
+  // The device's bytes: the host region is apart (hostBytes()).
+  uint64_t bytes = impl_->backend->allocatedBytes();
+  return impl_->hostOffset ? std::min(bytes, impl_->hostOffset) : bytes;
 }
+uint64_t Session::hostBytes() const { return impl_->manifest.hostBytes; }
 const SessionTimings &Session::timings() const { return impl_->timings; }
 
 Status Session::setInput(const std::string &name, const TensorView &tensor) {

@@ -15,7 +15,7 @@
 // PASSES-NEXT: memfit-tie-parameters,
 // PASSES-NEXT: memfit-autodiff{entry= ignore-index=-100 linear-loss=true loss=output loss-scale=none {{.*}}}
 // PASSES-NEXT: memfit-dropout-step,
-// PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true optimizer=sgd
+// PASSES-NEXT: memfit-optimizer{accumulate=2 {{.*}} clip-norm=1.000000e+00 {{.*}} momentum=9.000000e-01 nesterov=true offload-states=false optimizer=sgd
 // PASSES-NEXT: canonicalize
 // PASSES-NEXT: cse,
 // PASSES-NEXT: func.func(

@@ -133,6 +133,7 @@ struct Allocation {
   Context *context = nullptr;
   uint64_t bytes = 0;
   std::unique_ptr<unsigned char[]> host;
+  bool pinned = false; // host memory mapped for the device (FakeCudaHost)
 };
 
 struct Failure {
@@ -273,7 +274,7 @@ uint64_t sharedOptin(int device) {
 uint64_t allocatedBytes() {
   uint64_t bytes = 0;
   for (const auto &entry : state().allocations)
-    bytes += entry.second.bytes;
+    bytes += entry.second.pinned ? 0 : entry.second.bytes;
   return bytes;
 }
 
@@ -395,6 +396,33 @@ Live live() {
 uint64_t lastAllocation() {
   State &s = state();
   return s.allocations.count(s.lastAllocation) ? s.lastAllocation : 0;
+}
+
+uint64_t mapPinned(uint64_t bytes, unsigned char **host) {
+  State &s = state();
+  Allocation allocation;
+  allocation.context = current;
+  allocation.bytes = bytes;
+  allocation.host.reset(new unsigned char[bytes]);
+  allocation.pinned = true;
+  *host = allocation.host.get();
+  uint64_t address = s.nextAddress;
+  const uint64_t granule = 2ull << 20;
+  s.nextAddress += (bytes + granule - 1) / granule * granule + granule;
+  s.allocations.emplace(address, std::move(allocation));
+  return address;
+}
+
+uint64_t pinnedAddress(void *host) {
+  for (const auto &[address, allocation] : state().allocations)
+    if (allocation.pinned && allocation.host.get() == host)
+      return address;
+  return 0;
+}
+
+bool unmapPinned(void *host) {
+  uint64_t address = pinnedAddress(host);
+  return address && state().allocations.erase(address);
 }
 
 void *hostRange(uint64_t address, uint64_t bytes, const char *who) {

@@ -123,6 +123,13 @@ void recordViolation(const std::string &violation);
 /// Counts a call of the driver's `entry` and returns the failure injected
 /// for it (0: none).
 int enterDriver(const char *entry);
+/// Pinned host memory (FakeCudaHost.cpp): an allocation that the fake's
+/// device addresses reach, not counted as device memory. mapPinned returns
+/// its device address and sets its host bytes; pinnedAddress finds it by
+/// those (0: none); unmapPinned frees it (false: not pinned memory).
+uint64_t mapPinned(uint64_t bytes, unsigned char **host);
+uint64_t pinnedAddress(void *host);
+bool unmapPinned(void *host);
 /// Does `work` (what a kernel or matmul does to memory, and its records)
 /// now, or, while `stream` is capturing, adds it to the graph being
 /// captured: cuGraphLaunch does it then, at each launch.

@@ -189,6 +189,37 @@ void runCudaSessionTests() {
               "arena 768 B; 1.25 KiB and the cuBLASLt workspace's 256 B in "
               "one allocation)");
   expectClean("session out of memory");
+  mockcuda::reset();
+
+  // --offload=optimizer's host region: the count that "twice" reads lives
+  // in pinned host memory mapped for the device, outside the device's one
+  // allocation; the session reads and writes it as a variable, and frees
+  // it with the session.
+  Executable hosted = executable;
+  hosted.manifest.buffers[1] =
+      Buffer{"count", Region::Host, 0, 8, DType::i64, {1}};
+  hosted.manifest.weightsBytes = 48;
+  hosted.manifest.hostBytes = 256;
+  hosted.manifest.variables = {{"count", 1, VariableKind::Counter}};
+  hosted.weights.resize(48);
+  {
+    std::unique_ptr<Session> s = openSession(hosted, options);
+    if (s) {
+      Tensor count = Tensor::zeros(DType::i64, {1});
+      *count.as<int64_t>() = 8;
+      CHECK_OK(s->writeVariable("count", count));
+      CHECK(runWith(*s, 1.0f));
+      CHECK(runWith(*s, 2.0f)); // the second run is a graph's capture
+      CHECK(mockcuda::calls("cuMemHostAlloc") == 1);
+      CHECK(s->hostBytes() == 256);
+      // The device holds the plan and the workspace, not the host region.
+      CHECK(s->allocatedBytes() == 256 + 768 + 256);
+      StatusOr<Tensor> back = s->readVariable("count");
+      CHECK(back.isOk() && *back->as<int64_t>() == 8);
+    }
+  }
+  CHECK(mockcuda::calls("cuMemFreeHost") == 1);
+  expectClean("session with a host region");
 }
 
 

@@ -219,7 +219,7 @@ void testJsonErrors() {
                  "manifest: buffers[4].dtype: unknown dtype 'f128'");
   checkJsonError(
       "\"region\": \"weights\"", "\"region\": \"rom\"",
-      "manifest: buffers[0].region: expected \"weights\" or \"arena\"");
+      "manifest: buffers[0].region: expected \"weights\", \"arena\" or \"host\"");
   checkJsonError("\"offset\": 256", "\"offset\": -256",
                  "manifest: buffers[2].offset: -256 is out of range");
   checkJsonError(

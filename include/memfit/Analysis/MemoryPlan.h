@@ -34,7 +34,10 @@ constexpr int64_t kPlanAlignment = 256;
 /// Bytes of the index-error word (the runtime's rt::IndexError).
 constexpr int64_t kIndexErrorWordBytes = 16;
 
-enum class BufferRegion { Weights, Arena };
+/// Host: a parameter or state kept in host memory (memfit.memory_space =
+/// "host", memfit-optimizer's offload-states), laid out in a region of its
+/// own that the device allocation does not hold.
+enum class BufferRegion { Weights, Arena, Host };
 /// What a buffer holds. Weights-region categories persist across steps;
 /// arena categories are live for part of one. Forward-only functions use
 /// Activation; training functions (with backward ops or parameter updates)
@@ -107,6 +110,7 @@ struct MemoryPlan {
   llvm::SmallVector<Operation *> schedule;
   int64_t weightsBytes = 0;
   int64_t arenaBytes = 0; // the peak
+  int64_t hostBytes = 0;  // the host region
   /// The step with the most live arena bytes (the first such step), and
   /// those bytes by category.
   int64_t peakStep = 0;
@@ -191,6 +195,11 @@ struct ModulePlan {
   int64_t arenaBytes = 0; // the largest function's peak
   /// Bytes of the weights region by category (parameters, states...).
   CategoryBytes weightsByCategory{};
+  /// The host region (zero-initialized states kept in host memory), its
+  /// parameters' offsets in it and its bytes by category.
+  llvm::StringMap<int64_t> hostOffsets;
+  int64_t hostBytes = 0;
+  CategoryBytes hostByCategory{};
   /// The function whose arena peak is the largest.
   unsigned peakFunction = 0;
   /// Where the index-error word (16 bytes) lies in the weights region, past

@@ -83,6 +83,9 @@ constexpr char kRegatherAttr[] = "memfit.regather";
 /// On a ZeRO stage 3 parameter that holds this rank's rows: the whole
 /// parameter's rows (i64).
 constexpr char kWholeRowsAttr[] = "memfit.whole_rows";
+/// On a parameter or training state kept in host memory (memfit-optimizer
+/// offload-states): "host". The memory plan puts it in the host region.
+constexpr char kMemorySpaceAttr[] = "memfit.memory_space";
 /// On the module, from memfit-shard: the ranks the step runs on, its ZeRO
 /// stage and (from stage 1) the rank it was compiled for (i64 each).
 constexpr char kWorldSizeAttr[] = "memfit.world_size";

@@ -267,6 +267,10 @@ struct RunFlags {
                     cl::desc("ZeRO stage of data parallel training: 0, "
                              "gradients all-reduced; 1, states sharded; 2, "
                              "gradients too; 3, parameters too")};
+  Opt<std::string> offload{
+      "offload", cl::init("none"), cl::cat(trainCategory),
+      cl::desc("none, or optimizer: keep the optimizer states in host memory "
+               "(pinned on a GPU), planned and reported apart")};
   Opt<int64_t> steps{"steps", cl::init(20), cl::cat(loopCategory),
                      cl::desc("Optimizer steps to take (more, when resuming)")};
   Opt<int64_t> accumulate{
@@ -422,7 +426,7 @@ struct RunFlags {
       cl::desc("Write the memory timeline of the training step (bytes live "
                "per step by category) as SVG to this file")};
   Opt<std::string> timelineDataPath{
-      "memory-timeline-data", cl::cat(rematCategory),
+      "memory-timeline-data", cl::Hidden, cl::cat(rematCategory),
       cl::desc("Write the memory timeline's data as CSV to this file")};
   /// --help-data prints dataScheme() and exits while the command line is
   /// parsed, as --help does (no model needed).

@@ -108,6 +108,9 @@ struct TrainOptions {
   int64_t zero = 0;
   /// zero >= 1: the rank compiled for (each rank's step holds its slices).
   int64_t rank = 0;
+  /// The optimizer states in host memory (the plan's host region; pinned
+  /// and mapped on a GPU) instead of the device's.
+  bool offloadOptimizer = false;
   /// Rematerialization (memfit-remat): None, CheckpointLayers, Auto or
   /// Optimal; the peak budget in bytes (0: none; parse what a user types
   /// with memfit::parseBytes, memfit/runtime/Bytes.h) and/or the fraction

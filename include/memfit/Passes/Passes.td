@@ -734,6 +734,9 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
     Option<"lossScaleInterval", "loss-scale-interval", "int64_t",
            /*default=*/"2000",
            "Dynamic loss scaling: good steps before the scale grows">,
+    Option<"offloadStates", "offload-states", "bool", /*default=*/"false",
+           "Keep the optimizer states in host memory (memfit.memory_space "
+           "= \"host\"): the plan's host region">,
   ];
 }
 

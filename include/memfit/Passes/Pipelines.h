@@ -255,12 +255,18 @@ struct TrainPipelineOptions
   Option<int64_t> zero{
       *this, "zero",
       llvm::cl::desc("ZeRO stage of memfit-shard (0: gradients all-reduced; "
-                     "1: optimizer states sharded; 2: gradients too)"),
+                     "1: optimizer states sharded; 2: gradients too; 3: "
+                     "parameters too)"),
       llvm::cl::init(0)};
   Option<int64_t> rank{
       *this, "rank",
       llvm::cl::desc("The rank the step is compiled for (zero >= 1)"),
       llvm::cl::init(0)};
+  Option<bool> offloadOptimizer{
+      *this, "offload-optimizer",
+      llvm::cl::desc("Keep the optimizer states in host memory (the plan's "
+                     "host region) instead of the device's"),
+      llvm::cl::init(false)};
 
   // Quantization (memfit-quantize).
   Option<StateStorage> optimizerStates{

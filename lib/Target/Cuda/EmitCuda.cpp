@@ -201,7 +201,8 @@ FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
   rt::Buffer buffer;
   buffer.name = describeValue(value);
   buffer.region = planned.region == BufferRegion::Weights ? rt::Region::Weights
-                                                          : rt::Region::Arena;
+                   : planned.region == BufferRegion::Host  ? rt::Region::Host
+                                                           : rt::Region::Arena;
   buffer.offset = planned.offset;
   buffer.bytes = tensorBytes(type);
   buffer.dtype = *dtype;
@@ -589,7 +590,9 @@ LogicalResult ExecutableBuilder::addVariables() {
   for (auto param : module.getOps<ParameterOp>()) {
     StringRef role = parameterRole(param);
     auto it = modulePlan.parameterOffsets.find(param.getSymName());
-    if (role.empty() || it == modulePlan.parameterOffsets.end())
+    auto host = modulePlan.hostOffsets.find(param.getSymName());
+    bool inHost = host != modulePlan.hostOffsets.end();
+    if (role.empty() || (it == modulePlan.parameterOffsets.end() && !inHost))
       continue;
     rt::VariableKind kind = rt::VariableKind::Parameter;
     if (role == kRoleFrozen)
@@ -607,8 +610,8 @@ LogicalResult ExecutableBuilder::addVariables() {
                                << type;
     rt::Buffer buffer;
     buffer.name = param.getSymName().str();
-    buffer.region = rt::Region::Weights;
-    buffer.offset = it->second;
+    buffer.region = inHost ? rt::Region::Host : rt::Region::Weights;
+    buffer.offset = inHost ? host->second : it->second;
     buffer.bytes = tensorBytes(type);
     buffer.dtype = *dtype;
     buffer.shape.assign(type.getShape().begin(), type.getShape().end());
@@ -703,6 +706,15 @@ void ExecutableBuilder::addMemoryReport() {
   }
   manifest.memory.push_back({"weights region", manifest.weightsBytes});
   manifest.memory.push_back({"arena peak", manifest.arenaBytes});
+  // What is kept in host memory, apart from the device's allocation.
+  if (manifest.hostBytes) {
+    for (unsigned c = 0; c < kNumBufferCategories; ++c)
+      if (int64_t bytes = modulePlan.hostByCategory[c])
+        manifest.memory.push_back(
+            {"host " + stringifyBufferCategory(BufferCategory(c)).str(),
+             static_cast<uint64_t>(bytes)});
+    manifest.memory.push_back({"host region", manifest.hostBytes});
+  }
 }
 
 LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
@@ -717,6 +729,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
     manifest.zeroStage = zero.getInt();
   manifest.weightsBytes = modulePlan.weightsBytes;
   manifest.arenaBytes = modulePlan.arenaBytes;
+  manifest.hostBytes = modulePlan.hostBytes;
   exe.planOnly = options.planOnly;
   if (!options.planOnly && failed(fillWeights()))
     return failure();

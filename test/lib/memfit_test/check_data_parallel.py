@@ -139,7 +139,9 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     gathers them before each op that reads it) against stage 0, with SGD,
     with clipping and with 2 micro-batches, within 1e-5, the parameters put
     together from the ranks' rows, and a rank's parameters about 1/N of
-    stage 0's."""
+    stage 0's; and stage 3 with its states in host memory
+    (--offload=optimizer: about 1/N of them in each rank's host region,
+    none on the device) within 1e-5 of stage 0."""
     runs = {}
     # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
     # last-bit differences AdamW would turn into steps of lr where a
@@ -150,7 +152,7 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
                                (0, "sgd-clip", 1), (2, "sgd-clip", 1),
                                (0, "sgd", 2), (2, "sgd", 2),
                                (3, "sgd", 1), (3, "sgd-clip", 1),
-                               (3, "sgd", 2)):
+                               (3, "sgd", 2), (3, "sgd-offload", 1)):
         folder = os.path.join(workdir,
                               f"zero{zero}-{optimizer}-{ranks}-k{k}")
         os.makedirs(folder)
@@ -158,12 +160,20 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
         ckpt = os.path.join(folder, "ckpt")
         flags = ["--optimizer=adamw"] if optimizer == "adamw" else [
             "--optimizer=sgd", "--momentum=0.9", "--lr=0.1"] + (
-            ["--clip-norm=0.5"] if optimizer == "sgd-clip" else [])
+            ["--clip-norm=0.5"] if optimizer == "sgd-clip" else []) + (
+            ["--offload=optimizer"] if optimizer == "sgd-offload" else [])
         out = mpirun(ranks, train_args(memfit_run, models, 2 // k, 32, steps,
                                        flags + [
             f"--zero={zero}", f"--accumulate={k}", "--memory-report",
             f"--losses={losses}", f"--checkpoint={ckpt}"]))
         states = re.search(r"^  optimizer states\s+([0-9,]+)", out, re.M)
+        if optimizer.endswith("-offload"):
+            # The rank's states in host memory; on the device, the counter.
+            if not states or int(states.group(1).replace(",", "")) > 64:
+                failures.append(f"zero={zero} {optimizer}: the states are "
+                                "still on the device")
+            states = re.search(r"^  host memory \(pinned\).*\n"
+                               r"    optimizer states\s+([0-9,]+)", out, re.M)
         params = re.search(r"^    parameters\s+([0-9,]+)", out, re.M)
         shards = [read_checkpoint(ckpt + f".rank-{r}-of-{ranks}")
                   for r in range(ranks)] if zero else [read_checkpoint(ckpt)]
@@ -173,8 +183,10 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     for zero, optimizer, k in ((1, "adamw", 1), (2, "sgd", 1),
                                (1, "adamw", 2), (2, "sgd-clip", 1),
                                (2, "sgd", 2), (3, "sgd", 1),
-                               (3, "sgd-clip", 1), (3, "sgd", 2)):
-        l0, (c0,), s0, p0 = runs[0, optimizer, k]
+                               (3, "sgd-clip", 1), (3, "sgd", 2),
+                               (3, "sgd-offload", 1)):
+        # Offloaded states (host memory) against stage 0's on the device.
+        l0, (c0,), s0, p0 = runs[0, optimizer.replace("-offload", ""), k]
         l1, shards, s1, p1 = runs[zero, optimizer, k]
         label = f"zero={zero} on {ranks} ranks ({optimizer})" + (
             f", {k} micro-batches" if k > 1 else "")

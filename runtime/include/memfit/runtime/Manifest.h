@@ -22,7 +22,11 @@
 // arenaBytes that holds inputs, outputs and every intermediate value at
 // the offsets the compiler's memory plan chose. Buffers of the same region
 // may share offsets when their lifetimes do not overlap, and views
-// (reshapes) share the offset of the value they view.
+// (reshapes) share the offset of the value they view. Optimizer states
+// kept in host memory (--offload=optimizer) are a host region of
+// hostBytes, outside the device allocation: a session addresses it at
+// hostOffset(), past the device's bytes, and a GPU backend maps it from
+// pinned host memory.
 //
 //===----------------------------------------------------------------------===//
 
@@ -81,8 +85,8 @@ const char *dtypeName(DType type);
 /// Parses the names dtypeName prints ("f32", "i64", ...).
 StatusOr<DType> parseDType(const std::string &name);
 
-enum class Region { Weights, Arena };
-/// "weights", "arena".
+enum class Region { Weights, Arena, Host };
+/// "weights", "arena", "host".
 const char *regionName(Region region);
 
 /// Alignment of every buffer offset and of the arena, in bytes.
@@ -313,6 +317,8 @@ struct Manifest {
   std::string source;      // CUDA C++ of every kernel
   uint64_t weightsBytes = 0;
   uint64_t arenaBytes = 0; // the plan's peak
+  /// The host region (optional in manifest.json; absent: 0).
+  uint64_t hostBytes = 0;
   /// Elements of the trainable parameters (0 for a forward pass), for the
   /// memory report's bytes per parameter.
   uint64_t trainableParameters = 0;

@@ -112,6 +112,9 @@ public:
   std::string deviceDescription() const;
   /// Bytes of the one device allocation the session made.
   uint64_t allocatedBytes() const;
+  /// The host region's bytes (optimizer states offloaded): host memory the
+  /// session holds apart from the device allocation; 0 without one.
+  uint64_t hostBytes() const;
   const SessionTimings &timings() const;
   /// Every step of every entry that ran, with its time, when the session
   /// was created with SessionOptions::profileSteps; else empty.
