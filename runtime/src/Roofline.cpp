@@ -12,11 +12,11 @@ const std::vector<GpuSpec> &GpuSpec::all() {
   // NVIDIA's data sheets, SXM parts, dense rates.
   static const std::vector<GpuSpec> specs = {
       {"a100", "NVIDIA A100-SXM4-80GB", "sm_80", 2.039e12, 19.5e12, 9.7e12,
-       156e12, 312e12},
+       156e12, 312e12, 0.9, 0.75, 2e-6, 25e9},
       {"h100", "NVIDIA H100-SXM5-80GB", "sm_90", 3.35e12, 67e12, 34e12,
-       494.7e12, 989.4e12},
+       494.7e12, 989.4e12, 0.9, 0.75, 2e-6, 50e9},
       {"h200", "NVIDIA H200-SXM-141GB", "sm_90", 4.8e12, 67e12, 34e12, 494.7e12,
-       989.4e12},
+       989.4e12, 0.9, 0.75, 2e-6, 50e9},
   };
   return specs;
 }
@@ -95,7 +95,7 @@ StepGroup stepGroup(const Manifest &manifest, const Step &step) {
 EntryPrediction predictEntry(const Manifest &manifest, size_t entry,
                              const GpuSpec &gpu, bool tf32) {
   EntryPrediction prediction;
-  double floorCompute = 0;
+  double floorCompute = 0, floorBus = 0;
   uint64_t bytes = 0;
   for (const Step &step : manifest.entries[entry].steps) {
     PredictedStep p;
@@ -108,22 +108,33 @@ EntryPrediction predictEntry(const Manifest &manifest, size_t entry,
     p.cost = contraction ? manifest.contractions[step.index].cost
                          : manifest.kernels[step.index].cost;
     prediction.complete &= p.cost.bytes != 0;
+    // What the step reads and writes of the host region crosses the bus.
+    uint64_t hostBytes = 0;
+    for (uint32_t buffer : step.buffers)
+      if (manifest.buffers[buffer].region == Region::Host)
+        hostBytes += manifest.buffers[buffer].bytes;
+    hostBytes = std::min(hostBytes, p.cost.bytes);
     double peak = gpu.peak(contraction ? manifest.contractions[step.index].dtype
                                        : DType::f32,
                            contraction, tf32);
+    double bus = double(hostBytes) / gpu.hostBandwidth;
     double memory =
-        double(p.cost.bytes) / (gpu.bandwidth * gpu.memoryEfficiency);
+        double(p.cost.bytes - hostBytes) / (gpu.bandwidth * gpu.memoryEfficiency) +
+        bus;
     double compute = double(p.cost.flops) / (peak * gpu.computeEfficiency);
     p.memoryBound = memory >= compute;
     p.seconds = std::max(memory, compute) + gpu.launchSeconds;
     prediction.seconds += p.seconds;
     floorCompute += double(p.cost.flops) / peak;
+    floorBus += bus;
     bytes += p.cost.bytes;
     prediction.steps.push_back(p);
   }
   uint64_t bound = manifest.entries[entry].boundBytes;
-  prediction.floorSeconds =
-      std::max(double(bound ? bound : bytes) / gpu.bandwidth, floorCompute);
+  // The bus is a floor of its own: the host region's bytes cross it
+  // whatever the device does meanwhile.
+  prediction.floorSeconds = std::max(
+      {double(bound ? bound : bytes) / gpu.bandwidth, floorCompute, floorBus});
   return prediction;
 }
 

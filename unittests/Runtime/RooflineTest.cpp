@@ -4,8 +4,9 @@
 // bytes take 1 ms at 90% of the H100's 3.35 TB/s, a bf16 contraction whose
 // FLOPs take 1 ms at 75% of its 989.4 TFLOP/s tensor cores (14.77 ms as
 // f32 on the CUDA cores, 2 ms as TF32), a collective priced at 0; the floor
-// from the entry's lower bound; the tables' lines; GPUs found by key and by
-// the names drivers report.
+// from the entry's lower bound; a kernel's bytes of the host region priced
+// at the bus's 50 GB/s; the tables' lines; GPUs found by key and by the
+// names drivers report.
 //
 //===----------------------------------------------------------------------===//
 
@@ -93,6 +94,18 @@ void testPredict() {
   m.contractions[0].cost.flops = 0;
   CHECK(near(predictEntry(m, 0, h100).floorSeconds,
              (2 * 3015000000.0 + 1e6) / 3.35e12));
+  // A kernel that reads and writes a state in the host region
+  // (--offload=optimizer): those bytes cross the bus at 50 GB/s, the rest
+  // at the HBM's rate; the bus's time is a floor of its own.
+  Manifest offloaded = pricedManifest(DType::bf16);
+  offloaded.buffers = {{"m", Region::Host, 0, 1000000000, DType::f32,
+                        {250000000}}};
+  offloaded.hostBytes = 1000000000;
+  offloaded.entries[0].steps[0].buffers = {0, 0}; // read, written in place
+  EntryPrediction bus = predictEntry(offloaded, 0, h100);
+  CHECK(near(bus.steps[0].seconds,
+             1015000000.0 / (3.35e12 * 0.9) + 2e9 / 50e9 + 2e-6));
+  CHECK(near(bus.floorSeconds, 2e9 / 50e9));
   // A step without a cost (an older executable) makes it incomplete.
   m.kernels[1].cost = {};
   CHECK(!predictEntry(m, 0, h100).complete);

@@ -41,6 +41,11 @@ struct GpuSpec {
   double fp32, fp64, tf32, half; // FLOP/s: CUDA cores; tensor cores
   double memoryEfficiency = 0.9, computeEfficiency = 0.75;
   double launchSeconds = 2e-6;
+  /// Bytes per second between pinned host memory and the device (the host
+  /// region of --offload=optimizer, which kernels read over the bus): a
+  /// PCIe 4 x16 link's 25 GB/s on the A100, PCIe 5's 50 GB/s on the H100
+  /// and H200, as measured pinned copies reach.
+  double hostBandwidth = 25e9;
 
   /// The parts in the table.
   static const std::vector<GpuSpec> &all();
