@@ -189,6 +189,13 @@ class Model:
         also the peak."""
         return self.session.allocated_bytes
 
+    @property
+    def host_bytes(self) -> int:
+        """Bytes the session holds in host memory apart from the device's
+        allocation: the optimizer states with TrainConfig(offload=
+        "optimizer") (pinned on a GPU), else 0."""
+        return self.session.host_bytes
+
     def _set_inputs(self, entry: str, arrays: Mapping[str, Any],
                     skip=()) -> str:
         """Sets an entry's inputs; "torch" when any was a torch tensor (the

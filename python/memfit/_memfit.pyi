@@ -78,6 +78,11 @@ class Session:
     def allocated_bytes(self) -> int:
         """Bytes of its one allocation: the plan's peak."""
 
+    @property
+    def host_bytes(self) -> int:
+        """Bytes it holds in host memory apart from the device's allocation:
+        the optimizer states under offload='optimizer'."""
+
     def set_input(self, name: str, array: object) -> None:
         """
         Copies an array (NumPy, or a CPU torch tensor, read in place) to an input; its dtype and shape must be the input's.

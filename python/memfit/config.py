@@ -60,6 +60,8 @@ class TrainConfig:
     # memfit's own
     memory_budget: Union[int, str, None] = None
     remat: str = "auto"  # none, checkpoint-layers, auto, optimal
+    # "optimizer": the optimizer states in host memory (--offload)
+    offload: Optional[str] = None
 
     def to_options(self) -> dict:
         """The options of memfit::TrainOptions, by their snake-case names."""
@@ -71,6 +73,9 @@ class TrainConfig:
         if self.optim not in optimizers:
             raise ValueError(f"TrainConfig: optim {self.optim!r} is not one of "
                              f"{', '.join(optimizers)}")
+        if self.offload not in (None, "none", "optimizer"):
+            raise ValueError(f"TrainConfig: offload {self.offload!r} is not "
+                             "None or 'optimizer'")
         remat = self.remat
         if self.gradient_checkpointing and remat == "auto" and \
                 self.memory_budget is None:
@@ -82,7 +87,7 @@ class TrainConfig:
              "accumulate": self.gradient_accumulation_steps, "remat": remat,
              "budget": parse_bytes(self.memory_budget),
              "precision": "bf16" if self.bf16 else "fp16" if self.fp16
-             else "fp32"}
+             else "fp32", "offload_optimizer": self.offload == "optimizer"}
         if self.lora is not None:
             targets = self.lora.target_modules
             o.update({"lora_rank": self.lora.r,

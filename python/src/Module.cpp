@@ -155,6 +155,7 @@ TrainOptions trainOptions(nb::dict dict) {
   r.get("activation_block_size", t.activationBlockSize);
   r.get("remat_report", t.rematReport);
   r.get("remat_time_limit", t.rematTimeLimit);
+  r.get("offload_optimizer", t.offloadOptimizer);
   r.finish();
   return t;
 }
@@ -506,6 +507,11 @@ NB_MODULE(_memfit, m) {
           "allocated_bytes",
           [](const Session &s) { return s.session->allocatedBytes(); },
           "Bytes of its one allocation: the plan's peak.")
+      .def_prop_ro(
+          "host_bytes",
+          [](const Session &s) { return s.session->hostBytes(); },
+          "Bytes it holds in host memory apart from the device's "
+          "allocation: the optimizer states under offload='optimizer'.")
       .def(
           "set_input",
           [](Session &s, const std::string &name, nb::handle array) {

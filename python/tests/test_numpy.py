@@ -86,6 +86,27 @@ def test_memory_report_matches_memfit_run():
     assert train.peak_bytes == train.memory_report().total_bytes
 
 
+def test_offload_optimizer():
+    """TrainConfig(offload="optimizer"): the optimizer states in host
+    memory, the same losses to the bit, the device's allocation smaller by
+    what the host holds (its states, 8 bytes a parameter with AdamW)."""
+    x, labels = ids(2), ids(3)
+    models = [memfit.compile(GPT, input_shapes=SHAPES, device="host",
+                             train=memfit.TrainConfig(offload=offload))
+              for offload in (None, "optimizer")]
+    losses = [[m.step(input_ids=x, labels=labels) for _ in range(3)]
+              for m in models]
+    assert losses[0] == losses[1]
+    device, offloaded = models
+    assert device.host_bytes == 0
+    report = offloaded.memory_report()
+    assert offloaded.host_bytes == report["host region"] > 0
+    assert report["host optimizer_states"] >= 8 * 30592
+    assert device.peak_bytes - offloaded.peak_bytes == offloaded.host_bytes
+    with pytest.raises(ValueError, match="offload 'states'"):
+        memfit.TrainConfig(offload="states").to_options()
+
+
 def test_plan_only_does_not_run():
     plan = memfit.compile(GPT, input_shapes=SHAPES, plan_only=True)
     assert plan.plan_only
