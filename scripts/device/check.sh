@@ -13,6 +13,9 @@
 #      fp32 step without CUDA graphs, TF32_BENCH the fp32 step in TF32);
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
+#      with OFFLOAD_CHECKS set, gpt_ts trained with its optimizer states in
+#      pinned host memory (--offload=optimizer) against on the device (the
+#      same losses), and GPT-2 small's offloaded step with --predict;
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
 #      with COMPRESS_BENCH set, the step keeping 30% of the activation
 #      memory, with and without activations saved compressed; with
@@ -82,6 +85,23 @@ bench profile-bf16-4x512 --input-shape=input_ids=4x512 --steps=3 --precision=bf1
 }
 [ -n "${SKIP_BENCH:-}" ] && [ -z "${TORCH_BENCH:-}" ] ||
   timeout 300 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
+
+# --offload=optimizer on the GPU: the states in pinned host memory, updated
+# over the bus; the same losses as on the device, and the step's time next
+# to --predict's (which prices the bus), GPT-2 small 4x512.
+if [ -n "${OFFLOAD_CHECKS:-}" ]; then
+  for where in device host; do
+    flag=; [ "$where" = host ] && flag=--offload=optimizer
+    timeout 120 build/bin/memfit-run test/models/gpt_ts.onnx --train --device=cuda \
+      --loss=cross-entropy --corpus=test/models/corpus.txt --input-shape=input_ids=2x32 \
+      --steps=6 --optimizer=adamw --losses="$OUT/offload-$where.csv" $flag \
+      > "$OUT/offload-$where.txt" 2>&1
+    echo "offload check ($where): rc $?" | tee -a "$OUT/probe.txt"
+  done
+  cmp "$OUT/offload-device.csv" "$OUT/offload-host.csv" && echo "offload: same losses" | tee -a "$OUT/probe.txt"
+  [ -f build/bench/gpt2-small.onnx ] || "$py" bench/make_gpt2_small.py build/bench/gpt2-small.onnx > /dev/null 2>&1
+  bench offload-4x512 --input-shape=input_ids=4x512 --steps=6 --offload=optimizer --predict=all
+fi
 
 # Quantization: codes and 8-bit AdamW against bitsandbytes on the GPU, and
 # the training step with 8-bit states beside fp32 AdamW's.
