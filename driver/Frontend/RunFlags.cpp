@@ -268,10 +268,22 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.worldSize = std::max<int64_t>(worldSize, 1);
   t.zero = zero;
-  if (offload != "none" && offload != "optimizer")
-    return rt::invalidArgument("--offload=" + offload.getValue() +
-                               ": expected none or optimizer");
-  t.offloadOptimizer = offload == "optimizer";
+  if (offload != "none") {
+    llvm::SmallVector<llvm::StringRef> parts;
+    llvm::StringRef(offload.getValue()).split(parts, ',');
+    for (llvm::StringRef part : parts)
+      if (part == "optimizer")
+        t.offloadOptimizer = true;
+      else if (part == "activations")
+        t.offloadActivations = true;
+      else
+        return rt::invalidArgument("--offload=" + offload.getValue() +
+                                   ": expected none, or optimizer and/or "
+                                   "activations");
+  }
+  if (!(hostBandwidth > 0))
+    return rt::invalidArgument("--host-bandwidth must be positive GB/s");
+  t.hostBandwidth = hostBandwidth * 1e9;
   t.rank = rank;
   t.remat = rematPolicy;
   if (budgetFlag.getNumOccurrences()) {

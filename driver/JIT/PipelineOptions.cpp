@@ -92,6 +92,8 @@ trainPipelineOptions(const TrainOptions &train,
   options->compressActivations = train.compressActivations;
   options->activationBlockSize = train.activationBlockSize;
   options->rematTimeLimit = train.rematTimeLimit;
+  options->offloadActivations = train.offloadActivations;
+  options->hostBandwidth = train.hostBandwidth;
   options->rematReport = train.rematReport;
   options->rematReportRows = train.rematReportRows;
   options->timeline = train.timeline;

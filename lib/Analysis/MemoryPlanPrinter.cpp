@@ -81,8 +81,8 @@ void mlir::memfit::printMemoryPlan(const MemoryPlan &plan, func::FuncOp func,
   os << llvm::formatv("  total: {0} bytes\n",
                       alignToPlan(plan.weightsBytes) + plan.arenaBytes);
   if (plan.hostBytes)
-    os << llvm::formatv("  host region: {0} bytes (optimizer states kept in "
-                        "host memory, not in the device's total)\n",
+    os << llvm::formatv("  host region: {0} bytes (kept in host memory, not "
+                        "in the device's total)\n",
                         plan.hostBytes);
   if (!listBuffers)
     return;

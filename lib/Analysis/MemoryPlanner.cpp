@@ -57,6 +57,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "weight_scales";
   case BufferCategory::Loss:
     return "loss";
+  case BufferCategory::OffloadedActivation:
+    return "offloaded_activations";
   case BufferCategory::Communication:
     return "communication";
   }
@@ -643,6 +645,13 @@ private:
       if (buffer.region != BufferRegion::Arena ||
           buffer.category != BufferCategory::Activation)
         continue;
+      // memfit-remat's copy of a saved value in host memory.
+      if (Operation *def = buffer.value.getDefiningOp();
+          def && def->hasAttr(kOffloadedAttr)) {
+        buffer.region = BufferRegion::Host;
+        buffer.category = BufferCategory::OffloadedActivation;
+        continue;
+      }
       if (isWorkingCopy(buffer.value))
         buffer.category = BufferCategory::WorkingCopy;
       else if (isCommunication(buffer.value))
@@ -665,6 +674,9 @@ private:
 
   void layoutWeights() {
     for (auto [index, buffer] : llvm::enumerate(plan.buffers)) {
+      if (buffer.region == BufferRegion::Host &&
+          buffer.category == BufferCategory::OffloadedActivation)
+        continue; // placed by placeArena, past the states
       if (buffer.region == BufferRegion::Host) {
         auto it = updates.find(index);
         StringRef name = it != updates.end()
@@ -702,13 +714,29 @@ private:
     plan.peakBytes = live[plan.peakStep];
   }
 
-  /// Greedy by size: the largest buffers are placed first, each at the
-  /// lowest aligned offset that no buffer with an overlapping live range
-  /// occupies.
+  /// The arena, and the offloaded activations in the host region past its
+  /// states: each packed by placeLive.
   void placeArena() {
+    plan.arenaBytes = placeLive([](const PlannedBuffer &buffer) {
+      return buffer.region == BufferRegion::Arena;
+    }, 0);
+    plan.hostBytes = std::max(
+        plan.hostBytes, placeLive(
+                            [](const PlannedBuffer &buffer) {
+                              return buffer.category ==
+                                     BufferCategory::OffloadedActivation;
+                            },
+                            alignToPlan(layout.hostBytes)));
+  }
+
+  /// Greedy by size: the largest of the buffers `which` selects are placed
+  /// first, each at the lowest aligned offset from `base` that no buffer
+  /// with an overlapping live range occupies. Returns where they end.
+  int64_t placeLive(function_ref<bool(const PlannedBuffer &)> which,
+                    int64_t base) {
     SmallVector<unsigned> order;
     for (auto [index, buffer] : llvm::enumerate(plan.buffers))
-      if (buffer.region == BufferRegion::Arena)
+      if (which(buffer))
         order.push_back(index);
     llvm::stable_sort(order, [&](unsigned a, unsigned b) {
       const PlannedBuffer &x = plan.buffers[a], &y = plan.buffers[b];
@@ -717,7 +745,7 @@ private:
       return x.firstStep < y.firstStep;
     });
     SmallVector<unsigned> placed;
-    int64_t peak = 0;
+    int64_t peak = base;
     for (unsigned index : order) {
       PlannedBuffer &buffer = plan.buffers[index];
       SmallVector<std::pair<int64_t, int64_t>> busy;
@@ -727,7 +755,7 @@ private:
           busy.push_back({o.offset, o.offset + o.bytes});
       }
       llvm::sort(busy);
-      int64_t offset = 0;
+      int64_t offset = base;
       for (auto [begin, end] : busy) {
         if (offset + buffer.bytes <= begin)
           break;
@@ -737,7 +765,7 @@ private:
       peak = std::max(peak, alignToPlan(offset + buffer.bytes));
       placed.push_back(index);
     }
-    plan.arenaBytes = peak;
+    return peak;
   }
 
   func::FuncOp func;
@@ -824,6 +852,12 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
     if (plan->arenaBytes > result.arenaBytes) {
       result.arenaBytes = plan->arenaBytes;
       result.peakFunction = index;
+    }
+    // Offloaded activations past the host region's states.
+    if (plan->hostBytes > result.hostBytes) {
+      result.hostByCategory[unsigned(BufferCategory::OffloadedActivation)] =
+          plan->hostBytes - layout.hostBytes;
+      result.hostBytes = plan->hostBytes;
     }
     result.functions.push_back(std::move(*plan));
   }

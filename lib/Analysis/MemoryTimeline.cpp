@@ -228,6 +228,7 @@ static const char *categoryColor(BufferCategory category) {
       "#fabfd2", // weight_scales
       "#79706e", // loss
       "#59a14f", // communication
+      "#d37295", // offloaded_activations
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

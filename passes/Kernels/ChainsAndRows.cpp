@@ -150,7 +150,8 @@ bool canMergeSiblings(KernelOp first, KernelOp second, const Schedule &schedule,
   if (schedule.writeBetween(from, at, first.getInputs()) ||
       updatesWhatItReads(first, second))
     return false;
-  for (StringRef attr : {kRecomputedFromAttr, kCompressedAttr})
+  for (StringRef attr :
+       {kRecomputedFromAttr, kCompressedAttr, kOffloadedAttr})
     if (first->hasAttr(attr) != second->hasAttr(attr))
       return false;
   return llvm::all_of(first.getInputs(), [&](Value input) {
@@ -179,10 +180,11 @@ bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule,
   if (!pointwise && updatesWhatItReads(producer, consumer))
     return false;
   // A result that others read too becomes the merged kernel's: the
-  // memory plan tells recomputed and compressed values by their kernel's
-  // attributes, which are the consumer's.
+  // memory plan tells recomputed, compressed and offloaded values by their
+  // kernel's attributes, which are the consumer's.
   if (readElsewhere(producer, consumer))
-    for (StringRef attr : {kRecomputedFromAttr, kCompressedAttr})
+    for (StringRef attr :
+         {kRecomputedFromAttr, kCompressedAttr, kOffloadedAttr})
       if (producer->hasAttr(attr) != consumer->hasAttr(attr))
         return false;
   // The merged kernel runs where the consumer does: no in-place update

@@ -142,6 +142,15 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
     return "clip-norm must not be negative";
   if (!(options.rematTimeLimit > 0))
     return "remat-time-limit must be positive";
+  if (!(options.hostBandwidth > 0))
+    return "host-bandwidth must be positive";
+  if (options.offloadActivations && options.compressActivations)
+    return "offload-activations and compress-activations are exclusive: "
+           "a saved value goes to host memory or stays compressed";
+  if (options.offloadActivations &&
+      options.remat == ::memfit::RematPolicy::Optimal)
+    return "offload-activations needs remat=auto (the ILP of optimal only "
+           "keeps or recomputes)";
   // The printed form must parse back: a quoted value cannot hold quotes,
   // the option parser trims spaces around it, and list items cannot hold
   // separators.
@@ -342,6 +351,9 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
   number("activation-fraction", options.activationFraction,
          defaults.activationFraction);
   number("remat-time-limit", options.rematTimeLimit, defaults.rematTimeLimit);
+  if (options.offloadActivations)
+    add("offload-activations", "true");
+  number("host-bandwidth", options.hostBandwidth, defaults.hostBandwidth);
   string("remat-report", options.rematReport);
   if (!options.rematReportRows)
     add("remat-report-rows", "false");
@@ -506,6 +518,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   remat.budget = options.budget;
   remat.activationFraction = options.activationFraction;
   remat.timeLimit = options.rematTimeLimit;
+  remat.offloadActivations = options.offloadActivations;
+  remat.hostBandwidth = options.hostBandwidth;
   remat.report = options.rematReport;
   remat.reportRows = options.rematReportRows;
   remat.timeline = options.timeline;

@@ -97,22 +97,29 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
       ++compressed;
       compressedWhole += cand.bytes;
       compressedBytes += cand.compressedBytes;
-      decision = "compress";
+      decision = graph.compression->offload ? "offload" : "compress";
       SmallVector<int> steps;
       for (int b = 0, e = ev.decompressAt.size(); b < e; ++b)
         if (llvm::is_contained(ev.decompressAt[b], c))
           steps.push_back(b);
+      std::string list = llvm::join(
+          llvm::map_range(steps, [](int b) { return std::to_string(b); }),
+          ", ");
       reason =
-          llvm::formatv(
-              "int8, block {0}: kept in {1} bytes; quantize "
-              "{2}, dequantize before backward step{3} {4}",
-              graph.compression->blockSize, cand.compressedBytes,
-              formatFlops(candOp.compressCost.flops),
-              steps.size() > 1 ? "s" : "",
-              llvm::join(llvm::map_range(
-                             steps, [](int b) { return std::to_string(b); }),
-                         ", "))
-              .str();
+          graph.compression->offload
+              ? llvm::formatv("to host memory after its last forward use "
+                              "({0} bytes over the bus), back before "
+                              "backward step{1} {2}",
+                              candOp.compressCost.bytes / 2,
+                              steps.size() > 1 ? "s" : "", list)
+                    .str()
+              : llvm::formatv("int8, block {0}: kept in {1} bytes; quantize "
+                              "{2}, dequantize before backward step{3} {4}",
+                              graph.compression->blockSize,
+                              cand.compressedBytes,
+                              formatFlops(candOp.compressCost.flops),
+                              steps.size() > 1 ? "s" : "", list)
+                    .str();
     } else if (isRecomputed) {
       ++recomputed;
       recomputedBytes += cand.bytes;
@@ -166,7 +173,10 @@ static void writeFunctionReport(raw_ostream &os, const FunctionResult &result,
   os << llvm::formatv("totals: {0} saved ({1} bytes), {2} recomputed ({3} "
                       "bytes)",
                       saved, savedBytes, recomputed, recomputedBytes);
-  if (graph.compression)
+  if (graph.compression && graph.compression->offload)
+    os << llvm::formatv(", {0} offloaded ({1} bytes to host memory)",
+                        compressed, compressedWhole - compressedBytes);
+  else if (graph.compression)
     os << llvm::formatv(", {0} compressed ({1} -> {2} bytes)", compressed,
                         compressedWhole, compressedBytes);
   os << "\n";

@@ -44,9 +44,14 @@ struct CandidateOp {
 
 /// How memfit-remat may compress saved values (memfit-quantize's
 /// `saved-activations=int8`): linear i8 codes, one absmax per `blockSize`
-/// values, for float results of at least one block.
+/// values, for float results of at least one block. Or, with `offload`
+/// (offload-activations), a copy in host memory: nothing stays on the
+/// device, and each copy, out and back, costs `busCost` per byte (a device
+/// byte's cost being 1).
 struct Compression {
   int64_t blockSize = 0;
+  bool offload = false;
+  double busCost = 0;
 };
 
 /// The schedule of one function and its candidates.
@@ -64,6 +69,19 @@ struct StepGraph {
   int numForward() const { return problem.numForwardSteps; }
   int numBackward() const { return problem.numBackwardSteps; }
 };
+
+/// The step graph of `func` (StepGraph.cpp): its schedule split at the
+/// first backward step, a candidate for each forward step the backward
+/// reads (and for each forward value a recomputation would need), their
+/// layers, and with `compression` what saving each compressed or offloaded
+/// takes and costs.
+StepGraph buildStepGraph(func::FuncOp func,
+                         std::optional<Compression> compression);
+
+/// The codes (i8, one per value) and absmax (f32, one per `blockSize`
+/// values) types of `value` saved compressed.
+std::pair<RankedTensorType, RankedTensorType>
+compressedTypes(Value value, int64_t blockSize);
 
 /// What the pass decided for one function.
 struct FunctionResult {

@@ -60,7 +60,9 @@ class TrainConfig:
     # memfit's own
     memory_budget: Union[int, str, None] = None
     remat: str = "auto"  # none, checkpoint-layers, auto, optimal
-    # "optimizer": the optimizer states in host memory (--offload)
+    # "optimizer" (the optimizer states), "activations" (saved values remat
+    # chooses), or both as "optimizer,activations": in host memory
+    # (memfit-run --offload)
     offload: Optional[str] = None
 
     def to_options(self) -> dict:
@@ -73,9 +75,11 @@ class TrainConfig:
         if self.optim not in optimizers:
             raise ValueError(f"TrainConfig: optim {self.optim!r} is not one of "
                              f"{', '.join(optimizers)}")
-        if self.offload not in (None, "none", "optimizer"):
+        offload = set() if self.offload in (None, "none") else \
+            set(self.offload.split(","))
+        if not offload <= {"optimizer", "activations"}:
             raise ValueError(f"TrainConfig: offload {self.offload!r} is not "
-                             "None or 'optimizer'")
+                             "None, 'optimizer', 'activations' or both")
         remat = self.remat
         if self.gradient_checkpointing and remat == "auto" and \
                 self.memory_budget is None:
@@ -87,7 +91,8 @@ class TrainConfig:
              "accumulate": self.gradient_accumulation_steps, "remat": remat,
              "budget": parse_bytes(self.memory_budget),
              "precision": "bf16" if self.bf16 else "fp16" if self.fp16
-             else "fp32", "offload_optimizer": self.offload == "optimizer"}
+             else "fp32", "offload_optimizer": "optimizer" in offload,
+             "offload_activations": "activations" in offload}
         if self.lora is not None:
             targets = self.lora.target_modules
             o.update({"lora_rank": self.lora.r,

@@ -156,6 +156,7 @@ TrainOptions trainOptions(nb::dict dict) {
   r.get("remat_report", t.rematReport);
   r.get("remat_time_limit", t.rematTimeLimit);
   r.get("offload_optimizer", t.offloadOptimizer);
+  r.get("offload_activations", t.offloadActivations);
   r.finish();
   return t;
 }

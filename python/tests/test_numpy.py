@@ -105,6 +105,8 @@ def test_offload_optimizer():
     assert device.peak_bytes - offloaded.peak_bytes == offloaded.host_bytes
     with pytest.raises(ValueError, match="offload 'states'"):
         memfit.TrainConfig(offload="states").to_options()
+    options = memfit.TrainConfig(offload="optimizer,activations").to_options()
+    assert options["offload_optimizer"] and options["offload_activations"]
 
 
 def test_plan_only_does_not_run():

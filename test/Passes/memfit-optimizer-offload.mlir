@@ -16,7 +16,7 @@
 
 // PLAN: weights region: 512 bytes (parameters 256, constants 0)
 // PLAN: total: {{[0-9]+}} bytes
-// PLAN-NEXT: host region: 512 bytes (optimizer states kept in host memory, not in the device's total)
+// PLAN-NEXT: host region: 512 bytes (kept in host memory, not in the device's total)
 // PLAN: buffer {{[0-9]+}}: host optimizer_states offset 0 bytes 128 steps {{.*}} w.exp_avg
 // PLAN: buffer {{[0-9]+}}: host optimizer_states offset 256 bytes 128 steps {{.*}} w.exp_avg_sq
 // PLAN: buffer {{[0-9]+}}: host optimizer_states offset 0 bytes 128 steps {{.*}} memfit.kernel

@@ -26,7 +26,7 @@
 // PASSES-NEXT: memfit-fold-transposes,
 // PASSES-NEXT: memfit-accumulate
 // PASSES-NEXT: ),
-// PASSES-NEXT: memfit-remat{{{.*}}budget=614400 policy=checkpoint-layers
+// PASSES-NEXT: memfit-remat{{{.*}}budget=614400 {{.*}}policy=checkpoint-layers
 // PASSES-NEXT: memfit-fuse{budget=614400 early-updates=true max-ops=0
 // PASSES-NEXT: memfit-early-updates
 

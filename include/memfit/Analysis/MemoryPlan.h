@@ -80,8 +80,11 @@ enum class BufferCategory {
   /// memfit-shard: what a collective receives (a gradient averaged over
   /// the ranks, a gathered slice).
   Communication,
+  /// memfit-remat offload-activations: a saved value's copy in host memory
+  /// (the host region), from its last forward use to its last backward one.
+  OffloadedActivation,
 };
-constexpr unsigned kNumBufferCategories = 20;
+constexpr unsigned kNumBufferCategories = 21;
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 

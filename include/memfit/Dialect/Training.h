@@ -86,6 +86,12 @@ constexpr char kWholeRowsAttr[] = "memfit.whole_rows";
 /// On a parameter or training state kept in host memory (memfit-optimizer
 /// offload-states): "host". The memory plan puts it in the host region.
 constexpr char kMemorySpaceAttr[] = "memfit.memory_space";
+/// memfit-remat offload-activations: on the kernel that copies a saved
+/// value to host memory after its last forward use (its result lives in
+/// the host region), and on the one that copies it back before a backward
+/// step needs it; the value's name.
+constexpr char kOffloadedAttr[] = "memfit.offloaded";
+constexpr char kFetchedAttr[] = "memfit.fetched";
 /// On the module, from memfit-shard: the ranks the step runs on, its ZeRO
 /// stage and (from stage 1) the rank it was compiled for (i64 each).
 constexpr char kWorldSizeAttr[] = "memfit.world_size";

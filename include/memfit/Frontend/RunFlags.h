@@ -269,8 +269,13 @@ struct RunFlags {
                              "gradients too; 3, parameters too")};
   Opt<std::string> offload{
       "offload", cl::init("none"), cl::cat(trainCategory),
-      cl::desc("none, or optimizer: keep the optimizer states in host memory "
-               "(pinned on a GPU), planned and reported apart")};
+      cl::desc("none, or optimizer and/or activations (comma-separated): "
+               "optimizer states, and saved values remat=auto chooses, in "
+               "host memory (pinned on a GPU), planned and reported apart")};
+  Opt<double> hostBandwidth{
+      "host-bandwidth", cl::init(25.0), cl::Hidden, cl::cat(rematCategory),
+      cl::desc("GB/s between host memory and the device, which prices "
+               "offloaded activations (default 25: PCIe 4 x16)")};
   Opt<int64_t> steps{"steps", cl::init(20), cl::cat(loopCategory),
                      cl::desc("Optimizer steps to take (more, when resuming)")};
   Opt<int64_t> accumulate{

@@ -132,6 +132,11 @@ struct TrainOptions {
   bool rematReportRows = true;
   /// remat "optimal": seconds the ILP solver may take.
   double rematTimeLimit = 60;
+  /// remat "auto" may also save forward values in host memory (copied out
+  /// after their last forward use, back before the backward needs them),
+  /// priced at hostBandwidth bytes per second over the bus.
+  bool offloadActivations = false;
+  double hostBandwidth = 25e9;
 };
 
 /// Weights stored quantized (memfit-quantize weights=...): in a training

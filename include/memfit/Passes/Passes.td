@@ -866,6 +866,14 @@ def MemfitRematPass : Pass<"memfit-remat", "::mlir::ModuleOp"> {
            "Write the memory timeline's data as CSV">,
     Option<"timeLimit", "time-limit", "double", /*default=*/"60",
            "optimal: seconds the ILP solver may take">,
+    Option<"offloadActivations", "offload-activations", "bool",
+           /*default=*/"false",
+           "auto may also save a forward value in host memory: copied there "
+           "after its last forward use and back before the backward needs "
+           "it, priced by its bytes over the bus">,
+    Option<"hostBandwidth", "host-bandwidth", "double", /*default=*/"25e9",
+           "Bytes per second between host memory and the device (PCIe 4 "
+           "x16: 25e9), which prices an offloaded value's copies">,
   ];
 }
 

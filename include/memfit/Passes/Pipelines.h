@@ -311,6 +311,16 @@ struct TrainPipelineOptions
       *this, "remat-time-limit",
       llvm::cl::desc("remat=optimal: seconds the ILP solver may take"),
       llvm::cl::init(60.0)};
+  Option<bool> offloadActivations{
+      *this, "offload-activations",
+      llvm::cl::desc("remat=auto may also save a forward value in host "
+                     "memory, priced by its bytes over the bus"),
+      llvm::cl::init(false)};
+  Option<double> hostBandwidth{
+      *this, "host-bandwidth",
+      llvm::cl::desc("Bytes per second between host memory and the device "
+                     "(default 25e9: PCIe 4 x16)"),
+      llvm::cl::init(25e9)};
   Option<std::string> rematReport{
       *this, "remat-report",
       llvm::cl::desc("Write the remat report ('-': standard output)"),
