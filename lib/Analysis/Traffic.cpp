@@ -30,10 +30,13 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
         continue;
       unsigned index = plan.bufferOf.lookup(operand);
       const PlannedBuffer &buffer = plan.buffers[index];
-      // Host-region offsets are keyed apart from the weights region's.
+      // Host-region offsets are keyed apart from the weights region's;
+      // offloaded activations share theirs over time and are not weights.
       int64_t key = buffer.region == BufferRegion::Host ? -1 - buffer.offset
                                                          : buffer.offset;
-      if (buffer.region != BufferRegion::Arena) {
+      bool persistent = buffer.region != BufferRegion::Arena &&
+                        buffer.category != BufferCategory::OffloadedActivation;
+      if (persistent) {
         if (read.insert(key).second)
           traffic.weightsRead += buffer.bytes;
       } else if (buffer.category == BufferCategory::Input &&
@@ -45,17 +48,21 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
       const PlannedBuffer &buffer = plan.bufferFor(result);
       int64_t key = buffer.region == BufferRegion::Host ? -1 - buffer.offset
                                                          : buffer.offset;
-      if (buffer.region != BufferRegion::Arena && written.insert(key).second)
+      if (buffer.region != BufferRegion::Arena &&
+          buffer.category != BufferCategory::OffloadedActivation &&
+          written.insert(key).second)
         traffic.updates += buffer.bytes;
     }
   }
   for (const PlannedBuffer &buffer : plan.buffers) {
-    if (buffer.region != BufferRegion::Arena)
+    if (buffer.region != BufferRegion::Arena &&
+        buffer.category != BufferCategory::OffloadedActivation)
       continue;
     if (buffer.category == BufferCategory::Output)
       traffic.outputs += buffer.bytes;
     else if (buffer.category == BufferCategory::SavedActivation ||
-             buffer.category == BufferCategory::CompressedActivation)
+             buffer.category == BufferCategory::CompressedActivation ||
+             buffer.category == BufferCategory::OffloadedActivation)
       traffic.savedActivations += buffer.bytes;
   }
   return traffic;

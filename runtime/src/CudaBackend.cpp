@@ -479,7 +479,10 @@ createCudaBackend(const SessionOptions &options) {
   if (!cu)
     return cu.status();
   auto backend = std::make_unique<CudaBackend>(**cu, options.tf32);
-  MEMFIT_RT_RETURN_IF_ERROR(backend->init(options.cudaDevice, deviceCount));
+  int ordinal = options.cudaDevice;
+  if (options.cudaDeviceByRank && deviceCount > 0 && ordinal >= 0)
+    ordinal %= deviceCount;
+  MEMFIT_RT_RETURN_IF_ERROR(backend->init(ordinal, deviceCount));
   return std::unique_ptr<Backend>(std::move(backend));
 }
 

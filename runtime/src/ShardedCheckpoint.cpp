@@ -16,6 +16,7 @@
 #include "Files.h"
 #include "Json.h"
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,6 +80,14 @@ StatusOr<std::vector<std::string>> checkpointFiles(const std::string &path) {
                       "rank files)");
     return std::vector<std::string>{path};
   }
+  // A plain file written after the index (a one-process run that resumed
+  // rank files, killed before it removed their index) is the checkpoint.
+  struct stat plain {}, indexed {};
+  if (::stat(path.c_str(), &plain) == 0 &&
+      ::stat(indexPath.c_str(), &indexed) == 0 &&
+      std::make_pair(plain.st_mtim.tv_sec, plain.st_mtim.tv_nsec) >
+          std::make_pair(indexed.st_mtim.tv_sec, indexed.st_mtim.tv_nsec))
+    return std::vector<std::string>{path};
   StatusOr<std::string> text = readFile(indexPath);
   if (!text)
     return text.status();
@@ -207,8 +216,17 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
     bool slicedBefore =
         saved > 1 && savedRows == sliceRows(rows, saved) && savedRows != rows;
     if (savedRows == rows) {
+      // Whole on every rank, alike; or, where a rank's share of the rows is
+      // all of them (one row), rank 0's row and the others' zero padding.
+      auto zeros = [](const Tensor &t) {
+        return std::all_of(t.data.begin(), t.data.end(),
+                           [](uint8_t b) { return b == 0; });
+      };
+      bool padded = saved > 1 && sliceRows(rows, saved) == rows;
       for (size_t i = 1; i < parts.size(); ++i)
-        if (!sameTensor(*parts[i], *parts[0]))
+        if (!sameTensor(*parts[i], *parts[0]) &&
+            !(padded && parts[i]->shape == parts[0]->shape &&
+              zeros(*parts[i])))
           return invalidArgument(label + " differs between " + first.path +
                                  " and " + files[i].path +
                                  ": the files are not of one step");

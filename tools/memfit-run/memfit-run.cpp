@@ -288,9 +288,11 @@ rt::SessionOptions sessionOptions() {
   options.warn = warn;
   options.communicator = ranks().comm;
   // Each rank of a node takes its own GPU, as torchrun and mpirun number
-  // them.
-  if (ranks().many())
+  // them (modulo the devices it sees: one, under per-rank binding).
+  if (ranks().many()) {
     options.cudaDevice = ranks().launch.localRank;
+    options.cudaDeviceByRank = true;
+  }
   // A compile that takes more than two seconds says how it goes, on a
   // terminal.
   if (!flags().quiet && ::isatty(STDERR_FILENO))
@@ -791,6 +793,16 @@ int main(int argc, char **argv) {
   if (!f.exportAdapters.empty() && manifest.loraAdapters.empty())
     return fail("--export-adapters=" + f.exportAdapters +
                 ": the model has no LoRA adapters (train with --lora-rank)");
+  // Exports gather stage 3's rows through the communicator, and under
+  // torchrun it carries no tensors.
+  if (manifest.zeroStage >= 3 && ranks().many() &&
+      ranks().launch.launcher == "torchrun" &&
+      (!f.exportAdapters.empty() || !f.exportSafetensors.empty() ||
+       !f.exportOnnx.empty()))
+    return fail("--zero=3 under torchrun cannot export the trained weights "
+                "(each rank holds rows of them): launch with mpirun, or "
+                "write a --checkpoint, resume it in one process and export "
+                "there");
   // Asked for, so printed with --quiet too.
   if (!f.predict.empty())
     for (const rt::GpuSpec &gpu : rt::GpuSpec::all())

@@ -132,6 +132,14 @@ void runDeviceTests() {
   options.cudaDevice = 0;
   if (std::unique_ptr<Backend> backend = openBackend(options))
     CHECK(backend->description() == "Only GPU (sm_86, driver 13.0)");
+  // A launch's local rank 3 where the launcher shows each rank one
+  // device: that one.
+  options.cudaDevice = 3;
+  options.cudaDeviceByRank = true;
+  if (std::unique_ptr<Backend> backend = openBackend(options))
+    CHECK(backend->description() == "Only GPU (sm_86, driver 13.0)");
+  options.cudaDeviceByRank = false;
+  options.cudaDevice = 0;
   expectClean("ordinals");
 
   // No device: cuInit says so, or there are none to count.

@@ -141,6 +141,23 @@ void testReshard() {
       reshardCheckpoint(alike, wholeAccumulators, 2);
   if (CHECK_OK(kept.status()))
     CHECK(sameData(kept->find("w.grad")->tensor, rows(0, 5, 5)));
+
+  // A state of one row, sliced over 2 ranks: rank 0's row and rank 1's
+  // zero padding row, put together as the row.
+  Manifest oneRow = manifestFor(1);
+  oneRow.buffers[0].shape = {1, 2};
+  oneRow.buffers[0].bytes = 8;
+  oneRow.buffers[1].shape = {1, 2};
+  oneRow.buffers[1].bytes = 8;
+  std::vector<CheckpointFile> padded = {fileOf(0, 2), fileOf(1, 2)};
+  for (int64_t r = 0; r < 2; ++r) {
+    padded[r].variables[0].tensor = rows(0, 1, 1);
+    padded[r].variables[1].tensor = rows(r, 1, 1); // row 1: past the end
+  }
+  StatusOr<CheckpointFile> joinedRow = reshardCheckpoint(padded, oneRow, 0);
+  if (CHECK_OK(joinedRow.status()))
+    CHECK(sameData(joinedRow->find("w.momentum_buffer")->tensor,
+                   rows(0, 1, 1)));
 }
 
 /// ZeRO stage 3: the parameter itself is the rank's rows (its variable

@@ -29,6 +29,10 @@ struct SessionOptions {
   bool disableCache = false;
   /// CUDA device ordinal.
   int cudaDevice = 0;
+  /// cudaDevice is a launch's local rank: the device is that rank modulo
+  /// the devices this process sees (each rank its own GPU of a node, or,
+  /// where the launcher shows each rank one device, that one).
+  bool cudaDeviceByRank = false;
   /// Host backend: the C++ compiler; empty means $MEMFIT_HOST_CXX, else the
   /// compiler memfit was built with.
   std::string hostCompiler;
