@@ -9,6 +9,8 @@
 
 #include "llvm/ADT/DenseSet.h"
 
+#include <optional>
+
 using namespace mlir;
 using namespace mlir::memfit;
 
@@ -18,6 +20,18 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
   // bytes, and a parameter may be loaded more than once.
   llvm::DenseSet<int64_t> read, written;
   llvm::DenseSet<unsigned> arenaRead;
+  // A buffer that persists across steps (weights, host-region states), by
+  // its place: host-region offsets are keyed apart from the weights
+  // region's. Offloaded activations share host offsets over time and are
+  // not weights.
+  auto persistentKey =
+      [](const PlannedBuffer &buffer) -> std::optional<int64_t> {
+    if (buffer.region == BufferRegion::Arena ||
+        buffer.category == BufferCategory::OffloadedActivation)
+      return std::nullopt;
+    return buffer.region == BufferRegion::Host ? -1 - buffer.offset
+                                               : buffer.offset;
+  };
   for (Operation *step : plan.schedule) {
     (isa<KernelOp>(step) ? traffic.kernels : traffic.contractions) += 1;
     OpCost cost = estimateCost(step);
@@ -30,14 +44,8 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
         continue;
       unsigned index = plan.bufferOf.lookup(operand);
       const PlannedBuffer &buffer = plan.buffers[index];
-      // Host-region offsets are keyed apart from the weights region's;
-      // offloaded activations share theirs over time and are not weights.
-      int64_t key = buffer.region == BufferRegion::Host ? -1 - buffer.offset
-                                                         : buffer.offset;
-      bool persistent = buffer.region != BufferRegion::Arena &&
-                        buffer.category != BufferCategory::OffloadedActivation;
-      if (persistent) {
-        if (read.insert(key).second)
+      if (std::optional<int64_t> key = persistentKey(buffer)) {
+        if (read.insert(*key).second)
           traffic.weightsRead += buffer.bytes;
       } else if (buffer.category == BufferCategory::Input &&
                  arenaRead.insert(index).second) {
@@ -46,17 +54,13 @@ StepTraffic mlir::memfit::stepTraffic(const MemoryPlan &plan) {
     }
     for (Value result : step->getResults()) {
       const PlannedBuffer &buffer = plan.bufferFor(result);
-      int64_t key = buffer.region == BufferRegion::Host ? -1 - buffer.offset
-                                                         : buffer.offset;
-      if (buffer.region != BufferRegion::Arena &&
-          buffer.category != BufferCategory::OffloadedActivation &&
-          written.insert(key).second)
+      std::optional<int64_t> key = persistentKey(buffer);
+      if (key && written.insert(*key).second)
         traffic.updates += buffer.bytes;
     }
   }
   for (const PlannedBuffer &buffer : plan.buffers) {
-    if (buffer.region != BufferRegion::Arena &&
-        buffer.category != BufferCategory::OffloadedActivation)
+    if (persistentKey(buffer))
       continue;
     if (buffer.category == BufferCategory::Output)
       traffic.outputs += buffer.bytes;

@@ -192,18 +192,11 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
   // columns are.
   const int64_t ldA = contraction.ld[0], ldB = contraction.ld[1],
                 ldOut = contraction.ld[2];
-  if (contraction.transB)
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, k, n,
-                      ldB);
-  else
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data, n, k,
-                      ldB);
-  if (contraction.transA)
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, m, k,
-                      ldA);
-  else
-    MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data, k, m,
-                      ldA);
+  const bool tA = contraction.transA, tB = contraction.transB;
+  MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.first, type.data,
+                    tB ? k : n, tB ? n : k, ldB);
+  MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.second, type.data,
+                    tA ? m : k, tA ? k : m, ldA);
   MEMFIT_PLAN_CHECK(cublasLtMatrixLayoutCreate, &plan.out, type.data, n, m,
                     ldOut);
 

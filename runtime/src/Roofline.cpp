@@ -2,6 +2,8 @@
 
 #include "memfit/runtime/Roofline.h"
 
+#include "Format.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
@@ -138,17 +140,6 @@ EntryPrediction predictEntry(const Manifest &manifest, size_t entry,
   return prediction;
 }
 
-namespace {
-
-std::string format(const char *fmt, double a, double b, double c, double d,
-                   double e) {
-  char line[200];
-  std::snprintf(line, sizeof line, fmt, a, b, c, d, e);
-  return line;
-}
-
-} // namespace
-
 std::string formatPrediction(const Manifest &manifest, const GpuSpec &gpu,
                              bool tf32) {
   std::string s;
@@ -175,14 +166,11 @@ std::string formatPrediction(const Manifest &manifest, const GpuSpec &gpu,
       const Group &group = groups[g];
       if (!group.steps || StepGroup(g) == StepGroup::Collectives)
         continue;
-      char head[64];
-      std::snprintf(head, sizeof head, "  %-14s %6d  %12d",
-                    stepGroupName(StepGroup(g)), group.steps,
-                    group.memoryBound);
-      s +=
-          head + format(" %9.2f %8.2f %9.3f %5.1f%%\n", group.bytes / 1048576,
-                        group.flops / 1e9, group.seconds * 1e3,
-                        p.seconds > 0 ? 100 * group.seconds / p.seconds : 0, 0);
+      s += format("  %-14s %6d  %12d %9.2f %8.2f %9.3f %5.1f%%\n",
+                  stepGroupName(StepGroup(g)), group.steps, group.memoryBound,
+                  group.bytes / 1048576, group.flops / 1e9,
+                  group.seconds * 1e3,
+                  p.seconds > 0 ? 100 * group.seconds / p.seconds : 0);
     }
     size_t launches = 0;
     for (const PredictedStep &step : p.steps)
@@ -229,32 +217,24 @@ std::string formatMeasuredAgainstPredicted(const Manifest &manifest,
     for (int g = 0; g < kStepGroups; ++g) {
       if (!steps[g])
         continue;
-      char line[160];
       if (StepGroup(g) == StepGroup::Collectives) {
-        std::snprintf(line, sizeof line,
-                      "  %-14s %6d steps  measured %9.3f  (not predicted)\n",
-                      stepGroupName(StepGroup(g)), steps[g], measured[g] * 1e3);
-        s += line;
+        s += format("  %-14s %6d steps  measured %9.3f  (not predicted)\n",
+                    stepGroupName(StepGroup(g)), steps[g], measured[g] * 1e3);
         continue;
       }
       totalMeasured += measured[g];
       totalPredicted += predicted[g];
-      std::snprintf(line, sizeof line,
-                    "  %-14s %6d steps  measured %9.3f  predicted %9.3f  "
-                    "%6.2fx\n",
-                    stepGroupName(StepGroup(g)), steps[g], measured[g] * 1e3,
-                    predicted[g] * 1e3,
-                    predicted[g] > 0 ? measured[g] / predicted[g] : 0);
-      s += line;
+      s += format("  %-14s %6d steps  measured %9.3f  predicted %9.3f  "
+                  "%6.2fx\n",
+                  stepGroupName(StepGroup(g)), steps[g], measured[g] * 1e3,
+                  predicted[g] * 1e3,
+                  predicted[g] > 0 ? measured[g] / predicted[g] : 0);
     }
-    char line[160];
-    std::snprintf(line, sizeof line,
-                  "  total          measured %9.3f  predicted %9.3f  %6.2fx; "
-                  "floor %.3f (collectives left out)\n",
-                  totalMeasured * 1e3, totalPredicted * 1e3,
-                  totalPredicted > 0 ? totalMeasured / totalPredicted : 0,
-                  p.floorSeconds * 1e3);
-    s += line;
+    s += format("  total          measured %9.3f  predicted %9.3f  %6.2fx; "
+                "floor %.3f (collectives left out)\n",
+                totalMeasured * 1e3, totalPredicted * 1e3,
+                totalPredicted > 0 ? totalMeasured / totalPredicted : 0,
+                p.floorSeconds * 1e3);
   }
   return s;
 }

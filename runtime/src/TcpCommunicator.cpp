@@ -103,7 +103,8 @@ public:
     if (in != out)
       std::memmove(out, in, bytes);
     return exchange(out, bytes, [&](void *sum, const void *value) {
-      return reduce(c, sum, value);
+      reduce(c, static_cast<int64_t *>(sum),
+             static_cast<const int64_t *>(value));
     });
   }
 
@@ -129,7 +130,7 @@ public:
   }
 
 private:
-  using Reducer = std::function<Status(void *sum, const void *value)>;
+  using Reducer = std::function<void(void *sum, const void *value)>;
 
   /// Rank 0 gathers every rank's bytes into `data` with `reduce` (none: a
   /// broadcast of rank 0's) and sends the result back; the others send
@@ -143,34 +144,29 @@ private:
     for (int r = 1; r < size_; ++r) {
       MEMFIT_RT_RETURN_IF_ERROR(recvAll(peers_[r], value.data(), bytes, r));
       if (combine)
-        MEMFIT_RT_RETURN_IF_ERROR(combine(data, value.data()));
+        combine(data, value.data());
     }
     for (int r = 1; r < size_; ++r)
       MEMFIT_RT_RETURN_IF_ERROR(sendAll(peers_[r], data, bytes, r));
     return Status::ok();
   }
 
-  static Status reduce(const Collective &c, void *sum, const void *value) {
-    auto apply = [&](auto *acc, const auto *v) {
-      for (uint64_t i = 0; i < c.count; ++i)
-        switch (c.reduction) {
-        case Collective::Reduction::Sum:
-        case Collective::Reduction::Mean: // refused in run()
-          acc[i] += v[i];
-          break;
-        case Collective::Reduction::Max:
-          acc[i] = std::max(acc[i], v[i]);
-          break;
-        case Collective::Reduction::Min:
-          acc[i] = std::min(acc[i], v[i]);
-          break;
-        }
-    };
-    if (c.dtype != DType::i64)
-      return invalidArgument("collective '" + c.name + "': the rendezvous " +
-                             "reduces i64 only");
-    apply(static_cast<int64_t *>(sum), static_cast<const int64_t *>(value));
-    return Status::ok();
+  /// Folds a rank's i64 values into `acc` (run() lets no other type or
+  /// a mean through).
+  static void reduce(const Collective &c, int64_t *acc, const int64_t *v) {
+    for (uint64_t i = 0; i < c.count; ++i)
+      switch (c.reduction) {
+      case Collective::Reduction::Sum:
+      case Collective::Reduction::Mean:
+        acc[i] += v[i];
+        break;
+      case Collective::Reduction::Max:
+        acc[i] = std::max(acc[i], v[i]);
+        break;
+      case Collective::Reduction::Min:
+        acc[i] = std::min(acc[i], v[i]);
+        break;
+      }
   }
 
   std::string peerName(int peer) const {

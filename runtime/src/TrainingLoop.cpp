@@ -9,6 +9,7 @@
 #include "memfit/runtime/TrainingLoop.h"
 
 #include "Files.h"
+#include "Format.h"
 
 #include <chrono>
 #include <cerrno>
@@ -26,14 +27,6 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-/// printf into a std::string.
-template <typename... Args>
-std::string format(const char *pattern, Args... args) {
-  char text[256];
-  std::snprintf(text, sizeof(text), pattern, args...);
-  return text;
 }
 
 /// The "step,loss" CSV of the steps so far.

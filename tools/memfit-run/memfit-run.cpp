@@ -598,9 +598,7 @@ int trainModel(rt::Session &session) {
   // ZeRO stage 3: each rank holds rows of the parameters; every rank sends
   // its rows so that rank 0 exports whole ones.
   std::map<std::string, rt::Tensor> gathered;
-  bool exports = !f.exportAdapters.empty() || !f.exportSafetensors.empty() ||
-                 !f.exportOnnx.empty();
-  if (exports && ranks().many())
+  if (f.exportsWeights() && ranks().many())
     for (const rt::Variable &v : session.variables())
       if (v.wholeRows > 0) {
         rt::StatusOr<rt::Tensor> whole =
@@ -796,9 +794,7 @@ int main(int argc, char **argv) {
   // Exports gather stage 3's rows through the communicator, and under
   // torchrun it carries no tensors.
   if (manifest.zeroStage >= 3 && ranks().many() &&
-      ranks().launch.launcher == "torchrun" &&
-      (!f.exportAdapters.empty() || !f.exportSafetensors.empty() ||
-       !f.exportOnnx.empty()))
+      ranks().launch.launcher == "torchrun" && f.exportsWeights())
     return fail("--zero=3 under torchrun cannot export the trained weights "
                 "(each rank holds rows of them): launch with mpirun, or "
                 "write a --checkpoint, resume it in one process and export "

@@ -66,6 +66,12 @@ struct RunFlags {
   rt::TrainingDataOptions dataOptions() const;
   /// The loop's schedule, checkpoints and losses (not its streams).
   rt::TrainingLoopOptions loopOptions() const;
+  /// Whether training ends by writing the trained weights out (--export,
+  /// --export-safetensors, --export-adapters).
+  bool exportsWeights() const {
+    return !exportAdapters.empty() || !exportSafetensors.empty() ||
+           !exportOnnx.empty();
+  }
 
   /// This process's rank in a data-parallel launch (memfit-run sets it from
   /// the launcher): a ZeRO stage >= 1 compiles the rank's own step.
