@@ -50,8 +50,9 @@ struct MemfitFusePass
   /// keeps any bytes live longer than before is not made.
   LogicalResult fuseModule(ModuleOp module, bool strict) {
     // Each function's arena peak as planned before fusion: merges that keep
-    // more bytes live must stay under it.
-    FailureOr<ModulePlan> unfusedPlan = planQuietly(module);
+    // more bytes live must stay under it (strict: none may; no plan needed).
+    FailureOr<ModulePlan> unfusedPlan =
+        strict ? FailureOr<ModulePlan>(failure()) : planQuietly(module);
     for (auto [index, func] : llvm::enumerate(definedFunctions(module))) {
       fusion::foldTransposes(func);
       int64_t planPeak = strict ? 1

@@ -52,7 +52,9 @@ bool isTotal(const std::string &name) {
 }
 
 /// A category of the host region ("host optimizer_states") or its total.
-bool isHost(const std::string &name) { return name.rfind("host ", 0) == 0; }
+bool isHost(const std::string &name) {
+  return name.rfind(kHostCategoryPrefix, 0) == 0;
+}
 
 std::string label(const std::string &name) {
   std::string s = name;
@@ -159,8 +161,9 @@ std::string formatMemoryReport(const Manifest &m) {
   if (m.hostBytes) {
     table.row("host memory (pinned)", m.hostBytes, 0);
     for (const MemoryCategory &c : m.memory)
-      if (isHost(c.name) && c.name != "host region")
-        table.row(label(c.name.substr(5)), c.bytes, 1);
+      if (isHost(c.name) && c.name != kHostRegionCategory)
+        table.row(label(c.name.substr(sizeof kHostCategoryPrefix - 1)),
+                  c.bytes, 1);
   }
   table.text("(arena categories count the bytes live at the arena's peak)");
 
@@ -174,8 +177,10 @@ std::string formatMemoryReport(const Manifest &m) {
         p;
     bool quantized = false;
     double codes = categoryBytes(m, "state_codes", &quantized) / p;
+    const std::string offloadedStates =
+        std::string(kHostCategoryPrefix) + "optimizer_states";
     double hostStates =
-        categoryBytes(m, "host optimizer_states", &hasStates) / p;
+        categoryBytes(m, offloadedStates.c_str(), &hasStates) / p;
     double states = (categoryBytes(m, "optimizer_states", &hasStates) +
                      categoryBytes(m, "state_codes", &hasStates) +
                      categoryBytes(m, "state_scales", &hasStates)) /

@@ -711,9 +711,10 @@ void ExecutableBuilder::addMemoryReport() {
     for (unsigned c = 0; c < kNumBufferCategories; ++c)
       if (int64_t bytes = modulePlan.hostByCategory[c])
         manifest.memory.push_back(
-            {"host " + stringifyBufferCategory(BufferCategory(c)).str(),
+            {rt::kHostCategoryPrefix +
+                 stringifyBufferCategory(BufferCategory(c)).str(),
              static_cast<uint64_t>(bytes)});
-    manifest.memory.push_back({"host region", manifest.hostBytes});
+    manifest.memory.push_back({rt::kHostRegionCategory, manifest.hostBytes});
   }
 }
 

@@ -284,7 +284,11 @@ struct Variable {
 /// "gradient_accumulators" and "optimizer_states"; for the arena, the bytes
 /// live at its peak of "inputs", "outputs", "gradients",
 /// "saved_activations" and "temporaries"; and the totals "weights region"
-/// and "arena peak". Readers tolerate other names.
+/// and "arena peak"; with a host region, each of its categories prefixed
+/// kHostCategoryPrefix ("host optimizer_states") and its total
+/// kHostRegionCategory. Readers tolerate other names.
+constexpr const char kHostCategoryPrefix[] = "host ";
+constexpr const char kHostRegionCategory[] = "host region";
 struct MemoryCategory {
   std::string name;
   uint64_t bytes = 0;
