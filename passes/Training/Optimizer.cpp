@@ -173,11 +173,6 @@ struct MemfitOptimizerPass
     auto sliceRows = [&](RankedTensorType type) {
       return (type.getDimSize(0) + shards - 1) / shards;
     };
-    auto withRows = [](RankedTensorType type, int64_t rows) {
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = rows;
-      return RankedTensorType::get(shape, type.getElementType());
-    };
     if (nesterov && (adam || momentum == 0.0))
       return module.emitError("nesterov needs SGD with momentum");
 

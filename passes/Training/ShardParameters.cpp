@@ -31,12 +31,6 @@ using namespace mlir::memfit;
 
 namespace {
 
-RankedTensorType withRows(RankedTensorType type, int64_t rows) {
-  SmallVector<int64_t> shape(type.getShape());
-  shape[0] = rows;
-  return RankedTensorType::get(shape, type.getElementType());
-}
-
 /// An op that a parameter's value passes through on its way to a reader:
 /// free of effects, one tensor in and one out with as many elements, a data
 /// movement (transpose, reshape) or an element-wise op (a cast).
@@ -156,6 +150,13 @@ private:
 };
 
 } // namespace
+
+RankedTensorType mlir::memfit::withRows(RankedTensorType type,
+                                        int64_t rows) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape[0] = rows;
+  return RankedTensorType::get(shape, type.getElementType());
+}
 
 LogicalResult mlir::memfit::shardParameterRows(ModuleOp module,
                                                ParameterOp param,

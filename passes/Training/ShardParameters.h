@@ -26,6 +26,9 @@ namespace mlir::memfit {
 LogicalResult shardParameterRows(ModuleOp module, ParameterOp param,
                                  int64_t shards, int64_t rank);
 
+/// `type` with `rows` in dimension 0: a rank's rows of a sharded value.
+RankedTensorType withRows(RankedTensorType type, int64_t rows);
+
 } // namespace mlir::memfit
 
 #endif // MEMFIT_PASSES_TRAINING_SHARDPARAMETERS_H
