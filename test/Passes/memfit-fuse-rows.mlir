@@ -39,25 +39,25 @@
 // OFF-LABEL: func.func @prologue_epilogue
 // OFF-COUNT-4: memfit.kernel
 // CUDA: __global__ void k0_mul_reduce_mean_add_6ops(const float* __restrict__ in0, float* __restrict__ out0, float* __restrict__ out1) {
-// CUDA: const long long row = blockIdx.x;
+// CUDA: MEMFIT_WARP_ROWS(row, 4LL) {
 // CUDA-NEXT: const long long base = row * 8LL;
 // CUDA: MEMFIT_PARTIAL(float, [[P:ps[0-9]+]], 0);
-// CUDA-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL) {
+// CUDA-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 8LL) {
 // CUDA-NEXT: const long long idx = base + j;
 // CUDA: const float [[X:v[0-9]+]] = in0[
 // CUDA-NEXT: const float [[SQ:v[0-9]+]] = [[X]] * [[X]];
 // CUDA-NEXT: MEMFIT_LANE([[P]], j) = MEMFIT_LANE([[P]], j) + (float)[[SQ]];
 // CUDA-NEXT: }
-// CUDA-NEXT: const float [[A:a[0-9]+]] = memfit_block_sum([[P]], scratch);
+// CUDA-NEXT: const float [[A:a[0-9]+]] = memfit_warp_sum([[P]]);
 // CUDA-NEXT: const float [[M:v[0-9]+]] = (float)([[A]] / 8.0f);
 // CUDA-NEXT: const float [[E:v[0-9]+]] = [[M]] + 9.99999975e-06f;
 // CUDA-NEXT: const float [[S:v[0-9]+]] = sqrtf([[E]]);
 // CUDA-NEXT: const float [[R:v[0-9]+]] = 1.0f / [[S]];
-// CUDA-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL) {
+// CUDA-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 8LL) {
 // CUDA: const float [[Y:v[0-9]+]] = {{v[0-9]+}} * [[R]];
 // CUDA-NEXT: out0[idx] = [[Y]];
 // CUDA-NEXT: }
-// CUDA-NEXT: if (threadIdx.x == 0) {
+// CUDA-NEXT: if (MEMFIT_LANE0) {
 // CUDA-NEXT: out1[row] = [[R]];
 // CUDA-NEXT: }
 // CUDA-NEXT: }
@@ -138,15 +138,15 @@ func.func @column_prologue(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> ten
 // CHECK-NOT: memfit.kernel
 // CHECK: return
 // CUDA-LABEL: // k0_mul_reduce_sum: kept_mul, kept_sum
-// CUDA: MEMFIT_BLOCK_STRIDE(j, 0LL, 6LL) {
+// CUDA: MEMFIT_WARP_STRIDE(j, 0LL, 6LL) {
 // CUDA: const float [[V:v[0-9]+]] = {{.*}} * {{.*}};
 // CUDA-NEXT: MEMFIT_LANE({{.*}}) = MEMFIT_LANE({{.*}}) + (float)[[V]];
 // CUDA-NEXT: out{{[01]}}[idx] = [[V]];
 // CUDA-NEXT: }
-// CUDA-NOT: MEMFIT_BLOCK_STRIDE
-// CUDA: memfit_block_sum
-// CUDA-NOT: MEMFIT_BLOCK_STRIDE
-// CUDA: if (threadIdx.x == 0) {
+// CUDA-NOT: MEMFIT_WARP_STRIDE
+// CUDA: memfit_warp_sum
+// CUDA-NOT: MEMFIT_WARP_STRIDE
+// CUDA: if (MEMFIT_LANE0) {
 func.func @column_prologue_kept(%dy: tensor<2x3x8xf32>, %x: tensor<2x3x8xf32>) -> (tensor<8xf32>, tensor<2x3x8xf32>) {
   %0 = memfit.mul %dy, %x : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32> loc("kept_mul")
   %1 = memfit.reduce_sum %0 {axes = array<i64: 0, 1>, keepdims = false} : tensor<2x3x8xf32> -> tensor<8xf32> loc("kept_sum")
@@ -198,9 +198,9 @@ func.func @row_prologue_no_keepdims(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32
 // CHECK: return
 // CUDA-LABEL: __global__ void k1_mul_where_softmax(
 // CUDA: MEMFIT_LANE([[PM:pm[0-9]+]], j) = memfit_max(MEMFIT_LANE([[PM]], j), (float){{v[0-9]+}});
-// CUDA: const float [[M:a[0-9]+]] = memfit_block_max([[PM]], scratch);
+// CUDA: const float [[M:a[0-9]+]] = memfit_warp_max([[PM]]);
 // CUDA: MEMFIT_LANE([[PS:ps[0-9]+]], j) = MEMFIT_LANE([[PS]], j) + expf((float){{v[0-9]+}} - [[M]]);
-// CUDA: const float [[S:a[0-9]+]] = memfit_block_sum([[PS]], scratch);
+// CUDA: const float [[S:a[0-9]+]] = memfit_warp_sum([[PS]]);
 // CUDA: = (float)(expf((float){{v[0-9]+}} - [[M]]) / [[S]]);
 func.func @norm_prologue(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {
   %0 = memfit.add %x, %r : tensor<4x8xf32>, tensor<4x8xf32> -> tensor<4x8xf32>

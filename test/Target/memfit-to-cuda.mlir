@@ -419,24 +419,36 @@ func.func @range() -> (tensor<5xi64>, tensor<3xf32>) {
 // -----
 
 //===----------------------------------------------------------------------===//
-// Row kernels (one block per row)
+// Row kernels (a warp per row of at most 4 KiB, else a block per row)
 //===----------------------------------------------------------------------===//
 
-// Softmax along the last axis: rows are contiguous.
+// Softmax along the last axis: rows are contiguous. Rows of 40 f32 take a
+// warp each; the lanes combine their partials with shuffles alone.
 // CHECK-LABEL: // k0_softmax: softmax
-// CHECK: __shared__ float scratch[32];
-// CHECK-NEXT: const long long row = blockIdx.x;
+// CHECK-NOT: __shared__
+// CHECK: MEMFIT_WARP_ROWS(row, 6LL) {
 // CHECK-NEXT: const long long base = (row / 1LL) * 40LL + row % 1LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
-// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 40LL)
+// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 40LL)
 // CHECK-NEXT: MEMFIT_LANE([[M]], j) = memfit_max(MEMFIT_LANE([[M]], j), (float)in0[base + j * 1LL]);
-// CHECK-NEXT: const float m = memfit_block_max([[M]], scratch);
+// CHECK-NEXT: const float m = memfit_warp_max([[M]]);
 // CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j) = MEMFIT_LANE([[S]], j) + expf((float)in0[base + j * 1LL] - m);
-// CHECK-NEXT: const float s = memfit_block_sum([[S]], scratch);
+// CHECK-NEXT: const float s = memfit_warp_sum([[S]]);
 // CHECK: out0[base + j * 1LL] = expf((float)in0[base + j * 1LL] - m) / s;
-func.func @softmax_last(%x: tensor<2x3x40xf32>) -> tensor<2x3x40xf32> {
+// Rows of 1,100 f32 (4,400 bytes) take a block each, whose warps meet in
+// shared memory.
+// CHECK-LABEL: // k1_softmax: softmax_long
+// CHECK: __shared__ float scratch[32];
+// CHECK-NEXT: const long long row = blockIdx.x;
+// CHECK-NEXT: const long long base = (row / 1LL) * 1100LL + row % 1LL;
+// CHECK-NEXT: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
+// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 1100LL)
+// CHECK: const float m = memfit_block_max([[M]], scratch);
+// CHECK: const float s = memfit_block_sum({{ps[0-9]+}}, scratch);
+func.func @softmax_last(%x: tensor<2x3x40xf32>, %y: tensor<2x1100xf32>) -> (tensor<2x3x40xf32>, tensor<2x1100xf32>) {
   %0 = memfit.softmax %x {axis = -1 : i64} : tensor<2x3x40xf32> loc("softmax")
-  return %0 : tensor<2x3x40xf32>
+  %1 = memfit.softmax %y {axis = -1 : i64} : tensor<2x1100xf32> loc("softmax_long")
+  return %0, %1 : tensor<2x3x40xf32>, tensor<2x1100xf32>
 }
 
 // -----
@@ -445,7 +457,7 @@ func.func @softmax_last(%x: tensor<2x3x40xf32>) -> tensor<2x3x40xf32> {
 // starts at (r / 4) * 20 + r % 4.
 // CHECK-LABEL: // k0_softmax: softmax_mid
 // CHECK: const long long base = (row / 4LL) * 20LL + row % 4LL;
-// CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 5LL)
+// CHECK: MEMFIT_WARP_STRIDE(j, 0LL, 5LL)
 // CHECK-NEXT: MEMFIT_LANE([[M:pm[0-9]+]], j) = memfit_max(MEMFIT_LANE([[M]], j), (float)in0[base + j * 4LL]);
 // CHECK: out0[base + j * 4LL] = expf((float)in0[base + j * 4LL] - m) / s;
 func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
@@ -457,11 +469,10 @@ func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
 
 // log_softmax subtracts max + log(sum); f64 accumulates in double.
 // CHECK-LABEL: // k0_log_softmax: log_softmax
-// CHECK: __shared__ double scratch[32];
 // CHECK: MEMFIT_PARTIAL(double, {{pm[0-9]+}}, __longlong_as_double((long long)0xfff0000000000000ULL));
 // CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j) = MEMFIT_LANE([[S]], j) + exp((double)in0[base + j * 1LL] - m);
 // CHECK: const double shift = m + log(s);
-// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 8LL)
+// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 8LL)
 // CHECK-NEXT: out0[base + j * 1LL] = (double)in0[base + j * 1LL] - shift;
 func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
   %0 = memfit.log_softmax %x {axis = -1 : i64} : tensor<4x8xf64> loc("log_softmax")
@@ -473,22 +484,22 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // Layer norm over the last 8 elements: mean, then the centred variance.
 // CHECK-LABEL: // k0_layer_norm: ln
 // CHECK-NEXT: extern "C" __global__ void k0_layer_norm(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out0) {
-// CHECK: const long long base = (long long)blockIdx.x * 8LL;
+// CHECK: const long long base = row * 8LL;
 // CHECK: MEMFIT_LANE([[SUM:ps[0-9]+]], j) = MEMFIT_LANE([[SUM]], j) + (float)in0[base + j];
-// CHECK-NEXT: const float mean = memfit_block_sum([[SUM]], scratch) / 8.0f;
+// CHECK-NEXT: const float mean = memfit_warp_sum([[SUM]]) / 8.0f;
 // CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + ((float)in0[base + j] - mean) * ((float)in0[base + j] - mean);
-// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 8.0f + 9.99999975e-06f);
+// CHECK: const float inv = 1.0f / sqrtf(memfit_warp_sum([[SQ]]) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[j] + in2[j];
 // Without bias, over the last two dimensions (axis 1: 3 x 8 = 24).
 // CHECK-LABEL: // k1_layer_norm: ln_nobias
 // CHECK-NEXT: extern "C" __global__ void k1_layer_norm(const float* __restrict__ in0, const float* __restrict__ in1, float* __restrict__ out0) {
-// CHECK: const long long base = (long long)blockIdx.x * 24LL;
+// CHECK: const long long base = row * 24LL;
 // CHECK: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[j];
 // A scale [8] and a bias [3,1] smaller than the normalized shape [3,8] read
 // through the coordinates s0, s1 of j in [3,8].
 // CHECK-LABEL: // k2_layer_norm: ln_broadcast
 // CHECK: const float inv =
-// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 24LL) {
+// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 24LL) {
 // CHECK-NEXT: const long long s0 = (long long)((unsigned)(j) / 8U);
 // CHECK-NEXT: const long long s1 = (long long)((unsigned)(j) / 1U % 8U);
 // CHECK-NEXT: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[s1 * 1LL] + in2[s0 * 1LL];
@@ -501,32 +512,34 @@ func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 
 // -----
 
-// RMS norm: no mean; x * rsqrt(mean(x^2) + eps) * scale.
+// RMS norm: no mean; x * rsqrt(mean(x^2) + eps) * scale. Rows of 1,100
+// f32 take a block each.
 // CHECK-LABEL: // k0_rms_norm: rms
 // CHECK-NOT: mean
+// CHECK: const long long row = blockIdx.x;
 // CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + (float)in0[base + j] * (float)in0[base + j];
-// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 300.0f + 9.99999997e-07f);
+// CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 1100.0f + 9.99999997e-07f);
 // CHECK: out0[base + j] = ((float)in0[base + j]) * inv * in1[j];
-func.func @rms_norm(%x: tensor<4x300xf32>, %g: tensor<300xf32>) -> tensor<4x300xf32> {
-  %0 = memfit.rms_norm %x, %g {axis = -1 : i64, epsilon = 9.99999997E-7 : f32} : tensor<4x300xf32>, tensor<300xf32> loc("rms")
-  return %0 : tensor<4x300xf32>
+func.func @rms_norm(%x: tensor<4x1100xf32>, %g: tensor<1100xf32>) -> tensor<4x1100xf32> {
+  %0 = memfit.rms_norm %x, %g {axis = -1 : i64, epsilon = 9.99999997E-7 : f32} : tensor<4x1100xf32>, tensor<1100xf32> loc("rms")
+  return %0 : tensor<4x1100xf32>
 }
 
 // -----
 
 //===----------------------------------------------------------------------===//
-// Reductions (one block per kept element)
+// Reductions (a warp or a block per kept element)
 //===----------------------------------------------------------------------===//
 
 // Reduced dimensions at the back: row r reads elements r * 50 ... r * 50 + 49.
 // CHECK-LABEL: // k0_reduce_sum: sum_last
-// CHECK: const long long row = blockIdx.x;
+// CHECK: MEMFIT_WARP_ROWS(row, 12LL) {
 // CHECK-NEXT: const long long base = row * 50LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(float, p, 0);
-// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 50LL) {
+// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 50LL) {
 // CHECK-NEXT: MEMFIT_LANE(p, j) += (float)in0[base + j];
-// CHECK: const float a = memfit_block_sum(p, scratch);
-// CHECK-NEXT: if (threadIdx.x == 0) out0[row] = (float)(a);
+// CHECK: const float a = memfit_warp_sum(p);
+// CHECK-NEXT: if (MEMFIT_LANE0) out0[row] = (float)(a);
 func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
   %0 = memfit.reduce_sum %x {axes = array<i64: -1>} : tensor<3x4x50xf32> -> tensor<3x4x1xf32> loc("sum_last")
   return %0 : tensor<3x4x1xf32>
@@ -540,7 +553,7 @@ func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
 // CHECK: const long long k0 = (long long)((unsigned)(row) / 5U);
 // CHECK-NEXT: const long long k1 = (long long)((unsigned)(row) / 1U % 5U);
 // CHECK-NEXT: const long long base = k0 * 5LL + k1 * 1LL;
-// CHECK: MEMFIT_BLOCK_STRIDE(j, 0LL, 6LL) {
+// CHECK: MEMFIT_WARP_STRIDE(j, 0LL, 6LL) {
 // CHECK-NEXT: const long long r0 = (long long)((unsigned)(j) / 1U);
 // CHECK-NEXT: MEMFIT_LANE(p, j) += (float)in0[base + r0 * 10LL];
 func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
@@ -555,9 +568,8 @@ func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
 // CHECK-LABEL: // k0_reduce_max: max
 // CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
 // CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), (float)in0[base + j]);
-// CHECK: const float a = memfit_block_max(p, scratch);
+// CHECK: const float a = memfit_warp_max(p);
 // CHECK-LABEL: // k1_reduce_max: imax
-// CHECK: __shared__ long long scratch[32];
 // CHECK: MEMFIT_PARTIAL(long long, p, (-9223372036854775807LL - 1));
 // CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), (long long)in0[base + j]);
 // CHECK-LABEL: // k2_reduce_max: bmax
@@ -573,9 +585,9 @@ func.func @reduce_max(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %b: tensor<4x0xi
 
 // The mean divides the sum by the reduced count.
 // CHECK-LABEL: // k0_reduce_mean: mean
-// CHECK: if (threadIdx.x == 0) out0[row] = (float)(a / 8.0f);
+// CHECK: if (MEMFIT_LANE0) out0[row] = (float)(a / 8.0f);
 // CHECK-LABEL: // k1_reduce_mean: imean
-// CHECK: if (threadIdx.x == 0) out0[row] = (int)(a / 8LL);
+// CHECK: if (MEMFIT_LANE0) out0[row] = (int)(a / 8LL);
 func.func @reduce_mean(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> (tensor<4xf32>, tensor<4xi32>) {
   %0 = memfit.reduce_mean %x {axes = array<i64: -1>, keepdims = false} : tensor<4x8xf32> -> tensor<4xf32> loc("mean")
   %1 = memfit.reduce_mean %i {axes = array<i64: -1>, keepdims = false} : tensor<4x8xi32> -> tensor<4xi32> loc("imean")
@@ -587,11 +599,11 @@ func.func @reduce_mean(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> (tensor<4xf3
 // Integers accumulate in long long; no axes reduces everything (one row).
 // CHECK-LABEL: // k0_reduce_sum: isum
 // CHECK-NEXT: extern "C" __global__ void k0_reduce_sum(const int* __restrict__ in0, int* __restrict__ out0) {
-// CHECK-NEXT: __shared__ long long scratch[32];
+// CHECK-NEXT: MEMFIT_WARP_ROWS(row, 1LL) {
 // CHECK: const long long base = row * 32LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(long long, p, 0);
 // CHECK: MEMFIT_LANE(p, j) += (long long)in0[base + j];
-// CHECK: if (threadIdx.x == 0) out0[row] = (int)(a);
+// CHECK: if (MEMFIT_LANE0) out0[row] = (int)(a);
 func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
   %0 = memfit.reduce_sum %x {axes = array<i64>, keepdims = false} : tensor<4x8xi32> -> tensor<i32> loc("isum")
   return %0 : tensor<i32>

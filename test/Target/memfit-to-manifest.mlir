@@ -317,11 +317,13 @@ func.func @vector_operands(%v: tensor<8xf32>, %m: tensor<8x5xf32>, %b: tensor<3x
 // -----
 
 // Launch shapes. Pointwise: one thread per element, blocks of 256, so
-// 300 elements need 2 blocks. Row kernels: one block per row, the block the
-// smallest power of two >= 32 that covers the row, at most 256:
-// softmax over 100 -> 128 threads x 3 rows; log_softmax over 20 -> 32 x 10;
-// reduce_sum over 600 -> 256 x 2. A reduced loss runs in one block of 256;
-// an unreduced one is pointwise over its 4 x 3 positions.
+// 300 elements need 2 blocks. Row kernels whose rows have at most 4,096
+// bytes: a warp per row, 4 rows a block of 128 threads: softmax over 100
+// (3 rows) -> 1 block; log_softmax over 20 (10 rows) -> 3 blocks. Longer
+// rows: one block per row, the block the smallest power of two >= 32 that
+// covers the row, at most 256: reduce_sum over 1,100 f32 (4,400 bytes) ->
+// 256 x 2. A reduced loss runs in one block of 256; an unreduced one is
+// pointwise over its 4 x 3 positions.
 // CHECK-LABEL: "schema": "memfit-executable"
 // CHECK: "kernels": [
 // CHECK-NEXT: {
@@ -331,13 +333,13 @@ func.func @vector_operands(%v: tensor<8xf32>, %m: tensor<8x5xf32>, %b: tensor<3x
 // CHECK-NEXT: "sharedBytes": 0,
 // CHECK-NEXT: "usesBarriers": false,
 // CHECK: "name": "k1_softmax",
-// CHECK-NEXT: "grid": [3, 1, 1],
+// CHECK-NEXT: "grid": [1, 1, 1],
 // CHECK-NEXT: "block": [128, 1, 1],
 // CHECK-NEXT: "sharedBytes": 0,
 // CHECK-NEXT: "usesBarriers": true,
 // CHECK: "name": "k2_log_softmax",
-// CHECK-NEXT: "grid": [10, 1, 1],
-// CHECK-NEXT: "block": [32, 1, 1],
+// CHECK-NEXT: "grid": [3, 1, 1],
+// CHECK-NEXT: "block": [128, 1, 1],
 // CHECK-NEXT: "sharedBytes": 0,
 // CHECK-NEXT: "usesBarriers": true,
 // CHECK: "name": "k3_reduce_sum",
@@ -356,11 +358,11 @@ func.func @vector_operands(%v: tensor<8xf32>, %m: tensor<8x5xf32>, %b: tensor<3x
 // CHECK-NEXT: "sharedBytes": 0,
 // CHECK-NEXT: "usesBarriers": false,
 // CHECK: "contractions": [],
-func.func @launch_shapes(%r: tensor<3x100xf32>, %q: tensor<10x20xf32>, %s: tensor<2x600xf32>, %x: tensor<4x7x3xf32>, %l: tensor<4x3xi64>) -> (tensor<3x100xf32>, tensor<10x20xf32>, tensor<2x1xf32>, tensor<f32>, tensor<4x3xf32>) {
+func.func @launch_shapes(%r: tensor<3x100xf32>, %q: tensor<10x20xf32>, %s: tensor<2x1100xf32>, %x: tensor<4x7x3xf32>, %l: tensor<4x3xi64>) -> (tensor<3x100xf32>, tensor<10x20xf32>, tensor<2x1xf32>, tensor<f32>, tensor<4x3xf32>) {
   %0 = memfit.exp %r : tensor<3x100xf32> loc("exp")
   %1 = memfit.softmax %0 {axis = -1 : i64} : tensor<3x100xf32> loc("softmax")
   %2 = memfit.log_softmax %q {axis = 1 : i64} : tensor<10x20xf32> loc("log_softmax")
-  %3 = memfit.reduce_sum %s {axes = array<i64: 1>} : tensor<2x600xf32> -> tensor<2x1xf32> loc("sum")
+  %3 = memfit.reduce_sum %s {axes = array<i64: 1>} : tensor<2x1100xf32> -> tensor<2x1xf32> loc("sum")
   %4 = memfit.softmax_cross_entropy_loss mean %x, %l : (tensor<4x7x3xf32>, tensor<4x3xi64>) -> tensor<f32> loc("sce")
   %5 = memfit.negative_log_likelihood_loss none %x, %l : (tensor<4x7x3xf32>, tensor<4x3xi64>) -> tensor<4x3xf32> loc("nll")
   return %1, %2, %3, %4, %5 : tensor<3x100xf32>, tensor<10x20xf32>, tensor<2x1xf32>, tensor<f32>, tensor<4x3xf32>

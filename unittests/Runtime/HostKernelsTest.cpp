@@ -391,6 +391,70 @@ std::string rowReductionBody(bool host, int row) {
   return s + "  }\n}\n";
 }
 
+/// A kernel of warp rows (4 warps a block, each a row of `row` elements of
+/// the `rows`) in thread loops (host = true: each block's rows one after
+/// the other, partials in arrays) or in CUDA's form (fibers): each warp
+/// writes its lane 0's warp sum and warp max of the float and double
+/// inputs to out[4 * r + 0..3]. In CUDA's form every warp shuffles (the
+/// emulation's shuffles are block barriers), the warps past the last row
+/// on its data, and only the warps of a row write.
+std::string warpRowBody(bool host, int row, int rows) {
+  std::string r = std::to_string(row) + "LL";
+  std::string n = std::to_string(rows) + "LL";
+  std::string s = R"((double* __restrict__ out, const float* __restrict__ f,
+    const double* __restrict__ d) {
+)";
+  const char *names[] = {"sf", "mf", "sd", "md"};
+  const char *types[] = {"float", "float", "double", "double"};
+  const char *inits[] = {"0", "-INFINITY", "0", "-INFINITY"};
+  const char *inputs[] = {"f", "f", "d", "d"};
+  if (host)
+    s += "  MEMFIT_WARP_ROWS(row, " + n + ") {\n";
+  else
+    s += "  const long long warpRow = (long long)blockIdx.x * 4 + "
+         "(threadIdx.x >> 5);\n"
+         "  const long long row = warpRow < " + n + " ? warpRow : " +
+         std::to_string(rows - 1) + "LL;\n  {\n";
+  s += "  const long long base = row * " + r + ";\n";
+  for (int k = 0; k < 4; ++k)
+    s += host ? std::string("  MEMFIT_PARTIAL(") + types[k] + ", " + names[k] +
+                    ", " + inits[k] + ");\n"
+              : std::string("  ") + types[k] + " " + names[k] + " = " +
+                    inits[k] + ";\n";
+  s += host ? "  MEMFIT_WARP_STRIDE(j, 0LL, " + r + ") {\n"
+            : "  for (long long j = threadIdx.x & 31; j < " + r +
+                  "; j += 32) {\n";
+  for (int k = 0; k < 4; ++k) {
+    std::string lane =
+        host ? std::string("MEMFIT_LANE(") + names[k] + ", j)" : names[k];
+    std::string x = std::string(inputs[k]) + "[base + j]";
+    s += "    " + lane + " = " +
+         (k % 2 ? "op_max(" + lane + ", " + x + ")" : lane + " + " + x) +
+         ";\n";
+  }
+  s += "  }\n";
+  for (int k = 0; k < 4; ++k) {
+    std::string name = names[k], result = "r" + std::to_string(k);
+    if (host) {
+      s += "  const double " + result + " = (double)" +
+           (k % 2 ? "memfit_host::warpLaneMax(" : "memfit_host::warpLaneSum(") +
+           name + ");\n";
+      continue;
+    }
+    std::string shuffled = "__shfl_xor_sync(0xffffffffu, " + name + ", o)";
+    s += "  for (int o = 16; o > 0; o >>= 1) " + name + " = " +
+         (k % 2 ? "op_max(" + name + ", " + shuffled + ")"
+                : name + " + " + shuffled) +
+         ";\n  const double " + result + " = (double)" + name + ";\n";
+  }
+  s += host ? "  if (MEMFIT_LANE0) {\n"
+            : "  if ((threadIdx.x & 31) == 0 && warpRow < " + n + ") {\n";
+  for (int k = 0; k < 4; ++k)
+    s += "    out[4 * row + " + std::to_string(k) + "] = r" +
+         std::to_string(k) + ";\n";
+  return s + "  }\n  }\n}\n";
+}
+
 const char *kThreadLoop = R"((float* __restrict__ out, const float* __restrict__ in) {
   MEMFIT_THREAD_LOOP(i, 300LL) {
     out[i] = 2.0f * in[i] + 1.0f;
@@ -452,6 +516,52 @@ void testThreadLoops() {
     for (int i = 0; i < 512; ++i)
       ok = ok && out[i] == (i < 300 ? 2.0f * float(i) + 1.0f : -7.0f);
     CHECK(ok);
+  }
+}
+
+/// Warp rows run once per block give their CUDA form's results to the bit:
+/// rows shorter and longer than a warp, the last block's warps past the
+/// last row idle, signed zeros and a NaN.
+void testWarpRows() {
+  const int rows = 6;
+  for (int row : {5, 32, 77}) {
+    Manifest m;
+    m.source = std::string(kPrelude) +
+               kernelText("k0_warp_loops", warpRowBody(true, row, rows)) +
+               kernelText("k1_warp_fibers", warpRowBody(false, row, rows));
+    m.kernels = {kernel("k0_warp_loops", 2, 128, true),
+                 kernel("k1_warp_fibers", 2, 128, true)};
+    m.kernels[0].threadLoops = true;
+    std::unique_ptr<Backend> b = preparedOnTwo(m, "cache-warp-rows");
+    if (!b)
+      return;
+    size_t n = size_t(rows) * size_t(row);
+    std::vector<float> f(n);
+    std::vector<double> d(n);
+    for (size_t i = 0; i < n; ++i) {
+      f[i] = (i % 7 == 0 ? 1e8f : 1.0f) * std::sin(float(i) * 0.9f);
+      if (i % 13 == 4 || i < 6)
+        f[i] = (i % 2) ? -0.0f : 0.0f;
+      d[i] = double(f[i]) * 1e-3 + double(i % 89);
+    }
+    f[n - 2] = std::numeric_limits<float>::quiet_NaN();
+    // f @8192, d @16384, out @49152.
+    CHECK_OK(b->upload(8192, f.data(), n * 4));
+    CHECK_OK(b->upload(16384, d.data(), n * 8));
+    std::vector<double> loops(4 * rows, -1.0), fibers(4 * rows, -2.0);
+    CHECK_OK(b->upload(49152, loops.data(), loops.size() * 8));
+    CHECK_OK(b->launchKernel(0, {49152, 8192, 16384}));
+    CHECK_OK(b->download(49152, loops.data(), loops.size() * 8));
+    CHECK_OK(b->upload(49152, fibers.data(), fibers.size() * 8));
+    CHECK_OK(b->launchKernel(1, {49152, 8192, 16384}));
+    CHECK_OK(b->download(49152, fibers.data(), fibers.size() * 8));
+    CHECK(std::memcmp(loops.data(), fibers.data(), loops.size() * 8) == 0);
+    // Every row written; the NaN only in the last row's float results.
+    double sum0 = 0;
+    for (int i = 0; i < row; ++i)
+      sum0 += d[size_t(i)];
+    CHECK(std::fabs(loops[2] - sum0) <= 1e-9 * std::fabs(sum0));
+    CHECK(std::isfinite(loops[0]) && std::isnan(loops[4 * (rows - 1)]));
   }
 }
 
@@ -522,6 +632,7 @@ void runHostKernelsTests() {
   testKernelCache();
   testBlockReductions();
   testThreadLoops();
+  testWarpRows();
   testParallelUnits();
   testParallelContractions();
 }

@@ -149,7 +149,6 @@ KernelWriter::RowIndexing KernelWriter::writeRowBase(ArrayRef<int64_t> shape,
     if (reduced[d] && shape[d] != 1)
       for (size_t e = d + 1; e < rank; ++e)
         indexing.trailing &= reduced[e] || shape[e] == 1;
-  os << "  const long long row = blockIdx.x;\n";
   std::string base;
   if (indexing.trailing) {
     base = llvm::formatv("row * {0}LL", getNumElements(indexing.redShape));

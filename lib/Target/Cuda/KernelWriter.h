@@ -85,8 +85,24 @@ public:
   /// One thread per element of `threads`, in blocks of kPointwiseBlock;
   /// the body reads its thread index only through threadLoop.
   void setPointwiseLaunch(int64_t threads);
-  /// One block per row of `rowLength` elements. With `threadLoops`, the
-  /// body reads its thread index only through block-stride loops
+  /// Begins a row kernel of `rows` rows of `rowLength` elements, the
+  /// widest `elementBytes` bytes: rows that fit a warp (rowFitsWarp) take
+  /// one each, in MEMFIT_WARP_ROWS (closed at the kernel's end), longer
+  /// ones a block each (the shared scratch of `acc` reductions declared).
+  /// Writes `row`, the row's index; rowStrideLoop, writeReduction,
+  /// partialResult, rowLeader and setRowLaunch follow the choice.
+  void beginRows(int64_t rowLength, int64_t rows, int64_t elementBytes,
+                 StringRef acc);
+  /// The loop over [0, count) or [first, last) that the threads of a row
+  /// share: a warp-stride loop in warp rows, else a block-stride loop.
+  std::string rowStrideLoop(StringRef var, int64_t count) const;
+  std::string rowStrideLoop(StringRef var, StringRef first,
+                            StringRef last) const;
+  /// The condition of the one thread that writes a row's own results.
+  StringRef rowLeader() const;
+  /// The launch of the rows: a warp per row (beginRows chose it) or one
+  /// block per row of `rowLength` elements. With `threadLoops`, the body
+  /// reads its thread index only through block-stride loops
   /// (blockStrideLoop) and reduces only with writeReduction; without, it
   /// may use __syncthreads and threadIdx as it likes (the host backend then
   /// runs its threads as fibers).
@@ -127,8 +143,9 @@ public:
     bool trailing = true;
     Shape redShape, redStrides;
   };
-  /// Writes `row` (the block) and `base`, the offset of the row's first
-  /// element in a tensor of `shape` whose `reduced` dimensions a row spans.
+  /// Writes `base`, the offset of row `row`'s first element (beginRows
+  /// wrote `row`) in a tensor of `shape` whose `reduced` dimensions a row
+  /// spans.
   RowIndexing writeRowBase(ArrayRef<int64_t> shape, ArrayRef<bool> reduced);
   /// The offset from `base` of the row's element `j` (inside the loop over
   /// j; writes its coordinates `r<d>` first when they are needed).
@@ -214,6 +231,8 @@ private:
   /// Blocks of the 1-D grid; checked against CUDA's limit before it goes
   /// into the manifest.
   int64_t gridBlocks = 1;
+  /// A row kernel whose rows take a warp each (beginRows).
+  bool warpPerRow = false;
   Shape domainShape;
   /// The linear index of the domain's element in the code being written
   /// (`idx`; `row` in a row kernel's per-row code): an input of the

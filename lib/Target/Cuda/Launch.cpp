@@ -26,6 +26,10 @@ int64_t cuda::rowBlockSize(int64_t length) {
   return block;
 }
 
+bool cuda::rowFitsWarp(int64_t length, int64_t elementBytes) {
+  return length * elementBytes <= kMaxWarpRowBytes;
+}
+
 int64_t cuda::gridFor(int64_t threads, int64_t block) {
   return std::max<int64_t>(1, (threads + block - 1) / block);
 }
@@ -44,6 +48,13 @@ std::string cuda::blockStrideLoop(StringRef var, int64_t count) {
 std::string cuda::blockStrideLoop(StringRef var, StringRef first,
                                   StringRef last) {
   return llvm::formatv("  MEMFIT_BLOCK_STRIDE({0}, {1}, {2})", var, first,
+                       last)
+      .str();
+}
+
+std::string cuda::warpStrideLoop(StringRef var, StringRef first,
+                                 StringRef last) {
+  return llvm::formatv("  MEMFIT_WARP_STRIDE({0}, {1}, {2})", var, first,
                        last)
       .str();
 }
@@ -71,8 +82,37 @@ void KernelWriter::setPointwiseLaunch(int64_t threads) {
 
 void KernelWriter::setRowLaunch(int64_t rowLength, int64_t rows,
                                 bool threadLoops) {
+  if (warpPerRow)
+    return setLaunch(32 * kWarpRowsPerBlock, gridFor(rows, kWarpRowsPerBlock),
+                     /*barriers=*/true, threadLoops);
   setLaunch(rowBlockSize(rowLength), std::max<int64_t>(rows, 1),
             /*barriers=*/true, threadLoops);
+}
+
+void KernelWriter::beginRows(int64_t rowLength, int64_t rows,
+                             int64_t elementBytes, StringRef acc) {
+  warpPerRow = rowFitsWarp(rowLength, elementBytes);
+  if (warpPerRow) {
+    os << "  MEMFIT_WARP_ROWS(row, " << rows << "LL) {\n";
+    closings += "  }\n";
+    return;
+  }
+  writeScratch(acc);
+  os << "  const long long row = blockIdx.x;\n";
+}
+
+std::string KernelWriter::rowStrideLoop(StringRef var, int64_t count) const {
+  return rowStrideLoop(var, "0LL", std::to_string(count) + "LL");
+}
+
+std::string KernelWriter::rowStrideLoop(StringRef var, StringRef first,
+                                        StringRef last) const {
+  return warpPerRow ? warpStrideLoop(var, first, last)
+                    : blockStrideLoop(var, first, last);
+}
+
+StringRef KernelWriter::rowLeader() const {
+  return warpPerRow ? "MEMFIT_LANE0" : "threadIdx.x == 0";
 }
 
 void KernelWriter::setSingleBlockLaunch() {
@@ -110,6 +150,9 @@ std::string KernelWriter::foldPartial(StringRef partial, StringRef var,
 }
 
 std::string KernelWriter::partialResult(StringRef partial, bool isMax) {
+  if (warpPerRow)
+    return ((isMax ? "memfit_warp_max(" : "memfit_warp_sum(") + partial + ")")
+        .str();
   return ((isMax ? "memfit_block_max(" : "memfit_block_sum(") + partial +
           ", scratch)")
       .str();
@@ -119,7 +162,7 @@ std::string KernelWriter::writeReduction(StringRef acc, bool isMax,
                                          StringRef init, StringRef var,
                                          int64_t count, StringRef term) {
   std::string partial = openPartial(acc, isMax, init);
-  os << blockStrideLoop(var, count) << "\n"
+  os << rowStrideLoop(var, count) << "\n"
      << foldPartial(partial, var, isMax, term);
   return partialResult(partial, isMax);
 }

@@ -2,8 +2,10 @@
 //
 // Internal to the CUDA target. Every kernel runs on a 1-D grid of 1-D
 // blocks: pointwise kernels one thread per element in blocks of
-// kPointwiseBlock, row kernels one block per row whose threads stride over
-// it and combine partial results in shared memory. Kernels read their
+// kPointwiseBlock; row kernels one warp per row when the row is short
+// (rowFitsWarp; kWarpRowsPerBlock rows a block, lanes combining partial
+// results with shuffles alone), else one block per row whose threads
+// stride over it and combine partial results in shared memory. Kernels read their
 // thread index through the prelude's thread loops (runtime/KERNELS.md), so
 // that the host backend can run a block's threads as loops. The
 // KernelWriter sets a kernel's launch with setPointwiseLaunch, setRowLaunch
@@ -30,10 +32,19 @@ constexpr int64_t kPointwiseBlock = 256;
 constexpr int64_t kMaxRowBlock = 256;
 /// CUDA's limit on gridDim.x.
 constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
+/// A row of at most this many bytes an element (its widest operand's) is
+/// short enough for a warp: 32 elements a lane at most in f32 (1,024), 64
+/// in bf16.
+constexpr int64_t kMaxWarpRowBytes = 4096;
+/// Warps (rows) per block of a kernel of warp rows.
+constexpr int64_t kWarpRowsPerBlock = 4;
 
 /// The threads of a block that combines `length` elements: a power of two
 /// from a warp (32) up to kMaxRowBlock.
 int64_t rowBlockSize(int64_t length);
+/// Whether rows of `length` elements of `elementBytes` bytes take a warp
+/// each rather than a block.
+bool rowFitsWarp(int64_t length, int64_t elementBytes);
 /// The blocks of `block` threads that `threads` threads take; at least one.
 int64_t gridFor(int64_t threads, int64_t block);
 /// Fails with a diagnostic on `op` when a grid of `blocks` exceeds CUDA's
@@ -45,6 +56,8 @@ LogicalResult checkGridLimit(Operation *op, int64_t blocks);
 std::string blockStrideLoop(StringRef var, int64_t count);
 /// The same over [first, last), two expressions the same for every thread.
 std::string blockStrideLoop(StringRef var, StringRef first, StringRef last);
+/// The same loop shared by the lanes of a warp (`MEMFIT_WARP_STRIDE`).
+std::string warpStrideLoop(StringRef var, StringRef first, StringRef last);
 /// Writes the opening of the prelude's `MEMFIT_THREAD_LOOP(name, countLL) {`:
 /// `name` is the thread's index in a grid of one thread per element, and
 /// the body runs for the first `count` threads. The caller writes the

@@ -11,6 +11,11 @@ template <typename T> static __device__ __forceinline__ T memfit_warp_max(T v) {
   for (int o = 16; o > 0; o >>= 1) v = memfit_max(v, __shfl_xor_sync(0xffffffffu, v, o));
   return v;
 }
+#ifdef MEMFIT_CUDA_HOST_H
+// A warp row's partials on the host: lane 0's result of the butterflies.
+template <typename T, unsigned long N> static __device__ __forceinline__ T memfit_warp_sum(T (&partials)[N]) { return memfit_host::warpLaneSum(partials); }
+template <typename T, unsigned long N> static __device__ __forceinline__ T memfit_warp_max(T (&partials)[N]) { return memfit_host::warpLaneMax(partials); }
+#endif
 // Thread loops (runtime/KERNELS.md): a kernel whose manifest entry has
 // threadLoops reads its thread index only through these, so that the host
 // backend can run each block once, the loops going over the block's threads.
@@ -23,11 +28,24 @@ template <typename T> static __device__ __forceinline__ T memfit_warp_max(T v) {
 //    combined by
 //    memfit_block_sum or memfit_block_max after it.
 // Everything else in such a kernel is the same for every thread of a block.
+// Warp rows, for rows short enough for a warp: each warp of the block takes
+// a row of its own.
+//  - MEMFIT_WARP_ROWS(row, rows) { ... }: row is the warp's row, the body
+//    runs if row < rows;
+//  - MEMFIT_WARP_STRIDE(j, first, last) { ... }: the warp's lanes stride
+//    over [first, last); its partials are combined by memfit_warp_sum or
+//    memfit_warp_max (shuffles only, no barrier), whose result every lane
+//    gets;
+//  - MEMFIT_LANE0 is true in the warp's first lane.
+// Everything else in a warp row is the same for every lane of the warp.
 #ifndef MEMFIT_CUDA_HOST_H
 #define MEMFIT_THREAD_LOOP(i, n) for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i = (n))
 #define MEMFIT_BLOCK_STRIDE(j, first, last) for (long long j = (first) + threadIdx.x; j < (last); j += blockDim.x)
 #define MEMFIT_PARTIAL(T, a, init) T a = (init)
 #define MEMFIT_LANE(a, j) a
+#define MEMFIT_WARP_ROWS(row, rows) for (long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < (rows); row = (rows))
+#define MEMFIT_WARP_STRIDE(j, first, last) for (long long j = (first) + (threadIdx.x & 31); j < (last); j += 32)
+#define MEMFIT_LANE0 ((threadIdx.x & 31) == 0)
 #endif
 // Block-wide reductions: every thread gets the result. `scratch` holds one
 // value per warp; blockDim.x is a multiple of 32. The host backend computes

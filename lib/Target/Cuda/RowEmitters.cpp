@@ -1,9 +1,11 @@
 //===- RowEmitters.cpp - softmax, normalizations, reductions ----------------===//
 //
-// The KernelEmitterOpInterface models of the row templates: one block per
-// row of a softmax, a normalization or a reduction; the block's threads
-// stride over the row and combine partial results with warp shuffles and
-// shared memory (the prelude's memfit_block_sum and memfit_block_max). Each
+// The KernelEmitterOpInterface models of the row templates: one warp per
+// row of a softmax, a normalization or a reduction when the row fits a
+// warp, whose lanes stride over it and combine partial results with
+// shuffles (memfit_warp_sum and memfit_warp_max), else one block per row,
+// whose threads combine them with shuffles and shared memory (the
+// prelude's memfit_block_sum and memfit_block_max). Each
 // op's model picks its template and passes the template's parameters.
 //
 //===----------------------------------------------------------------------===//
@@ -63,8 +65,7 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   std::string at = llvm::formatv("base + j * {0}LL", inner);
   std::string e = mathFn("exp", type);
 
-  w.writeScratch(acc);
-  os << "  const long long row = blockIdx.x;\n";
+  w.beginRows(n, rows, elementBytes(type), acc);
   os << llvm::formatv("  const long long base = (row / {0}LL) * {1}LL + row "
                       "% {0}LL;\n",
                       inner, n * inner);
@@ -73,7 +74,7 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   if (logSoftmax)
     os << "  const " << acc << " shift = m + " << mathFn("log", type)
        << "(s);\n";
-  os << blockStrideLoop("j", n) << "\n";
+  os << w.rowStrideLoop("j", n) << "\n";
   os << "    out0[" << at << "] = "
      << narrow(type, logSoftmax ? x + " - shift" : e + "(" + x + " - m) / s")
      << ";\n";
@@ -105,9 +106,9 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   bool needCoords = shapeOf(scale) != ArrayRef<int64_t>(normShape) ||
                     (bias && shapeOf(bias) != ArrayRef<int64_t>(normShape));
 
-  w.writeScratch(acc);
-  os << "  const long long base = (long long)blockIdx.x * " << n << "LL;\n";
-  std::string loop = blockStrideLoop("j", n);
+  w.beginRows(n, rows, elementBytes(type), acc);
+  os << "  const long long base = row * " << n << "LL;\n";
+  std::string loop = w.rowStrideLoop("j", n);
   std::string x = loadAs(acc, type, in + "[base + j]");
   std::string t = x;
   if (!rms) {
@@ -161,7 +162,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   bool isMax = kind == ReduceKind::Max;
   bool isFloat = isa<FloatType>(type);
 
-  w.writeScratch(*acc);
+  w.beginRows(n, rows, elementBytes(type), *acc);
   KernelWriter::RowIndexing indexing = w.writeRowBase(shape, reduced);
   // The identity of max is the lowest value of the element type, which is
   // also ONNX's result for a reduction over no elements (false for i1).
@@ -175,7 +176,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                                             type.getIntOrFloatBitWidth())
                                             .getSExtValue()));
   os << "  MEMFIT_PARTIAL(" << *acc << ", p, " << init << ");\n";
-  os << blockStrideLoop("j", n) << " {\n";
+  os << w.rowStrideLoop("j", n) << " {\n";
   std::string offset = w.writeRowOffset(indexing, "    ");
   std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
   if (isMax)
@@ -183,15 +184,15 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
        << ");\n  }\n";
   else
     os << "    MEMFIT_LANE(p, j) += " << x << ";\n  }\n";
-  os << "  const " << *acc << " a = "
-     << (isMax ? "memfit_block_max" : "memfit_block_sum") << "(p, scratch);\n";
+  os << "  const " << *acc << " a = " << w.partialResult("p", isMax)
+     << ";\n";
   std::string value = "a";
   // A mean over no elements is NaN for floats (0/0) and 0 for integers.
   if (kind == ReduceKind::Mean)
     value = isFloat ? "a / " + floatLiteral(static_cast<double>(n), type.isF64())
                     : (n ? llvm::formatv("a / {0}LL", n).str() : "0");
   Type outType = eltOf(op->getResult(0));
-  os << "  if (threadIdx.x == 0) out0[row] = "
+  os << "  if (" << w.rowLeader() << ") out0[row] = "
      << (isHalfFloat(outType) ? narrow(outType, value)
                               : "(" + *cType(outType) + ")(" + value + ")")
      << ";\n";

@@ -1,9 +1,10 @@
 //===- RowProgram.cpp - fused row kernels ---------------------------------===//
 //
 // A kernel of memfit-fuse's reductions with their element-wise prologues
-// and epilogues (rowFrameOf) runs one block per row. Row values (one
-// element per row: the reductions' results and what is computed from them)
-// are computed once per block by every thread; full values (the frame's
+// and epilogues (rowFrameOf) runs one warp per row when the row fits one
+// (beginRows), else one block per row. Row values (one element per row:
+// the reductions' results and what is computed from them) are computed
+// once per row by every thread of its warp or block; full values (the frame's
 // shape) are computed inside each loop over the row's elements that reads
 // them. Each row op writes its own reductions over the row through its
 // KernelEmitterOpInterface model (emitRowReduction, RowEmitters.cpp): a
@@ -74,7 +75,7 @@ const KernelWriter::RowStats &KernelWriter::rowStatsOf(Operation *op) const {
 LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
   // Full values are computed in the loop (again in each loop that needs
   // them), inputs loaded at each element.
-  os << blockStrideLoop("j", row->frame->length) << " {\n";
+  os << rowStrideLoop("j", row->frame->length) << " {\n";
   std::string offset = writeRowOffset(row->indexing, "    ");
   os << "  const long long idx = base + " << offset << ";\n";
   // The element's coordinates: the row's along the kept dimensions (q<d>,
@@ -174,7 +175,18 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
     acc = *a;
   }
   Shape kept = frame.keptShape();
-  writeScratch(acc);
+  // The widest element a row's loops read or write decides whether a warp
+  // takes the row.
+  int64_t widest = 1;
+  auto widen = [&](Value value) {
+    if (shapeOf(value) == ArrayRef<int64_t>(frame.full))
+      widest = std::max(widest, elementBytes(eltOf(value)));
+  };
+  for (Value arg : kernel.getBodyBlock().getArguments())
+    widen(arg);
+  for (Value value : kernel.getBodyBlock().getTerminator()->getOperands())
+    widen(value);
+  beginRows(frame.length, frame.rows, widest, acc);
   RowIndexing indexing = writeRowBase(frame.full, frame.reduced);
   row = RowProgram{&frame, acc, std::move(indexing), kept};
   // Row values are computed by every thread of the block, at the row's
@@ -230,7 +242,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
       return failure();
   }
   if (!rows.empty()) {
-    os << "  if (threadIdx.x == 0) {\n";
+    os << "  if (" << rowLeader() << ") {\n";
     for (unsigned i : rows) {
       Value value = yield.getValues()[i];
       FailureOr<std::string> v = scalar(value);

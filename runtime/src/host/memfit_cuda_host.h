@@ -751,6 +751,21 @@ template <class T> static inline T laneSum(const T *partials) {
 template <class T> static inline T laneMax(const T *partials) {
   return laneReduce(partials, MaxOp(), T(0), true);
 }
+/// memfit_warp_sum and memfit_warp_max of the prelude over a warp row's
+/// partials (the first 32): lane 0's value of the CUDA butterfly.
+template <class T, class Op>
+static inline T warpLaneReduce(const T *partials, Op op) {
+  T lanes[32];
+  for (unsigned i = 0; i < 32; ++i)
+    lanes[i] = partials[i];
+  return butterflyLane0(lanes, op);
+}
+template <class T> static inline T warpLaneSum(const T *partials) {
+  return warpLaneReduce(partials, AddOp());
+}
+template <class T> static inline T warpLaneMax(const T *partials) {
+  return warpLaneReduce(partials, MaxOp());
+}
 template <class T> static inline T blockSum(T v) {
   return blockReduce(v, AddOp(), T(0), false);
 }
@@ -805,6 +820,22 @@ memfit_host_release_thread(void) {
   for (unsigned memfit_t = 0; memfit_t < blockDim.x; ++memfit_t)               \
   a[memfit_t] = (init)
 #define MEMFIT_LANE(a, j) a[(j) - memfit_j0]
+// Warp rows: the block's rows one after the other, each by its lane 0 (a
+// warp-stride loop, like a block-stride loop, runs its elements in order,
+// lane by lane).
+#define MEMFIT_WARP_ROWS(row, rows)                                            \
+  for (long long row = (long long)blockIdx.x * (blockDim.x / 32),              \
+                 memfit_rows_end = min(row + (long long)(blockDim.x / 32),     \
+                                       (long long)(rows));                     \
+       row < memfit_rows_end; ++row)
+#define MEMFIT_WARP_STRIDE(j, first, last)                                     \
+  for (long long memfit_j0 = (first), memfit_last = (last);                    \
+       memfit_j0 < memfit_last; memfit_j0 += 32)                               \
+    for (long long memfit_jend = min(memfit_j0 + 32LL, memfit_last),           \
+                   memfit_once = 1;                                            \
+         memfit_once; memfit_once = 0)                                         \
+    _Pragma("omp simd") for (long long j = memfit_j0; j < memfit_jend; ++j)
+#define MEMFIT_LANE0 (threadIdx.x == 0)
 
 //===----------------------------------------------------------------------===//
 // Barriers and warp shuffles
