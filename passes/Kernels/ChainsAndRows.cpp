@@ -227,6 +227,42 @@ bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule,
   return true;
 }
 
+/// When `producer`'s first reader `first` cannot take it (a column sum of
+/// a normalization's gradient between the statistics' row kernel and the
+/// input gradient's), the next reader that could once `first` ran after
+/// it: a kernel that `producer` fits (pointwise or as one row kernel),
+/// with every other reader of `producer` after it, none of `first`'s
+/// results read up to it, and no in-place update of what `first` reads in
+/// between. Else null.
+KernelOp consumerPastFirst(KernelOp producer, KernelOp first,
+                           const Schedule &schedule,
+                           const FusionOptions &options) {
+  int64_t from = schedule.position.lookup(first);
+  KernelOp next;
+  int64_t at = INT64_MAX;
+  for (Operation *user : producer->getUsers()) {
+    int64_t p = schedule.position.lookup(user);
+    if (user != first && p > from && p < at) {
+      at = p;
+      next = dyn_cast<KernelOp>(user);
+    }
+  }
+  if (!next)
+    return {};
+  for (Operation *user : producer->getUsers())
+    if (user != first && user != next && schedule.position.lookup(user) <= at)
+      return {};
+  for (Operation *user : first->getUsers())
+    if (schedule.position.lookup(user) <= at)
+      return {};
+  if (schedule.writeBetween(from, at + 1, first.getInputs()))
+    return {};
+  if (!fitsPointwise(producer, next) &&
+      !(options.rows && fitsRow(producer, next)))
+    return {};
+  return next;
+}
+
 /// A kernel at `consumer`'s place that computes `producer`'s body, then
 /// `consumer`'s, and yields `consumer`'s results, then those of
 /// `producer`'s results that other ops read. The two are unlinked from
@@ -288,7 +324,17 @@ void fusion::fuseChainsAndRows(func::FuncOp func,
   schedule.computeLive(block);
   if (options.planPeak > 0)
     schedule.peak = std::min(schedule.peak, options.planPeak);
+  const int64_t bound = schedule.peak;
   auto &position = schedule.position;
+  // The schedule of the block as it now is (after a kernel moved), under
+  // the same bound; false when some step holds more than the bound.
+  auto reschedule = [&]() {
+    schedule = Schedule(block);
+    schedule.computeLive(block);
+    bool fits = schedule.peak <= bound;
+    schedule.peak = bound;
+    return fits;
+  };
 
   bool changed = true;
   while (changed) {
@@ -321,9 +367,25 @@ void fusion::fuseChainsAndRows(func::FuncOp func,
       if (erased.contains(producer))
         continue;
       KernelOp consumer = firstConsumer(producer, position);
-      if (!consumer || erased.contains(consumer) ||
-          !canFuse(producer, consumer, schedule, options, liveChanges))
+      if (!consumer || erased.contains(consumer))
         continue;
+      if (!canFuse(producer, consumer, schedule, options, liveChanges)) {
+        // The first reader moved past a later one that can take the
+        // producer, when the step keeps within the bound.
+        KernelOp next =
+            consumerPastFirst(producer, consumer, schedule, options);
+        if (!next || erased.contains(next))
+          continue;
+        Operation *before = consumer->getNextNode();
+        consumer->moveAfter(next);
+        if (!reschedule() ||
+            !canFuse(producer, next, schedule, options, liveChanges)) {
+          consumer->moveBefore(before);
+          reschedule();
+          continue;
+        }
+        consumer = next;
+      }
       schedule.apply(liveChanges);
       merge(producer, consumer);
     }

@@ -325,3 +325,35 @@ func.func @updates_another(%x: tensor<2x3x8xf32>) {
   memfit.assign @h, %2 : tensor<8xf32>
   return
 }
+
+// -----
+
+// A row kernel whose first reader is of another frame (a column sum: a
+// normalization's scale gradient) merges into its next reader of its own
+// frame (the input gradient) when the column sum can run after that one:
+// one row kernel for the statistics and the input gradient, then the
+// column sum.
+// CHECK-LABEL: func.func @first_reader_moved_past
+// CHECK: memfit.kernel
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: memfit.reduce_mean
+// CHECK-NEXT: memfit.sub
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.reduce_mean
+// CHECK-NEXT: memfit.mul
+// CHECK-NEXT: memfit.yield
+// CHECK: memfit.kernel
+// CHECK: memfit.mul
+// CHECK-NEXT: memfit.reduce_sum {{.*}}axes = array<i64: 0>
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+func.func @first_reader_moved_past(%x: tensor<64x8xf32>, %dy: tensor<64x8xf32>) -> (tensor<64x8xf32>, tensor<8xf32>) {
+  %m = memfit.reduce_mean %x {axes = array<i64: 1>} : tensor<64x8xf32> -> tensor<64x1xf32>
+  %xc = memfit.sub %x, %m : tensor<64x8xf32>, tensor<64x1xf32> -> tensor<64x8xf32>
+  %g = memfit.mul %dy, %xc : tensor<64x8xf32>, tensor<64x8xf32> -> tensor<64x8xf32>
+  %col = memfit.reduce_sum %g {axes = array<i64: 0>, keepdims = false} : tensor<64x8xf32> -> tensor<8xf32>
+  %p = memfit.mul %dy, %xc : tensor<64x8xf32>, tensor<64x8xf32> -> tensor<64x8xf32>
+  %pm = memfit.reduce_mean %p {axes = array<i64: 1>} : tensor<64x8xf32> -> tensor<64x1xf32>
+  %dx = memfit.mul %xc, %pm : tensor<64x8xf32>, tensor<64x1xf32> -> tensor<64x8xf32>
+  return %dx, %col : tensor<64x8xf32>, tensor<8xf32>
+}

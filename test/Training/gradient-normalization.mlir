@@ -39,8 +39,10 @@ func.func @log_softmax() -> tensor<f32> {
 // -----
 
 // layer_norm recomputes mean and rstd over the dimensions from the axis on;
-// scale and bias (broadcast inside the normalized shape) are summed over
-// the rest.
+// the input's gradient comes first, its two row reductions before the
+// element-wise ops that use them (one row kernel after fusion); scale and
+// bias (broadcast inside the normalized shape) are summed over the rest
+// after it.
 // CHECK-LABEL: func.func @layer_norm
 // CHECK: %[[G:.+]] = memfit.expand
 // CHECK: %[[MEAN:.+]] = memfit.reduce_mean %[[X:.+]] {axes = array<i64: 1, 2>, memfit.backward{{.*}}} : tensor<2x3x4xf32> -> tensor<2x1x1xf32>
@@ -50,11 +52,17 @@ func.func @log_softmax() -> tensor<f32> {
 // CHECK: memfit.add %[[VAR]], %[[EPS]]
 // CHECK: %[[RSTD:.+]] = memfit.reciprocal
 // CHECK: %[[XHAT:.+]] = memfit.mul %[[XC]], %[[RSTD]]
+// CHECK: %[[DXHAT:.+]] = memfit.mul %[[G]], %[[SCALE:.+]] {memfit.backward{{.*}}} : tensor<2x3x4xf32>, tensor<3x4xf32>
+// CHECK: %[[P:.+]] = memfit.mul %[[DXHAT]], %[[XHAT]]
+// CHECK: %[[PROJ:.+]] = memfit.reduce_mean %[[P]]
+// CHECK: %[[M:.+]] = memfit.reduce_mean %[[DXHAT]]
+// CHECK: %[[T:.+]] = memfit.mul %[[XHAT]], %[[PROJ]]
+// CHECK: %[[D:.+]] = memfit.sub %[[DXHAT]], %[[T]]
+// CHECK: %[[C:.+]] = memfit.sub %[[D]], %[[M]]
+// CHECK: %[[DX:.+]] = memfit.mul %[[C]], %[[RSTD]]
 // CHECK: %[[DB:.+]] = memfit.reduce_sum %[[G]] {axes = array<i64: 0, 1>, keepdims = false, memfit.backward{{.*}}} : tensor<2x3x4xf32> -> tensor<4xf32>
 // CHECK: %[[GX:.+]] = memfit.mul %[[G]], %[[XHAT]]
 // CHECK: %[[DG:.+]] = memfit.reduce_sum %[[GX]] {axes = array<i64: 0>, keepdims = false, memfit.backward{{.*}}} : tensor<2x3x4xf32> -> tensor<3x4xf32>
-// CHECK: %[[DXHAT:.+]] = memfit.mul %[[G]], %[[SCALE:.+]] {memfit.backward{{.*}}} : tensor<2x3x4xf32>, tensor<3x4xf32>
-// CHECK: %[[DX:.+]] = memfit.mul %{{.+}}, %[[RSTD]]
 // CHECK: return %{{.+}}, %[[DX]], %[[DG]], %[[DB]]
 memfit.parameter @x = dense<1.0> : tensor<2x3x4xf32>
 memfit.parameter @g = dense<1.0> : tensor<3x4xf32>

@@ -52,18 +52,24 @@ static LogicalResult normRule(GradBuilder &g, Value x, Value scale, Value bias,
       SqrtOp::create(g.b, g.loc, g.add(var, g.scalar(epsilon, elt))));
   Value xhat = g.mul(xc, rstd);
 
+  // The input's gradient first: its row reductions are of the
+  // statistics' frame, so fusion makes one row kernel of both; the scale's
+  // and bias's gradients, column sums, come after it.
+  // Both of its reductions come before the element-wise ops that use
+  // them (sibling reductions of the frame, then one epilogue).
+  if (g.needs(0)) {
+    Value dxhat = g.mul(dy, scale);
+    Value projection = g.reduceMean(g.mul(dxhat, xhat), axes);
+    Value mean = centered ? g.reduceMean(dxhat, axes) : Value();
+    Value inner = g.sub(dxhat, g.mul(xhat, projection));
+    if (centered)
+      inner = g.sub(inner, mean);
+    g.set(0, g.mul(inner, rstd));
+  }
   if (bias && g.needs(2))
     g.set(2, g.unbroadcastTo(dy, bias));
   if (g.needs(1))
     g.set(1, g.unbroadcastTo(g.mul(dy, xhat), scale));
-  if (g.needs(0)) {
-    Value dxhat = g.mul(dy, scale);
-    Value inner =
-        g.sub(dxhat, g.mul(xhat, g.reduceMean(g.mul(dxhat, xhat), axes)));
-    if (centered)
-      inner = g.sub(inner, g.reduceMean(dxhat, axes));
-    g.set(0, g.mul(inner, rstd));
-  }
   return success();
 }
 
