@@ -1,10 +1,11 @@
 //===- ContractionViews.cpp - matmul operands and results in place --------===//
 //
-// memfit-fuse's `views` rewrite: a matmul operand that kernels only
-// transposed or split off another value (through reshapes; the attention
-// heads split off a QKV projection) becomes a memfit.strided_view of that
-// value, read in place by the library call, when every reader of those
-// kernels' results takes a view; a kernel that only transposes a matmul's
+// memfit-fuse's `views` rewrite: a matmul or kernel operand that kernels
+// only transposed or split off another value (through reshapes; the
+// attention heads split off a QKV projection) becomes a
+// memfit.strided_view of that value, read in place by the library call or
+// the kernel's code (element-wise ops and attention's rows), when every
+// reader of those kernels' results takes a view; a kernel that only transposes a matmul's
 // result (the heads merged back), or the concatenation of several, becomes
 // the matmuls' result_perm.
 //
@@ -14,6 +15,7 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/RowFrame.h"
 #include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
@@ -179,14 +181,55 @@ traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
     if (!layout)
       return std::nullopt;
   }
-  // The library reads a matrix whose rows or columns are adjacent.
-  size_t r = layout->shape.size();
-  auto adjacent = [&](size_t d) {
-    return layout->shape[d] == 1 || layout->strides[d] == 1;
-  };
-  if (r < 2 || !(adjacent(r - 1) || adjacent(r - 2)))
-    return std::nullopt;
   return std::make_pair(v, *layout);
+}
+
+/// Whether dimension `d` of `layout` is adjacent: extent 1 or stride 1.
+bool adjacent(const Strided &layout, size_t d) {
+  return layout.shape[d] == 1 || layout.strides[d] == 1;
+}
+
+/// Whether a matmul's library call reads `layout`: a matrix whose rows or
+/// columns are adjacent.
+bool libraryReads(const Strided &layout) {
+  size_t r = layout.shape.size();
+  return r >= 2 && (adjacent(layout, r - 1) || adjacent(layout, r - 2));
+}
+
+/// Whether `kernel` can read its input `index` in place through a view of
+/// `layout` (KernelWriter::scalar reads a view's elements at its strides;
+/// the attention kernels read a row of a view whose last dimension is
+/// adjacent): only element-wise ops of a pointwise or row kernel read it,
+/// or it is an attention op's query, key, value or result gradient. Not a
+/// kernel of several segments, one that quantizes, or one that writes a
+/// result in place into the input.
+bool kernelReadsView(KernelOp kernel, unsigned index, const Strided &layout) {
+  if (kernel->hasAttr(kSegmentsAttr))
+    return false;
+  for (unsigned r = 0; r < kernel->getNumResults(); ++r)
+    if (kernel.getTiedInput(r) == kernel.getInputs()[index])
+      return false;
+  BlockArgument arg = kernel.getBodyBlock().getArgument(index);
+  auto ops = kernel.getBodyOps();
+  int64_t count = opCount(kernel);
+  bool rows = count >= 2 && rowFrameOf(kernel).has_value();
+  bool quantizes = llvm::any_of(
+      ops, [](Operation &op) { return isa<QuantizeOp>(op); });
+  for (OpOperand &use : arg.getUses()) {
+    Operation *user = use.getOwner();
+    if (isa<AttentionOp, AttentionGradQueryOp, AttentionGradKeyValueOp>(user)) {
+      unsigned n = use.getOperandNumber();
+      bool row = n < 3 || (!isa<AttentionOp>(user) && n == 5);
+      if (count != 1 || !row || !adjacent(layout, layout.shape.size() - 1))
+        return false;
+      continue;
+    }
+    if (quantizes || !(isScalarOp(user) || (rows && isRowOp(user))))
+      return false;
+    if (!rows && !isPointwise(kernel))
+      return false;
+  }
+  return !arg.use_empty();
 }
 
 //===----------------------------------------------------------------------===//
@@ -392,18 +435,27 @@ void fusion::viewContractionOperands(func::FuncOp func) {
     SmallVector<KernelOp> kernels;
   };
   SmallVector<Candidate> candidates;
-  for (MatMulOp matmul : llvm::to_vector(block.getOps<MatMulOp>())) {
-    if (!isa<FloatType>(matmul.getType().getElementType()))
+  // A matmul's operand that its library call reads, or a kernel's that
+  // its code reads, in place.
+  for (Operation &op : block) {
+    auto matmul = dyn_cast<MatMulOp>(op);
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (matmul && !isa<FloatType>(matmul.getType().getElementType()))
       continue;
-    for (OpOperand &use : matmul->getOpOperands()) {
+    if (!matmul && !kernel)
+      continue;
+    for (OpOperand &use : op.getOpOperands()) {
       Candidate c{&use, {}, {}, {}};
       auto traced = traceStrided(use.get(), c.kernels);
       if (!traced)
         continue;
       c.source = traced->first;
       c.layout = traced->second;
+      if (matmul ? !libraryReads(c.layout)
+                 : !kernelReadsView(kernel, use.getOperandNumber(), c.layout))
+        continue;
       int64_t first = schedule.position.lookup(c.kernels.back());
-      if (schedule.writeBetween(first, schedule.position.lookup(matmul),
+      if (schedule.writeBetween(first, schedule.position.lookup(&op),
                                 c.source))
         continue;
       candidates.push_back(std::move(c));

@@ -1,12 +1,13 @@
-// memfit-fuse views (`views`, on by default): a matmul operand that kernels
-// only transposed or split off another value becomes a memfit.strided_view
-// of that value, and a kernel that only transposes a matmul's result
+// memfit-fuse views (`views`, on by default): a matmul or kernel operand
+// that kernels only transposed or split off another value becomes a
+// memfit.strided_view of that value, and a kernel that only transposes a matmul's result
 // (keeping the last dimension last) becomes the matmul's result_perm. The
 // library call reads and writes those in place (the manifest's offsets, ld
 // and batch strides); the copies go.
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | FileCheck %s
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false views=false' | FileCheck %s --check-prefix=OFF
 // RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | memfit-translate -split-input-file --memfit-to-manifest | FileCheck %s --check-prefix=MANIFEST
+// RUN: memfit-opt %s -split-input-file --memfit-form-kernels '--memfit-fuse=multi-tensor=false' | memfit-translate -split-input-file --memfit-to-cuda | FileCheck %s --check-prefix=CUDA
 
 // Attention as exporters write it: the QKV projection [2, 8, 3 * 2 * 4]
 // reshaped to [2, 8, 3, 2, 4], its heads moved forward and split into Q, K
@@ -77,14 +78,20 @@ func.func @attention(%x: tensor<2x8x16xf32>, %w: tensor<16x24xf32>, %p: tensor<8
 
 // -----
 
-// A split whose piece an element-wise kernel also reads keeps its copies
-// (the view would not remove them, and the projection would live longer).
-// CHECK-LABEL: func.func @other_reader
-// CHECK: memfit.transpose
-// CHECK: memfit.split
-// CHECK-NOT: memfit.strided_view
+// An element-wise kernel reads a view in place too: the split and the
+// transpose go, exp reads its piece at the view's strides.
+// CHECK-LABEL: func.func @elementwise_reader
+// CHECK-NOT: memfit.transpose
+// CHECK-NOT: memfit.split
+// CHECK: %[[Q:.+]] = memfit.strided_view %{{.+}} {offset = 0 : i64, strides = array<i64: 128, 4, 16, 1>}
+// CHECK-NEXT: memfit.kernel(%[[Q]])
+// CHECK: memfit.exp
 // CHECK: return
-func.func @other_reader(%qkv: tensor<2x8x16xf32>, %w: tensor<2x4x8xf32>) -> (tensor<2x2x8x4xf32>, tensor<2x2x8x8xf32>) {
+// CUDA-LABEL: // k0_exp: (no ONNX node)
+// CUDA: const float [[E:v[0-9]+]] = in0[0LL + c0 * 128LL + c1 * 4LL + c2 * 16LL + c3 * 1LL];
+// CUDA-NEXT: const float [[R:v[0-9]+]] = expf([[E]]);
+// CUDA-NEXT: out0[idx] = [[R]];
+func.func @elementwise_reader(%qkv: tensor<2x8x16xf32>, %w: tensor<2x4x8xf32>) -> (tensor<2x2x8x4xf32>, tensor<2x2x8x8xf32>) {
   %r = memfit.reshape %qkv : tensor<2x8x16xf32> to tensor<2x8x2x2x4xf32>
   %t = memfit.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x8x2x2x4xf32> -> tensor<2x2x2x8x4xf32>
   %s:2 = memfit.split %t {axis = 0 : i64, sizes = array<i64: 1, 1>} : tensor<2x2x2x8x4xf32> -> tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>
@@ -93,6 +100,62 @@ func.func @other_reader(%qkv: tensor<2x8x16xf32>, %w: tensor<2x4x8xf32>) -> (ten
   %e = memfit.exp %q : tensor<2x2x8x4xf32>
   %p = memfit.matmul %k, %w : tensor<2x2x8x4xf32>, tensor<2x4x8xf32> -> tensor<2x2x8x8xf32>
   return %e, %p : tensor<2x2x8x4xf32>, tensor<2x2x8x8xf32>
+}
+
+// -----
+
+// A split whose piece a reduction's template also reads keeps its copies
+// (the template reads its input's buffer packed; the view would not remove
+// the copies, and the projection would live longer).
+// CHECK-LABEL: func.func @other_reader
+// CHECK: memfit.transpose
+// CHECK: memfit.split
+// CHECK-NOT: memfit.strided_view
+// CHECK: return
+func.func @other_reader(%qkv: tensor<2x8x16xf32>, %w: tensor<2x4x8xf32>) -> (tensor<2x2x8x1xf32>, tensor<2x2x8x8xf32>) {
+  %r = memfit.reshape %qkv : tensor<2x8x16xf32> to tensor<2x8x2x2x4xf32>
+  %t = memfit.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x8x2x2x4xf32> -> tensor<2x2x2x8x4xf32>
+  %s:2 = memfit.split %t {axis = 0 : i64, sizes = array<i64: 1, 1>} : tensor<2x2x2x8x4xf32> -> tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>
+  %q = memfit.squeeze %s#0 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %k = memfit.squeeze %s#1 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %e = memfit.reduce_sum %q {axes = array<i64: 3>} : tensor<2x2x8x4xf32> -> tensor<2x2x8x1xf32>
+  %p = memfit.matmul %k, %w : tensor<2x2x8x4xf32>, tensor<2x4x8xf32> -> tensor<2x2x8x8xf32>
+  return %e, %p : tensor<2x2x8x1xf32>, tensor<2x2x8x8xf32>
+}
+
+// -----
+
+// Attention's kernels read Q, K and V split off a QKV projection in place
+// (offsets 0, HD and 2HD of the projection's rows, strides
+// [S * 3HD, D, 3HD, 1]: row (b, h, i) of a head at b * S * 3HD + h * D +
+// i * 3HD); no copy is left.
+// CHECK-LABEL: func.func @attention_kernel
+// CHECK-NOT: memfit.transpose
+// CHECK-NOT: memfit.split
+// CHECK-DAG: %[[Q:.+]] = memfit.strided_view %[[QKV:.+]] {offset = 0 : i64, strides = array<i64: 192, 4, 24, 1>}
+// CHECK-DAG: %[[K:.+]] = memfit.strided_view %[[QKV]] {offset = 8 : i64, strides = array<i64: 192, 4, 24, 1>}
+// CHECK-DAG: %[[V:.+]] = memfit.strided_view %[[QKV]] {offset = 16 : i64, strides = array<i64: 192, 4, 24, 1>}
+// CHECK: memfit.kernel(%[[Q]], %[[K]], %[[V]])
+// CHECK: memfit.attention
+// CHECK: return
+// CUDA-LABEL: // k0_attention: (no ONNX node)
+// CUDA: const long long hk = h / 1LL;
+// CUDA: q[k] = (float)in0[0LL + b * 192LL + h * 4LL + i * 24LL + k];
+// CUDA: dot0 += q[0] * (float)in1[8LL + b * 192LL + hk * 4LL + j * 24LL + 0];
+// CUDA: o[e] += p * (float)in2[16LL + b * 192LL + hk * 4LL + (j0 + jj) * 24LL + e];
+// CUDA: out0[t * 4LL + e] =
+// MANIFEST-LABEL: "schema": "memfit-executable"
+// MANIFEST: "name": "k0_attention"
+func.func @attention_kernel(%x: tensor<2x8x16xf32>, %w: tensor<16x24xf32>) -> tensor<2x2x8x4xf32> {
+  %qkv = memfit.matmul %x, %w : tensor<2x8x16xf32>, tensor<16x24xf32> -> tensor<2x8x24xf32>
+  %r = memfit.reshape %qkv : tensor<2x8x24xf32> to tensor<2x8x3x2x4xf32>
+  %t = memfit.transpose %r {perm = array<i64: 2, 0, 3, 1, 4>} : tensor<2x8x3x2x4xf32> -> tensor<3x2x2x8x4xf32>
+  %s:3 = memfit.split %t {axis = 0 : i64, sizes = array<i64: 1, 1, 1>} : tensor<3x2x2x8x4xf32> -> tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>, tensor<1x2x2x8x4xf32>
+  %q = memfit.squeeze %s#0 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %k = memfit.squeeze %s#1 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %v = memfit.squeeze %s#2 {axes = array<i64: 0>} : tensor<1x2x2x8x4xf32> -> tensor<2x2x8x4xf32>
+  %o, %lse = memfit.attention causal %q, %k, %v scale 0.5 : (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>) -> (tensor<2x2x8x4xf32>, tensor<2x2x8xf32>)
+  return %o : tensor<2x2x8x4xf32>
 }
 
 // -----

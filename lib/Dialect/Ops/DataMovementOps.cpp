@@ -78,11 +78,11 @@ LogicalResult StridedViewOp::verify() {
     return emitOpError("reads element ")
            << last << " of an input of " << in.getNumElements() << " elements";
   for (Operation *user : getResult().getUsers())
-    if (!isa<MatMulOp>(user))
+    if (!isa<MatMulOp, KernelOp>(user))
       return emitOpError("is read by '")
              << user->getName()
-             << "': only memfit.matmul reads a strided view (its library "
-                "call's strides)";
+             << "': only memfit.matmul (its library call's strides) and "
+                "memfit.kernel (its code's) read a strided view";
   return success();
 }
 

@@ -64,7 +64,27 @@ struct AttentionKernel {
   /// The step the dropout draws for: its operand's element, or 0.
   std::string dropoutStep = "0LL";
 
+  /// Whether an operand is read through a view (memfit-fuse's views: the
+  /// heads of a QKV projection, read in place).
+  bool views = false;
+
   raw_ostream &os() { return w.body(); }
+  /// The offset of row (b, h, i) of operand `v` ([B, H, S, D], rows
+  /// adjacent): `packed`, its offset in a buffer of its own, or a view's
+  /// offset and strides in the viewed buffer.
+  std::string rowStart(Value v, StringRef packed, StringRef b, StringRef h,
+                       StringRef i) {
+    StridedViewOp view = w.viewOf(v);
+    if (!view)
+      return packed.str();
+    ArrayRef<int64_t> strides = view.getStrides();
+    std::string start = ll(view.getOffset());
+    StringRef names[] = {b, h, i};
+    for (auto [name, stride] : llvm::zip(names, strides.take_front(3)))
+      if (stride != 0)
+        start += " + " + name.str() + " * " + ll(stride);
+    return start;
+  }
   std::string lit(double v) const { return floatLiteral(v, isDouble); }
   std::string exp() const { return mathFn("exp", type); }
   /// An element of `value` at `offset`, in the accumulator type.
@@ -209,6 +229,8 @@ struct AttentionKernel {
     os() << "  const long long b = t / " << ll(queries * heads) << ";\n";
     os() << "  const long long kv = (b * " << ll(kvHeads) << " + h / "
          << ll(group) << ") * " << ll(keys) << ";\n";
+    if (views)
+      os() << "  const long long hk = h / " << ll(group) << ";\n";
     os() << "  const long long keyEnd = "
          << (causal ? "i + 1 < " + ll(keys) + " ? i + 1 : " + ll(keys)
                     : ll(keys))
@@ -243,6 +265,8 @@ FailureOr<AttentionKernel> kernelFor(OpTy op, KernelWriter &w) {
                          op.getUniformHiddenRows(),
                          op.getMask(),
                          {}};
+  for (Value operand : op->getOperands())
+    kernel.views |= static_cast<bool>(w.viewOf(operand));
   kernel.dropoutRatio = op.getDropoutRatio().convertToDouble();
   kernel.dropoutSeed = op.getDropoutSeed();
   kernel.dropoutStream = op.getDropoutStream();
@@ -269,7 +293,9 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   raw_ostream &os = k->os();
   std::string neg = k->lit(-INFINITY);
   k->writeQueryRowIndex();
-  k->writeRow("q", op.getQuery(), "t * " + k->ll(k->d), k->d);
+  k->writeRow("q", op.getQuery(),
+              k->rowStart(op.getQuery(), "t * " + k->ll(k->d), "b", "h", "i"),
+              k->d);
   k->writeZeros("o", k->dv);
   os << "  " << k->acc << " m = " << neg << ", l = 0;\n";
   os << "  " << k->acc << " s[" << kKeyTile << "];\n";
@@ -282,7 +308,10 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   os << "      s[jj] = " << neg << ";\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
   k->writeDot("      ", "dot", k->reg("q"),
-              k->at(op.getKey(), "(kv + j) * " + k->ll(k->d)), k->d);
+              k->at(op.getKey(), k->rowStart(op.getKey(),
+                                             "(kv + j) * " + k->ll(k->d), "b",
+                                             "hk", "j")),
+              k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      s[jj] = x;\n";
   os << "      tileMax = memfit_max(tileMax, x);\n";
@@ -300,7 +329,10 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   if (k->dropout())
     os << "      if (!" << k->keeps("t", "j0 + jj") << ") continue;\n";
   os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += p * "
-     << k->load(op.getValue(), "(kv + j0 + jj) * " + k->ll(k->dv) + " + e")
+     << k->load(op.getValue(),
+                k->rowStart(op.getValue(), "(kv + j0 + jj) * " + k->ll(k->dv),
+                            "b", "hk", "(j0 + jj)") +
+                    " + e")
      << ";\n";
   os << "    }\n";
   os << "    m = mNew;\n";
@@ -314,7 +346,10 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
     if (k->dropout())
       os << "      if (!" << k->keeps("t", "j") << ") continue;\n";
     os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += "
-       << k->load(op.getValue(), "(kv + j) * " + k->ll(k->dv) + " + e")
+       << k->load(op.getValue(),
+                  k->rowStart(op.getValue(), "(kv + j) * " + k->ll(k->dv),
+                              "b", "hk", "j") +
+                      " + e")
        << ";\n";
     if (k->dropout())
       os << "    }\n";
@@ -339,8 +374,13 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
     return failure();
   raw_ostream &os = k->os();
   k->writeQueryRowIndex();
-  k->writeRow("q", op.getQuery(), "t * " + k->ll(k->d), k->d);
-  k->writeRow("g", op.getDresult(), "t * " + k->ll(k->dv), k->dv);
+  k->writeRow("q", op.getQuery(),
+              k->rowStart(op.getQuery(), "t * " + k->ll(k->d), "b", "h", "i"),
+              k->d);
+  k->writeRow("g", op.getDresult(),
+              k->rowStart(op.getDresult(), "t * " + k->ll(k->dv), "b", "h",
+                          "i"),
+              k->dv);
   k->writeZeros("dq", k->d);
   os << "  const " << k->acc << " lse = " << k->load(op.getLogsumexp(), "t")
      << ";\n";
@@ -349,11 +389,17 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
   // dresult . value_j, and dq's update by ds = p * (dp - delta).
   auto writeDp = [&] {
     k->writeDp("    ", k->reg("g"),
-               k->at(op.getValue(), "(kv + j) * " + k->ll(k->dv)), "t");
+               k->at(op.getValue(),
+                     k->rowStart(op.getValue(), "(kv + j) * " + k->ll(k->dv),
+                                 "b", "hk", "j")),
+               "t");
   };
   auto writeDqUpdate = [&] {
     os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
-       << k->load(op.getKey(), "(kv + j) * " + k->ll(k->d) + " + c")
+       << k->load(op.getKey(), k->rowStart(op.getKey(),
+                                           "(kv + j) * " + k->ll(k->d), "b",
+                                           "hk", "j") +
+                                   " + c")
        << ";\n";
   };
   // A uniform row: p = 1 / T for every key.
@@ -370,7 +416,10 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
   os << "  for (long long j = 0; j < keyEnd; ++j) {\n";
   k->writeBoolMask("    ", "b", "h", "i", "j");
   k->writeDot("    ", "dot", k->reg("q"),
-              k->at(op.getKey(), "(kv + j) * " + k->ll(k->d)), k->d);
+              k->at(op.getKey(), k->rowStart(op.getKey(),
+                                             "(kv + j) * " + k->ll(k->d), "b",
+                                             "hk", "j")),
+              k->d);
   k->writeScore("    ", "dot", "b", "h", "i", "j");
   os << "    const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
   writeDp();
@@ -394,8 +443,13 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
   os << "  const long long hk = (t / " << k->ll(k->keys) << ") % "
      << k->ll(k->kvHeads) << ";\n";
   os << "  const long long b = t / " << k->ll(k->keys * k->kvHeads) << ";\n";
-  k->writeRow("kr", op.getKey(), "t * " + k->ll(k->d), k->d);
-  k->writeRow("vr", op.getValue(), "t * " + k->ll(k->dv), k->dv);
+  k->writeRow("kr", op.getKey(),
+              k->rowStart(op.getKey(), "t * " + k->ll(k->d), "b", "hk", "j"),
+              k->d);
+  k->writeRow("vr", op.getValue(),
+              k->rowStart(op.getValue(), "t * " + k->ll(k->dv), "b", "hk",
+                          "j"),
+              k->dv);
   k->writeZeros("dk", k->d);
   k->writeZeros("dv", k->dv);
   os << "  for (long long h = hk * " << k->ll(k->group) << "; h < (hk + 1) * "
@@ -419,22 +473,36 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
     os << "      if (i < j) continue;\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
   k->writeDot("      ", "dot", k->reg("kr"),
-              k->at(op.getQuery(), "r * " + k->ll(k->d)), k->d);
+              k->at(op.getQuery(), k->rowStart(op.getQuery(),
+                                               "r * " + k->ll(k->d), "b", "h",
+                                               "i")),
+              k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      p = " << k->exp() << "(x - lse);\n";
   os << "      }\n";
   k->writeDp("      ", k->reg("vr"),
-             k->at(op.getDresult(), "r * " + k->ll(k->dv)), "r");
+             k->at(op.getDresult(), k->rowStart(op.getDresult(),
+                                                "r * " + k->ll(k->dv), "b",
+                                                "h", "i")),
+             "r");
   // The pair's share of dvalue: its dropped probability z * p.
   if (k->dropout())
     os << "      const " << k->acc << " pz = p * z;\n";
   os << "      for (int e = 0; e < " << k->dv << "; ++e) dv[e] += "
      << (k->dropout() ? "pz" : "p") << " * "
-     << k->load(op.getDresult(), "r * " + k->ll(k->dv) + " + e") << ";\n";
+     << k->load(op.getDresult(),
+                k->rowStart(op.getDresult(), "r * " + k->ll(k->dv), "b", "h",
+                            "i") +
+                    " + e")
+     << ";\n";
   os << "      const " << k->acc << " ds = p * (dp - "
      << k->load(op.getDelta(), "r") << ");\n";
   os << "      for (int c = 0; c < " << k->d << "; ++c) dk[c] += ds * "
-     << k->load(op.getQuery(), "r * " + k->ll(k->d) + " + c") << ";\n";
+     << k->load(op.getQuery(), k->rowStart(op.getQuery(),
+                                           "r * " + k->ll(k->d), "b", "h",
+                                           "i") +
+                                   " + c")
+     << ";\n";
   os << "    }\n";
   os << "  }\n";
   os << "  for (int c = 0; c < " << k->d << "; ++c) out0[t * " << k->ll(k->d)

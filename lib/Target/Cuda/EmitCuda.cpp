@@ -256,7 +256,14 @@ LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
     return failure();
   info->kind = cuda::kernelKind(kernel);
   info->cost = cuda::stepCost(kernel);
-  SmallVector<Value> buffers(kernel.getInputs());
+  // A view's kernel reads the viewed value's buffer at the view's offset
+  // and strides (KernelWriter::viewOf).
+  SmallVector<Value> buffers;
+  for (Value input : kernel.getInputs()) {
+    if (auto view = input.getDefiningOp<StridedViewOp>())
+      input = view.getInput();
+    buffers.push_back(input);
+  }
   llvm::append_range(buffers, kernel.getResults());
   return addKernelStep(kernel, std::move(*info), buffers);
 }

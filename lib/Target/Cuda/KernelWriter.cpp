@@ -48,6 +48,26 @@ std::string KernelWriter::param(Value value) {
   return "in" + std::to_string(cast<BlockArgument>(value).getArgNumber());
 }
 
+StridedViewOp KernelWriter::viewOf(Value value) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &kernel.getBodyBlock())
+    return {};
+  return kernel.getInputs()[arg.getArgNumber()].getDefiningOp<StridedViewOp>();
+}
+
+std::string KernelWriter::viewOffset(StridedViewOp view, size_t rank) {
+  ArrayRef<int64_t> shape = view.getType().getShape();
+  ArrayRef<int64_t> strides = view.getStrides();
+  // The view's dimensions are the domain's trailing ones; one of extent 1
+  // is broadcast.
+  size_t lead = rank - shape.size();
+  std::string offset = std::to_string(view.getOffset()) + "LL";
+  for (auto [d, size] : llvm::enumerate(shape))
+    if (size != 1 && strides[d] != 0)
+      offset += llvm::formatv(" + c{0} * {1}LL", lead + d, strides[d]).str();
+  return offset;
+}
+
 std::string KernelWriter::freshName(StringRef prefix) {
   return prefix.str() + std::to_string(nextVar++);
 }
@@ -244,10 +264,15 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
                            << shapeToString(domainShape),
              failure();
     // An input of the domain's shape is read at the domain's index (the
-    // offset its coordinates would add up to).
-    std::string offset = shape == domainShape
-                             ? domainIndex
-                             : broadcastOffset(shape, domainShape.size(), "c");
+    // offset its coordinates would add up to); a view of another value's
+    // buffer at its own offset and strides.
+    std::string offset;
+    if (StridedViewOp view = viewOf(arg))
+      offset = viewOffset(view, domainShape.size());
+    else
+      offset = shape == domainShape
+                   ? domainIndex
+                   : broadcastOffset(shape, domainShape.size(), "c");
     return define(value,
                   widen(eltOf(arg), param(arg) + "[" + offset + "]"));
   }
@@ -268,6 +293,10 @@ FailureOr<SmallVector<std::string>> KernelWriter::scalars(ValueRange values) {
 
 FailureOr<std::string> KernelWriter::load(Value value, StringRef offset,
                                           Operation *user) {
+  if (viewOf(value))
+    return error(user) << "data movement of a view (memfit-fuse gives views "
+                          "to element-wise ops and attention rows only)",
+           failure();
   if (auto arg = dyn_cast<BlockArgument>(value))
     return widen(eltOf(arg), param(arg) + "[" + offset.str() + "]");
   if (value.getDefiningOp<ConstantOp>())

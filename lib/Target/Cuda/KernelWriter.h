@@ -57,9 +57,15 @@ public:
   ArrayRef<int64_t> domain() const { return domainShape; }
   /// The parameter name of a kernel input (`in<n>`).
   std::string param(Value value);
+  /// The view that the kernel input `value` reads in place (its parameter
+  /// is the viewed value's buffer; memfit-fuse's views), else null.
+  StridedViewOp viewOf(Value value);
+  /// The offset in the viewed buffer of `view`'s element at the
+  /// coordinates `c<d>` of a domain of `rank` dimensions.
+  static std::string viewOffset(StridedViewOp view, size_t rank);
   /// The scalar of `value` at the kernel's index: a kernel input loaded and
-  /// broadcast to the domain, a splat constant's literal or the variable of
-  /// an op already written.
+  /// broadcast to the domain (or read through its view), a splat
+  /// constant's literal or the variable of an op already written.
   FailureOr<std::string> scalar(Value value);
   /// scalar() of each of `values`.
   FailureOr<SmallVector<std::string>> scalars(ValueRange values);

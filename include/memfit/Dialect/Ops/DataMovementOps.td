@@ -94,15 +94,17 @@ def Memfit_UnsqueezeOp : Memfit_InferredOp<"unsqueeze", "DataMovement", [Memfit_
 }
 
 def Memfit_StridedViewOp : Memfit_Op<"strided_view", "DataMovement", [Pure, Memfit_BufferView]> {
-  let summary = "a contraction operand read in place from a larger tensor";
+  let summary = "an operand read in place from a larger tensor";
   let description = [{
     The result's element at index `i` is the input's element at flat
     (row-major) position `offset + sum(i[d] * strides[d])`: a slice, a
     permutation, or a slice of a permutation of the input's bytes, read in
-    place. memfit-fuse makes these for the operands of matmuls that were
-    copies (the attention heads split off a QKV projection); only matmuls
-    read them, as their library call's offsets, leading dimensions and
-    batch strides, and the memory plan gives them the input's buffer.
+    place. memfit-fuse makes these for the operands of matmuls and kernels
+    that were copies (the attention heads split off a QKV projection); only
+    matmuls (as their library call's offsets, leading dimensions and batch
+    strides) and kernels (their code reads the input's buffer at the
+    view's strides) read them, and the memory plan gives them the input's
+    buffer.
 
     ```mlir
     %k = memfit.strided_view %qkv {offset = 256 : i64, strides = array<i64: 98304, 64, 768, 1>} : tensor<4x128x768xf32> -> tensor<4x4x128x64xf32>
