@@ -41,21 +41,32 @@
 // CUDA: __global__ void k0_mul_reduce_mean_add_6ops(const float* __restrict__ in0, float* __restrict__ out0, float* __restrict__ out1) {
 // CUDA: MEMFIT_WARP_ROWS(row, 4LL) {
 // CUDA-NEXT: const long long base = row * 8LL;
+// Rows of 8 f32 are two 16-byte vectors: each lane loads 4 adjacent
+// elements at once, folds them into its partial in order, and stores its
+// results as one vector.
 // CUDA: MEMFIT_PARTIAL(float, [[P:ps[0-9]+]], 0);
-// CUDA-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 8LL) {
+// CUDA-NEXT: MEMFIT_WARP_STRIDE_VEC(j0, 0LL, 8LL, 4) {
+// CUDA-NEXT: const memfit_vec<float, 4> x0 = memfit_load_vec<float, 4>(in0 + base + j0);
+// CUDA-NEXT: for (int k = 0; k < 4; ++k) {
+// CUDA-NEXT: const long long j = j0 + k;
 // CUDA-NEXT: const long long idx = base + j;
-// CUDA: const float [[X:v[0-9]+]] = in0[
+// CUDA: const float [[X:v[0-9]+]] = x0.v[k];
 // CUDA-NEXT: const float [[SQ:v[0-9]+]] = [[X]] * [[X]];
-// CUDA-NEXT: MEMFIT_LANE([[P]], j) = MEMFIT_LANE([[P]], j) + (float)[[SQ]];
+// CUDA-NEXT: MEMFIT_LANE([[P]], j0) = MEMFIT_LANE([[P]], j0) + (float)[[SQ]];
+// CUDA-NEXT: }
 // CUDA-NEXT: }
 // CUDA-NEXT: const float [[A:a[0-9]+]] = memfit_warp_sum([[P]]);
 // CUDA-NEXT: const float [[M:v[0-9]+]] = (float)([[A]] / 8.0f);
 // CUDA-NEXT: const float [[E:v[0-9]+]] = [[M]] + 9.99999975e-06f;
 // CUDA-NEXT: const float [[S:v[0-9]+]] = sqrtf([[E]]);
 // CUDA-NEXT: const float [[R:v[0-9]+]] = 1.0f / [[S]];
-// CUDA-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 8LL) {
+// CUDA-NEXT: MEMFIT_WARP_STRIDE_VEC(j0, 0LL, 8LL, 4) {
+// CUDA-NEXT: const memfit_vec<float, 4> x0 = memfit_load_vec<float, 4>(in0 + base + j0);
+// CUDA-NEXT: memfit_vec<float, 4> y0;
 // CUDA: const float [[Y:v[0-9]+]] = {{v[0-9]+}} * [[R]];
-// CUDA-NEXT: out0[idx] = [[Y]];
+// CUDA-NEXT: y0.v[k] = [[Y]];
+// CUDA-NEXT: }
+// CUDA-NEXT: memfit_store_vec(out0 + base + j0, y0);
 // CUDA-NEXT: }
 // CUDA-NEXT: if (MEMFIT_LANE0) {
 // CUDA-NEXT: out1[row] = [[R]];
@@ -197,9 +208,9 @@ func.func @row_prologue_no_keepdims(%dy: tensor<2x4x8xf32>, %x: tensor<2x4x8xf32
 // CHECK-NOT: memfit.kernel
 // CHECK: return
 // CUDA-LABEL: __global__ void k1_mul_where_softmax(
-// CUDA: MEMFIT_LANE([[PM:pm[0-9]+]], j) = memfit_max(MEMFIT_LANE([[PM]], j), (float){{v[0-9]+}});
+// CUDA: MEMFIT_LANE([[PM:pm[0-9]+]], j0) = memfit_max(MEMFIT_LANE([[PM]], j0), (float){{v[0-9]+}});
 // CUDA: const float [[M:a[0-9]+]] = memfit_warp_max([[PM]]);
-// CUDA: MEMFIT_LANE([[PS:ps[0-9]+]], j) = MEMFIT_LANE([[PS]], j) + expf((float){{v[0-9]+}} - [[M]]);
+// CUDA: MEMFIT_LANE([[PS:ps[0-9]+]], j0) = MEMFIT_LANE([[PS]], j0) + expf((float){{v[0-9]+}} - [[M]]);
 // CUDA: const float [[S:a[0-9]+]] = memfit_warp_sum([[PS]]);
 // CUDA: = (float)(expf((float){{v[0-9]+}} - [[M]]) / [[S]]);
 func.func @norm_prologue(%x: tensor<4x8xf32>, %r: tensor<4x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32>) -> tensor<4x8xf32> {

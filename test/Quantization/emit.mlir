@@ -11,7 +11,7 @@
 // is, to CUBIN for sm_80 and sm_90.
 // RUN: memfit-opt %s --memfit-form-kernels | memfit-translate --memfit-to-cuda -o %t.cu
 // RUN: %cxx -std=c++17 -fsyntax-only -w \
-// RUN:   -include %memfit_src_root/runtime/src/host/memfit_cuda_host.h -x c++ %t.cu
+// RUN:   -include %memfit_src_root/runtime/src/host/memfit_cuda_host.h -include %memfit_src_root/runtime/src/host/memfit_thread_loops.h -x c++ %t.cu
 // RUN: %if nvrtc %{ memfit-nvrtc --arch=sm_80 --arch=sm_90 %t.cu | FileCheck %s --check-prefix=NVRTC %}
 // NVRTC: sm_80: {{[1-9][0-9]*}} bytes of CUBIN
 // NVRTC-NEXT: sm_90: {{[1-9][0-9]*}} bytes of CUBIN

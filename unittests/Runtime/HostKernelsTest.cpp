@@ -398,7 +398,7 @@ std::string rowReductionBody(bool host, int row) {
 /// inputs to out[4 * r + 0..3]. In CUDA's form every warp shuffles (the
 /// emulation's shuffles are block barriers), the warps past the last row
 /// on its data, and only the warps of a row write.
-std::string warpRowBody(bool host, int row, int rows) {
+std::string warpRowBody(bool host, int row, int rows, int vector = 1) {
   std::string r = std::to_string(row) + "LL";
   std::string n = std::to_string(rows) + "LL";
   std::string s = R"((double* __restrict__ out, const float* __restrict__ f,
@@ -421,18 +421,30 @@ std::string warpRowBody(bool host, int row, int rows) {
                     ", " + inits[k] + ");\n"
               : std::string("  ") + types[k] + " " + names[k] + " = " +
                     inits[k] + ";\n";
-  s += host ? "  MEMFIT_WARP_STRIDE(j, 0LL, " + r + ") {\n"
-            : "  for (long long j = threadIdx.x & 31; j < " + r +
-                  "; j += 32) {\n";
+  // With vectors, each lane takes `vector` adjacent elements at a time
+  // (its partial is MEMFIT_LANE(a, j0)).
+  std::string v = std::to_string(vector);
+  if (vector > 1)
+    s += host ? "  MEMFIT_WARP_STRIDE_VEC(j0, 0LL, " + r + ", " + v +
+                    ") {\n  for (int k = 0; k < " + v +
+                    "; ++k) {\n  const long long j = j0 + k;\n"
+              : "  for (long long j0 = (threadIdx.x & 31) * " + v + "; j0 < " +
+                    r + "; j0 += 32 * " + v + ") {\n  for (int k = 0; k < " +
+                    v + "; ++k) {\n  const long long j = j0 + k;\n";
+  else
+    s += host ? "  MEMFIT_WARP_STRIDE(j, 0LL, " + r + ") {\n"
+              : "  for (long long j = threadIdx.x & 31; j < " + r +
+                    "; j += 32) {\n";
   for (int k = 0; k < 4; ++k) {
-    std::string lane =
-        host ? std::string("MEMFIT_LANE(") + names[k] + ", j)" : names[k];
+    std::string lane = host ? std::string("MEMFIT_LANE(") + names[k] +
+                                  (vector > 1 ? ", j0)" : ", j)")
+                            : names[k];
     std::string x = std::string(inputs[k]) + "[base + j]";
     s += "    " + lane + " = " +
          (k % 2 ? "op_max(" + lane + ", " + x + ")" : lane + " + " + x) +
          ";\n";
   }
-  s += "  }\n";
+  s += vector > 1 ? "  }\n  }\n" : "  }\n";
   for (int k = 0; k < 4; ++k) {
     std::string name = names[k], result = "r" + std::to_string(k);
     if (host) {
@@ -520,15 +532,19 @@ void testThreadLoops() {
 }
 
 /// Warp rows run once per block give their CUDA form's results to the bit:
-/// rows shorter and longer than a warp, the last block's warps past the
-/// last row idle, signed zeros and a NaN.
+/// rows shorter and longer than a warp, lanes taking vectors, the last
+/// block's warps past the last row idle, signed zeros and a NaN.
 void testWarpRows() {
   const int rows = 6;
-  for (int row : {5, 32, 77}) {
+  // Rows of 5, 32 and 77 elements a lane at a time; of 8, 32 and 76 four
+  // adjacent elements at a time (vectors).
+  for (auto [row, vector] : {std::pair{5, 1}, {32, 1}, {77, 1}, {8, 4},
+                             {32, 4}, {76, 4}}) {
     Manifest m;
-    m.source = std::string(kPrelude) +
-               kernelText("k0_warp_loops", warpRowBody(true, row, rows)) +
-               kernelText("k1_warp_fibers", warpRowBody(false, row, rows));
+    m.source =
+        std::string(kPrelude) +
+        kernelText("k0_warp_loops", warpRowBody(true, row, rows, vector)) +
+        kernelText("k1_warp_fibers", warpRowBody(false, row, rows, vector));
     m.kernels = {kernel("k0_warp_loops", 2, 128, true),
                  kernel("k1_warp_fibers", 2, 128, true)};
     m.kernels[0].threadLoops = true;

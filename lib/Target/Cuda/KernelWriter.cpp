@@ -267,7 +267,16 @@ FailureOr<std::string> KernelWriter::scalar(Value value) {
     // offset its coordinates would add up to); a view of another value's
     // buffer at its own offset and strides.
     std::string offset;
-    if (StridedViewOp view = viewOf(arg))
+    StridedViewOp view = viewOf(arg);
+    if (vectors && !view && shape == domainShape && domainIndex == "idx") {
+      // In a row loop of vectors: the element of the loaded vector.
+      unsigned n = arg.getArgNumber();
+      if (!llvm::is_contained(vectors->inputs, n))
+        vectors->inputs.push_back(n);
+      return define(value, widen(eltOf(arg),
+                                 "x" + std::to_string(n) + ".v[k]"));
+    }
+    if (view)
       offset = viewOffset(view, domainShape.size());
     else
       offset = shape == domainShape

@@ -100,10 +100,11 @@ public:
   void beginRows(int64_t rowLength, int64_t rows, int64_t elementBytes,
                  StringRef acc);
   /// The loop over [0, count) or [first, last) that the threads of a row
-  /// share: a warp-stride loop in warp rows, else a block-stride loop.
+  /// share: a warp-stride loop in warp rows, else a block-stride loop;
+  /// with `width`, each thread takes that many adjacent elements at a time.
   std::string rowStrideLoop(StringRef var, int64_t count) const;
-  std::string rowStrideLoop(StringRef var, StringRef first,
-                            StringRef last) const;
+  std::string rowStrideLoop(StringRef var, StringRef first, StringRef last,
+                            int64_t width = 1) const;
   /// The condition of the one thread that writes a row's own results.
   StringRef rowLeader() const;
   /// The launch of the rows: a warp per row (beginRows chose it) or one
@@ -254,11 +255,28 @@ private:
     std::string acc;
     RowIndexing indexing;
     Shape kept;
+    /// The widest element of the inputs and results of the full shape.
+    int64_t widest = 1;
     /// Results of the full shape already written, by a loop over the row
     /// that computed them (writeRowLoop).
     llvm::SmallDenseSet<unsigned, 4> written = {};
   };
   std::optional<RowProgram> row;
+  /// A loop over a row in vectors while it is written (writeRowLoop): each
+  /// thread takes `width` adjacent elements at a time (`j0` on), the
+  /// inputs of the full shape loaded and the results stored as vectors.
+  struct VectorLoop {
+    int64_t width;
+    llvm::SmallVector<unsigned> inputs = {}, outputs = {};
+  };
+  std::optional<VectorLoop> vectors;
+  /// The elements a row loop's threads take as one vector: 16 bytes of
+  /// the widest full element when the row is contiguous and a whole
+  /// number of them, else 1 (no vectors).
+  int64_t rowVectorWidth() const;
+  /// Writes result `i` of the full shape, `value`, as `v` at the loop's
+  /// element, and records it written.
+  void writeFullResult(unsigned i, Value value, StringRef v);
   /// The row values of a row kernel, defined once per block: they may be
   /// read where the domain is the full shape.
   llvm::SmallPtrSet<Value, 8> rowValues;

@@ -59,6 +59,20 @@ std::string cuda::warpStrideLoop(StringRef var, StringRef first,
       .str();
 }
 
+std::string cuda::blockStrideVectorLoop(StringRef var, StringRef first,
+                                        StringRef last, int64_t width) {
+  return llvm::formatv("  MEMFIT_BLOCK_STRIDE_VEC({0}, {1}, {2}, {3})", var,
+                       first, last, width)
+      .str();
+}
+
+std::string cuda::warpStrideVectorLoop(StringRef var, StringRef first,
+                                       StringRef last, int64_t width) {
+  return llvm::formatv("  MEMFIT_WARP_STRIDE_VEC({0}, {1}, {2}, {3})", var,
+                       first, last, width)
+      .str();
+}
+
 void cuda::openThreadLoop(raw_ostream &os, StringRef name, int64_t count) {
   os << "  MEMFIT_THREAD_LOOP(" << name << ", " << count << "LL) {\n";
 }
@@ -106,7 +120,10 @@ std::string KernelWriter::rowStrideLoop(StringRef var, int64_t count) const {
 }
 
 std::string KernelWriter::rowStrideLoop(StringRef var, StringRef first,
-                                        StringRef last) const {
+                                        StringRef last, int64_t width) const {
+  if (width > 1)
+    return warpPerRow ? warpStrideVectorLoop(var, first, last, width)
+                      : blockStrideVectorLoop(var, first, last, width);
   return warpPerRow ? warpStrideLoop(var, first, last)
                     : blockStrideLoop(var, first, last);
 }

@@ -38,6 +38,8 @@ constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
 constexpr int64_t kMaxWarpRowBytes = 4096;
 /// Warps (rows) per block of a kernel of warp rows.
 constexpr int64_t kWarpRowsPerBlock = 4;
+/// The bytes a thread of a row loop loads or stores at once (a vector).
+constexpr int64_t kVectorBytes = 16;
 
 /// The threads of a block that combines `length` elements: a power of two
 /// from a warp (32) up to kMaxRowBlock.
@@ -58,6 +60,12 @@ std::string blockStrideLoop(StringRef var, int64_t count);
 std::string blockStrideLoop(StringRef var, StringRef first, StringRef last);
 /// The same loop shared by the lanes of a warp (`MEMFIT_WARP_STRIDE`).
 std::string warpStrideLoop(StringRef var, StringRef first, StringRef last);
+/// The loops whose threads take `width` adjacent elements at a time
+/// (`MEMFIT_BLOCK_STRIDE_VEC`, `MEMFIT_WARP_STRIDE_VEC`).
+std::string blockStrideVectorLoop(StringRef var, StringRef first,
+                                  StringRef last, int64_t width);
+std::string warpStrideVectorLoop(StringRef var, StringRef first,
+                                 StringRef last, int64_t width);
 /// Writes the opening of the prelude's `MEMFIT_THREAD_LOOP(name, countLL) {`:
 /// `name` is the thread's index in a grid of one thread per element, and
 /// the body runs for the first `count` threads. The caller writes the

@@ -46,7 +46,16 @@ template <typename T, unsigned long N> static __device__ __forceinline__ T memfi
 #define MEMFIT_WARP_ROWS(row, rows) for (long long row = (long long)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); row < (rows); row = (rows))
 #define MEMFIT_WARP_STRIDE(j, first, last) for (long long j = (first) + (threadIdx.x & 31); j < (last); j += 32)
 #define MEMFIT_LANE0 ((threadIdx.x & 31) == 0)
+#define MEMFIT_BLOCK_STRIDE_VEC(j, first, last, V) for (long long j = (first) + (long long)threadIdx.x * (V); j < (last); j += (long long)blockDim.x * (V))
+#define MEMFIT_WARP_STRIDE_VEC(j, first, last, V) for (long long j = (first) + (long long)(threadIdx.x & 31) * (V); j < (last); j += 32 * (V))
 #endif
+// Vector loops (the _VEC strides): each thread takes V adjacent elements
+// at a time, from j (a multiple of V from the row's start), loaded and
+// stored as one memfit_vec of 16 bytes at most; its partial gets them in
+// order, as MEMFIT_LANE(a, j).
+template <typename T, int N> struct alignas(sizeof(T) * N) memfit_vec { T v[N]; };
+template <typename T, int N> static __device__ __forceinline__ memfit_vec<T, N> memfit_load_vec(const T* p) { return *reinterpret_cast<const memfit_vec<T, N>*>(p); }
+template <typename T, int N> static __device__ __forceinline__ void memfit_store_vec(T* p, const memfit_vec<T, N>& x) { *reinterpret_cast<memfit_vec<T, N>*>(p) = x; }
 // Block-wide reductions: every thread gets the result. `scratch` holds one
 // value per warp; blockDim.x is a multiple of 32. The host backend computes
 // the same results at one barrier (memfit_host::blockSum and blockMax), or

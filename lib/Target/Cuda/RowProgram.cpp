@@ -36,7 +36,8 @@ KernelWriter::reduceRow(Value input, bool isMax,
     FailureOr<std::string> x = fullScalar(input);
     if (failed(x))
       return failure();
-    os << foldPartial(partial, "j", isMax, term("(" + acc + ")" + *x));
+    os << foldPartial(partial, vectors ? "j0" : "j", isMax,
+                      term("(" + acc + ")" + *x));
     return success();
   });
   if (failed(done))
@@ -72,10 +73,45 @@ const KernelWriter::RowStats &KernelWriter::rowStatsOf(Operation *op) const {
 // The kernel
 //===----------------------------------------------------------------------===//
 
+int64_t KernelWriter::rowVectorWidth() const {
+  int64_t width = kVectorBytes / row->widest;
+  if (!row->indexing.trailing || width < 2 ||
+      row->frame->length % width != 0)
+    return 1;
+  return width;
+}
+
+void KernelWriter::writeFullResult(unsigned i, Value value, StringRef v) {
+  if (vectors) {
+    if (!llvm::is_contained(vectors->outputs, i))
+      vectors->outputs.push_back(i);
+    os << "    y" << i << ".v[k] = " << narrow(eltOf(value), v) << ";\n";
+  } else {
+    os << "    out" << i << "[idx] = " << narrow(eltOf(value), v) << ";\n";
+  }
+  row->written.insert(i);
+}
+
 LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
   // Full values are computed in the loop (again in each loop that needs
-  // them), inputs loaded at each element.
-  os << rowStrideLoop("j", row->frame->length) << " {\n";
+  // them), inputs loaded at each element. A contiguous row of a whole
+  // number of 16-byte vectors is taken a vector at a time: the inputs of
+  // the full shape loaded and the results stored as vectors around a loop
+  // over the vector's elements.
+  int64_t width = rowVectorWidth();
+  int64_t length = row->frame->length;
+  size_t mark = 0;
+  if (width > 1) {
+    vectors = VectorLoop{width};
+    os << rowStrideLoop("j0", "0LL", std::to_string(length) + "LL", width)
+       << " {\n";
+    os.flush();
+    mark = text.size();
+    os << "  for (int k = 0; k < " << width << "; ++k) {\n";
+    os << "    const long long j = j0 + k;\n";
+  } else {
+    os << rowStrideLoop("j", length) << " {\n";
+  }
   std::string offset = writeRowOffset(row->indexing, "    ");
   os << "  const long long idx = base + " << offset << ";\n";
   // The element's coordinates: the row's along the kept dimensions (q<d>,
@@ -116,12 +152,37 @@ LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
       result = failure();
       break;
     }
-    os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";
-    row->written.insert(i);
+    writeFullResult(i, value, *v);
   }
   names = std::move(rowNames);
   domainShape = row->kept;
   domainIndex = "row";
+  if (vectors) {
+    // The loads before the loop over the vector's elements, the stores
+    // after it.
+    os << "  }\n";
+    os.flush();
+    std::string inner = text.substr(mark);
+    text.resize(mark);
+    auto vectorType = [&](Value v) {
+      return "memfit_vec<" + *cType(eltOf(v)) + ", " +
+             std::to_string(vectors->width) + ">";
+    };
+    auto yield = kernel.getBodyBlock().getTerminator();
+    for (unsigned n : vectors->inputs) {
+      Value arg = kernel.getBodyBlock().getArgument(n);
+      os << "    const " << vectorType(arg) << " x" << n
+         << " = memfit_load_vec<" << *cType(eltOf(arg)) << ", "
+         << vectors->width << ">(in" << n << " + base + j0);\n";
+    }
+    for (unsigned i : vectors->outputs)
+      os << "    " << vectorType(yield->getOperand(i)) << " y" << i << ";\n";
+    os << inner;
+    for (unsigned i : vectors->outputs)
+      os << "    memfit_store_vec(out" << i << " + base + j0, y" << i
+         << ");\n";
+    vectors.reset();
+  }
   os << "  }\n";
   return result;
 }
@@ -188,7 +249,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
     widen(value);
   beginRows(frame.length, frame.rows, widest, acc);
   RowIndexing indexing = writeRowBase(frame.full, frame.reduced);
-  row = RowProgram{&frame, acc, std::move(indexing), kept};
+  row = RowProgram{&frame, acc, std::move(indexing), kept, widest};
   // Row values are computed by every thread of the block, at the row's
   // coordinates in the kept shape.
   emitCoords(os, kept, "row", "c");
@@ -233,8 +294,7 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
         FailureOr<std::string> v = fullScalar(value);
         if (failed(v))
           return failure();
-        os << "    out" << i << "[idx] = " << narrow(eltOf(value), *v) << ";\n";
-        row->written.insert(i);
+        writeFullResult(i, value, *v);
       }
       return success();
     });
