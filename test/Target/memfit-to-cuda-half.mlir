@@ -181,8 +181,8 @@ func.func @casts(%x: tensor<4xf32>, %h: tensor<4xf16>, %y: tensor<4xbf16>) -> (t
 
 //===----------------------------------------------------------------------===//
 // Row kernels and reductions: float accumulators (and float scratch where
-// a block takes a row: a bf16 row of 2,100 elements, 4,200 bytes; 2,048
-// would fit a warp)
+// a block takes a row: a bf16 row of 2,100 elements accumulates 8,400
+// bytes of float; 1,024 would fit a warp)
 //===----------------------------------------------------------------------===//
 
 // CHECK-LABEL: // k0_softmax: softmax_long_bf16
@@ -201,18 +201,18 @@ func.func @long_rows(%x: tensor<2x2100xbf16>) -> tensor<2x2100xbf16> {
 // CHECK-NEXT: extern "C" __global__ void k0_softmax(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_WARP_ROWS(row, 4LL) {
 // CHECK: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
-// CHECK: MEMFIT_LANE([[M]], j) = memfit_max(MEMFIT_LANE([[M]], j), __bfloat162float(in0[base + j * 1LL]));
+// CHECK: MEMFIT_LANE([[M]], j0) = memfit_max(MEMFIT_LANE([[M]], j0), __bfloat162float(in0[base + j * 1LL]));
 // CHECK: MEMFIT_PARTIAL(float, [[S:ps[0-9]+]], 0);
-// CHECK: MEMFIT_LANE([[S]], j) = MEMFIT_LANE([[S]], j) + expf(__bfloat162float(in0[base + j * 1LL]) - m);
+// CHECK: MEMFIT_LANE([[S]], j0) = MEMFIT_LANE([[S]], j0) + expf(__bfloat162float(in0[base + j * 1LL]) - m);
 // CHECK: out0[base + j * 1LL] = __float2bfloat16_rn(expf(__bfloat162float(in0[base + j * 1LL]) - m) / s);
 // The scale and the bias widen like the input.
 // CHECK-LABEL: // k1_layer_norm: ln_bf16
 // CHECK-NEXT: extern "C" __global__ void k1_layer_norm(const __nv_bfloat16* __restrict__ in0, const __nv_bfloat16* __restrict__ in1, const __nv_bfloat16* __restrict__ in2, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_WARP_ROWS(row, 4LL) {
 // CHECK: MEMFIT_PARTIAL(float, [[SUM:ps[0-9]+]], 0);
-// CHECK: MEMFIT_LANE([[SUM]], j) = MEMFIT_LANE([[SUM]], j) + __bfloat162float(in0[base + j]);
-// CHECK-NEXT: const float mean = memfit_warp_sum([[SUM]]) / 8.0f;
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + (__bfloat162float(in0[base + j]) - mean) * (__bfloat162float(in0[base + j]) - mean);
+// CHECK: MEMFIT_LANE([[SUM]], j0) = MEMFIT_LANE([[SUM]], j0) + __bfloat162float(in0[base + j]);
+// CHECK: const float mean = memfit_warp_sum([[SUM]]) / 8.0f;
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j0) = MEMFIT_LANE([[SQ]], j0) + (__bfloat162float(in0[base + j]) - mean) * (__bfloat162float(in0[base + j]) - mean);
 // CHECK: const float inv = 1.0f / sqrtf(memfit_warp_sum([[SQ]]) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = __float2bfloat16_rn((__bfloat162float(in0[base + j]) - mean) * inv * __bfloat162float(in1[j]) + __bfloat162float(in2[j]));
 // A broadcast scale [8] of a normalized shape [3,8] widens at its offset.
@@ -221,7 +221,7 @@ func.func @long_rows(%x: tensor<2x2100xbf16>) -> tensor<2x2100xbf16> {
 // CHECK-LABEL: // k3_rms_norm: rms_f16
 // CHECK-NEXT: extern "C" __global__ void k3_rms_norm(const __half* __restrict__ in0, const __half* __restrict__ in1, __half* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_WARP_ROWS(row, 6LL) {
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + __half2float(in0[base + j]) * __half2float(in0[base + j]);
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j0) = MEMFIT_LANE([[SQ]], j0) + __half2float(in0[base + j]) * __half2float(in0[base + j]);
 // CHECK: out0[base + j] = __float2half_rn((__half2float(in0[base + j])) * inv * __half2float(in1[j]));
 // CHECK-LABEL: // k4_log_softmax: log_softmax_f16
 // CHECK: const float shift = m + logf(s);
@@ -229,9 +229,9 @@ func.func @long_rows(%x: tensor<2x2100xbf16>) -> tensor<2x2100xbf16> {
 // CHECK-LABEL: // k5_reduce_sum: sum_bf16
 // CHECK-NEXT: extern "C" __global__ void k5_reduce_sum(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_WARP_ROWS(row, 4LL) {
-// CHECK: MEMFIT_PARTIAL(float, p, 0);
-// CHECK: MEMFIT_LANE(p, j) += __bfloat162float(in0[base + j]);
-// CHECK: const float a = memfit_warp_sum(p);
+// CHECK: MEMFIT_PARTIAL(float, [[P:ps[0-9]+]], 0);
+// CHECK: MEMFIT_LANE([[P]], j0) = MEMFIT_LANE([[P]], j0) + __bfloat162float(in0[base + j]);
+// CHECK: const float a = memfit_warp_sum([[P]]);
 // CHECK-NEXT: if (MEMFIT_LANE0) out0[row] = __float2bfloat16_rn(a);
 // CHECK-LABEL: // k6_reduce_sum: sum_f16
 // CHECK: MEMFIT_LANE(p, j) += __half2float(in0[base + r0 * 10LL]);
@@ -239,8 +239,8 @@ func.func @long_rows(%x: tensor<2x2100xbf16>) -> tensor<2x2100xbf16> {
 // CHECK-LABEL: // k7_reduce_mean: mean_f16
 // CHECK: if (MEMFIT_LANE0) out0[row] = __float2half_rn(a / 8.0f);
 // CHECK-LABEL: // k8_reduce_max: max_bf16
-// CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
-// CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), __bfloat162float(in0[base + j]));
+// CHECK: MEMFIT_PARTIAL(float, [[P:pm[0-9]+]], __int_as_float((int)0xff800000u));
+// CHECK: MEMFIT_LANE([[P]], j0) = memfit_max(MEMFIT_LANE([[P]], j0), __bfloat162float(in0[base + j]));
 // CHECK: if (MEMFIT_LANE0) out0[row] = __float2bfloat16_rn(a);
 func.func @rows(%x: tensor<4x8xbf16>, %g: tensor<8xbf16>, %b: tensor<8xbf16>, %h: tensor<2x3x8xf16>, %hg: tensor<8xf16>, %l: tensor<6x2x5xf16>) -> (tensor<4x8xbf16>, tensor<4x8xbf16>, tensor<2x3x8xf16>, tensor<2x3x8xf16>, tensor<2x3x8xf16>, tensor<4x1xbf16>, tensor<2x5xf16>, tensor<2x3xf16>, tensor<4x1xbf16>) {
   %0 = memfit.softmax %x {axis = -1 : i64} : tensor<4x8xbf16> loc("softmax_bf16")

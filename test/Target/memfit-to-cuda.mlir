@@ -423,17 +423,23 @@ func.func @range() -> (tensor<5xi64>, tensor<3xf32>) {
 //===----------------------------------------------------------------------===//
 
 // Softmax along the last axis: rows are contiguous. Rows of 40 f32 take a
-// warp each; the lanes combine their partials with shuffles alone.
+// warp each; the lanes combine their partials with shuffles alone. Each
+// lane takes 4 adjacent elements (16 bytes of float) at a time, in the
+// order of a fused row kernel's vectors.
 // CHECK-LABEL: // k0_softmax: softmax
 // CHECK-NOT: __shared__
 // CHECK: MEMFIT_WARP_ROWS(row, 6LL) {
 // CHECK-NEXT: const long long base = (row / 1LL) * 40LL + row % 1LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
-// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 40LL)
-// CHECK-NEXT: MEMFIT_LANE([[M]], j) = memfit_max(MEMFIT_LANE([[M]], j), (float)in0[base + j * 1LL]);
+// CHECK-NEXT: MEMFIT_WARP_STRIDE_VEC(j0, 0LL, 40LL, 4) {
+// CHECK-NEXT: for (int k = 0; k < 4; ++k) {
+// CHECK-NEXT: const long long j = j0 + k;
+// CHECK-NEXT: MEMFIT_LANE([[M]], j0) = memfit_max(MEMFIT_LANE([[M]], j0), (float)in0[base + j * 1LL]);
+// CHECK-NEXT: }
+// CHECK-NEXT: }
 // CHECK-NEXT: const float m = memfit_warp_max([[M]]);
-// CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j) = MEMFIT_LANE([[S]], j) + expf((float)in0[base + j * 1LL] - m);
-// CHECK-NEXT: const float s = memfit_warp_sum([[S]]);
+// CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j0) = MEMFIT_LANE([[S]], j0) + expf((float)in0[base + j * 1LL] - m);
+// CHECK: const float s = memfit_warp_sum([[S]]);
 // CHECK: out0[base + j * 1LL] = expf((float)in0[base + j * 1LL] - m) / s;
 // Rows of 1,100 f32 (4,400 bytes) take a block each, whose warps meet in
 // shared memory.
@@ -442,7 +448,7 @@ func.func @range() -> (tensor<5xi64>, tensor<3xf32>) {
 // CHECK-NEXT: const long long row = blockIdx.x;
 // CHECK-NEXT: const long long base = (row / 1LL) * 1100LL + row % 1LL;
 // CHECK-NEXT: MEMFIT_PARTIAL(float, [[M:pm[0-9]+]], __int_as_float((int)0xff800000u));
-// CHECK-NEXT: MEMFIT_BLOCK_STRIDE(j, 0LL, 1100LL)
+// CHECK-NEXT: MEMFIT_BLOCK_STRIDE_VEC(j0, 0LL, 1100LL, 4) {
 // CHECK: const float m = memfit_block_max([[M]], scratch);
 // CHECK: const float s = memfit_block_sum({{ps[0-9]+}}, scratch);
 func.func @softmax_last(%x: tensor<2x3x40xf32>, %y: tensor<2x1100xf32>) -> (tensor<2x3x40xf32>, tensor<2x1100xf32>) {
@@ -470,7 +476,8 @@ func.func @softmax_middle(%x: tensor<2x5x4xf32>) -> tensor<2x5x4xf32> {
 // log_softmax subtracts max + log(sum); f64 accumulates in double.
 // CHECK-LABEL: // k0_log_softmax: log_softmax
 // CHECK: MEMFIT_PARTIAL(double, {{pm[0-9]+}}, __longlong_as_double((long long)0xfff0000000000000ULL));
-// CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j) = MEMFIT_LANE([[S]], j) + exp((double)in0[base + j * 1LL] - m);
+// CHECK: MEMFIT_WARP_STRIDE_VEC(j0, 0LL, 8LL, 2) {
+// CHECK: MEMFIT_LANE([[S:ps[0-9]+]], j0) = MEMFIT_LANE([[S]], j0) + exp((double)in0[base + j * 1LL] - m);
 // CHECK: const double shift = m + log(s);
 // CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 8LL)
 // CHECK-NEXT: out0[base + j * 1LL] = (double)in0[base + j * 1LL] - shift;
@@ -485,9 +492,9 @@ func.func @log_softmax(%x: tensor<4x8xf64>) -> tensor<4x8xf64> {
 // CHECK-LABEL: // k0_layer_norm: ln
 // CHECK-NEXT: extern "C" __global__ void k0_layer_norm(const float* __restrict__ in0, const float* __restrict__ in1, const float* __restrict__ in2, float* __restrict__ out0) {
 // CHECK: const long long base = row * 8LL;
-// CHECK: MEMFIT_LANE([[SUM:ps[0-9]+]], j) = MEMFIT_LANE([[SUM]], j) + (float)in0[base + j];
-// CHECK-NEXT: const float mean = memfit_warp_sum([[SUM]]) / 8.0f;
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + ((float)in0[base + j] - mean) * ((float)in0[base + j] - mean);
+// CHECK: MEMFIT_LANE([[SUM:ps[0-9]+]], j0) = MEMFIT_LANE([[SUM]], j0) + (float)in0[base + j];
+// CHECK: const float mean = memfit_warp_sum([[SUM]]) / 8.0f;
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j0) = MEMFIT_LANE([[SQ]], j0) + ((float)in0[base + j] - mean) * ((float)in0[base + j] - mean);
 // CHECK: const float inv = 1.0f / sqrtf(memfit_warp_sum([[SQ]]) / 8.0f + 9.99999975e-06f);
 // CHECK: out0[base + j] = ((float)in0[base + j] - mean) * inv * in1[j] + in2[j];
 // Without bias, over the last two dimensions (axis 1: 3 x 8 = 24).
@@ -517,7 +524,7 @@ func.func @layer_norm(%x: tensor<2x3x8xf32>, %g: tensor<8xf32>, %b: tensor<8xf32
 // CHECK-LABEL: // k0_rms_norm: rms
 // CHECK-NOT: mean
 // CHECK: const long long row = blockIdx.x;
-// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j) = MEMFIT_LANE([[SQ]], j) + (float)in0[base + j] * (float)in0[base + j];
+// CHECK: MEMFIT_LANE([[SQ:ps[0-9]+]], j0) = MEMFIT_LANE([[SQ]], j0) + (float)in0[base + j] * (float)in0[base + j];
 // CHECK: const float inv = 1.0f / sqrtf(memfit_block_sum([[SQ]], scratch) / 1100.0f + 9.99999997e-07f);
 // CHECK: out0[base + j] = ((float)in0[base + j]) * inv * in1[j];
 func.func @rms_norm(%x: tensor<4x1100xf32>, %g: tensor<1100xf32>) -> tensor<4x1100xf32> {
@@ -531,14 +538,15 @@ func.func @rms_norm(%x: tensor<4x1100xf32>, %g: tensor<1100xf32>) -> tensor<4x11
 // Reductions (a warp or a block per kept element)
 //===----------------------------------------------------------------------===//
 
-// Reduced dimensions at the back: row r reads elements r * 50 ... r * 50 + 49.
+// Reduced dimensions at the back: row r reads elements r * 50 ... r * 50 + 49
+// (not a whole number of 4-element vectors: a lane at a time).
 // CHECK-LABEL: // k0_reduce_sum: sum_last
 // CHECK: MEMFIT_WARP_ROWS(row, 12LL) {
 // CHECK-NEXT: const long long base = row * 50LL;
-// CHECK-NEXT: MEMFIT_PARTIAL(float, p, 0);
-// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 50LL) {
-// CHECK-NEXT: MEMFIT_LANE(p, j) += (float)in0[base + j];
-// CHECK: const float a = memfit_warp_sum(p);
+// CHECK-NEXT: MEMFIT_PARTIAL(float, [[P:ps[0-9]+]], 0);
+// CHECK-NEXT: MEMFIT_WARP_STRIDE(j, 0LL, 50LL)
+// CHECK-NEXT: MEMFIT_LANE([[P]], j) = MEMFIT_LANE([[P]], j) + (float)in0[base + j];
+// CHECK: const float a = memfit_warp_sum([[P]]);
 // CHECK-NEXT: if (MEMFIT_LANE0) out0[row] = (float)(a);
 func.func @sum_last(%x: tensor<3x4x50xf32>) -> tensor<3x4x1xf32> {
   %0 = memfit.reduce_sum %x {axes = array<i64: -1>} : tensor<3x4x50xf32> -> tensor<3x4x1xf32> loc("sum_last")
@@ -566,14 +574,15 @@ func.func @sum_lead(%x: tensor<6x2x5xf32>) -> tensor<2x5xf32> {
 // Max starts from -inf (floats), INT64_MIN (integers) or false (booleans,
 // ONNX's max over no elements).
 // CHECK-LABEL: // k0_reduce_max: max
-// CHECK: MEMFIT_PARTIAL(float, p, __int_as_float((int)0xff800000u));
-// CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), (float)in0[base + j]);
-// CHECK: const float a = memfit_warp_max(p);
+// CHECK: MEMFIT_PARTIAL(float, [[P:pm[0-9]+]], __int_as_float((int)0xff800000u));
+// CHECK: MEMFIT_LANE([[P]], j0) = memfit_max(MEMFIT_LANE([[P]], j0), (float)in0[base + j]);
+// CHECK: const float a = memfit_warp_max([[P]]);
 // CHECK-LABEL: // k1_reduce_max: imax
-// CHECK: MEMFIT_PARTIAL(long long, p, (-9223372036854775807LL - 1));
-// CHECK: MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), (long long)in0[base + j]);
+// CHECK: MEMFIT_PARTIAL(long long, [[P:pm[0-9]+]], (-9223372036854775807LL - 1));
+// CHECK: MEMFIT_WARP_STRIDE_VEC(j0, 0LL, 8LL, 2) {
+// CHECK: MEMFIT_LANE([[P]], j0) = memfit_max(MEMFIT_LANE([[P]], j0), (long long)in0[base + j]);
 // CHECK-LABEL: // k2_reduce_max: bmax
-// CHECK: MEMFIT_PARTIAL(long long, p, 0LL);
+// CHECK: MEMFIT_PARTIAL(long long, {{pm[0-9]+}}, 0LL);
 func.func @reduce_max(%x: tensor<4x8xf32>, %i: tensor<4x8xi64>, %b: tensor<4x0xi1>) -> (tensor<4x1xf32>, tensor<4x1xi64>, tensor<4x1xi1>) {
   %0 = memfit.reduce_max %x {axes = array<i64: 1>} : tensor<4x8xf32> -> tensor<4x1xf32> loc("max")
   %1 = memfit.reduce_max %i {axes = array<i64: 1>} : tensor<4x8xi64> -> tensor<4x1xi64> loc("imax")
@@ -601,8 +610,8 @@ func.func @reduce_mean(%x: tensor<4x8xf32>, %i: tensor<4x8xi32>) -> (tensor<4xf3
 // CHECK-NEXT: extern "C" __global__ void k0_reduce_sum(const int* __restrict__ in0, int* __restrict__ out0) {
 // CHECK-NEXT: MEMFIT_WARP_ROWS(row, 1LL) {
 // CHECK: const long long base = row * 32LL;
-// CHECK-NEXT: MEMFIT_PARTIAL(long long, p, 0);
-// CHECK: MEMFIT_LANE(p, j) += (long long)in0[base + j];
+// CHECK-NEXT: MEMFIT_PARTIAL(long long, [[P:ps[0-9]+]], 0);
+// CHECK: MEMFIT_LANE([[P]], j0) = MEMFIT_LANE([[P]], j0) + (long long)in0[base + j];
 // CHECK: if (MEMFIT_LANE0) out0[row] = (int)(a);
 func.func @integer_sum(%x: tensor<4x8xi32>) -> tensor<i32> {
   %0 = memfit.reduce_sum %x {axes = array<i64>, keepdims = false} : tensor<4x8xi32> -> tensor<i32> loc("isum")

@@ -91,13 +91,15 @@ public:
   /// One thread per element of `threads`, in blocks of kPointwiseBlock;
   /// the body reads its thread index only through threadLoop.
   void setPointwiseLaunch(int64_t threads);
-  /// Begins a row kernel of `rows` rows of `rowLength` elements, the
-  /// widest `elementBytes` bytes: rows that fit a warp (rowFitsWarp) take
-  /// one each, in MEMFIT_WARP_ROWS (closed at the kernel's end), longer
-  /// ones a block each (the shared scratch of `acc` reductions declared).
-  /// Writes `row`, the row's index; rowStrideLoop, writeReduction,
-  /// partialResult, rowLeader and setRowLaunch follow the choice.
-  void beginRows(int64_t rowLength, int64_t rows, int64_t elementBytes,
+  /// Begins a row kernel of `rows` rows of `rowLength` elements that
+  /// accumulate in `acc`: rows that fit a warp (rowFitsWarp of the
+  /// accumulator's bytes) take one each, in MEMFIT_WARP_ROWS (closed at the
+  /// kernel's end), longer ones a block each (the shared scratch declared).
+  /// A `contiguous` row of a whole number of 16-byte vectors of the
+  /// accumulator is taken a vector at a time (rowWidth). Writes `row`, the
+  /// row's index; rowStrideLoop, writeReduction, partialResult, rowLeader
+  /// and setRowLaunch follow the choices.
+  void beginRows(int64_t rowLength, int64_t rows, bool contiguous,
                  StringRef acc);
   /// The loop over [0, count) or [first, last) that the threads of a row
   /// share: a warp-stride loop in warp rows, else a block-stride loop;
@@ -240,6 +242,10 @@ private:
   int64_t gridBlocks = 1;
   /// A row kernel whose rows take a warp each (beginRows).
   bool warpPerRow = false;
+  /// The adjacent elements a row kernel's threads take at a time
+  /// (beginRows): a row's reductions add them in this order, loaded as
+  /// vectors in fused row kernels.
+  int64_t rowWidth = 1;
   Shape domainShape;
   /// The linear index of the domain's element in the code being written
   /// (`idx`; `row` in a row kernel's per-row code): an input of the
@@ -255,8 +261,6 @@ private:
     std::string acc;
     RowIndexing indexing;
     Shape kept;
-    /// The widest element of the inputs and results of the full shape.
-    int64_t widest = 1;
     /// Results of the full shape already written, by a loop over the row
     /// that computed them (writeRowLoop).
     llvm::SmallDenseSet<unsigned, 4> written = {};
@@ -270,10 +274,6 @@ private:
     llvm::SmallVector<unsigned> inputs = {}, outputs = {};
   };
   std::optional<VectorLoop> vectors;
-  /// The elements a row loop's threads take as one vector: 16 bytes of
-  /// the widest full element when the row is contiguous and a whole
-  /// number of them, else 1 (no vectors).
-  int64_t rowVectorWidth() const;
   /// Writes result `i` of the full shape, `value`, as `v` at the loop's
   /// element, and records it written.
   void writeFullResult(unsigned i, Value value, StringRef v);

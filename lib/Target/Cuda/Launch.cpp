@@ -103,9 +103,28 @@ void KernelWriter::setRowLaunch(int64_t rowLength, int64_t rows,
             /*barriers=*/true, threadLoops);
 }
 
-void KernelWriter::beginRows(int64_t rowLength, int64_t rows,
-                             int64_t elementBytes, StringRef acc) {
-  warpPerRow = rowFitsWarp(rowLength, elementBytes);
+int64_t cuda::accumulatorBytes(StringRef acc) {
+  return acc == "float" || acc == "int" ? 4 : 8;
+}
+
+bool cuda::reducedTrailing(ArrayRef<int64_t> shape, ArrayRef<bool> reduced) {
+  for (size_t d = 0; d < shape.size(); ++d)
+    if (reduced[d] && shape[d] != 1)
+      for (size_t e = d + 1; e < shape.size(); ++e)
+        if (!reduced[e] && shape[e] != 1)
+          return false;
+  return true;
+}
+
+void KernelWriter::beginRows(int64_t rowLength, int64_t rows, bool contiguous,
+                             StringRef acc) {
+  // Both choices depend on the row and its accumulator alone, so that a
+  // reduction sums in the same order in its template and fused with other
+  // ops (whose operands may be wider or narrower).
+  int64_t bytes = accumulatorBytes(acc);
+  warpPerRow = rowFitsWarp(rowLength, bytes);
+  int64_t width = kVectorBytes / bytes;
+  rowWidth = contiguous && width > 1 && rowLength % width == 0 ? width : 1;
   if (warpPerRow) {
     os << "  MEMFIT_WARP_ROWS(row, " << rows << "LL) {\n";
     closings += "  }\n";
@@ -179,6 +198,15 @@ std::string KernelWriter::writeReduction(StringRef acc, bool isMax,
                                          StringRef init, StringRef var,
                                          int64_t count, StringRef term) {
   std::string partial = openPartial(acc, isMax, init);
+  if (rowWidth > 1) {
+    // Each thread's vectors of adjacent elements, in order.
+    std::string first = (var + "0").str();
+    os << rowStrideLoop(first, "0LL", std::to_string(count) + "LL", rowWidth)
+       << " {\n  for (int k = 0; k < " << rowWidth << "; ++k) {\n"
+       << "    const long long " << var << " = " << first << " + k;\n"
+       << foldPartial(partial, first, isMax, term) << "  }\n  }\n";
+    return partialResult(partial, isMax);
+  }
   os << rowStrideLoop(var, count) << "\n"
      << foldPartial(partial, var, isMax, term);
   return partialResult(partial, isMax);

@@ -32,9 +32,8 @@ constexpr int64_t kPointwiseBlock = 256;
 constexpr int64_t kMaxRowBlock = 256;
 /// CUDA's limit on gridDim.x.
 constexpr int64_t kMaxGridX = (int64_t(1) << 31) - 1;
-/// A row of at most this many bytes an element (its widest operand's) is
-/// short enough for a warp: 32 elements a lane at most in f32 (1,024), 64
-/// in bf16.
+/// A row of at most this many bytes of its accumulator type is short
+/// enough for a warp: 32 elements a lane at most in float (1,024).
 constexpr int64_t kMaxWarpRowBytes = 4096;
 /// Warps (rows) per block of a kernel of warp rows.
 constexpr int64_t kWarpRowsPerBlock = 4;
@@ -47,6 +46,12 @@ int64_t rowBlockSize(int64_t length);
 /// Whether rows of `length` elements of `elementBytes` bytes take a warp
 /// each rather than a block.
 bool rowFitsWarp(int64_t length, int64_t elementBytes);
+/// The bytes of a row kernel's accumulator type (`float`, `double`,
+/// `long long`).
+int64_t accumulatorBytes(StringRef acc);
+/// Whether the `reduced` dimensions of `shape` trail the kept ones (but
+/// for dimensions of extent 1): each row is one contiguous run.
+bool reducedTrailing(ArrayRef<int64_t> shape, ArrayRef<bool> reduced);
 /// The blocks of `block` threads that `threads` threads take; at least one.
 int64_t gridFor(int64_t threads, int64_t block);
 /// Fails with a diagnostic on `op` when a grid of `blocks` exceeds CUDA's

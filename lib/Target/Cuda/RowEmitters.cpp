@@ -65,7 +65,7 @@ LogicalResult emitSoftmax(KernelWriter &w, Operation *op, int64_t axisAttr,
   std::string at = llvm::formatv("base + j * {0}LL", inner);
   std::string e = mathFn("exp", type);
 
-  w.beginRows(n, rows, elementBytes(type), acc);
+  w.beginRows(n, rows, /*contiguous=*/inner == 1, acc);
   os << llvm::formatv("  const long long base = (row / {0}LL) * {1}LL + row "
                       "% {0}LL;\n",
                       inner, n * inner);
@@ -106,7 +106,7 @@ LogicalResult emitNorm(KernelWriter &w, Operation *op, Value scale, Value bias,
   bool needCoords = shapeOf(scale) != ArrayRef<int64_t>(normShape) ||
                     (bias && shapeOf(bias) != ArrayRef<int64_t>(normShape));
 
-  w.beginRows(n, rows, elementBytes(type), acc);
+  w.beginRows(n, rows, /*contiguous=*/true, acc);
   os << "  const long long base = row * " << n << "LL;\n";
   std::string loop = w.rowStrideLoop("j", n);
   std::string x = loadAs(acc, type, in + "[base + j]");
@@ -162,7 +162,7 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
   bool isMax = kind == ReduceKind::Max;
   bool isFloat = isa<FloatType>(type);
 
-  w.beginRows(n, rows, elementBytes(type), *acc);
+  w.beginRows(n, rows, reducedTrailing(shape, reduced), *acc);
   KernelWriter::RowIndexing indexing = w.writeRowBase(shape, reduced);
   // The identity of max is the lowest value of the element type, which is
   // also ONNX's result for a reduction over no elements (false for i1).
@@ -175,17 +175,25 @@ LogicalResult emitReduce(KernelWriter &w, Operation *op, ArrayRef<int64_t> axes,
                                       : llvm::APInt::getSignedMinValue(
                                             type.getIntOrFloatBitWidth())
                                             .getSExtValue()));
-  os << "  MEMFIT_PARTIAL(" << *acc << ", p, " << init << ");\n";
-  os << w.rowStrideLoop("j", n) << " {\n";
-  std::string offset = w.writeRowOffset(indexing, "    ");
-  std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
-  if (isMax)
-    os << "    MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), " << x
-       << ");\n  }\n";
-  else
-    os << "    MEMFIT_LANE(p, j) += " << x << ";\n  }\n";
-  os << "  const " << *acc << " a = " << w.partialResult("p", isMax)
-     << ";\n";
+  // A contiguous row in the order of a fused row kernel's (writeReduction
+  // takes it a vector at a time where it can).
+  std::string result;
+  if (indexing.trailing) {
+    result = w.writeReduction(*acc, isMax, init, "j", n,
+                              loadAs(*acc, type, in + "[base + j]"));
+  } else {
+    os << "  MEMFIT_PARTIAL(" << *acc << ", p, " << init << ");\n";
+    os << w.rowStrideLoop("j", n) << " {\n";
+    std::string offset = w.writeRowOffset(indexing, "    ");
+    std::string x = loadAs(*acc, type, in + "[base + " + offset + "]");
+    if (isMax)
+      os << "    MEMFIT_LANE(p, j) = memfit_max(MEMFIT_LANE(p, j), " << x
+         << ");\n  }\n";
+    else
+      os << "    MEMFIT_LANE(p, j) += " << x << ";\n  }\n";
+    result = w.partialResult("p", isMax);
+  }
+  os << "  const " << *acc << " a = " << result << ";\n";
   std::string value = "a";
   // A mean over no elements is NaN for floats (0/0) and 0 for integers.
   if (kind == ReduceKind::Mean)

@@ -73,14 +73,6 @@ const KernelWriter::RowStats &KernelWriter::rowStatsOf(Operation *op) const {
 // The kernel
 //===----------------------------------------------------------------------===//
 
-int64_t KernelWriter::rowVectorWidth() const {
-  int64_t width = kVectorBytes / row->widest;
-  if (!row->indexing.trailing || width < 2 ||
-      row->frame->length % width != 0)
-    return 1;
-  return width;
-}
-
 void KernelWriter::writeFullResult(unsigned i, Value value, StringRef v) {
   if (vectors) {
     if (!llvm::is_contained(vectors->outputs, i))
@@ -95,10 +87,10 @@ void KernelWriter::writeFullResult(unsigned i, Value value, StringRef v) {
 LogicalResult KernelWriter::writeRowLoop(function_ref<LogicalResult()> body) {
   // Full values are computed in the loop (again in each loop that needs
   // them), inputs loaded at each element. A contiguous row of a whole
-  // number of 16-byte vectors is taken a vector at a time: the inputs of
-  // the full shape loaded and the results stored as vectors around a loop
-  // over the vector's elements.
-  int64_t width = rowVectorWidth();
+  // number of 16-byte vectors of the accumulator is taken a vector at a
+  // time (beginRows): the inputs of the full shape loaded and the results
+  // stored as vectors around a loop over the vector's elements.
+  int64_t width = rowWidth;
   int64_t length = row->frame->length;
   size_t mark = 0;
   if (width > 1) {
@@ -236,20 +228,10 @@ LogicalResult KernelWriter::emitRowProgram(const RowFrame &frame) {
     acc = *a;
   }
   Shape kept = frame.keptShape();
-  // The widest element a row's loops read or write decides whether a warp
-  // takes the row.
-  int64_t widest = 1;
-  auto widen = [&](Value value) {
-    if (shapeOf(value) == ArrayRef<int64_t>(frame.full))
-      widest = std::max(widest, elementBytes(eltOf(value)));
-  };
-  for (Value arg : kernel.getBodyBlock().getArguments())
-    widen(arg);
-  for (Value value : kernel.getBodyBlock().getTerminator()->getOperands())
-    widen(value);
-  beginRows(frame.length, frame.rows, widest, acc);
+  beginRows(frame.length, frame.rows,
+            reducedTrailing(frame.full, frame.reduced), acc);
   RowIndexing indexing = writeRowBase(frame.full, frame.reduced);
-  row = RowProgram{&frame, acc, std::move(indexing), kept, widest};
+  row = RowProgram{&frame, acc, std::move(indexing), kept};
   // Row values are computed by every thread of the block, at the row's
   // coordinates in the kept shape.
   emitCoords(os, kept, "row", "c");
