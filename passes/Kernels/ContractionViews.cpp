@@ -5,9 +5,10 @@
 // attention heads split off a QKV projection) becomes a
 // memfit.strided_view of that value, read in place by the library call or
 // the kernel's code (element-wise ops and attention's rows), when every
-// reader of those kernels' results takes a view; a kernel that only transposes a matmul's
-// result (the heads merged back), or the concatenation of several, becomes
-// the matmuls' result_perm.
+// reader of those kernels' results takes a view; a kernel that only
+// transposes a matmul's result (the heads merged back), or the
+// concatenation of several, becomes the matmuls' result_perm, and one that
+// only transposes an attention kernel's result is written in place by it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,6 +20,7 @@
 #include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/SetVector.h"
@@ -423,6 +425,45 @@ bool permuteIntoProducer(KernelOp kernel) {
   return true;
 }
 
+/// When `kernel` only transposes a result of an attention kernel (one
+/// attention op, that result yielded as it is) that nothing else reads,
+/// keeping the last dimension last, the attention kernel yields the result
+/// so transposed, which its code writes in place (the heads of Q's, K's
+/// and V's gradients merged back into the projection's layout), and the
+/// kernel goes. Returns whether it did.
+bool permuteIntoAttention(KernelOp kernel) {
+  auto transpose = dyn_cast_or_null<TransposeOp>(soleMovement(kernel));
+  if (!transpose || kernel.getInputs().size() != 1)
+    return false;
+  Value input = kernel.getInputs()[0];
+  auto producer = input.getDefiningOp<KernelOp>();
+  ArrayRef<int64_t> perm = transpose.getPerm();
+  if (!producer || !input.hasOneUse() || perm.size() != 4 || perm.back() != 3)
+    return false;
+  auto ops = producer.getBodyOps();
+  Operation *attention = nullptr;
+  for (Operation &op : ops) {
+    if (isa<AttentionOp, AttentionGradQueryOp, AttentionGradKeyValueOp>(op))
+      attention = attention ? nullptr : &op;
+    else if (!isa<TransposeOp, ConstantOp>(op))
+      return false;
+  }
+  auto yield = cast<YieldOp>(producer.getBodyBlock().getTerminator());
+  unsigned r = cast<OpResult>(input).getResultNumber();
+  if (!attention || yield.getValues()[r].getDefiningOp() != attention)
+    return false;
+  OpBuilder b(yield);
+  IRMapping mapping;
+  mapping.map(transpose.getInput(), yield.getValues()[r]);
+  Operation *moved = b.clone(*transpose, mapping);
+  copyMemfitAttrs(kernel, moved);
+  yield->setOperand(r, moved->getResult(0));
+  producer->getResult(r).setType(kernel->getResult(0).getType());
+  kernel->getResult(0).replaceAllUsesWith(producer->getResult(r));
+  kernel->erase();
+  return true;
+}
+
 } // namespace
 
 void fusion::viewContractionOperands(func::FuncOp func) {
@@ -528,6 +569,6 @@ void fusion::viewContractionOperands(func::FuncOp func) {
     if (kernel->use_empty())
       erase(kernel);
   for (KernelOp kernel : llvm::to_vector(block.getOps<KernelOp>()))
-    if (!permuteIntoProducer(kernel))
+    if (!permuteIntoProducer(kernel) && !permuteIntoAttention(kernel))
       permuteConcatInputs(kernel);
 }

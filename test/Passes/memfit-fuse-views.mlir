@@ -292,3 +292,24 @@ func.func @joined_gradients_negative_axis(%ds: tensor<2x2x8x8xf32>, %k: tensor<2
   %dx = memfit.matmul %g, %w {trans_b = true} : tensor<2x8x24xf32>, tensor<16x24xf32> -> tensor<2x8x16xf32>
   return %dx : tensor<2x8x16xf32>
 }
+
+// -----
+
+// A kernel that only transposes an attention gradient's result (the heads
+// merged back) goes: the attention kernel yields the result transposed and
+// writes each row at the merged layout's strides (row (b, h, i) of
+// [B, H, S, D] = [2, 2, 8, 4] at b * 64 + i * 8 + h * 4).
+// CHECK-LABEL: func.func @attention_gradient_merged
+// CHECK: %[[DQ:.+]] = memfit.kernel
+// CHECK: %[[G:.+]] = memfit.attention_grad_query
+// CHECK-NEXT: %[[T:.+]] = memfit.transpose %[[G]] {perm = array<i64: 0, 2, 1, 3>}
+// CHECK-NEXT: memfit.yield %[[T]] : tensor<2x8x2x4xf32>
+// CHECK-NOT: memfit.kernel
+// CHECK: return %[[DQ]]
+// CUDA-LABEL: // k0_attention_grad_query_transpose: (no ONNX node)
+// CUDA: out0[b * 64LL + h * 4LL + i * 8LL + c] =
+func.func @attention_gradient_merged(%q: tensor<2x2x8x4xf32>, %k: tensor<2x2x8x4xf32>, %v: tensor<2x2x8x4xf32>, %lse: tensor<2x2x8xf32>, %delta: tensor<2x2x8xf32>, %g: tensor<2x2x8x4xf32>) -> tensor<2x8x2x4xf32> {
+  %dq = memfit.attention_grad_query causal %q, %k, %v, %lse, %delta, %g scale 0.5 : (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8xf32>, tensor<2x2x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x8x4xf32>
+  %t = memfit.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x8x4xf32> -> tensor<2x8x2x4xf32>
+  return %t : tensor<2x8x2x4xf32>
+}

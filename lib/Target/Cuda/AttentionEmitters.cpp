@@ -67,6 +67,23 @@ struct AttentionKernel {
   /// Whether an operand is read through a view (memfit-fuse's views: the
   /// heads of a QKV projection, read in place).
   bool views = false;
+  /// Each [B, H, S, D] result's strides in its output when the kernel
+  /// yields it transposed (memfit-fuse: the heads merged back, written in
+  /// place), else empty.
+  SmallVector<Shape> resultStrides;
+
+  /// The offset of row (b, h, i) of result `r` in its output: `packed`,
+  /// or at the strides of the transposed result the kernel yields.
+  std::string outRow(unsigned r, StringRef packed, StringRef b, StringRef h,
+                     StringRef i) {
+    if (r >= resultStrides.size() || resultStrides[r].empty())
+      return packed.str();
+    StringRef names[] = {b, h, i};
+    std::string start;
+    for (auto [name, stride] : llvm::zip(names, resultStrides[r]))
+      start += (start.empty() ? "" : " + ") + name.str() + " * " + ll(stride);
+    return start;
+  }
 
   raw_ostream &os() { return w.body(); }
   /// The offset of row (b, h, i) of operand `v` ([B, H, S, D], rows
@@ -267,6 +284,21 @@ FailureOr<AttentionKernel> kernelFor(OpTy op, KernelWriter &w) {
                          {}};
   for (Value operand : op->getOperands())
     kernel.views |= static_cast<bool>(w.viewOf(operand));
+  // A result yielded transposed (the last dimension kept last): its
+  // dimensions' strides in the transposed output.
+  Operation *yield = op->getBlock()->getTerminator();
+  for (auto [r, result] : llvm::enumerate(op->getResults())) {
+    kernel.resultStrides.emplace_back();
+    auto transpose = dyn_cast<TransposeOp>(yield->getOperand(r).getDefiningOp());
+    if (!transpose)
+      continue;
+    ArrayRef<int64_t> perm = transpose.getPerm();
+    Shape strides = stridesOf(shapeOf(transpose.getResult()));
+    Shape &out = kernel.resultStrides.back();
+    out.assign(perm.size(), 0);
+    for (auto [d, from] : llvm::enumerate(perm))
+      out[from] = strides[d];
+  }
   kernel.dropoutRatio = op.getDropoutRatio().convertToDouble();
   kernel.dropoutSeed = op.getDropoutSeed();
   kernel.dropoutStream = op.getDropoutStream();
@@ -360,7 +392,8 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   // The kept values' sum scaled by 1 / (1 - ratio) with the output.
   os << "  const " << k->acc << " inv = l > 0 ? "
      << (k->dropout() ? k->keptScale() : "1") << " / l : 0;\n";
-  os << "  for (int e = 0; e < " << k->dv << "; ++e) out0[t * " << k->ll(k->dv)
+  os << "  for (int e = 0; e < " << k->dv << "; ++e) out0["
+     << k->outRow(0, "t * " + k->ll(k->dv), "b", "h", "i")
      << " + e] = " << narrow(k->type, "o[e] * inv") << ";\n";
   os << "  out1[t] = l > 0 ? (float)(m + " << mathFn("log", k->type)
      << "(l)) : " << floatLiteral(-INFINITY, false) << ";\n";
@@ -426,7 +459,8 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
   os << "    const " << k->acc << " ds = p * (dp - delta);\n";
   writeDqUpdate();
   os << "  }\n";
-  os << "  for (int c = 0; c < " << k->d << "; ++c) out0[t * " << k->ll(k->d)
+  os << "  for (int c = 0; c < " << k->d << "; ++c) out0["
+     << k->outRow(0, "t * " + k->ll(k->d), "b", "h", "i")
      << " + c] = " << narrow(k->type, "dq[c] * " + k->lit(k->scale)) << ";\n";
   w.setPointwiseLaunch(k->batch * k->heads * k->queries);
   return success();
@@ -505,9 +539,11 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
      << ";\n";
   os << "    }\n";
   os << "  }\n";
-  os << "  for (int c = 0; c < " << k->d << "; ++c) out0[t * " << k->ll(k->d)
+  os << "  for (int c = 0; c < " << k->d << "; ++c) out0["
+     << k->outRow(0, "t * " + k->ll(k->d), "b", "hk", "j")
      << " + c] = " << narrow(k->type, "dk[c] * " + k->lit(k->scale)) << ";\n";
-  os << "  for (int e = 0; e < " << k->dv << "; ++e) out1[t * " << k->ll(k->dv)
+  os << "  for (int e = 0; e < " << k->dv << "; ++e) out1["
+     << k->outRow(1, "t * " + k->ll(k->dv), "b", "hk", "j")
      << " + e] = " << narrow(k->type, "dv[e]") << ";\n";
   w.setPointwiseLaunch(k->batch * k->kvHeads * k->keys);
   return success();

@@ -115,8 +115,21 @@ FailureOr<Operation *> KernelWriter::findAnchor() {
   }
   if (!anchor)
     return anchor;
+  // An attention op's result may be yielded transposed (its model writes
+  // it at the transposed strides).
+  auto yieldedTransposeOfAnchor = [&](Operation &op) {
+    auto transpose = dyn_cast<TransposeOp>(op);
+    auto opClass = dyn_cast<OpClassInterface>(anchor);
+    return transpose && opClass &&
+           opClass.getOpClass() == OpClass::Attention &&
+           transpose.getInput().getDefiningOp() == anchor &&
+           transpose.getPerm().back() ==
+               static_cast<int64_t>(transpose.getPerm().size()) - 1 &&
+           llvm::all_of(transpose->getUsers(),
+                        [](Operation *user) { return isa<YieldOp>(user); });
+  };
   for (Operation &op : kernel.getBodyOps())
-    if (&op != anchor && !isa<ConstantOp>(op))
+    if (&op != anchor && !isa<ConstantOp>(op) && !yieldedTransposeOfAnchor(op))
       return error(&op) << "fusing element-wise ops with '"
                         << anchor->getName()
                         << "' is not supported by the emitter yet",
