@@ -10,7 +10,7 @@ cross-entropy computed a chunk of ROWS rows at a time
 (memfit.linear_cross_entropy, the default; several chunks on purpose) and
 with --no-chunked-loss, which holds the logits whole. The compiled steps
 must differ (the chunked one has more loss kernels), and the loss and
-every gradient must agree within 1e-6 of each tensor's largest magnitude
+every gradient must agree within 2e-6 of each tensor's largest magnitude
 (of the largest gradient's for gradients that the references list as zero
 analytically, whose values are rounding noise): the chunks sum the same
 terms in another order. Prints the worst relative
@@ -27,7 +27,7 @@ from memfit_test import check_training
 from memfit_test.check_training import report
 from memfit_test.runner import split_passthrough
 
-REL_TOL = 1e-6
+REL_TOL = 2e-6
 
 
 def run(args, workdir):
