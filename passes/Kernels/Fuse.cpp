@@ -63,7 +63,8 @@ struct MemfitFusePass
       if (views)
         fusion::viewContractionOperands(func);
     }
-    if (multiTensor && failed(fusion::fuseSegments(module, maxOps)))
+    if (multiTensor && (failed(fusion::fuseSegments(module, maxOps)) ||
+                        failed(fusion::fuseWeightCasts(module, maxOps))))
       return failure();
     return success();
   }

@@ -185,6 +185,21 @@ void viewContractionOperands(func::FuncOp func);
 /// when a plan cannot be made. (MultiTensor.cpp)
 LogicalResult fuseSegments(ModuleOp module, int64_t maxOps);
 
+/// The transformer layer of `kernel`: in the parameter names `names`, else
+/// its ONNX nodes, the first path component `name.N` ("h.0" of
+/// h.0.attn.c_attn.weight) or `nameN` ("h4"); empty outside the layers.
+/// (MultiTensor.cpp)
+std::string layerOf(KernelOp kernel, const DenseSet<StringAttr> &names);
+
+/// The `multi-tensor` rewrite of the kernels that compute from weights
+/// alone (mixed precision's casts of the master weights before their
+/// use): each transformer layer's become one kernel of several segments
+/// at the first one's place, when the module's plan grows by at most 0.1%
+/// (it is left as it was if it grows more). Fails when a plan cannot be
+/// made.
+/// (WeightCasts.cpp)
+LogicalResult fuseWeightCasts(ModuleOp module, int64_t maxOps);
+
 } // namespace mlir::memfit::fusion
 
 #endif // MEMFIT_PASSES_KERNELS_FUSIONRULES_H

@@ -23,16 +23,6 @@ using namespace mlir;
 using namespace mlir::memfit;
 using namespace mlir::memfit::fusion;
 
-namespace {
-
-/// Whether every result of `kernel` is stored by memfit.assign: it
-/// writes parameters or states in place, not the arena.
-bool updatesInPlace(KernelOp kernel) {
-  return llvm::all_of(kernel->getResults(), [](Value result) {
-    return result.hasOneUse() && isa<AssignOp>(*result.getUsers().begin());
-  });
-}
-
 /// The transformer layer an update belongs to: in the names of the
 /// parameters it writes, else of its ONNX nodes, the first path component
 /// `name.N` ("h.0" of h.0.attn.c_attn.weight, "layers.3" of
@@ -40,7 +30,8 @@ bool updatesInPlace(KernelOp kernel) {
 /// with "::" (the TorchScript exporter's onnx::MatMul_12, named after no
 /// module) are skipped: their gradients' nodes name the module. Empty
 /// outside the layers.
-std::string layerOf(KernelOp kernel, const DenseSet<StringAttr> &writes) {
+std::string fusion::layerOf(KernelOp kernel,
+                            const DenseSet<StringAttr> &writes) {
   auto find = [](StringRef text) -> std::string {
     SmallVector<StringRef> parts;
     for (size_t begin = 0, i = 0; i <= text.size(); ++i)
@@ -84,6 +75,16 @@ std::string layerOf(KernelOp kernel, const DenseSet<StringAttr> &writes) {
     return layer.empty() ? WalkResult::advance() : WalkResult::interrupt();
   });
   return layer;
+}
+
+namespace {
+
+/// Whether every result of `kernel` is stored by memfit.assign: it
+/// writes parameters or states in place, not the arena.
+bool updatesInPlace(KernelOp kernel) {
+  return llvm::all_of(kernel->getResults(), [](Value result) {
+    return result.hasOneUse() && isa<AssignOp>(*result.getUsers().begin());
+  });
 }
 
 /// Runs of pointwise kernels that update parameters or states in place

@@ -104,3 +104,75 @@ func.func @dependent(%x: tensor<4x4xf32>, %y: tensor<4x4xf32>) -> (tensor<4x4xf3
   %t = memfit.tanh %y : tensor<4x4xf32>
   return %s, %n, %m, %t : tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>, tensor<4x4xf32>
 }
+
+// -----
+
+// Kernels that compute from weights alone (mixed precision's casts of the
+// master weights before each matmul) run as one kernel of several
+// segments per transformer layer, at the layer's first cast: h.0's two
+// casts are one kernel before h.0's first matmul, h.1's another; the loads
+// move before it. (The step returns the casts, as a backward that reads
+// them again would keep them: their bytes live to the end either way, so
+// the plan does not grow.)
+memfit.parameter @h.0.a = dense<1.0> : tensor<4x4xf32>
+memfit.parameter @h.0.b = dense<2.0> : tensor<4x4xf32>
+memfit.parameter @h.1.a = dense<3.0> : tensor<4x4xf32>
+memfit.parameter @h.1.b = dense<4.0> : tensor<4x4xf32>
+// CHECK-LABEL: func.func @weight_casts
+// CHECK: %[[A0:.+]] = memfit.load_parameter @h.0.a
+// CHECK: %[[B0:.+]] = memfit.load_parameter @h.0.b
+// CHECK: %[[C0:.+]]:2 = memfit.kernel(%[[A0]], %[[B0]]) {memfit.segments = array<i64: 1, 1>}
+// CHECK-COUNT-2: memfit.cast
+// CHECK: memfit.matmul %{{.+}}, %[[C0]]#0
+// CHECK: memfit.matmul %{{.+}}, %[[C0]]#1
+// CHECK: %[[C1:.+]]:2 = memfit.kernel({{.+}}) {memfit.segments = array<i64: 1, 1>}
+// CHECK: memfit.matmul %{{.+}}, %[[C1]]#0
+// CHECK: memfit.matmul %{{.+}}, %[[C1]]#1
+// CHECK-NOT: memfit.kernel
+// CHECK: return
+// OFF-LABEL: func.func @weight_casts
+// OFF-COUNT-4: memfit.cast
+func.func @weight_casts(%x: tensor<4x4xbf16>) -> (tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>) {
+  %a0 = memfit.load_parameter @h.0.a : tensor<4x4xf32>
+  %ca0 = memfit.cast %a0 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.0.a")
+  %y0 = memfit.matmul %x, %ca0 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %b0 = memfit.load_parameter @h.0.b : tensor<4x4xf32>
+  %cb0 = memfit.cast %b0 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.0.b")
+  %z0 = memfit.matmul %y0, %cb0 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %a1 = memfit.load_parameter @h.1.a : tensor<4x4xf32>
+  %ca1 = memfit.cast %a1 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.1.a")
+  %y1 = memfit.matmul %z0, %ca1 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %b1 = memfit.load_parameter @h.1.b : tensor<4x4xf32>
+  %cb1 = memfit.cast %b1 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.1.b")
+  %z1 = memfit.matmul %y1, %cb1 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  return %z1, %ca0, %cb0, %ca1, %cb1 : tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>, tensor<4x4xbf16>
+}
+
+// -----
+
+// The same casts, each read once: merged, the later casts' bytes would
+// live from their layer's first cast on, and the plan would grow by more
+// than the 0.1% allowed (a 256-byte buffer in a plan of a few KB); they
+// stay kernels of their own.
+memfit.parameter @h.0.a = dense<1.0> : tensor<4x4xf32>
+memfit.parameter @h.0.b = dense<2.0> : tensor<4x4xf32>
+memfit.parameter @h.1.a = dense<3.0> : tensor<4x4xf32>
+memfit.parameter @h.1.b = dense<4.0> : tensor<4x4xf32>
+// CHECK-LABEL: func.func @weight_casts_kept
+// CHECK-NOT: memfit.segments
+// CHECK: return
+func.func @weight_casts_kept(%x: tensor<4x4xbf16>) -> tensor<4x4xbf16> {
+  %a0 = memfit.load_parameter @h.0.a : tensor<4x4xf32>
+  %ca0 = memfit.cast %a0 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.0.a")
+  %y0 = memfit.matmul %x, %ca0 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %b0 = memfit.load_parameter @h.0.b : tensor<4x4xf32>
+  %cb0 = memfit.cast %b0 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.0.b")
+  %z0 = memfit.matmul %y0, %cb0 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %a1 = memfit.load_parameter @h.1.a : tensor<4x4xf32>
+  %ca1 = memfit.cast %a1 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.1.a")
+  %y1 = memfit.matmul %z0, %ca1 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  %b1 = memfit.load_parameter @h.1.b : tensor<4x4xf32>
+  %cb1 = memfit.cast %b1 : tensor<4x4xf32> to tensor<4x4xbf16> loc("h.1.b")
+  %z1 = memfit.matmul %y1, %cb1 : tensor<4x4xbf16>, tensor<4x4xbf16> -> tensor<4x4xbf16>
+  return %z1 : tensor<4x4xbf16>
+}
