@@ -5,8 +5,8 @@
 // bf16 or fp16 by a kernel of its own before its first use (GPT-2 small's
 // step: 147 of them). The kernels of one transformer layer become one
 // kernel of several segments at the first one's place: one launch a layer.
-// Their inputs are weights (or the step's arguments and constants), ready
-// from the step's start, so the merged kernel computes each as it did;
+// Their inputs are weights (parameters and constants), ready from the
+// step's start, so the merged kernel computes each as it did;
 // only the results of the later ones live from the first one's place on,
 // which the module's plan checks.
 //
@@ -30,16 +30,19 @@ using namespace mlir::memfit::fusion;
 namespace {
 
 /// Whether `kernel` computes from weights alone: pointwise, of one
-/// segment, its inputs outside the arena (parameters, constants, the
-/// step's arguments), its results arena values that memfit.assign does not
-/// store and that it does not write into an input.
+/// segment, its inputs parameters or constants (not the step's arguments:
+/// a chunked loss's slices of the labels would live from the step's start),
+/// its results arena values that memfit.assign does not store and that it
+/// does not write into an input.
 bool fromWeightsAlone(KernelOp kernel) {
   if (kernel.getInputs().empty() || kernel->hasAttr(kSegmentsAttr) ||
       !isPointwise(kernel))
     return false;
-  for (Value input : kernel.getInputs())
-    if (!outsideArena(bufferRoot(input)))
+  for (Value input : kernel.getInputs()) {
+    Operation *def = bufferRoot(input).getDefiningOp();
+    if (!isa_and_nonnull<LoadParameterOp, ConstantOp>(def))
       return false;
+  }
   for (unsigned r = 0; r < kernel->getNumResults(); ++r)
     if (kernel.getTiedInput(r))
       return false;
