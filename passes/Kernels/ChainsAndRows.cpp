@@ -257,6 +257,30 @@ KernelOp consumerPastFirst(KernelOp producer, KernelOp first,
       return {};
   if (schedule.writeBetween(from, at + 1, first.getInputs()))
     return {};
+  // Nor may a kernel it would then follow write in place what it reads:
+  // a result accumulated into an input (gather_grad's `into`) or stored
+  // by memfit.assign into a parameter (an update writes its parameter's
+  // bytes at its own step).
+  DenseSet<StringAttr> reads, unused;
+  parametersOf(first, reads, unused);
+  llvm::SmallPtrSet<Value, 8> roots;
+  for (Value input : first.getInputs())
+    roots.insert(bufferRoot(input));
+  for (Operation *op = first->getNextNode(); op; op = op->getNextNode()) {
+    if (auto kernel = dyn_cast<KernelOp>(op)) {
+      for (unsigned r = 0; r < kernel->getNumResults(); ++r)
+        if (Value tied = kernel.getTiedInput(r);
+            tied && roots.contains(bufferRoot(tied)))
+          return {};
+      DenseSet<StringAttr> kernelReads, writes;
+      parametersOf(kernel, kernelReads, writes);
+      if (llvm::any_of(writes,
+                       [&](StringAttr p) { return reads.contains(p); }))
+        return {};
+    }
+    if (op == next.getOperation())
+      break;
+  }
   if (!fitsPointwise(producer, next) &&
       !(options.rows && fitsRow(producer, next)))
     return {};

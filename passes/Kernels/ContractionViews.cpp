@@ -203,11 +203,21 @@ bool libraryReads(const Strided &layout) {
 /// the attention kernels read a row of a view whose last dimension is
 /// adjacent): only element-wise ops of a pointwise or row kernel read it,
 /// or it is an attention op's query, key, value or result gradient. Not a
-/// kernel of several segments, one that quantizes, or one that writes a
-/// result in place into the input.
-bool kernelReadsView(KernelOp kernel, unsigned index, const Strided &layout) {
+/// kernel of several segments, one that quantizes, one that writes a
+/// result in place into the input, or one that updates the parameter
+/// `source` (the viewed value) is loaded from.
+bool kernelReadsView(KernelOp kernel, unsigned index, const Strided &layout,
+                     Value source) {
   if (kernel->hasAttr(kSegmentsAttr))
     return false;
+  // Not a kernel that updates the viewed parameter in place: its threads
+  // would read elements that others have written.
+  if (auto load = bufferRoot(source).getDefiningOp<LoadParameterOp>()) {
+    DenseSet<StringAttr> reads, writes;
+    parametersOf(kernel, reads, writes);
+    if (writes.contains(load.getNameAttr().getAttr()))
+      return false;
+  }
   for (unsigned r = 0; r < kernel->getNumResults(); ++r)
     if (kernel.getTiedInput(r) == kernel.getInputs()[index])
       return false;
@@ -493,7 +503,8 @@ void fusion::viewContractionOperands(func::FuncOp func) {
       c.source = traced->first;
       c.layout = traced->second;
       if (matmul ? !libraryReads(c.layout)
-                 : !kernelReadsView(kernel, use.getOperandNumber(), c.layout))
+                 : !kernelReadsView(kernel, use.getOperandNumber(), c.layout,
+                                    c.source))
         continue;
       int64_t first = schedule.position.lookup(c.kernels.back());
       if (schedule.writeBetween(first, schedule.position.lookup(&op),

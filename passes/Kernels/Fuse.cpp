@@ -63,8 +63,11 @@ struct MemfitFusePass
       if (views)
         fusion::viewContractionOperands(func);
     }
-    if (multiTensor && (failed(fusion::fuseSegments(module, maxOps)) ||
-                        failed(fusion::fuseWeightCasts(module, maxOps))))
+    if (multiTensor && failed(fusion::fuseSegments(module, maxOps)))
+      return failure();
+    // The weight casts' merge keeps bytes live longer: not when strict.
+    if (multiTensor && !strict &&
+        failed(fusion::fuseWeightCasts(module, maxOps)))
       return failure();
     return success();
   }
