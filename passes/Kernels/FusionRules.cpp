@@ -11,8 +11,10 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/ShapeInference.h"
+#include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "llvm/ADT/STLExtras.h"
 
@@ -199,6 +201,44 @@ void Schedule::apply(ArrayRef<LiveChange> changes) {
   for (const LiveChange &c : changes)
     for (int64_t p = c.from; p <= c.to; ++p)
       live[p] += c.bytes;
+}
+
+//===----------------------------------------------------------------------===//
+// Kernels of segments
+//===----------------------------------------------------------------------===//
+
+KernelOp segmentsKernel(ArrayRef<KernelOp> group, Operation *at) {
+  MergedKernel parts;
+  SmallVector<Type> types;
+  SmallVector<int64_t> sizes;
+  for (KernelOp kernel : group) {
+    for (Value v : kernel.getInputs())
+      parts.addInput(v);
+    llvm::append_range(types, kernel->getResultTypes());
+    sizes.push_back(kernel->getNumResults());
+  }
+  OpBuilder builder(at);
+  KernelOp merged = parts.create(builder, at->getLoc(), types);
+  copyMemfitAttrs(group.front(), merged);
+  merged->setAttr(kSegmentsAttr, builder.getDenseI64ArrayAttr(sizes));
+  SmallVector<Value> yielded;
+  for (KernelOp kernel : group) {
+    IRMapping map;
+    llvm::append_range(yielded, parts.clone(builder, kernel, map));
+  }
+  YieldOp::create(builder, at->getLoc(), yielded);
+  unsigned next = 0;
+  for (KernelOp kernel : group)
+    for (OpResult result : kernel->getResults())
+      result.replaceAllUsesWith(merged->getResult(next++));
+  return merged;
+}
+
+FailureOr<int64_t> planTotal(ModuleOp module) {
+  FailureOr<ModulePlan> plan = planModule(module, definedFunctions(module));
+  if (failed(plan))
+    return failure();
+  return plan->weightsBytes + plan->arenaBytes;
 }
 
 } // namespace mlir::memfit::fusion

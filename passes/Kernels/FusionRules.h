@@ -185,6 +185,16 @@ void viewContractionOperands(func::FuncOp func);
 /// when a plan cannot be made. (MultiTensor.cpp)
 LogicalResult fuseSegments(ModuleOp module, int64_t maxOps);
 
+/// One kernel before `at` that runs each of `group` (pointwise kernels) as
+/// a segment (kSegmentsAttr: each one's result count), with the first
+/// one's memfit attributes; the group's results are replaced by its. The
+/// caller erases the group. (FusionRules.cpp)
+KernelOp segmentsKernel(ArrayRef<KernelOp> group, Operation *at);
+
+/// The weights and arena bytes of `module`'s plan, or failure.
+/// (FusionRules.cpp)
+FailureOr<int64_t> planTotal(ModuleOp module);
+
 /// The transformer layer of `kernel`: in the parameter names `names`, else
 /// its ONNX nodes, the first path component `name.N` ("h.0" of
 /// h.0.attn.c_attn.weight) or `nameN` ("h4"); empty outside the layers.

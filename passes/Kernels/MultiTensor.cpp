@@ -171,31 +171,7 @@ SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
 /// One kernel at the last of `group`'s place that runs each as a
 /// segment; the updates of their results move after it.
 void mergeSegments(ArrayRef<KernelOp> group) {
-  MergedKernel parts;
-  SmallVector<Type> types;
-  SmallVector<int64_t> sizes;
-  for (KernelOp kernel : group) {
-    for (Value v : kernel.getInputs())
-      parts.addInput(v);
-    llvm::append_range(types, kernel->getResultTypes());
-    sizes.push_back(kernel->getNumResults());
-  }
-  KernelOp last = group.back();
-  OpBuilder builder(last);
-  KernelOp merged = parts.create(builder, last.getLoc(), types);
-  copyMemfitAttrs(group.front(), merged);
-  merged->setAttr(kSegmentsAttr, builder.getDenseI64ArrayAttr(sizes));
-  SmallVector<Value> yielded;
-  for (KernelOp kernel : group) {
-    IRMapping map;
-    llvm::append_range(yielded, parts.clone(builder, kernel, map));
-  }
-  YieldOp::create(builder, last.getLoc(), yielded);
-
-  unsigned next = 0;
-  for (KernelOp kernel : group)
-    for (OpResult result : kernel->getResults())
-      result.replaceAllUsesWith(merged->getResult(next++));
+  KernelOp merged = segmentsKernel(group, group.back());
   // The updates of the earlier kernels' results (and anything else that
   // reads them) now follow the merged kernel, in their order.
   SmallVector<Operation *> early;
@@ -226,13 +202,7 @@ LogicalResult fusion::fuseSegments(ModuleOp module, int64_t maxOps) {
     }
   if (!merged)
     return success();
-  auto total = [](ModuleOp m) -> FailureOr<int64_t> {
-    FailureOr<ModulePlan> plan = planModule(m, definedFunctions(m));
-    if (failed(plan))
-      return failure();
-    return plan->weightsBytes + plan->arenaBytes;
-  };
-  FailureOr<int64_t> with = total(module), without = total(*unmerged);
+  FailureOr<int64_t> with = planTotal(module), without = planTotal(*unmerged);
   if (failed(with) || failed(without))
     return failure();
   if (*with > *without)

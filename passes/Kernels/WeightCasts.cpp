@@ -16,10 +16,8 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
-#include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringMap.h"
 
@@ -142,35 +140,13 @@ void hoist(Value value, Operation *point) {
 }
 
 /// One kernel at the first of `group`'s place that computes each as a
-/// segment.
+/// segment, their inputs' loads moved before it.
 void mergeAtFirst(ArrayRef<KernelOp> group) {
-  MergedKernel parts;
-  SmallVector<Type> types;
-  SmallVector<int64_t> sizes;
-  for (KernelOp kernel : group) {
-    for (Value v : kernel.getInputs())
-      parts.addInput(v);
-    llvm::append_range(types, kernel->getResultTypes());
-    sizes.push_back(kernel->getNumResults());
-  }
   KernelOp first = group.front();
   for (KernelOp kernel : group)
     for (Value v : kernel.getInputs())
       hoist(v, first);
-  OpBuilder builder(first);
-  KernelOp merged = parts.create(builder, first.getLoc(), types);
-  copyMemfitAttrs(first, merged);
-  merged->setAttr(kSegmentsAttr, builder.getDenseI64ArrayAttr(sizes));
-  SmallVector<Value> yielded;
-  for (KernelOp kernel : group) {
-    IRMapping map;
-    llvm::append_range(yielded, parts.clone(builder, kernel, map));
-  }
-  YieldOp::create(builder, first.getLoc(), yielded);
-  unsigned next = 0;
-  for (KernelOp kernel : group)
-    for (OpResult result : kernel->getResults())
-      result.replaceAllUsesWith(merged->getResult(next++));
+  segmentsKernel(group, first);
   for (KernelOp kernel : group)
     kernel->erase();
 }
@@ -187,18 +163,13 @@ LogicalResult fusion::fuseWeightCasts(ModuleOp module, int64_t maxOps) {
     }
   if (!merged)
     return success();
-  auto total = [](ModuleOp m) -> FailureOr<int64_t> {
-    FailureOr<ModulePlan> plan = planModule(m, definedFunctions(m));
-    if (failed(plan))
-      return failure();
-    return plan->weightsBytes + plan->arenaBytes;
-  };
-  FailureOr<int64_t> with = total(module), without = total(*unmerged);
+  FailureOr<int64_t> with = planTotal(module), without = planTotal(*unmerged);
   if (failed(without))
     return failure();
   // A layer's casts live from its first one on: kept when the plan grows
-  // by at most kSlack of itself (GPT-2 small in bf16, 4 x 512: 3 KB of
-  // 3.1 GB, first-fit placement), else left as they were.
+  // by at most kSlack of itself (first-fit placement can move a few KB;
+  // GPT-2 small's plans in bf16 and fp16 come out the same), else left as
+  // they were.
   constexpr double kSlack = 1e-3;
   if (failed(with) || static_cast<double>(*with) >
                           static_cast<double>(*without) * (1.0 + kSlack))
