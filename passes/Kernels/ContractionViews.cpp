@@ -102,24 +102,25 @@ std::optional<Strided> reshapeLayout(const Strided &layout,
   }
 }
 
-/// The one op of a kernel that only moves data (a transpose or a split of
-/// its first input), else null.
+/// The one op of a kernel that only moves data (a transpose, a split or a
+/// slice of its first input), else null.
 Operation *soleMovement(KernelOp kernel) {
   auto ops = kernel.getBodyOps();
   if (std::distance(ops.begin(), ops.end()) != 1)
     return nullptr;
   Operation *op = &*ops.begin();
-  if (!isa<TransposeOp, SplitOp>(op) || !isPure(op) ||
+  if (!isa<TransposeOp, SplitOp, SliceOp>(op) || !isPure(op) ||
       !isa<BlockArgument>(op->getOperand(0)))
     return nullptr;
   return op;
 }
 
 /// How a matmul operand `value` reads another value's buffer when views
-/// and kernels that only transpose or split (`kernels`, collected) made it
-/// from that value: the value and the layout, else nothing.
+/// and kernels that only transpose or split (or, with `slices`, slice)
+/// made it (`kernels`, collected) from that value: the value and the
+/// layout, else nothing.
 std::optional<std::pair<Value, Strided>>
-traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
+traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels, bool slices) {
   // What each step does to the layout, from `value` back to the source.
   SmallVector<std::function<std::optional<Strided>(const Strided &)>> steps;
   Value v = value;
@@ -134,7 +135,7 @@ traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
     }
     auto kernel = dyn_cast<KernelOp>(def);
     Operation *op = kernel ? soleMovement(kernel) : nullptr;
-    if (!op)
+    if (!op || (isa<SliceOp>(op) && !slices))
       break;
     Value yielded = cast<YieldOp>(kernel.getBodyBlock().getTerminator())
                         .getValues()[cast<OpResult>(v).getResultNumber()];
@@ -149,6 +150,24 @@ traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
           t.strides.push_back(l.strides[d]);
         }
         return t;
+      });
+    } else if (auto slice = dyn_cast<SliceOp>(op)) {
+      // Each dimension from its start by its step (forward only: a view's
+      // strides are not negative).
+      SmallVector<SliceDim> dims;
+      if (failed(resolveSlice(shapeOf(slice.getInput()), slice.getStarts(),
+                              slice.getEnds(), slice.getAxes(),
+                              slice.getSteps(), dims, std::nullopt)) ||
+          llvm::any_of(dims, [](const SliceDim &d) { return d.step < 1; }))
+        break;
+      steps.push_back([dims](const Strided &l) {
+        Strided t = l;
+        for (auto [d, dim] : llvm::enumerate(dims)) {
+          t.offset += dim.start * l.strides[d];
+          t.strides[d] = l.strides[d] * dim.step;
+          t.shape[d] = dim.size;
+        }
+        return std::optional<Strided>(t);
       });
     } else {
       auto split = cast<SplitOp>(op);
@@ -189,6 +208,17 @@ traceStrided(Value value, SmallVectorImpl<KernelOp> &kernels) {
 /// Whether dimension `d` of `layout` is adjacent: extent 1 or stride 1.
 bool adjacent(const Strided &layout, size_t d) {
   return layout.shape[d] == 1 || layout.strides[d] == 1;
+}
+
+/// Whether `layout` is the packed layout of its shape at some offset (a
+/// contiguous run of rows: a slice of a gemm's operand).
+bool packedAtOffset(const Strided &layout) {
+  Strided packed = packedLayout(layout.shape);
+  for (auto [size, stride, want] :
+       llvm::zip(layout.shape, layout.strides, packed.strides))
+    if (size != 1 && stride != want)
+      return false;
+  return true;
 }
 
 /// Whether a matmul's library call reads `layout`: a matrix whose rows or
@@ -476,7 +506,7 @@ bool permuteIntoAttention(KernelOp kernel) {
 
 } // namespace
 
-void fusion::viewContractionOperands(func::FuncOp func) {
+void fusion::viewContractionOperands(func::FuncOp func, bool slices) {
   Block &block = func.getBody().front();
   Schedule schedule(block);
   struct Candidate {
@@ -490,21 +520,29 @@ void fusion::viewContractionOperands(func::FuncOp func) {
   // its code reads, in place.
   for (Operation &op : block) {
     auto matmul = dyn_cast<MatMulOp>(op);
+    auto gemm = slices ? dyn_cast<GemmOp>(op) : GemmOp();
     auto kernel = dyn_cast<KernelOp>(op);
     if (matmul && !isa<FloatType>(matmul.getType().getElementType()))
       continue;
-    if (!matmul && !kernel)
+    if (!matmul && !gemm && !kernel)
       continue;
     for (OpOperand &use : op.getOpOperands()) {
+      // A gemm reads its A and B at an offset (not its bias C, which a
+      // kernel copies into the output).
+      if (gemm && use.getOperandNumber() > 1)
+        continue;
       Candidate c{&use, {}, {}, {}};
-      auto traced = traceStrided(use.get(), c.kernels);
+      auto traced = traceStrided(use.get(), c.kernels, slices);
       if (!traced)
         continue;
       c.source = traced->first;
       c.layout = traced->second;
-      if (matmul ? !libraryReads(c.layout)
-                 : !kernelReadsView(kernel, use.getOperandNumber(), c.layout,
-                                    c.source))
+      bool reads =
+          matmul ? libraryReads(c.layout)
+          : gemm ? packedAtOffset(c.layout)
+                 : kernelReadsView(kernel, use.getOperandNumber(), c.layout,
+                                   c.source);
+      if (!reads)
         continue;
       int64_t first = schedule.position.lookup(c.kernels.back());
       if (schedule.writeBetween(first, schedule.position.lookup(&op),

@@ -63,6 +63,18 @@ struct MemfitFusePass
       if (views)
         fusion::viewContractionOperands(func);
     }
+    // Slices as views too (gemm operands at an offset, kernels' element
+    // reads), where the plan does not grow: a view keeps its whole source
+    // live until its last reader.
+    if (views) {
+      OwningOpRef<ModuleOp> sliced = module.clone();
+      for (func::FuncOp func : definedFunctions(*sliced))
+        fusion::viewContractionOperands(func, /*slices=*/true);
+      FailureOr<int64_t> with = fusion::planTotal(*sliced),
+                         without = fusion::planTotal(module);
+      if (succeeded(with) && succeeded(without) && *with <= *without)
+        module.getBodyRegion().takeBody(sliced->getBodyRegion());
+    }
     if (multiTensor && failed(fusion::fuseSegments(module, maxOps)))
       return failure();
     // The weight casts' merge keeps bytes live longer: not when strict.

@@ -171,9 +171,12 @@ void fuseChainsAndRows(func::FuncOp func, const FusionOptions &options);
 /// call; a kernel that only transposes a matmul's result (the heads
 /// merged back) becomes the matmul's result_perm. The copies go: a
 /// rewrite is made when every reader of the kernels' results takes the
-/// view, and no in-place update writes the source in between.
+/// view, and no in-place update writes the source in between. With
+/// `slices`, also slices (a chunked loss's rows), which `memfit.gemm`
+/// reads at an offset too: the caller keeps that rewrite only where the
+/// plan does not grow (a view of a slice keeps its whole source live).
 /// (ContractionViews.cpp)
-void viewContractionOperands(func::FuncOp func);
+void viewContractionOperands(func::FuncOp func, bool slices = false);
 
 /// Multi-tensor kernels: consecutive independent pointwise kernels that
 /// update parameters in place (the optimizer's update of each) become

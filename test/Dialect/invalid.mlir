@@ -496,7 +496,7 @@ func.func @matmul_result_perm_not_permutation(%x: tensor<2x3x4xf32>, %y: tensor<
 // -----
 
 func.func @strided_view_read_by_kernel(%x: tensor<4x6xf32>) -> tensor<2x3xf32> {
-  // expected-error @+1 {{'memfit.strided_view' op is read by 'memfit.exp': only memfit.matmul (its library call's strides) and memfit.kernel (its code's) read a strided view}}
+  // expected-error @+1 {{'memfit.strided_view' op is read by 'memfit.exp': only memfit.matmul and memfit.gemm (their library call's strides) and memfit.kernel (its code's) read a strided view}}
   %v = memfit.strided_view %x {offset = 1 : i64, strides = array<i64: 12, 2>} : tensor<4x6xf32> -> tensor<2x3xf32>
   %e = memfit.exp %v : tensor<2x3xf32>
   return %e : tensor<2x3xf32>

@@ -144,7 +144,6 @@ func.func @other_reader(%qkv: tensor<2x8x16xf32>, %w: tensor<2x4x8xf32>) -> (ten
 // CUDA: dot0 += q[0] * (float)in1[8LL + b * 192LL + hk * 4LL + j * 24LL + 0];
 // CUDA: o[e] += p * (float)in2[16LL + b * 192LL + hk * 4LL + (j0 + jj) * 24LL + e];
 // CUDA: out0[t * 4LL + e] =
-// MANIFEST-LABEL: "schema": "memfit-executable"
 // MANIFEST: "name": "k0_attention"
 func.func @attention_kernel(%x: tensor<2x8x16xf32>, %w: tensor<16x24xf32>) -> tensor<2x2x8x4xf32> {
   %qkv = memfit.matmul %x, %w : tensor<2x8x16xf32>, tensor<16x24xf32> -> tensor<2x8x24xf32>
@@ -312,4 +311,25 @@ func.func @attention_gradient_merged(%q: tensor<2x2x8x4xf32>, %k: tensor<2x2x8x4
   %dq = memfit.attention_grad_query causal %q, %k, %v, %lse, %delta, %g scale 0.5 : (tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8x4xf32>, tensor<2x2x8xf32>, tensor<2x2x8xf32>, tensor<2x2x8x4xf32>) -> tensor<2x2x8x4xf32>
   %t = memfit.transpose %dq {perm = array<i64: 0, 2, 1, 3>} : tensor<2x2x8x4xf32> -> tensor<2x8x2x4xf32>
   return %t : tensor<2x8x2x4xf32>
+}
+
+// -----
+
+// Rows sliced off a value (a chunked loss's rows of the hidden states)
+// are read in place by memfit.gemm at an offset, where the plan does not
+// grow; the slices' copies go.
+// CHECK-LABEL: func.func @gemm_rows
+// CHECK-NOT: memfit.slice
+// CHECK: %[[A:.+]] = memfit.strided_view %arg0 {offset = 0 : i64, strides = array<i64: 4, 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: memfit.gemm %[[A]], %arg1
+// CHECK: %[[B:.+]] = memfit.strided_view %arg0 {offset = 16 : i64, strides = array<i64: 4, 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
+// CHECK-NEXT: memfit.gemm %[[B]], %arg1
+// MANIFEST: "name": "c1_gemm"
+// MANIFEST: "offsets": [16, 0, 0]
+func.func @gemm_rows(%h: tensor<8x4xf32>, %w: tensor<4x3xf32>) -> (tensor<4x3xf32>, tensor<4x3xf32>) {
+  %a = memfit.slice %h {starts = array<i64: 0>, ends = array<i64: 4>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
+  %y0 = memfit.gemm %a, %w : (tensor<4x4xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  %b = memfit.slice %h {starts = array<i64: 4>, ends = array<i64: 8>, axes = array<i64: 0>, steps = array<i64: 1>} : tensor<8x4xf32> -> tensor<4x4xf32>
+  %y1 = memfit.gemm %b, %w : (tensor<4x4xf32>, tensor<4x3xf32>) -> tensor<4x3xf32>
+  return %y0, %y1 : tensor<4x3xf32>, tensor<4x3xf32>
 }

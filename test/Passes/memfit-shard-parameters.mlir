@@ -13,8 +13,8 @@
 // CHECK: %[[C:.+]] = memfit.kernel(%[[R]])
 // CHECK: memfit.cast %{{.+}} {reason = "working-copy"} : tensor<2x2xf32> to tensor<2x2xbf16>
 // CHECK: %[[G:.+]] = memfit.all_gather %[[C]] {group_size = 2 : i64, memfit.regather = 0 : i64} : tensor<2x2xbf16> -> tensor<4x2xbf16>
-// CHECK: memfit.slice %{{.+}} {axes = array<i64: 0>, ends = array<i64: 3>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<4x2xbf16> -> tensor<3x2xbf16>
-// CHECK: memfit.matmul %{{.+}} : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
+// CHECK: %[[V:.+]] = memfit.strided_view %[[G]] {offset = 0 : i64, strides = array<i64: 2, 1>} : tensor<4x2xbf16> -> tensor<3x2xbf16>
+// CHECK: memfit.matmul %{{.+}}, %[[V]] : tensor<4x3xbf16>, tensor<3x2xbf16> -> tensor<4x2xbf16>
 // CHECK: memfit.reduce_scatter mean %{{.+}} : tensor<4x2xf32> -> tensor<2x2xf32>
 // CHECK: memfit.assign @w, %{{.+}} : tensor<2x2xf32>
 

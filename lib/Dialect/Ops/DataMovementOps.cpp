@@ -78,11 +78,12 @@ LogicalResult StridedViewOp::verify() {
     return emitOpError("reads element ")
            << last << " of an input of " << in.getNumElements() << " elements";
   for (Operation *user : getResult().getUsers())
-    if (!isa<MatMulOp, KernelOp>(user))
+    if (!isa<MatMulOp, GemmOp, KernelOp>(user))
       return emitOpError("is read by '")
              << user->getName()
-             << "': only memfit.matmul (its library call's strides) and "
-                "memfit.kernel (its code's) read a strided view";
+             << "': only memfit.matmul and memfit.gemm (their library "
+                "call's strides) and memfit.kernel (its code's) read a "
+                "strided view";
   return success();
 }
 

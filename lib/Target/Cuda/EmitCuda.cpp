@@ -462,6 +462,13 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
   c.k = c.transA ? a[0] : a[1];
   c.n = c.transB ? b[0] : b[1];
   c.setPackedLayout();
+  // A or B read in place from a larger buffer (memfit-fuse's views: a
+  // chunk's rows of the hidden states) at the view's offset; the views are
+  // packed, so the leading dimensions stay.
+  Value operands[] = {op.getA(), op.getB()};
+  for (auto [i, value] : llvm::enumerate(operands))
+    if (auto view = value.getDefiningOp<StridedViewOp>())
+      c.offsets[i] = static_cast<int64_t>(view.getOffset());
   c.alpha = op.getAlpha().convertToFloat();
   c.beta = 0.0f;
   if (Value bias = op.getC()) {
