@@ -82,10 +82,17 @@ ParameterOp mlir::memfit::addTrainingState(SymbolTable &symbols,
   return state;
 }
 
-void mlir::memfit::copyMemfitAttrs(Operation *from, Operation *to) {
-  for (NamedAttribute attr : from->getAttrs())
+SmallVector<NamedAttribute> mlir::memfit::memfitAttrs(Operation *op) {
+  SmallVector<NamedAttribute> attrs;
+  for (NamedAttribute attr : op->getAttrs())
     if (attr.getName().getValue().starts_with("memfit."))
-      to->setAttr(attr.getName(), attr.getValue());
+      attrs.push_back(attr);
+  return attrs;
+}
+
+void mlir::memfit::copyMemfitAttrs(Operation *from, Operation *to) {
+  for (NamedAttribute attr : memfitAttrs(from))
+    to->setAttr(attr.getName(), attr.getValue());
 }
 
 bool mlir::memfit::returnsGradients(func::FuncOp func) {

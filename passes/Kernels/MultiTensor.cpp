@@ -117,13 +117,6 @@ SmallVector<SmallVector<KernelOp>> segmentGroups(func::FuncOp func,
     inputs.clear();
     pointers = ops = 0;
   };
-  auto memfitAttrs = [](Operation *op) {
-    SmallVector<NamedAttribute> attrs;
-    for (NamedAttribute attr : op->getAttrs())
-      if (attr.getName().getValue().starts_with("memfit."))
-        attrs.push_back(attr);
-    return attrs;
-  };
   for (Operation &op : func.getBody().front()) {
     if (isa<LoadParameterOp, ConstantOp, AssignOp>(op))
       continue;

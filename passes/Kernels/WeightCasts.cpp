@@ -16,6 +16,7 @@
 
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
 #include "llvm/ADT/STLExtras.h"
@@ -46,16 +47,6 @@ bool fromWeightsAlone(KernelOp kernel) {
       return false;
   return llvm::none_of(kernel->getUsers(),
                        [](Operation *user) { return isa<AssignOp>(user); });
-}
-
-/// The memfit attributes of `op` (recomputation, the backward's marks),
-/// which the kernels of a group share.
-SmallVector<NamedAttribute> memfitAttrs(Operation *op) {
-  SmallVector<NamedAttribute> attrs;
-  for (NamedAttribute attr : op->getAttrs())
-    if (attr.getName().getValue().starts_with("memfit."))
-      attrs.push_back(attr);
-  return attrs;
 }
 
 /// The groups of `func`'s kernels that compute from weights alone, one per

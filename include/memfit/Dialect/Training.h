@@ -139,6 +139,10 @@ bool isTrainableCandidate(ParameterOp param);
 /// module).
 StringRef parameterRole(ParameterOp param);
 
+/// The `memfit.*` attributes of `op`, in its order (what
+/// copyMemfitAttrs copies: kernels of one kind of step carry the same).
+SmallVector<NamedAttribute> memfitAttrs(Operation *op);
+
 /// Copies the `memfit.*` attributes of `from` (what the planner and the
 /// reports know of a step: backward, saved, gradient_of) onto `to`, for a
 /// rewrite that replaces `from` by `to`.
