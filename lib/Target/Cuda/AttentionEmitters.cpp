@@ -87,13 +87,17 @@ struct AttentionKernel {
 
   raw_ostream &os() { return w.body(); }
   /// The offset of row (b, h, i) of operand `v` ([B, H, S, D], rows
-  /// adjacent): `packed`, its offset in a buffer of its own, or a view's
+  /// adjacent): row `packedRow` times D in a buffer of its own, or a view's
   /// offset and strides in the viewed buffer.
-  std::string rowStart(Value v, StringRef packed, StringRef b, StringRef h,
+  std::string rowStart(Value v, StringRef packedRow, StringRef b, StringRef h,
                        StringRef i) {
     StridedViewOp view = w.viewOf(v);
-    if (!view)
-      return packed.str();
+    if (!view) {
+      std::string row = packedRow.contains(' ')
+                            ? ("(" + packedRow + ")").str()
+                            : packedRow.str();
+      return row + " * " + ll(shapeOf(v).back());
+    }
     ArrayRef<int64_t> strides = view.getStrides();
     std::string start = ll(view.getOffset());
     StringRef names[] = {b, h, i};
@@ -101,6 +105,17 @@ struct AttentionKernel {
       if (stride != 0)
         start += " + " + name.str() + " * " + ll(stride);
     return start;
+  }
+  /// The elements of that row of `v`, at `k`.
+  std::function<std::string(StringRef)> atRow(Value v, StringRef packedRow,
+                                               StringRef b, StringRef h,
+                                               StringRef i) {
+    return at(v, rowStart(v, packedRow, b, h, i));
+  }
+  /// Element `e` of that row of `v`, in the accumulator type.
+  std::string loadRow(Value v, StringRef packedRow, StringRef b, StringRef h,
+                      StringRef i, StringRef e) {
+    return load(v, rowStart(v, packedRow, b, h, i) + " + " + e.str());
   }
   std::string lit(double v) const { return floatLiteral(v, isDouble); }
   std::string exp() const { return mathFn("exp", type); }
@@ -190,6 +205,11 @@ struct AttentionKernel {
     os() << "  " << acc << " " << name << "[" << n << "];\n";
     os() << "  for (int k = 0; k < " << n << "; ++k) " << name
          << "[k] = " << load(value, (base + " + k").str()) << ";\n";
+  }
+  /// `name[D]` in registers, row (b, h, i) of `v` (rowStart).
+  void writeRow(StringRef name, Value v, StringRef packedRow, StringRef b,
+                StringRef h, StringRef i) {
+    writeRow(name, v, rowStart(v, packedRow, b, h, i), shapeOf(v).back());
   }
   /// Writes `const acc name = sum over k < n of a(k) * b(k)`, in kLanes
   /// partial sums (`name0`, ...) added pairwise at the end: each is a chain
@@ -325,9 +345,7 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   raw_ostream &os = k->os();
   std::string neg = k->lit(-INFINITY);
   k->writeQueryRowIndex();
-  k->writeRow("q", op.getQuery(),
-              k->rowStart(op.getQuery(), "t * " + k->ll(k->d), "b", "h", "i"),
-              k->d);
+  k->writeRow("q", op.getQuery(), "t", "b", "h", "i");
   k->writeZeros("o", k->dv);
   os << "  " << k->acc << " m = " << neg << ", l = 0;\n";
   os << "  " << k->acc << " s[" << kKeyTile << "];\n";
@@ -340,10 +358,7 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   os << "      s[jj] = " << neg << ";\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
   k->writeDot("      ", "dot", k->reg("q"),
-              k->at(op.getKey(), k->rowStart(op.getKey(),
-                                             "(kv + j) * " + k->ll(k->d), "b",
-                                             "hk", "j")),
-              k->d);
+              k->atRow(op.getKey(), "kv + j", "b", "hk", "j"), k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      s[jj] = x;\n";
   os << "      tileMax = memfit_max(tileMax, x);\n";
@@ -361,10 +376,8 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
   if (k->dropout())
     os << "      if (!" << k->keeps("t", "j0 + jj") << ") continue;\n";
   os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += p * "
-     << k->load(op.getValue(),
-                k->rowStart(op.getValue(), "(kv + j0 + jj) * " + k->ll(k->dv),
-                            "b", "hk", "(j0 + jj)") +
-                    " + e")
+     << k->loadRow(op.getValue(), "kv + j0 + jj", "b", "hk", "(j0 + jj)",
+                   "e")
      << ";\n";
   os << "    }\n";
   os << "    m = mNew;\n";
@@ -378,10 +391,7 @@ LogicalResult emitAttention(AttentionOp op, KernelWriter &w) {
     if (k->dropout())
       os << "      if (!" << k->keeps("t", "j") << ") continue;\n";
     os << "      for (int e = 0; e < " << k->dv << "; ++e) o[e] += "
-       << k->load(op.getValue(),
-                  k->rowStart(op.getValue(), "(kv + j) * " + k->ll(k->dv),
-                              "b", "hk", "j") +
-                      " + e")
+       << k->loadRow(op.getValue(), "kv + j", "b", "hk", "j", "e")
        << ";\n";
     if (k->dropout())
       os << "    }\n";
@@ -407,13 +417,8 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
     return failure();
   raw_ostream &os = k->os();
   k->writeQueryRowIndex();
-  k->writeRow("q", op.getQuery(),
-              k->rowStart(op.getQuery(), "t * " + k->ll(k->d), "b", "h", "i"),
-              k->d);
-  k->writeRow("g", op.getDresult(),
-              k->rowStart(op.getDresult(), "t * " + k->ll(k->dv), "b", "h",
-                          "i"),
-              k->dv);
+  k->writeRow("q", op.getQuery(), "t", "b", "h", "i");
+  k->writeRow("g", op.getDresult(), "t", "b", "h", "i");
   k->writeZeros("dq", k->d);
   os << "  const " << k->acc << " lse = " << k->load(op.getLogsumexp(), "t")
      << ";\n";
@@ -422,17 +427,12 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
   // dresult . value_j, and dq's update by ds = p * (dp - delta).
   auto writeDp = [&] {
     k->writeDp("    ", k->reg("g"),
-               k->at(op.getValue(),
-                     k->rowStart(op.getValue(), "(kv + j) * " + k->ll(k->dv),
-                                 "b", "hk", "j")),
+               k->atRow(op.getValue(), "kv + j", "b", "hk", "j"),
                "t");
   };
   auto writeDqUpdate = [&] {
     os << "    for (int c = 0; c < " << k->d << "; ++c) dq[c] += ds * "
-       << k->load(op.getKey(), k->rowStart(op.getKey(),
-                                           "(kv + j) * " + k->ll(k->d), "b",
-                                           "hk", "j") +
-                                   " + c")
+       << k->loadRow(op.getKey(), "kv + j", "b", "hk", "j", "c")
        << ";\n";
   };
   // A uniform row: p = 1 / T for every key.
@@ -449,10 +449,7 @@ LogicalResult emitAttention(AttentionGradQueryOp op, KernelWriter &w) {
   os << "  for (long long j = 0; j < keyEnd; ++j) {\n";
   k->writeBoolMask("    ", "b", "h", "i", "j");
   k->writeDot("    ", "dot", k->reg("q"),
-              k->at(op.getKey(), k->rowStart(op.getKey(),
-                                             "(kv + j) * " + k->ll(k->d), "b",
-                                             "hk", "j")),
-              k->d);
+              k->atRow(op.getKey(), "kv + j", "b", "hk", "j"), k->d);
   k->writeScore("    ", "dot", "b", "h", "i", "j");
   os << "    const " << k->acc << " p = " << k->exp() << "(x - lse);\n";
   writeDp();
@@ -477,13 +474,8 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
   os << "  const long long hk = (t / " << k->ll(k->keys) << ") % "
      << k->ll(k->kvHeads) << ";\n";
   os << "  const long long b = t / " << k->ll(k->keys * k->kvHeads) << ";\n";
-  k->writeRow("kr", op.getKey(),
-              k->rowStart(op.getKey(), "t * " + k->ll(k->d), "b", "hk", "j"),
-              k->d);
-  k->writeRow("vr", op.getValue(),
-              k->rowStart(op.getValue(), "t * " + k->ll(k->dv), "b", "hk",
-                          "j"),
-              k->dv);
+  k->writeRow("kr", op.getKey(), "t", "b", "hk", "j");
+  k->writeRow("vr", op.getValue(), "t", "b", "hk", "j");
   k->writeZeros("dk", k->d);
   k->writeZeros("dv", k->dv);
   os << "  for (long long h = hk * " << k->ll(k->group) << "; h < (hk + 1) * "
@@ -507,35 +499,23 @@ LogicalResult emitAttention(AttentionGradKeyValueOp op, KernelWriter &w) {
     os << "      if (i < j) continue;\n";
   k->writeBoolMask("      ", "b", "h", "i", "j");
   k->writeDot("      ", "dot", k->reg("kr"),
-              k->at(op.getQuery(), k->rowStart(op.getQuery(),
-                                               "r * " + k->ll(k->d), "b", "h",
-                                               "i")),
-              k->d);
+              k->atRow(op.getQuery(), "r", "b", "h", "i"), k->d);
   k->writeScore("      ", "dot", "b", "h", "i", "j");
   os << "      p = " << k->exp() << "(x - lse);\n";
   os << "      }\n";
   k->writeDp("      ", k->reg("vr"),
-             k->at(op.getDresult(), k->rowStart(op.getDresult(),
-                                                "r * " + k->ll(k->dv), "b",
-                                                "h", "i")),
-             "r");
+             k->atRow(op.getDresult(), "r", "b", "h", "i"), "r");
   // The pair's share of dvalue: its dropped probability z * p.
   if (k->dropout())
     os << "      const " << k->acc << " pz = p * z;\n";
   os << "      for (int e = 0; e < " << k->dv << "; ++e) dv[e] += "
      << (k->dropout() ? "pz" : "p") << " * "
-     << k->load(op.getDresult(),
-                k->rowStart(op.getDresult(), "r * " + k->ll(k->dv), "b", "h",
-                            "i") +
-                    " + e")
+     << k->loadRow(op.getDresult(), "r", "b", "h", "i", "e")
      << ";\n";
   os << "      const " << k->acc << " ds = p * (dp - "
      << k->load(op.getDelta(), "r") << ");\n";
   os << "      for (int c = 0; c < " << k->d << "; ++c) dk[c] += ds * "
-     << k->load(op.getQuery(), k->rowStart(op.getQuery(),
-                                           "r * " + k->ll(k->d), "b", "h",
-                                           "i") +
-                                   " + c")
+     << k->loadRow(op.getQuery(), "r", "b", "h", "i", "c")
      << ";\n";
   os << "    }\n";
   os << "  }\n";
