@@ -115,6 +115,17 @@ Operation *soleMovement(KernelOp kernel) {
   return op;
 }
 
+/// The transpose of `kernel` when the kernel only transposes its one
+/// input and is that input's only reader (a result that the producer can
+/// write transposed instead), else null.
+TransposeOp transposeOfSoleReader(KernelOp kernel) {
+  auto transpose = dyn_cast_or_null<TransposeOp>(soleMovement(kernel));
+  if (!transpose || kernel.getInputs().size() != 1 ||
+      !kernel.getInputs()[0].hasOneUse())
+    return {};
+  return transpose;
+}
+
 /// How a matmul operand `value` reads another value's buffer when views
 /// and kernels that only transpose or split (or, with `slices`, slice)
 /// made it (`kernels`, collected) from that value: the value and the
@@ -351,13 +362,12 @@ MatMulOp permutedThroughUnits(OpBuilder &b, MatMulOp matmul,
 /// the transposed axis: the concatenation before the transpose is not
 /// stored. Returns whether it did.
 bool permuteConcatInputs(KernelOp kernel) {
-  auto transpose = dyn_cast_or_null<TransposeOp>(soleMovement(kernel));
-  if (!transpose || kernel.getInputs().size() != 1)
+  TransposeOp transpose = transposeOfSoleReader(kernel);
+  if (!transpose)
     return false;
   Value joined = kernel.getInputs()[0];
   auto concatKernel = joined.getDefiningOp<KernelOp>();
-  if (!concatKernel || !joined.hasOneUse() ||
-      concatKernel->getNumResults() != 1)
+  if (!concatKernel || concatKernel->getNumResults() != 1)
     return false;
   auto ops = concatKernel.getBodyOps();
   if (std::distance(ops.begin(), ops.end()) != 1)
@@ -443,14 +453,12 @@ bool permuteConcatInputs(KernelOp kernel) {
 /// result so transposed (result_perm) and the kernel goes. Returns
 /// whether it did.
 bool permuteIntoProducer(KernelOp kernel) {
-  auto transpose = dyn_cast_or_null<TransposeOp>(soleMovement(kernel));
+  TransposeOp transpose = transposeOfSoleReader(kernel);
   if (!transpose)
     return false;
-  Value input = kernel.getInputs()[0];
-  auto matmul = input.getDefiningOp<MatMulOp>();
+  auto matmul = kernel.getInputs()[0].getDefiningOp<MatMulOp>();
   ArrayRef<int64_t> perm = transpose.getPerm();
-  if (!matmul || !input.hasOneUse() || kernel.getInputs().size() != 1 ||
-      !isa<FloatType>(matmul.getType().getElementType()) ||
+  if (!matmul || !isa<FloatType>(matmul.getType().getElementType()) ||
       matmul.getLhs().getType().getRank() < 2 ||
       matmul.getRhs().getType().getRank() < 2 ||
       perm.back() != static_cast<int64_t>(perm.size()) - 1)
@@ -472,13 +480,13 @@ bool permuteIntoProducer(KernelOp kernel) {
 /// and V's gradients merged back into the projection's layout), and the
 /// kernel goes. Returns whether it did.
 bool permuteIntoAttention(KernelOp kernel) {
-  auto transpose = dyn_cast_or_null<TransposeOp>(soleMovement(kernel));
-  if (!transpose || kernel.getInputs().size() != 1)
+  TransposeOp transpose = transposeOfSoleReader(kernel);
+  if (!transpose)
     return false;
   Value input = kernel.getInputs()[0];
   auto producer = input.getDefiningOp<KernelOp>();
   ArrayRef<int64_t> perm = transpose.getPerm();
-  if (!producer || !input.hasOneUse() || perm.size() != 4 || perm.back() != 3)
+  if (!producer || perm.size() != 4 || perm.back() != 3)
     return false;
   auto ops = producer.getBodyOps();
   Operation *attention = nullptr;
