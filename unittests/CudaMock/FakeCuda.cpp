@@ -34,6 +34,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "FakeCubin.h"
+#include "FakeCudaCodes.h"
 #include "MockCuda.h"
 
 #include <cstdio>
@@ -43,20 +44,9 @@
 
 namespace {
 
-using CUresult = int;
-using CUdeviceptr = unsigned long long;
+using namespace fakecuda;
 
-// The CUresult values the fake returns (cuda.h).
-constexpr CUresult kSuccess = 0;
-constexpr CUresult kInvalidValue = 1;
-constexpr CUresult kOutOfMemory = 2;
-constexpr CUresult kNotInitialized = 3;
-constexpr CUresult kInvalidDevice = 101;
-constexpr CUresult kInvalidContext = 201;
-constexpr CUresult kInvalidHandle = 400;
-constexpr CUresult kNotFound = 500;
-constexpr CUresult kCaptureUnsupported = 900;
-constexpr CUresult kCaptureImplicit = 906;
+using CUdeviceptr = unsigned long long;
 
 // Attributes (cuda.h).
 constexpr int kAttrComputeCapabilityMajor = 75;
@@ -190,12 +180,6 @@ State &state() {
 
 thread_local Context *current = nullptr;
 
-std::string hex(uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx",
-                static_cast<unsigned long long>(value));
-  return text;
-}
 
 /// Counts a call of `entry` and returns the failure injected for it, if any.
 CUresult enter(const char *entry) {

@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaCodes.h"
 #include "MockCuda.h"
 
 #include <map>
@@ -17,11 +18,8 @@
 
 namespace {
 
-using CUresult = int;
+using namespace fakecuda;
 
-constexpr CUresult kSuccess = 0;
-constexpr CUresult kInvalidValue = 1;
-constexpr CUresult kInvalidHandle = 400;
 constexpr unsigned kEventDisableTiming = 2;
 
 struct Event {

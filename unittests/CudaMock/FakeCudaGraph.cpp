@@ -16,6 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaCodes.h"
 #include "MockCuda.h"
 
 #include <map>
@@ -23,13 +24,8 @@
 
 namespace {
 
-using CUresult = int;
+using namespace fakecuda;
 
-constexpr CUresult kSuccess = 0;
-constexpr CUresult kInvalidValue = 1;
-constexpr CUresult kInvalidHandle = 400;
-constexpr CUresult kCaptureInvalidated = 901;
-constexpr CUresult kCaptureUnmatched = 903;
 constexpr int kCaptureModeRelaxed = 2;
 
 struct Graph {

@@ -8,26 +8,17 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "FakeCudaCodes.h"
 #include "MockCuda.h"
 
 #include <cstdint>
-#include <cstdio>
-#include <string>
 
 namespace {
 
-using CUresult = int;
+using namespace fakecuda;
 
-constexpr CUresult kSuccess = 0;
-constexpr CUresult kInvalidValue = 1;
-constexpr CUresult kInvalidContext = 201;
 constexpr unsigned kDeviceMap = 0x02;
 
-std::string hex(uint64_t value) {
-  char text[32];
-  std::snprintf(text, sizeof text, "0x%llx", (unsigned long long)value);
-  return text;
-}
 
 } // namespace
 
