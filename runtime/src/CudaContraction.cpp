@@ -69,6 +69,17 @@ std::optional<int64_t> flatStride(const std::vector<int64_t> &shape,
   return stride.value_or(0);
 }
 
+/// Whether `count` output matrices `stride` elements apart share no
+/// element: stacked (each past the previous one's last row) or interleaved
+/// (side by side within each row of ld elements).
+bool disjointOutputs(const Contraction &contraction, int64_t count,
+                     int64_t stride) {
+  const int64_t m = contraction.m, n = contraction.n, ld = contraction.ld[2];
+  if (stride >= (m - 1) * ld + n)
+    return true;
+  return m == 1 || (stride >= n && (count - 1) * stride + n <= ld);
+}
+
 BatchPlan planBatch(const Contraction &contraction) {
   const std::vector<int64_t> &shape = contraction.batchShape;
   BatchPlan plan;
@@ -84,10 +95,11 @@ BatchPlan planBatch(const Contraction &contraction) {
           shape, contraction.batchStrides(Contraction::Operand(o)), first);
     if (!strides[0] || !strides[1] || !strides[2])
       continue;
-    // cuBLASLt's strided batch is for output matrices that do not overlap
-    // (each [m rows of ld] after the previous): matrices that interleave
-    // (attention heads written merged) are looped over instead.
-    if (inner > 1 && *strides[2] < contraction.ld[2] * contraction.m)
+    // The output matrices of one strided batch must not share elements:
+    // each one after the previous ([m rows of ld]), or side by side within
+    // the rows (attention heads written merged: each head's n columns, the
+    // heads n or more apart, all of them within a row of ld).
+    if (inner > 1 && !disjointOutputs(contraction, inner, *strides[2]))
       continue;
     plan.outerRank = first;
     plan.innerCount = inner;

@@ -417,14 +417,20 @@ void runContractionTests() {
   // ctx = P V written with the heads merged back (result_perm 0, 2, 1, 3):
   // out [2, 4, 3, 5], rows 15 apart, heads 5 apart.
   // Its output matrices interleave (each head's rows are 15 apart, the
-  // heads 5): one cublasLtMatmul per matrix, as cuBLASLt's strided batch
-  // is documented for matrices that do not overlap.
+  // heads 5) without sharing an element: the heads are one strided batch,
+  // looped over the outer dimension (whose stride, 60, is not 3 x 5).
   Case merge = makeCase("heads_merge", 4, 5, 4, false, false, {2, 3},
-                        {48, 16}, {180, 5}, 6, 1);
+                        {48, 16}, {180, 5}, 2, 3);
   merge.c.offsets = {0, 30, 0};
   merge.c.ld = {4, 45, 15};
   merge.c.batchStridesOut = {60, 5};
   cases.push_back(merge);
+  // One sequence's heads merged: a single strided batch of 3.
+  Case mergeOne = makeCase("heads_merge_one", 4, 5, 4, false, false, {3},
+                           {16}, {5}, 1, 3);
+  mergeOne.c.ld = {4, 15, 15};
+  mergeOne.c.batchStridesOut = {5};
+  cases.push_back(mergeOne);
   // An output at an offset with rows apart: the elements between keep
   // their bytes (NaN, as beta is 0).
   Case gapped = makeCase("gapped_out", 3, 4, 5, true, false, {2}, {15}, {20},

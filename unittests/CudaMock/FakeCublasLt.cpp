@@ -176,7 +176,12 @@ std::string checkProblem(const Desc &desc, const Layout &a, const Layout &b,
     return "C and D have different shapes";
   if (a.batch != d.batch || b.batch != d.batch || c.batch != d.batch)
     return "the batch counts differ";
-  if (d.batch > 1 && d.stride < d.ld * int64_t(d.cols))
+  // Matrices of D that share elements: neither stacked (each past the
+  // previous one's last column) nor side by side within the columns.
+  const int64_t rows = int64_t(d.rows), cols = int64_t(d.cols);
+  bool stacked = d.stride >= (cols - 1) * d.ld + rows;
+  bool besides = d.stride >= rows && (d.batch - 1) * d.stride + rows <= d.ld;
+  if (d.batch > 1 && !stacked && !besides && cols > 1)
     return "the matrices of D overlap (batch stride " +
            std::to_string(d.stride) + ")";
   return "";
