@@ -32,6 +32,7 @@
 #include "NcclSymbols.h"
 
 #include <array>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -82,6 +83,17 @@ struct MatmulPlan {
   cublasLtMatrixLayout_t first = nullptr, second = nullptr, out = nullptr;
   cublasLtMatmulAlgo_t algo{};
   uint64_t workspace = 0; // what the algorithm needs of the workspace
+  /// False where the heuristic had no algorithm for the contraction's
+  /// epilogue: the session runs its fallback kernel instead, every time.
+  bool usable = true;
+};
+
+/// The alignments cuBLASLt may assume of a contraction's addresses
+/// (cuBLASLt's first and second operands, out), and the epilogue's vector
+/// (0 without one).
+struct PlanAlignment {
+  uint32_t first = 256, second = 256, out = 256;
+  CUdeviceptr vector = 0;
 };
 
 class CudaBackend final : public Backend {
@@ -105,6 +117,9 @@ public:
                       const std::vector<uint64_t> &offsets) override;
   Status runContraction(const Contraction &contraction, uint64_t a, uint64_t b,
                         uint64_t out) override;
+  StatusOr<bool> runContractionEpilogue(const Contraction &contraction,
+                                        uint64_t a, uint64_t b, uint64_t out,
+                                        uint64_t vector) override;
   Status runCollective(const Collective &c, uint64_t in, uint64_t out,
                        Communicator &comm) override;
   Status synchronize() override;
@@ -150,14 +165,19 @@ private:
   // Contractions (CudaContraction.cpp).
   Status initBlasLt();
   void destroyPlans();
+  /// The contraction, with its epilogue where `vector` is set: false where
+  /// cuBLASLt has no algorithm for that epilogue (nothing ran).
+  StatusOr<bool> contract(const Contraction &contraction, uint64_t a,
+                          uint64_t b, uint64_t out,
+                          std::optional<uint64_t> vector);
   StatusOr<MatmulPlan *> getPlan(const Contraction &contraction,
                                  const ElementType &type,
-                                 const BatchPlan &batch, uint32_t alignFirst,
-                                 uint32_t alignSecond, uint32_t alignOut);
+                                 const BatchPlan &batch,
+                                 const PlanAlignment &alignment);
   StatusOr<MatmulPlan> createPlan(const Contraction &contraction,
                                   const ElementType &type,
-                                  const BatchPlan &batch, uint32_t alignFirst,
-                                  uint32_t alignSecond, uint32_t alignOut);
+                                  const BatchPlan &batch,
+                                  const PlanAlignment &alignment);
 
   const DriverSymbols &cu_;
   const bool tf32_;

@@ -171,8 +171,8 @@ Status CudaBackend::initBlasLt() {
 // cuBLASLt kernels support them.
 StatusOr<MatmulPlan>
 CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
-                        const BatchPlan &batch, uint32_t alignFirst,
-                        uint32_t alignSecond, uint32_t alignOut) {
+                        const BatchPlan &batch,
+                        const PlanAlignment &alignment) {
   const BlasLtSymbols &lt = *lt_;
   const int64_t m = contraction.m, n = contraction.n, k = contraction.k;
   MatmulPlan plan;
@@ -199,6 +199,23 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
                     CUBLASLT_MATMUL_DESC_TRANSA, &opFirst, sizeof opFirst);
   MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                     CUBLASLT_MATMUL_DESC_TRANSB, &opSecond, sizeof opSecond);
+  // The epilogue, in cuBLASLt's operands: its first operand is B, so the
+  // sums of op(B) (n, the rows of the column-major out) are BGRADA and
+  // those of op(A) (m, its columns) BGRADB; the bias has out's n rows. The
+  // heuristic reads the vector's pointer for its alignment.
+  if (alignment.vector) {
+    const uint32_t epilogue =
+        contraction.epilogue == Epilogue::Bias        ? CUBLASLT_EPILOGUE_BIAS
+        : contraction.epilogue == Epilogue::BiasGradB ? CUBLASLT_EPILOGUE_BGRADA
+                                                      : CUBLASLT_EPILOGUE_BGRADB;
+    const void *vector = reinterpret_cast<const void *>(alignment.vector);
+    MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
+                      CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
+                      sizeof epilogue);
+    MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
+                      CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
+                      sizeof vector);
+  }
 
   // A row-major matrix's rows are ld apart: its column-major transpose's
   // columns are.
@@ -237,10 +254,10 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
                     CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace,
                     sizeof workspace);
   const std::pair<int, uint32_t> alignments[] = {
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignFirst},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignSecond},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignOut},
-      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignOut}};
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, alignment.first},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, alignment.second},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, alignment.out},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, alignment.out}};
   for (const auto &[attribute, bytes] : alignments)
     MEMFIT_PLAN_CHECK(cublasLtMatmulPreferenceSetAttribute, preference,
                       attribute, &bytes, sizeof bytes);
@@ -253,6 +270,13 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
 #undef MEMFIT_PLAN_CHECK
   (void)lt.cublasLtMatmulPreferenceDestroy(preference);
   preference = nullptr;
+  if (alignment.vector && (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)) {
+    // No algorithm with the epilogue: the plan stays, marked, so that the
+    // heuristic is not asked again and the session runs the fallback.
+    destroyPlan(lt, plan);
+    plan.usable = false;
+    return plan;
+  }
   if (found < 1 || result.state != CUBLAS_STATUS_SUCCESS)
     return fail(internalError(
         std::string("cuBLASLt has no algorithm for ") +
@@ -271,21 +295,24 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
 
 StatusOr<MatmulPlan *>
 CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
-                     const BatchPlan &batch, uint32_t alignFirst,
-                     uint32_t alignSecond, uint32_t alignOut) {
+                     const BatchPlan &batch, const PlanAlignment &alignment) {
+  const int64_t epilogue =
+      alignment.vector ? int64_t(contraction.epilogue) : 0;
+  const int64_t vectorAlignment =
+      alignment.vector ? int64_t(commonAlignment({alignment.vector})) : 0;
   std::string key;
   for (int64_t value :
        {int64_t(contraction.dtype), contraction.m, contraction.n, contraction.k,
         int64_t(contraction.transA), int64_t(contraction.transB),
         contraction.ld[0], contraction.ld[1], contraction.ld[2],
         batch.innerCount, batch.strides[0], batch.strides[1], batch.strides[2],
-        int64_t(alignFirst), int64_t(alignSecond), int64_t(alignOut)})
+        int64_t(alignment.first), int64_t(alignment.second),
+        int64_t(alignment.out), epilogue, vectorAlignment})
     key += std::to_string(value) + ",";
   auto it = plans_.find(key);
   if (it != plans_.end())
     return &it->second;
-  StatusOr<MatmulPlan> plan =
-      createPlan(contraction, type, batch, alignFirst, alignSecond, alignOut);
+  StatusOr<MatmulPlan> plan = createPlan(contraction, type, batch, alignment);
   if (!plan)
     return plan.status();
   return &plans_.emplace(key, *plan).first->second;
@@ -293,6 +320,22 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
 
 Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
                                    uint64_t b, uint64_t out) {
+  StatusOr<bool> ran = contract(contraction, a, b, out, std::nullopt);
+  return ran ? Status::ok() : ran.status();
+}
+
+StatusOr<bool> CudaBackend::runContractionEpilogue(
+    const Contraction &contraction, uint64_t a, uint64_t b, uint64_t out,
+    uint64_t vector) {
+  if (contraction.epilogue == Epilogue::None)
+    return invalidArgument("contraction '" + contraction.name +
+                           "' has no epilogue");
+  return contract(contraction, a, b, out, vector);
+}
+
+StatusOr<bool> CudaBackend::contract(const Contraction &contraction,
+                                     uint64_t a, uint64_t b, uint64_t out,
+                                     std::optional<uint64_t> vector) {
   const std::string context = "contraction '" + contraction.name + "'";
   StatusOr<ElementType> typeOr = elementType(contraction, tf32_);
   if (!typeOr)
@@ -319,8 +362,11 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
     if (contraction.offsets[o] < 0 || contraction.ld[o] < 0)
       return invalidArgument(context + ": negative offset or leading "
                                        "dimension");
+  // An epilogue over nothing, or over a batch, is the fallback's.
+  if (vector && (count != 1 || m == 0 || n == 0 || k == 0))
+    return false;
   if (count == 0 || m == 0 || n == 0)
-    return Status::ok();
+    return true;
   const uint64_t e = type.bytes;
   if (k == 0) {
     // An empty sum: out = beta * out, on a packed output.
@@ -330,7 +376,7 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
         packed.batchStridesOut != contraction.batchStridesOut)
       return invalidArgument(context + ": k = 0 with a strided output");
     if (contraction.beta == 1.0f)
-      return Status::ok();
+      return true;
     if (contraction.beta != 0.0f)
       return invalidArgument(context + ": k = 0 with beta other than 0 or 1");
     MEMFIT_RT_RETURN_IF_ERROR(
@@ -342,7 +388,7 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
     MEMFIT_RT_RETURN_IF_ERROR(synchronize()); // cuMemsetD8 is not on stream_
     MEMFIT_CU_RETURN_IF_ERROR(cu_, cuMemsetD8, address(out), 0,
                               uint64_t(count * m * n) * e);
-    return Status::ok();
+    return true;
   }
   for (int o = 0; o < 3; ++o)
     if (contraction.ld[o] < std::max<int64_t>(1, contraction.storedColumns(
@@ -360,6 +406,13 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
     MEMFIT_RT_RETURN_IF_ERROR(
         checkRange(roles[o], starts[o], bytes).withContext(context));
   }
+  if (vector)
+    MEMFIT_RT_RETURN_IF_ERROR(
+        checkRange((std::string("the ") + epilogueName(contraction.epilogue) +
+                    " vector")
+                       .c_str(),
+                   *vector, uint64_t(contraction.epilogueLength()) * e)
+            .withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   if (!blasLt_) // prepareKernels creates it when the manifest has contractions
     MEMFIT_RT_RETURN_IF_ERROR(initBlasLt());
@@ -378,12 +431,27 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
       addresses[o].push_back(
           uint64_t(contraction.batchStrides(Contraction::Operand(o))[i]) * e);
   }
-  StatusOr<MatmulPlan *> planOr =
-      getPlan(contraction, type, batch, commonAlignment(addresses[1]),
-              commonAlignment(addresses[0]), commonAlignment(addresses[2]));
+  PlanAlignment alignment;
+  alignment.first = commonAlignment(addresses[1]);
+  alignment.second = commonAlignment(addresses[0]);
+  alignment.out = commonAlignment(addresses[2]);
+  alignment.vector = vector ? address(*vector) : 0;
+  StatusOr<MatmulPlan *> planOr = getPlan(contraction, type, batch, alignment);
   if (!planOr)
     return planOr.status();
   const MatmulPlan &plan = **planOr;
+  if (!plan.usable)
+    return false;
+  if (vector) {
+    // The plan may have been made for another vector of its alignment.
+    const void *pointer = reinterpret_cast<const void *>(alignment.vector);
+    MEMFIT_RT_RETURN_IF_ERROR(
+        lt_->check(lt_->cublasLtMatmulDescSetAttribute(
+                       plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer,
+                       sizeof pointer),
+                   "cublasLtMatmulDescSetAttribute")
+            .withContext(context));
+  }
 
   const float alpha32 = contraction.alpha, beta32 = contraction.beta;
   const double alpha64 = contraction.alpha, beta64 = contraction.beta;
@@ -426,7 +494,7 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
       index[i] = 0;
     }
   }
-  return Status::ok();
+  return true;
 }
 
 } // namespace memfit::rt::cuda

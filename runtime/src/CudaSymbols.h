@@ -247,6 +247,13 @@ constexpr int32_t CUBLAS_OP_T = 1;
 // cublasLtMatmulDescAttributes_t (value types in the comments)
 constexpr int CUBLASLT_MATMUL_DESC_TRANSA = 3; // int32_t
 constexpr int CUBLASLT_MATMUL_DESC_TRANSB = 4; // int32_t
+constexpr int CUBLASLT_MATMUL_DESC_EPILOGUE = 7;     // uint32_t
+constexpr int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8; // void *
+// cublasLtEpilogue_t
+constexpr uint32_t CUBLASLT_EPILOGUE_DEFAULT = 1;
+constexpr uint32_t CUBLASLT_EPILOGUE_BIAS = 4;
+constexpr uint32_t CUBLASLT_EPILOGUE_BGRADA = 256;
+constexpr uint32_t CUBLASLT_EPILOGUE_BGRADB = 512;
 // cublasLtMatrixLayoutAttribute_t
 constexpr int CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5;          // int32_t
 constexpr int CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6; // int64_t

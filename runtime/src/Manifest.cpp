@@ -179,6 +179,20 @@ const char *kernelKindName(KernelKind kind) {
   return "?";
 }
 
+const char *epilogueName(Epilogue epilogue) {
+  switch (epilogue) {
+  case Epilogue::None:
+    return "none";
+  case Epilogue::Bias:
+    return "bias";
+  case Epilogue::BiasGradA:
+    return "bias_grad_a";
+  case Epilogue::BiasGradB:
+    return "bias_grad_b";
+  }
+  return "?";
+}
+
 const char *stepKindName(StepKind kind) {
   switch (kind) {
   case StepKind::Kernel:
@@ -379,7 +393,8 @@ Status validateIndexErrorBuffer(const Manifest &m) {
   return Status::ok();
 }
 
-Status validateContraction(const Contraction &c, size_t i) {
+Status validateContraction(const Contraction &c, size_t i,
+                           const std::vector<Kernel> &kernels) {
   std::string where =
       "manifest: contractions[" + std::to_string(i) + "] ('" + c.name + "')";
   if (c.m < 1 || c.n < 1 || c.k < 1)
@@ -422,6 +437,37 @@ Status validateContraction(const Contraction &c, size_t i) {
   }
   if (!std::isfinite(c.alpha) || !std::isfinite(c.beta))
     return invalidArgument(where + ": alpha and beta must be finite");
+  if (c.epilogue == Epilogue::None)
+    return Status::ok();
+  // An epilogue's vector spans one matrix: no batch, and the operand it
+  // sums is packed where its fallback kernel reads it.
+  std::string epilogue = where + ": epilogue " + epilogueName(c.epilogue);
+  for (int64_t d : c.batchShape)
+    if (d != 1)
+      return invalidArgument(epilogue + " over a batch " +
+                             shapeText(c.batchShape));
+  if (c.epilogue == Epilogue::Bias && c.beta != 0.0f)
+    return invalidArgument(epilogue + " with beta " + std::to_string(c.beta) +
+                           " (the bias is added to the product alone)");
+  if (c.epilogue != Epilogue::Bias) {
+    int o = c.epilogue == Epilogue::BiasGradA ? 0 : 1;
+    if (c.offsets[o] != 0 ||
+        c.ld[o] != c.storedColumns(static_cast<Contraction::Operand>(o)))
+      return invalidArgument(epilogue + ": the operand it sums is not packed "
+                                        "at its buffer's start");
+  }
+  if (c.fallbackKernel == kNoKernel || c.fallbackKernel >= kernels.size())
+    return invalidArgument(epilogue + ": fallback kernel " +
+                           (c.fallbackKernel == kNoKernel
+                                ? std::string("missing")
+                                : std::to_string(c.fallbackKernel) +
+                                      " out of range (" +
+                                      std::to_string(kernels.size()) +
+                                      " kernels)"));
+  if (!kernels[c.fallbackKernel].indexChecks.empty())
+    return invalidArgument(epilogue + ": fallback kernel '" +
+                           kernels[c.fallbackKernel].name +
+                           "' checks indices");
   return Status::ok();
 }
 
@@ -429,9 +475,24 @@ Status validateContractionStep(const Manifest &m, const Step &s,
                                const std::string &where) {
   const Contraction &c = m.contractions[s.index];
   std::string label = where + " (contraction '" + c.name + "')";
-  if (s.buffers.size() != 3)
-    return invalidArgument(label + ": expected 3 buffers {A, B, out}, got " +
-                           std::to_string(s.buffers.size()));
+  const size_t count = c.epilogue == Epilogue::None ? 3 : 4;
+  if (s.buffers.size() != count)
+    return invalidArgument(label + ": expected " + std::to_string(count) +
+                           " buffers {A, B, out" +
+                           (count == 4 ? ", " + std::string(epilogueName(
+                                                     c.epilogue))
+                                       : std::string()) +
+                           "}, got " + std::to_string(s.buffers.size()));
+  if (count == 4) {
+    const Buffer &v = m.buffers[s.buffers[3]];
+    if (v.dtype != c.dtype || bufferElements(v) < uint64_t(c.epilogueLength()))
+      return invalidArgument(
+          label + ": the " + epilogueName(c.epilogue) + " vector is " +
+          bufferLabel(m, s.buffers[3]) + " of " +
+          std::to_string(bufferElements(v)) + " " + dtypeName(v.dtype) +
+          " elements; the contraction needs " +
+          std::to_string(c.epilogueLength()) + " " + dtypeName(c.dtype));
+  }
   const char *roles[3] = {"A", "B", "out"};
   for (int r = 0; r < 3; ++r) {
     uint64_t needed = operandSpan(c, static_cast<Contraction::Operand>(r));
@@ -569,7 +630,7 @@ Status Manifest::validate() const {
     MEMFIT_RT_RETURN_IF_ERROR(validateKernel(kernels[i], i));
   MEMFIT_RT_RETURN_IF_ERROR(validateIndexErrorBuffer(*this));
   for (size_t i = 0; i < contractions.size(); ++i)
-    MEMFIT_RT_RETURN_IF_ERROR(validateContraction(contractions[i], i));
+    MEMFIT_RT_RETURN_IF_ERROR(validateContraction(contractions[i], i, kernels));
   if (worldSize < 1)
     return invalidArgument("manifest: worldSize " + std::to_string(worldSize) +
                            " must be at least 1");

@@ -127,6 +127,10 @@ std::string manifestToJson(const Manifest &m) {
     o.set("batchStridesOut", intArray(c.batchStridesOut));
     o.set("offsets", intArray(c.offsets));
     o.set("ld", intArray(c.ld));
+    if (c.epilogue != Epilogue::None) {
+      o.set("epilogue", epilogueName(c.epilogue));
+      o.set("fallbackKernel", int64_t(c.fallbackKernel));
+    }
     o.set("onnxNodes", stringArray(c.onnxNodes));
     setCost(o, c.cost);
     contractions.push(std::move(o));
@@ -488,8 +492,25 @@ Status readContraction(const ObjectReader &r, Contraction &c) {
       {"name", "dtype", "m", "n", "k", "transA", "transB", "alpha", "beta",
        "batchShape", "batchStridesA", "batchStridesB", "batchStridesOut",
        "offsets", "ld", "onnxNodes"},
-      {"bytes", "flops"}));
+      {"bytes", "flops", "epilogue", "fallbackKernel"}));
   MEMFIT_RT_RETURN_IF_ERROR(readCost(r, c.cost));
+  if (r.has("epilogue")) {
+    std::string name;
+    MEMFIT_RT_RETURN_IF_ERROR(r.string("epilogue", name));
+    bool known = false;
+    for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::BiasGradA,
+                       Epilogue::BiasGradB})
+      if (name == epilogueName(e)) {
+        c.epilogue = e;
+        known = true;
+      }
+    if (!known)
+      return r.error("epilogue", "expected \"none\", \"bias\", "
+                                 "\"bias_grad_a\" or \"bias_grad_b\", got \"" +
+                                     name + "\"");
+  }
+  if (r.has("fallbackKernel"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.integer("fallbackKernel", c.fallbackKernel));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
   MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", c.dtype));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("m", c.m));

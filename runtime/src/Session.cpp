@@ -134,6 +134,7 @@ struct Session::Impl {
   /// one by one.
   Status captureAndReplay(size_t index, const std::string &where);
   Status runStep(const Entry &entry, size_t i, const std::string &where);
+  Status runEpilogue(const Contraction &c, const std::string &context);
   Status checkIndexError(const std::string &where);
 };
 
@@ -463,9 +464,37 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
                      c.name + "')");
   }
   const Contraction &c = manifest.contractions[step.index];
-  return backend->runContraction(c, offsets[0], offsets[1], offsets[2])
-      .withContext(where + ": step " + std::to_string(i) + " (contraction '" +
-                   c.name + "')");
+  const std::string context =
+      where + ": step " + std::to_string(i) + " (contraction '" + c.name + "')";
+  if (c.epilogue == Epilogue::None)
+    return backend->runContraction(c, offsets[0], offsets[1], offsets[2])
+        .withContext(context);
+  return runEpilogue(c, context);
+}
+
+/// A contraction with an epilogue: the backend's, else the fallback kernel
+/// and the contraction without it (Manifest.h, Epilogue).
+Status Session::Impl::runEpilogue(const Contraction &c,
+                                  const std::string &context) {
+  StatusOr<bool> fused = backend->runContractionEpilogue(
+      c, offsets[0], offsets[1], offsets[2], offsets[3]);
+  if (!fused)
+    return fused.status().withContext(context);
+  if (*fused)
+    return Status::ok();
+  const uint64_t summed = c.epilogue == Epilogue::BiasGradA ? offsets[0]
+                                                            : offsets[1];
+  const std::vector<uint64_t> kernelOffsets =
+      c.epilogue == Epilogue::Bias
+          ? std::vector<uint64_t>{offsets[3], offsets[2]}
+          : std::vector<uint64_t>{summed, offsets[3]};
+  MEMFIT_RT_RETURN_IF_ERROR(
+      backend->launchKernel(c.fallbackKernel, kernelOffsets)
+          .withContext(context + ": its epilogue's kernel '" +
+                       manifest.kernels[c.fallbackKernel].name + "'"));
+  return backend
+      ->runContraction(c.withoutEpilogue(), offsets[0], offsets[1], offsets[2])
+      .withContext(context);
 }
 
 /// Fails the run, after clearing the word, when a kernel recorded an index

@@ -320,6 +320,126 @@ void testErrors(Backend &backend) {
   expectNoViolations("contraction errors");
 }
 
+/// Epilogues (Manifest.h): the bias added to every row, and a linear
+/// layer's bias gradient as the sums over k of op(A) or op(B), in f32 and
+/// bf16 with every transpose, checked against loops; the cuBLASLt epilogue
+/// each maps to; false with nothing run where cuBLASLt has no algorithm for
+/// it, asked once; the vector's range.
+void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
+  constexpr uint64_t kVector = 768 << 10;
+  const Epilogue epilogues[] = {Epilogue::Bias, Epilogue::BiasGradA,
+                                Epilogue::BiasGradB};
+  const uint32_t expected[] = {4, 512, 256}; // BIAS, BGRADB, BGRADA
+  for (DType dtype : {DType::f32, DType::bf16})
+    for (int e = 0; e < 3; ++e)
+      for (int transA = 0; transA < 2; ++transA)
+        for (int transB = 0; transB < 2; ++transB) {
+          Case test = makeCase("epilogue", 5, 7, 3, transA, transB, {}, {}, {},
+                               1, 1);
+          Contraction &c = test.c;
+          c.dtype = dtype;
+          c.epilogue = epilogues[e];
+          c.fallbackKernel = 0;
+          const size_t bytes = dtypeSize(dtype);
+          std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+          auto fill = [&](size_t elements) {
+            std::vector<uint8_t> data(elements * bytes);
+            for (size_t i = 0; i < elements; ++i)
+              encode(dtype, uniform(rng), &data[i * bytes]);
+            return data;
+          };
+          std::vector<uint8_t> a = fill(15), b = fill(21), v = fill(7);
+          CHECK_OK(backend.upload(kA, a.data(), a.size()));
+          CHECK_OK(backend.upload(kB, b.data(), b.size()));
+          CHECK_OK(backend.upload(kVector, v.data(), v.size()));
+          const size_t before = mockcublaslt::matmuls().size();
+          StatusOr<bool> ran =
+              backend.runContractionEpilogue(c, kA, kB, kOut, kVector);
+          if (!CHECK_OK(ran.status()) || !CHECK(*ran))
+            continue;
+          std::vector<uint8_t> out(35 * bytes), sums(7 * bytes);
+          CHECK_OK(backend.download(kOut, out.data(), out.size()));
+          CHECK_OK(backend.download(kVector, sums.data(), sums.size()));
+          auto opA = [&](int64_t i, int64_t p) {
+            return decode(dtype, &a[size_t(transA ? p * 5 + i : i * 3 + p) *
+                                    bytes]);
+          };
+          auto opB = [&](int64_t p, int64_t j) {
+            return decode(dtype, &b[size_t(transB ? j * 3 + p : p * 7 + j) *
+                                    bytes]);
+          };
+          double worst = 0;
+          auto compare = [&](double got, double want) {
+            worst = std::max(worst,
+                             std::fabs(got - want) / (1.0 + std::fabs(want)));
+          };
+          for (int64_t i = 0; i < 5; ++i)
+            for (int64_t j = 0; j < 7; ++j) {
+              double sum = c.epilogue == Epilogue::Bias
+                               ? decode(dtype, &v[size_t(j) * bytes])
+                               : 0.0;
+              for (int64_t p = 0; p < 3; ++p)
+                sum += opA(i, p) * opB(p, j);
+              compare(decode(dtype, &out[size_t(i * 7 + j) * bytes]), sum);
+            }
+          for (int64_t x = 0; x < c.epilogueLength(); ++x) {
+            if (c.epilogue == Epilogue::Bias)
+              break;
+            double sum = 0;
+            for (int64_t p = 0; p < 3; ++p)
+              sum += c.epilogue == Epilogue::BiasGradA ? opA(x, p) : opB(p, x);
+            compare(decode(dtype, &sums[size_t(x) * bytes]), sum);
+          }
+          check(worst <= tolerance(dtype), __FILE__, __LINE__,
+                std::string(epilogueName(c.epilogue)) + " " +
+                    dtypeName(dtype) + (transA ? " transA" : "") +
+                    (transB ? " transB" : "") + ": relative error " +
+                    std::to_string(worst));
+          const auto &matmuls = mockcublaslt::matmuls();
+          if (CHECK(matmuls.size() == before + 1))
+            CHECK(matmuls.back().epilogue == expected[e] &&
+                  matmuls.back().biasPointer == base + kVector);
+        }
+  expectNoViolations("epilogues");
+
+  // Without an algorithm for the epilogue: false, nothing run, and the
+  // heuristic is not asked again for the same plan.
+  Case test = makeCase("no_epilogue", 4, 6, 5, false, false, {}, {}, {}, 1, 1);
+  test.c.epilogue = Epilogue::BiasGradB;
+  test.c.fallbackKernel = 0;
+  mockcublaslt::setNoEpilogue(true);
+  const size_t before = mockcublaslt::matmuls().size();
+  StatusOr<bool> ran =
+      backend.runContractionEpilogue(test.c, kA, kB, kOut, kVector);
+  CHECK(ran.status().isOk() && !*ran);
+  const int heuristics = mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic");
+  ran = backend.runContractionEpilogue(test.c, kA, kB, kOut, kVector);
+  CHECK(ran.status().isOk() && !*ran);
+  CHECK(mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic") == heuristics);
+  CHECK(mockcublaslt::matmuls().size() == before);
+  // The same shape without its epilogue still runs.
+  CHECK_OK(backend.runContraction(test.c.withoutEpilogue(), kA, kB, kOut));
+  CHECK(mockcublaslt::matmuls().size() == before + 1);
+  mockcublaslt::setNoEpilogue(false);
+  // Over a batch: the fallback's, without asking cuBLASLt.
+  Case batched =
+      makeCase("batched_bias", 3, 4, 5, false, false, {2}, {15}, {20}, 1, 2);
+  batched.c.epilogue = Epilogue::Bias;
+  ran = backend.runContractionEpilogue(batched.c, kA, kB, kOut, kVector);
+  CHECK(ran.status().isOk() && !*ran);
+  CHECK_ERROR(backend
+                  .runContractionEpilogue(test.c, kA, kB, kOut,
+                                          kAllocation - 8)
+                  .status(),
+              "contraction 'no_epilogue': the bias_grad_b vector of 24 bytes "
+              "at offset");
+  CHECK_ERROR(backend.runContractionEpilogue(batched.c.withoutEpilogue(), kA,
+                                             kB, kOut, kVector)
+                  .status(),
+              "contraction 'batched_bias' has no epilogue");
+  expectNoViolations("epilogue fallbacks");
+}
+
 } // namespace
 
 void runContractionTests() {
@@ -494,6 +614,7 @@ void runContractionTests() {
   CHECK(mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic") ==
         heuristics + 1);
 
+  testEpilogues(*backend, base, rng);
   testErrors(*backend);
   backend.reset();
   expectClean("contractions");

@@ -8,6 +8,9 @@
 //
 //   D[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b]   for b < batch count
 //
+// with the epilogues memfit uses (CUBLASLT_EPILOGUE_BIAS: a vector of D's
+// rows added to every column; BGRADA and BGRADB: op(A)'s or op(B)'s sums
+// over k written to the vector, without a batch);
 // where a matrix layout describes the matrix as stored, column-major
 // (element (i, j) at i + j * ld, ld >= rows), op is the descriptor's
 // CUBLASLT_MATMUL_DESC_TRANSA/TRANSB (N or T) applied to that stored
@@ -52,7 +55,11 @@ constexpr Status kNotSupported = 15;
 constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 constexpr int kCompute32F = 68, kCompute64F = 70, kCompute32FFastTF32 = 77;
 // Attribute values.
-constexpr int kDescTransA = 3, kDescTransB = 4;
+constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
+              kDescBiasPointer = 8;
+// cublasLtEpilogue_t values emulated.
+constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4,
+                   kEpilogueBgradA = 256, kEpilogueBgradB = 512;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1;
 constexpr int kPrefMinAlignmentA = 5; // then B, C, D: 6, 7, 8
@@ -64,6 +71,8 @@ struct Handle {};
 struct Desc {
   int compute = 0, scale = 0;
   int32_t trans[2] = {0, 0}; // A, B
+  uint32_t epilogue = kEpilogueDefault;
+  uint64_t biasPointer = 0;
 };
 struct Layout {
   int type = 0;
@@ -97,6 +106,7 @@ struct State {
   std::map<std::string, Failure> failures;
   std::map<std::string, int> calls;
   bool noAlgorithm = false;
+  bool noEpilogue = false;
   std::vector<mockcublaslt::Matmul> matmuls;
   std::set<Handle *> handles;
   std::set<Desc *> descs;
@@ -176,6 +186,13 @@ std::string checkProblem(const Desc &desc, const Layout &a, const Layout &b,
     return "C and D have different shapes";
   if (a.batch != d.batch || b.batch != d.batch || c.batch != d.batch)
     return "the batch counts differ";
+  if (desc.epilogue != kEpilogueDefault) {
+    if (!desc.biasPointer)
+      return "epilogue " + std::to_string(desc.epilogue) +
+             " without CUBLASLT_MATMUL_DESC_BIAS_POINTER";
+    if (d.batch > 1)
+      return "an epilogue over a batch (the fake has no bias batch stride)";
+  }
   // Matrices of D that share elements: neither stacked (each past the
   // previous one's last column) nor side by side within the columns.
   const int64_t rows = int64_t(d.rows), cols = int64_t(d.cols);
@@ -309,6 +326,7 @@ void reset() {
   s.failures.clear();
   s.calls.clear();
   s.noAlgorithm = false;
+  s.noEpilogue = false;
   s.matmuls.clear();
 }
 
@@ -322,6 +340,8 @@ int calls(const std::string &entryPoint) {
 }
 
 void setNoAlgorithm(bool none) { state().noAlgorithm = none; }
+
+void setNoEpilogue(bool none) { state().noEpilogue = none; }
 
 Live live() {
   State &s = state();
@@ -401,7 +421,7 @@ Status cublasLtMatmulDescCreate(Desc **desc, int compute, int scale) {
   if (compute != kCompute32F && compute != kCompute64F &&
       compute != kCompute32FFastTF32)
     return kInvalidValue;
-  *desc = new Desc{compute, scale, {0, 0}};
+  *desc = new Desc{compute, scale, {0, 0}, kEpilogueDefault, 0};
   state().descs.insert(*desc);
   return kSuccess;
 }
@@ -423,6 +443,25 @@ Status cublasLtMatmulDescSetAttribute(Desc *desc, int attribute,
   FAKE_ENTER(entry);
   if (!live(state().descs, desc))
     return violation(kInvalidValue, entry, "not a live descriptor");
+  if (attribute == kDescBiasPointer) {
+    if (size != sizeof(void *))
+      return violation(kInvalidValue, entry, "the bias pointer is a pointer");
+    std::memcpy(&desc->biasPointer, value, sizeof desc->biasPointer);
+    return kSuccess;
+  }
+  if (attribute == kDescEpilogue) {
+    if (size != sizeof(uint32_t))
+      return violation(kInvalidValue, entry, "an epilogue is a uint32_t");
+    uint32_t epilogue;
+    std::memcpy(&epilogue, value, sizeof epilogue);
+    if (epilogue != kEpilogueDefault && epilogue != kEpilogueBias &&
+        epilogue != kEpilogueBgradA && epilogue != kEpilogueBgradB)
+      return violation(kInvalidValue, entry,
+                       "epilogue " + std::to_string(epilogue) +
+                           " is not emulated (extend the fake)");
+    desc->epilogue = epilogue;
+    return kSuccess;
+  }
   if (attribute != kDescTransA && attribute != kDescTransB)
     return violation(kInvalidValue, entry,
                      "attribute " + std::to_string(attribute) +
@@ -547,7 +586,7 @@ Status cublasLtMatmulAlgoGetHeuristic(Handle *handle, Desc *desc, Layout *a,
   if (!problem.empty())
     return violation(kInvalidValue, entry, problem);
   *found = 0;
-  if (s.noAlgorithm)
+  if (s.noAlgorithm || (s.noEpilogue && desc->epilogue != kEpilogueDefault))
     return kSuccess;
   std::memset(&results[0], 0, sizeof results[0]);
   // The "algorithm" remembers the alignments it was chosen for.
@@ -650,6 +689,8 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
   record.b = operand(B, *b);
   record.c = operand(C, *c);
   record.d = operand(D, *d);
+  record.epilogue = desc->epilogue;
+  record.biasPointer = desc->biasPointer;
   // What the matmul does to memory, with the descriptors as they are now
   // (cuBLASLt's captured kernels keep theirs): done now, or at each launch
   // of the graph being captured.
@@ -669,6 +710,32 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
       unsigned char *dm = matrix(D, d, batch, "D");
       if (!am || !bm || (betaValue != 0 && !cm) || !dm)
         return false; // an illegal address on a GPU
+      // The epilogue's vector, of D's type: the bias (D's rows), or the
+      // sums over k of op(A) (BGRADA: D's rows) or op(B) (BGRADB: its
+      // columns).
+      const uint32_t epilogue = desc.epilogue;
+      unsigned char *vector = nullptr;
+      if (epilogue != kEpilogueDefault) {
+        uint64_t length = epilogue == kEpilogueBgradB ? n : m;
+        vector = static_cast<unsigned char *>(mockcuda::hostRange(
+            desc.biasPointer, length * e, "cublasLtMatmul bias vector"));
+        if (!vector)
+          return false;
+      }
+      if (epilogue == kEpilogueBgradA || epilogue == kEpilogueBgradB) {
+        const bool rows = epilogue == kEpilogueBgradA;
+        for (uint64_t v = 0; v < (rows ? m : n); ++v) {
+          double sum = 0;
+          for (uint64_t p = 0; p < k; ++p)
+            sum += rows ? load(a.type, am + (desc.trans[0] ? p + v * a.ld
+                                                           : v + p * a.ld) *
+                                                  e)
+                        : load(b.type, bm + (desc.trans[1] ? v + p * b.ld
+                                                           : p + v * b.ld) *
+                                                  e);
+          store(d.type, vector + v * e, sum);
+        }
+      }
       for (uint64_t i = 0; i < m; ++i)
         for (uint64_t j = 0; j < n; ++j) {
           double sum = 0;
@@ -682,6 +749,8 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
           double result = alphaValue * sum;
           if (cm)
             result += betaValue * load(c.type, cm + (i + j * c.ld) * e);
+          if (epilogue == kEpilogueBias)
+            result += load(d.type, vector + i * e);
           store(d.type, dm + (i + j * d.ld) * e, result);
         }
     }

@@ -161,6 +161,8 @@ void failNext(const std::string &entryPoint, int result, int times = 1);
 int calls(const std::string &entryPoint);
 /// cublasLtMatmulAlgoGetHeuristic succeeds but finds no algorithm.
 void setNoAlgorithm(bool none);
+/// ... and finds none for a descriptor with an epilogue.
+void setNoEpilogue(bool none);
 
 struct Live {
   int handles = 0, descs = 0, layouts = 0, preferences = 0;
@@ -181,6 +183,8 @@ struct Matmul {
   Operand a, b, c, d;
   uint32_t alignment[4] = {0, 0, 0, 0}; // promised for A, B, C, D
   uint64_t workspace = 0, workspaceBytes = 0; // what the algorithm used
+  uint32_t epilogue = 1;                      // CUBLASLT_EPILOGUE_DEFAULT
+  uint64_t biasPointer = 0;
 };
 /// Matmuls since reset().
 const std::vector<Matmul> &matmuls();

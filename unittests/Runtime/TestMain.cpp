@@ -20,6 +20,7 @@ int main(int argc, char **argv) {
     test::runHostBackendTests();
     test::runHostKernelsTests();
     test::runSessionTests();
+    test::runEpilogueTests();
     test::runIndexErrorTests();
     test::runTrainingTests();
     test::runTrainingDataTests();

@@ -78,6 +78,7 @@ void runJsonTests();
 void runManifestTests();
 void runTensorTests();
 void runHostBackendTests();
+void runEpilogueTests();
 void runHostKernelsTests();
 void runSessionTests();
 void runIndexErrorTests();

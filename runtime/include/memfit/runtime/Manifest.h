@@ -147,6 +147,22 @@ struct IndexError {
 /// "no buffer", for an optional buffer id.
 constexpr uint32_t kNoBuffer = 0xffffffffu;
 
+/// What a contraction computes besides its product (cuBLASLt's epilogues).
+/// The step's fourth buffer is a packed vector:
+///   Bias:      out = alpha * op(A) x op(B) + bias, the n-element bias added
+///              to every row (beta is 0);
+///   BiasGradA: also writes the sums of op(A) over k (m elements),
+///   BiasGradB: also writes the sums of op(B) over k (n elements): a linear
+///              layer's bias gradient beside its weight gradient.
+/// A backend without the epilogue runs the contraction's `fallbackKernel`
+/// instead: for Bias, on {bias, out}, writing the bias into every row before
+/// the product accumulates onto it (beta 1); for the sums, on {the summed
+/// operand, sums}.
+enum class Epilogue { None, Bias, BiasGradA, BiasGradB };
+/// "none", "bias", "bias_grad_a", "bias_grad_b".
+const char *epilogueName(Epilogue epilogue);
+constexpr uint32_t kNoKernel = 0xffffffffu;
+
 /// out[b] = alpha * op(A[b]) x op(B[b]) + beta * out[b], row-major, for every
 /// batch index b of batchShape. A is [m, k] ([k, m] when transA), B is
 /// [k, n] ([n, k] when transB), out is [m, n]. batchStridesA/B/Out give,
@@ -162,6 +178,8 @@ struct Contraction {
   int64_t m = 0, n = 0, k = 0;
   bool transA = false, transB = false;
   float alpha = 1.0f, beta = 0.0f;
+  Epilogue epilogue = Epilogue::None;
+  uint32_t fallbackKernel = kNoKernel; // with an epilogue (see Epilogue)
   std::vector<int64_t> batchShape;
   std::vector<int64_t> batchStridesA, batchStridesB, batchStridesOut;
   std::array<int64_t, 3> offsets{0, 0, 0};
@@ -178,6 +196,23 @@ struct Contraction {
   }
   const std::vector<int64_t> &batchStrides(Operand o) const {
     return o == A ? batchStridesA : o == B ? batchStridesB : batchStridesOut;
+  }
+  /// Elements of the epilogue's vector: n for Bias and BiasGradB, m for
+  /// BiasGradA, 0 without one.
+  int64_t epilogueLength() const {
+    return epilogue == Epilogue::None        ? 0
+           : epilogue == Epilogue::BiasGradA ? m
+                                             : n;
+  }
+  /// The contraction a backend without the epilogue runs after the fallback
+  /// kernel: no epilogue, and for Bias beta 1 (onto the bias written).
+  Contraction withoutEpilogue() const {
+    Contraction plain = *this;
+    if (epilogue == Epilogue::Bias)
+      plain.beta = 1.0f;
+    plain.epilogue = Epilogue::None;
+    plain.fallbackKernel = kNoKernel;
+    return plain;
   }
   /// Packed rows for A, B and out, and out packed over the batch (m * n
   /// elements apart, 0 over dimensions of extent 1).
@@ -226,8 +261,8 @@ const char *stepKindName(StepKind kind);
 uint64_t operandSpan(const Contraction &c, Contraction::Operand operand);
 
 /// One entry of the call sequence. Kernel steps pass `buffers` as the
-/// kernel's parameters; contraction steps pass {A, B, out}; collective
-/// steps {in, out}.
+/// kernel's parameters; contraction steps pass {A, B, out}, and the
+/// epilogue's vector fourth where it has one; collective steps {in, out}.
 struct Step {
   StepKind kind = StepKind::Kernel;
   uint32_t index = 0; // into kernels, contractions or collectives
