@@ -62,6 +62,14 @@ struct MemfitFusePass
       fusion::fuseChainsAndRows(func, {maxOps, rows, planPeak});
       if (views)
         fusion::viewContractionOperands(func);
+      // cuBLASLt's epilogues: the bias into its matmul; the bias gradient
+      // moved to its weight gradient's gemm (its result then lives one
+      // step longer: not when strict).
+      if (epilogues) {
+        fusion::biasIntoContractions(func);
+        if (!strict)
+          fusion::markBiasGradients(func);
+      }
     }
     // Slices as views too (gemm operands at an offset, kernels' element
     // reads), where the plan does not grow: a view keeps its whole source
@@ -264,6 +272,8 @@ struct MemfitFusePass
             os << " +" << nodes.size() - kShown << " more";
           os << "]";
         }
+        if (step->hasAttr(kEpilogueAttr))
+          os << ", the next contraction's epilogue";
         os << "\n";
       }
       StepTraffic traffic = stepTraffic(fplan);

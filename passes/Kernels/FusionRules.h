@@ -186,6 +186,14 @@ void viewContractionOperands(func::FuncOp func, bool slices = false);
 /// already, and the results go to the weights, so the plan cannot grow; it
 /// is checked all the same (the module is left unmerged if it does). Fails
 /// when a plan cannot be made. (MultiTensor.cpp)
+/// Kernels a contraction computes (Epilogues.cpp): a kernel that only adds
+/// a row vector to a matmul's result becomes the matmul as a gemm with that
+/// vector as `c`.
+void biasIntoContractions(func::FuncOp func);
+/// A kernel that only sums the rows of the operand a gemm reads as op(B)
+/// [k, n] or op(A) [k, m] moves right before it, marked kEpilogueAttr.
+void markBiasGradients(func::FuncOp func);
+
 LogicalResult fuseSegments(ModuleOp module, int64_t maxOps);
 
 /// One kernel before `at` that runs each of `group` (pointwise kernels) as

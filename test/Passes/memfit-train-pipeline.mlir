@@ -27,7 +27,7 @@
 // PASSES-NEXT: memfit-accumulate
 // PASSES-NEXT: ),
 // PASSES-NEXT: memfit-remat{{{.*}}budget=614400 {{.*}}policy=checkpoint-layers
-// PASSES-NEXT: memfit-fuse{budget=614400 early-updates=true max-ops=0
+// PASSES-NEXT: memfit-fuse{budget=614400 early-updates=true epilogues=true max-ops=0
 // PASSES-NEXT: memfit-early-updates
 
 // optimizer=none: loss and gradients only, no memfit-optimizer.
@@ -131,7 +131,7 @@
 // FUSE-NEXT: memfit-fold-transposes,
 // FUSE-NEXT: memfit-accumulate
 // FUSE: memfit-remat{activation-fraction=0.000000e+00 budget=614400
-// FUSE-NEXT: memfit-fuse{budget=614400 early-updates=true max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
+// FUSE-NEXT: memfit-fuse{budget=614400 early-updates=true epilogues=true max-ops=5 multi-tensor=true remat-report= report= rows=true views=true}
 // RUN: memfit-run %models/gpt_ts.onnx --input-shape=batch=2,seq=16 --train --loss=cross-entropy --fuse-max-ops=4 --compile-only --quiet --print-pipeline | FileCheck %s --check-prefix=PRINTFUSE
 // PRINTFUSE: '--memfit-train-pipeline=loss=cross-entropy fuse-max-ops=4'
 // --no-fuse: one kernel per op, none of the fusion passes.
@@ -165,12 +165,15 @@
 // FREPORT-NEXT: @train_step:
 // FREPORT-NEXT: step kind read written FLOPs ops [ONNX nodes]
 // FREPORT: kernel {{[0-9,]+}} {{[0-9,]+}} {{[0-9,]+}} gather+add [/Add /wte/Gather]
+// A bias gradient's column sum runs as its weight gradient's epilogue:
+// FREPORT: kernel {{.*}} reduce_sum [/h.1/attn/c_attn/Add], the next contraction's epilogue
 // FREPORT: kernel {{.*}} more ops (8 segments) [/h.0/
 // FREPORT: kernel {{.*}} more ops (8 segments) [/h.1/
 // Attention's six contractions a layer (2 in the forward, 4 in the
 // backward) are memfit.attention's kernels, and the causal mask's constant
-// (4,096 bytes) is not read:
-// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 27 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (774,144 by contractions)
+// (4,096 bytes) is not read; the contractions read c_attn's two biases
+// (768 bytes) for their epilogues:
+// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 27 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (774,912 by contractions)
 // FREPORT-NEXT: @train_step: lower bound {{[0-9,]+}} bytes (inputs 516, weights and states read 367,240, outputs 4, updates 367,108, saved activations {{[0-9,]+}} written and read); moved / lower bound = {{[0-9]+\.[0-9]+}}
 // The remat report planned the step before fusion; memfit-fuse appends the
 // fused step's plan (the one memfit-run allocates).

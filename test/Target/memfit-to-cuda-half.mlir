@@ -318,9 +318,11 @@ func.func @movement(%x: tensor<2x6xbf16>, %t: tensor<2x3x4xf16>) -> (tensor<2x2x
 // Contractions
 //===----------------------------------------------------------------------===//
 
-// A bf16 gemm's bias is copied into the result in bf16, then the gemm adds
-// the product to it (beta 1) in the contraction's fp32 accumulation: one
-// rounding. The f16 matmul has no kernel.
+// A bf16 gemm's bias is cuBLASLt's bias epilogue (beta 0, the bias the
+// step's fourth buffer); its fallback kernel, which a backend without the
+// epilogue runs before the product with beta 1, copies it into the result
+// in bf16, and the gemm adds the product to it in the contraction's fp32
+// accumulation: one rounding. The f16 matmul has no kernel.
 // CHECK-LABEL: // k0_gemm_bias: bias of fc_bf16
 // CHECK-NEXT: extern "C" __global__ void k0_gemm_bias(const __nv_bfloat16* __restrict__ in0, __nv_bfloat16* __restrict__ out0) {
 // CHECK: MEMFIT_THREAD_LOOP(idx, 12LL) {
@@ -335,7 +337,9 @@ func.func @movement(%x: tensor<2x6xbf16>, %t: tensor<2x3x4xf16>) -> (tensor<2x2x
 // MANIFEST-NEXT: "transA": false,
 // MANIFEST-NEXT: "transB": true,
 // MANIFEST-NEXT: "alpha": 1.0,
-// MANIFEST-NEXT: "beta": 1.0,
+// MANIFEST-NEXT: "beta": 0.0,
+// MANIFEST: "epilogue": "bias",
+// MANIFEST-NEXT: "fallbackKernel": 0,
 // MANIFEST-LABEL: "name": "c1_matmul",
 // MANIFEST-NEXT: "dtype": "f16",
 // MANIFEST-NEXT: "m": 4,

@@ -232,14 +232,25 @@ std::string entryList(const rt::Manifest &manifest) {
 /// What was compiled (or loaded), its entries and its memory plan.
 void printExecutable(const rt::Manifest &manifest, double seconds) {
   const RunFlags &f = flags();
-  size_t stepCount = 0;
+  size_t stepCount = 0, epilogues = 0;
   for (const rt::Entry &entry : manifest.entries)
     stepCount += entry.steps.size();
-  out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions, {3} "
-                         "steps in {4:f1} ms\n",
+  for (const rt::Contraction &c : manifest.contractions)
+    epilogues += c.epilogue != rt::Epilogue::None;
+  // A contraction's epilogue replaces a kernel, which stays in the source
+  // as the fallback where cuBLASLt has no algorithm for it.
+  std::string withEpilogues =
+      epilogues ? llvm::formatv(" ({0} with an epilogue; {1} kernels with "
+                                "their fallbacks)",
+                                epilogues, manifest.kernels.size())
+                      .str()
+                : std::string();
+  out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions{3}, "
+                         "{4} steps in {5:f1} ms\n",
                          llvm::sys::path::filename(f.modelPath),
-                         manifest.kernels.size(), manifest.contractions.size(),
-                         stepCount, seconds * 1e3)
+                         manifest.kernels.size() - epilogues,
+                         manifest.contractions.size(), withEpilogues, stepCount,
+                         seconds * 1e3)
                .str();
   if (manifest.entries.size() != 1 || manifest.entries[0].name != "main")
     out() << "entries: " << entryList(manifest) << "\n";

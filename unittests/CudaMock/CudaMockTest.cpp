@@ -362,5 +362,6 @@ int main(int argc, char **argv) {
                                 test::runContractionTests();
                                 test::runCudaSessionTests();
                                 test::runCudaGraphTests();
+                                test::runCudaEpilogueTests();
                               });
 }

@@ -51,6 +51,7 @@ void runKernelTests();
 void runContractionTests();
 void runCudaSessionTests();
 void runCudaGraphTests();
+void runCudaEpilogueTests();
 
 } // namespace memfit::rt::test
 

@@ -296,7 +296,8 @@ void runCudaGraphTests() {
   {
     Executable reduced = executable;
     Manifest &m = reduced.manifest;
-    m.buffers.push_back(Buffer{"z", Region::Arena, 768, 32, DType::f32, {2, 4}});
+    m.buffers.push_back(
+        Buffer{"z", Region::Arena, 768, 32, DType::f32, {2, 4}});
     m.arenaBytes = 1024;
     Collective mean;
     mean.name = "all_reduce_y";
@@ -376,6 +377,107 @@ void runCudaGraphTests() {
     }
     s.reset();
     expectClean(failure.entry);
+  }
+}
+
+/// A contraction with cuBLASLt's bias epilogue in a session: y = 2 (x @ w
+/// + bias), run step by step and then as a CUDA graph. Where the fake
+/// cuBLASLt has an algorithm for the epilogue the matmul adds the bias and
+/// the fallback kernel never runs; where it has none the session launches
+/// the fallback (the bias written into h's rows) and the product with beta
+/// 1, captured into the graph as well. Both give the same outputs.
+void runCudaEpilogueTests() {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/kernel-cache";
+  Executable e = sessionExecutable();
+  Manifest &m = e.manifest;
+  static const std::string source = std::string(kTestKernels) + R"cuda(
+extern "C" __global__ void bias_rows(const float* bias, float* out) {
+  int i = threadIdx.x;
+  if (i < 8)
+    out[i] = bias[i % 4];
+}
+)cuda";
+  m.source = source.c_str();
+  m.buffers.push_back(
+      Buffer{"bias", Region::Weights, 512, 16, DType::f32, {4}});
+  m.weightsBytes = 528;
+  m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
+  e.weights.resize(m.weightsBytes, 0);
+  const float bias[4] = {0.5f, -1.0f, 2.0f, 0.25f};
+  std::memcpy(&e.weights[512], bias, sizeof bias);
+  m.kernels.push_back(testKernel("bias_rows", 1, 32, 0));
+  m.contractions[0].epilogue = Epilogue::Bias;
+  m.contractions[0].fallbackKernel = 1;
+  m.entries[0].steps[0].buffers.push_back(5);
+  if (!CHECK_OK(m.validate()))
+    return;
+  auto emulateBiasRows = [] {
+    mockcuda::emulateKernel("bias_rows", [](const mockcuda::Launch &launch) {
+      auto *b = static_cast<float *>(
+          mockcuda::hostRange(launch.params[0], 16, "bias_rows: bias"));
+      auto *out = static_cast<float *>(
+          mockcuda::hostRange(launch.params[1], 32, "bias_rows: out"));
+      if (b && out)
+        for (int i = 0; i < 8; ++i)
+          out[i] = b[i % 4];
+    });
+  };
+  auto expected = [&](float scale) {
+    const float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
+    std::vector<float> y(8);
+    for (int i = 0; i < 2; ++i)
+      for (int j = 0; j < 4; ++j) {
+        double sum = bias[j];
+        for (int k = 0; k < 3; ++k)
+          sum += double(xs[i * 3 + k] * scale) * (0.5 * (k * 4 + j) - 2.0);
+        y[i * 4 + j] = float(2 * sum);
+      }
+    return y;
+  };
+  for (bool library : {true, false}) {
+    mockcublaslt::setNoEpilogue(!library);
+    StatusOr<std::unique_ptr<Session>> created =
+        Session::create(e, DeviceKind::Cuda, options);
+    if (!CHECK_OK(created.status()))
+      continue;
+    Session &s = **created;
+    emulateTwice(); // expectClean drops the emulations
+    emulateBiasRows();
+    for (int run = 0; run < 3; ++run) {
+      const float scale = 1.0f + float(run);
+      float xs[6] = {1, -2, 0.5f, 3, 0.25f, -1};
+      for (float &x : xs)
+        x *= scale;
+      Tensor x = Tensor::zeros(DType::f32, {2, 3});
+      std::memcpy(x.data.data(), xs, sizeof xs);
+      CHECK_OK(s.setInput("x", x));
+      CHECK_OK(s.run());
+      StatusOr<Tensor> y = s.getOutput("y");
+      if (!CHECK_OK(y.status()))
+        continue;
+      std::vector<float> want = expected(scale);
+      double worst = 0;
+      for (int i = 0; i < 8; ++i)
+        worst = std::max(worst, double(std::fabs(y->as<float>()[i] - want[i])));
+      check(worst < 1e-4, __FILE__, __LINE__,
+            std::string(library ? "cuBLASLt's" : "the fallback's") +
+                " bias, run " + std::to_string(run) + ": error " +
+                std::to_string(worst));
+    }
+    CHECK(s.timings().graphReplayed);
+    // The kernel launches: "twice" each run, and "bias_rows" only without
+    // the library's epilogue.
+    size_t fallbacks = 0;
+    for (const mockcuda::Launch &launch : mockcuda::launches())
+      fallbacks += launch.kernel == "bias_rows";
+    CHECK(fallbacks == (library ? 0u : 3u));
+    const std::vector<mockcublaslt::Matmul> &matmuls = mockcublaslt::matmuls();
+    if (CHECK(!matmuls.empty()))
+      CHECK(matmuls.back().epilogue == (library ? 4u : 1u) &&
+            matmuls.back().beta == (library ? 0.0 : 1.0));
+    created->reset();
+    expectClean(library ? "bias epilogue" : "bias epilogue's fallback");
   }
 }
 

@@ -1,4 +1,5 @@
-//===- MemfitOps.h - memfit ops -----------------------------------*- C++ -*-===//
+//===- MemfitOps.h - memfit ops -----------------------------------*- C++
+//-*-===//
 
 #ifndef MEMFIT_DIALECT_MEMFITOPS_H
 #define MEMFIT_DIALECT_MEMFITOPS_H
@@ -14,9 +15,9 @@
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 #include "memfit/Dialect/MemfitDialect.h"
+#include "memfit/Dialect/MemfitEnums.h.inc"
 #include "memfit/Dialect/MemfitTraits.h"
 #include "memfit/Dialect/OpCost.h"
-#include "memfit/Dialect/MemfitEnums.h.inc"
 
 namespace mlir::memfit {
 /// The precision requirement of an op of class `opClass` that does not
@@ -50,6 +51,12 @@ bool checksIndices(Operation *op);
 /// segment yields, in order. A segment's results share one shape, its
 /// domain; its ops are those its results depend on.
 constexpr char kSegmentsAttr[] = "memfit.segments";
+
+/// On a memfit.kernel that only sums the rows of an operand of the
+/// memfit.gemm right after it (memfit-fuse: a linear layer's bias
+/// gradient): the CUDA emitter runs it as that gemm's epilogue where the
+/// library has one, the kernel being the fallback.
+constexpr char kEpilogueAttr[] = "memfit.epilogue";
 
 /// Tensors of more elements than this are stored as dense resource blobs,
 /// so that the IR never prints weights as literals.

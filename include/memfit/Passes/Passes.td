@@ -255,6 +255,13 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
     (thirteen kernels), becomes two row kernels and one kernel of the
     scale's and bias's column sums.
 
+    Epilogues (`epilogues`, docs/passes.md): a kernel that only adds a
+    vector to a matmul's result becomes the matmul as a `memfit.gemm` with
+    that `c` (cuBLASLt's bias epilogue); a kernel that only sums the rows
+    of an operand of the next `memfit.gemm` (a bias gradient beside its
+    weight gradient) moves right before it, marked `memfit.epilogue`, and
+    runs as its bias-gradient epilogue, the kernel being the fallback.
+
     Multi-tensor kernels (`multi-tensor`): a run of pointwise kernels whose
     results are all stored in place by `memfit.assign` (the optimizer's
     update of each parameter), with only parameter loads, constants and
@@ -311,6 +318,11 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
            "Read matmul operands that were transposed or split copies in "
            "place (strided views) and write transposed results in place "
            "(result_perm)">,
+    Option<"epilogues", "epilogues", "bool", /*default=*/"true",
+           "Let contractions compute a linear layer's bias (a matmul and "
+           "the kernel adding the bias become a gemm) and its gradient (the "
+           "kernel summing the weight gradient's operand is marked "
+           "memfit.epilogue, right before that gemm)">,
   ];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
 }

@@ -14,7 +14,9 @@
 #include "ElementTypes.h"
 #include "KernelEmitter.h"
 #include "KernelEmitterInterface.h"
+#include "ManifestValues.h"
 #include "StepCosts.h"
+#include "memfit/Analysis/Epilogues.h"
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Analysis/Traffic.h"
 #include "memfit/Dialect/MemfitDialect.h"
@@ -35,116 +37,11 @@
 
 using namespace mlir;
 using namespace mlir::memfit;
+using cuda::describeValue;
+using cuda::toDType;
+using cuda::writeElements;
 
 namespace {
-
-FailureOr<rt::DType> toDType(Type type) {
-  if (type.isF32())
-    return rt::DType::f32;
-  if (type.isF64())
-    return rt::DType::f64;
-  if (type.isF16())
-    return rt::DType::f16;
-  if (type.isBF16())
-    return rt::DType::bf16;
-  if (isa<Float8E4M3FNType>(type))
-    return rt::DType::f8e4m3fn;
-  if (isa<Float8E4M3FNUZType>(type))
-    return rt::DType::f8e4m3fnuz;
-  if (isa<Float8E5M2Type>(type))
-    return rt::DType::f8e5m2;
-  if (isa<Float8E5M2FNUZType>(type))
-    return rt::DType::f8e5m2fnuz;
-  if (isa<Float4E2M1FNType>(type))
-    return rt::DType::f4e2m1;
-  auto integer = dyn_cast<IntegerType>(type);
-  if (!integer)
-    return failure();
-  if (integer.getWidth() == 1)
-    return rt::DType::i1;
-  bool isUnsigned = integer.isUnsigned();
-  switch (integer.getWidth()) {
-  case 64:
-    return isUnsigned ? rt::DType::u64 : rt::DType::i64;
-  case 32:
-    return isUnsigned ? rt::DType::u32 : rt::DType::i32;
-  case 16:
-    return isUnsigned ? rt::DType::u16 : rt::DType::i16;
-  case 8:
-    return isUnsigned ? rt::DType::u8 : rt::DType::i8;
-  case 4:
-    return isUnsigned ? rt::DType::u4 : rt::DType::i4;
-  case 2:
-    return isUnsigned ? rt::DType::u2 : rt::DType::i2;
-  default:
-    return failure();
-  }
-}
-
-/// Copies the elements of a parameter or constant into the weights blob.
-LogicalResult writeElements(ElementsAttr attr, Operation *op, uint8_t *dst,
-                            int64_t bytes) {
-  auto type = cast<ShapedType>(attr.getType());
-  if (auto resource = dyn_cast<DenseResourceElementsAttr>(attr)) {
-    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
-    if (!blob)
-      return op->emitError() << "the data of this tensor is not available "
-                                "(a resource without a blob)";
-    ArrayRef<char> data = blob->getData();
-    if (static_cast<int64_t>(data.size()) != bytes)
-      return op->emitError() << "resource holds " << data.size()
-                             << " bytes, expected " << bytes << " for "
-                             << type;
-    std::memcpy(dst, data.data(), bytes);
-    return success();
-  }
-  auto dense = dyn_cast<DenseElementsAttr>(attr);
-  if (!dense)
-    return op->emitError() << "unsupported elements attribute for weights";
-  if (type.getElementType().isInteger(1)) {
-    int64_t i = 0;
-    for (bool b : dense.getValues<bool>())
-      dst[i++] = b ? 1 : 0;
-    return success();
-  }
-  ArrayRef<char> raw = dense.getRawData();
-  int64_t count = type.getNumElements();
-  if (count == 0)
-    return success();
-  int64_t eltBytes = bytes / count;
-  if (dense.isSplat()) {
-    if (static_cast<int64_t>(raw.size()) < eltBytes)
-      return op->emitError() << "malformed splat constant";
-    for (int64_t i = 0; i < count; ++i)
-      std::memcpy(dst + i * eltBytes, raw.data(), eltBytes);
-    return success();
-  }
-  if (static_cast<int64_t>(raw.size()) != bytes)
-    return op->emitError() << "constant holds " << raw.size()
-                           << " bytes, expected " << bytes;
-  std::memcpy(dst, raw.data(), bytes);
-  return success();
-}
-
-std::string describeValue(Value value) {
-  if (auto arg = dyn_cast<BlockArgument>(value)) {
-    if (auto func = dyn_cast<func::FuncOp>(arg.getOwner()->getParentOp()))
-      if (auto name = func.getArgAttrOfType<StringAttr>(arg.getArgNumber(),
-                                                         "onnx.name"))
-        return name.str();
-    return llvm::formatv("arg{0}", arg.getArgNumber()).str();
-  }
-  Operation *op = value.getDefiningOp();
-  if (auto load = dyn_cast<LoadParameterOp>(op))
-    return load.getName().str();
-  std::vector<std::string> nodes;
-  cuda::collectNodeNames(op->getLoc(), nodes);
-  std::string name = nodes.empty() ? op->getName().getStringRef().str()
-                                   : nodes.front();
-  if (op->getNumResults() > 1)
-    name += "#" + std::to_string(cast<OpResult>(value).getResultNumber());
-  return name;
-}
 
 class ExecutableBuilder {
 public:
@@ -162,13 +59,18 @@ private:
   LogicalResult addVariables();
   void addMemoryReport();
   LogicalResult emitKernelStep(KernelOp kernel);
+  FailureOr<rt::Kernel> emitKernelSource(KernelOp kernel,
+                                         SmallVectorImpl<Value> &buffers);
+  LogicalResult emitEpilogueKernel(KernelOp kernel, GemmOp gemm,
+                                   rt::Epilogue epilogue);
   LogicalResult addKernelStep(Operation *op, rt::Kernel kernel,
                               ArrayRef<Value> buffers);
   FailureOr<uint32_t> indexErrorBuffer(Operation *kernel);
   LogicalResult emitMatMul(MatMulOp op);
   LogicalResult emitGemm(GemmOp op);
   LogicalResult addContraction(Operation *op, rt::Contraction contraction,
-                               Value a, Value b, Value out);
+                               Value a, Value b, Value out,
+                               Value vector = Value());
   LogicalResult emitCollective(Operation *op);
 
   ModuleOp module;
@@ -183,6 +85,15 @@ private:
   std::string source;
   llvm::raw_string_ostream sourceOs{source};
   unsigned kernelCount = 0;
+  /// The bias-gradient kernel (memfit.epilogue) that the next gemm runs as
+  /// its epilogue: its fallback kernel, its sums and the epilogue.
+  struct PendingEpilogue {
+    GemmOp gemm;
+    uint32_t kernel = rt::kNoKernel;
+    Value sums;
+    rt::Epilogue epilogue = rt::Epilogue::None;
+  };
+  std::optional<PendingEpilogue> pendingEpilogue;
 };
 
 FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
@@ -247,9 +158,11 @@ bool producesNothing(Operation *op) {
   });
 }
 
-LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
-  if (producesNothing(kernel))
-    return success();
+/// The kernel's CUDA source, written out, and its manifest entry; `buffers`
+/// gets the values its parameters are the buffers of.
+FailureOr<rt::Kernel>
+ExecutableBuilder::emitKernelSource(KernelOp kernel,
+                                    SmallVectorImpl<Value> &buffers) {
   FailureOr<rt::Kernel> info =
       cuda::emitKernel(kernel, kernelCount++, sourceOs);
   if (failed(info))
@@ -258,18 +171,44 @@ LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
   info->cost = cuda::stepCost(kernel);
   // A view's kernel reads the viewed value's buffer at the view's offset
   // and strides (KernelWriter::viewOf).
-  SmallVector<Value> buffers;
   for (Value input : kernel.getInputs()) {
     if (auto view = input.getDefiningOp<StridedViewOp>())
       input = view.getInput();
     buffers.push_back(input);
   }
   llvm::append_range(buffers, kernel.getResults());
+  return info;
+}
+
+LogicalResult ExecutableBuilder::emitKernelStep(KernelOp kernel) {
+  if (producesNothing(kernel))
+    return success();
+  SmallVector<Value> buffers;
+  FailureOr<rt::Kernel> info = emitKernelSource(kernel, buffers);
+  if (failed(info))
+    return failure();
   return addKernelStep(kernel, std::move(*info), buffers);
 }
 
-LogicalResult ExecutableBuilder::addKernelStep(Operation *op,
-                                               rt::Kernel kernel,
+/// A bias-gradient kernel that `gemm`, the next step, computes as its
+/// epilogue: the kernel's source is the fallback, with no step of its own.
+/// Its parameters, {the summed operand, the sums}, are the runtime's
+/// order for a fallback (Manifest.h, Epilogue).
+LogicalResult ExecutableBuilder::emitEpilogueKernel(KernelOp kernel,
+                                                    GemmOp gemm,
+                                                    rt::Epilogue epilogue) {
+  SmallVector<Value> buffers;
+  FailureOr<rt::Kernel> info = emitKernelSource(kernel, buffers);
+  if (failed(info))
+    return failure();
+  pendingEpilogue =
+      PendingEpilogue{gemm, static_cast<uint32_t>(manifest.kernels.size()),
+                      kernel.getResult(0), epilogue};
+  manifest.kernels.push_back(std::move(*info));
+  return success();
+}
+
+LogicalResult ExecutableBuilder::addKernelStep(Operation *op, rt::Kernel kernel,
                                                ArrayRef<Value> buffers) {
   rt::Step step;
   step.kind = rt::StepKind::Kernel;
@@ -319,7 +258,8 @@ FailureOr<uint32_t> ExecutableBuilder::indexErrorBuffer(Operation *kernel) {
 
 LogicalResult ExecutableBuilder::addContraction(Operation *op,
                                                 rt::Contraction contraction,
-                                                Value a, Value b, Value out) {
+                                                Value a, Value b, Value out,
+                                                Value vector) {
   Type elt = cast<RankedTensorType>(out.getType()).getElementType();
   if (!elt.isF32() && !elt.isF64() && !cuda::isHalfFloat(elt))
     return op->emitError() << "contractions run in f32, f64, f16 or bf16, not "
@@ -338,7 +278,10 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
   rt::Step step;
   step.kind = rt::StepKind::Contraction;
   step.index = manifest.contractions.size();
-  for (Value value : {a, b, out}) {
+  SmallVector<Value, 4> operands = {a, b, out};
+  if (vector)
+    operands.push_back(vector);
+  for (Value value : operands) {
     // A strided view's offset and strides are the contraction's: it passes
     // the buffer of the value viewed.
     if (auto view = value.getDefiningOp<StridedViewOp>())
@@ -471,18 +414,40 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
       c.offsets[i] = static_cast<int64_t>(view.getOffset());
   c.alpha = op.getAlpha().convertToFloat();
   c.beta = 0.0f;
+  // The bias-gradient kernel just before, as this gemm's epilogue.
+  if (pendingEpilogue && pendingEpilogue->gemm == op) {
+    c.epilogue = pendingEpilogue->epilogue;
+    c.fallbackKernel = pendingEpilogue->kernel;
+    Value sums = pendingEpilogue->sums;
+    pendingEpilogue.reset();
+    return addContraction(op, std::move(c), op.getA(), op.getB(),
+                          op.getResult(), sums);
+  }
   if (Value bias = op.getC()) {
     // The bias is broadcast into the output first; the contraction then
     // accumulates onto it with beta.
     auto biasType = cast<RankedTensorType>(bias.getType());
-    FailureOr<rt::Kernel> info =
-        cuda::emitBroadcastCopy(op, kernelCount++, biasType,
-                                op.getResult().getType(), sourceOs);
-    if (succeeded(info))
-      info->cost.bytes =
-          uint64_t(tensorBytes(biasType) + tensorBytes(op.getType()));
-    if (failed(info) ||
-        failed(addKernelStep(op, std::move(*info), {bias, op.getResult()})))
+    FailureOr<rt::Kernel> info = cuda::emitBroadcastCopy(
+        op, kernelCount++, biasType, op.getResult().getType(), sourceOs);
+    if (failed(info))
+      return failure();
+    info->cost.bytes =
+        uint64_t(tensorBytes(biasType) + tensorBytes(op.getType()));
+    // A row of n elements added with beta 1 is cuBLASLt's bias epilogue;
+    // the broadcast is its fallback kernel, with no step of its own.
+    ArrayRef<int64_t> biasShape = biasType.getShape();
+    bool row =
+        biasType.getNumElements() == c.n &&
+        (biasShape.size() == 1 || (biasShape.size() == 2 && biasShape[0] == 1));
+    if (row && op.getBeta().convertToFloat() == 1.0f &&
+        !bias.getDefiningOp<StridedViewOp>()) {
+      c.epilogue = rt::Epilogue::Bias;
+      c.fallbackKernel = static_cast<uint32_t>(manifest.kernels.size());
+      manifest.kernels.push_back(std::move(*info));
+      return addContraction(op, std::move(c), op.getA(), op.getB(),
+                            op.getResult(), bias);
+    }
+    if (failed(addKernelStep(op, std::move(*info), {bias, op.getResult()})))
       return failure();
     c.beta = op.getBeta().convertToFloat();
   }
@@ -561,8 +526,26 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   plan = &modulePlan.functions[index];
   rt::Entry &entry = manifest.entries.emplace_back();
   entry.name = func.getSymName().str();
-  entry.boundBytes = uint64_t(std::max<int64_t>(stepTraffic(*plan).lowerBound(), 0));
-  for (Operation *op : plan->schedule) {
+  entry.boundBytes =
+      uint64_t(std::max<int64_t>(stepTraffic(*plan).lowerBound(), 0));
+  ArrayRef<Operation *> schedule = plan->schedule;
+  for (auto [i, op] : llvm::enumerate(schedule)) {
+    // memfit-fuse's bias-gradient kernel before its gemm, checked again.
+    auto kernel = dyn_cast<KernelOp>(op);
+    GemmOp next =
+        i + 1 < schedule.size() ? dyn_cast<GemmOp>(schedule[i + 1]) : GemmOp();
+    if (kernel && next && kernel->hasAttr(kEpilogueAttr) &&
+        !producesNothing(kernel) && !producesNothing(next)) {
+      SummedOperand summed = summedOperand(kernel, next);
+      if (summed != SummedOperand::None) {
+        if (failed(emitEpilogueKernel(kernel, next,
+                                      summed == SummedOperand::A
+                                          ? rt::Epilogue::BiasGradA
+                                          : rt::Epilogue::BiasGradB)))
+          return failure();
+        continue;
+      }
+    }
     LogicalResult result =
         llvm::TypeSwitch<Operation *, LogicalResult>(op)
             .Case([&](KernelOp kernel) { return emitKernelStep(kernel); })
@@ -749,7 +732,8 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
   if (!options.planOnly && failed(fillWeights()))
     return failure();
 
-  sourceOs << "// CUDA C++ generated by memfit.\n// One __global__ function per kernel; parameters are "
+  sourceOs << "// CUDA C++ generated by memfit.\n// One __global__ function "
+              "per kernel; parameters are "
               "device pointers to the\n// kernel's input buffers followed "
               "by its output buffers.\n\n";
   // Whether any value is stored in 16-bit floats.

@@ -1,0 +1,63 @@
+//===- Epilogues.cpp - kernels a contraction can compute ------------------===//
+//
+// See Epilogues.h.
+//
+//===----------------------------------------------------------------------===//
+
+#include "memfit/Analysis/Epilogues.h"
+
+#include "memfit/Analysis/MemoryPlan.h"
+
+using namespace mlir;
+using namespace mlir::memfit;
+
+bool mlir::memfit::sumsRows(KernelOp kernel) {
+  auto ops = kernel.getBodyOps();
+  if (std::distance(ops.begin(), ops.end()) != 1 ||
+      kernel.getNumResults() != 1 || kernel.getInputs().size() != 1)
+    return false;
+  auto sum = dyn_cast<ReduceSumOp>(&*ops.begin());
+  Operation *yield = kernel.getBodyBlock().getTerminator();
+  if (!sum || yield->getOperand(0) != sum.getResult() ||
+      sum.getInput() != kernel.getBodyBlock().getArgument(0))
+    return false;
+  auto type = cast<RankedTensorType>(kernel.getInputs()[0].getType());
+  auto result = cast<RankedTensorType>(kernel.getResult(0).getType());
+  int64_t rank = type.getRank();
+  if (rank < 2 || result.getElementType() != type.getElementType() ||
+      result.getNumElements() != type.getShape().back())
+    return false;
+  // Every leading axis summed, or of extent 1 (autodiff sums a bias's
+  // broadcast over [1, 128, 768] over axis 1 alone); the last one kept.
+  ArrayRef<int64_t> axes = sum.getAxes();
+  for (int64_t d = 0; d < rank; ++d) {
+    bool summed =
+        llvm::is_contained(axes, d) || llvm::is_contained(axes, d - rank);
+    if (d == rank - 1 ? summed : !summed && type.getDimSize(d) != 1)
+      return false;
+  }
+  return true;
+}
+
+SummedOperand mlir::memfit::summedOperand(KernelOp kernel, GemmOp gemm) {
+  if (!sumsRows(kernel) || gemm.getC())
+    return SummedOperand::None;
+  Value summed = kernel.getInputs()[0];
+  if (summed.getDefiningOp<StridedViewOp>())
+    return SummedOperand::None;
+  auto type = cast<RankedTensorType>(summed.getType());
+  int64_t width = type.getShape().back();
+  int64_t rows = width > 0 ? type.getNumElements() / width : 0;
+  Value root = bufferRoot(summed);
+  auto packed = [&](Value operand) {
+    auto shape = cast<RankedTensorType>(operand.getType()).getShape();
+    return !operand.getDefiningOp<StridedViewOp>() &&
+           bufferRoot(operand) == root &&
+           shape == ArrayRef<int64_t>{rows, width};
+  };
+  if (!gemm.getTransB() && packed(gemm.getB()))
+    return SummedOperand::B;
+  if (gemm.getTransA() && packed(gemm.getA()))
+    return SummedOperand::A;
+  return SummedOperand::None;
+}
