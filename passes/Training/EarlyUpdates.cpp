@@ -196,6 +196,15 @@ struct EarlyUpdater {
       return point;
     };
     Operation *point = latest(move);
+    // A bias gradient's column sum runs as the next gemm's epilogue
+    // (memfit-fuse's memfit.epilogue): nothing goes between the two.
+    if (point && point->hasAttr(kEpilogueAttr))
+      for (Operation *next = point->getNextNode(); next && next != update;
+           next = next->getNextNode()) {
+        point = next;
+        if (isa<GemmOp>(next))
+          break;
+      }
     // A pulled update already before the point stays there, and so does
     // what it reads; the others go first, what they pull before them.
     // Each once: two updates may pull the same one (AdamW's read both the

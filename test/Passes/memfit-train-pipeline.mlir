@@ -41,7 +41,8 @@
 // gelus recomputed to keep 75% of the activations (see memfit-remat.mlir).
 // Each layer's updates run as soon as its gradients are complete
 // (memfit-early-updates): the step counter's first, then layer 2's, layer
-// 1's after its recomputation, layer 0's last.
+// 1's after its recomputation, layer 0's last; a layer's two updates are
+// one multi-tensor kernel (the layer is in their nodes' names, /l2/fc).
 // RUN: memfit-opt %s --memfit-train-pipeline='activation-fraction=0.75 remat-report=%t.report' | FileCheck %s
 // RUN: FileCheck %s --check-prefix=REPORT < %t.report
 // CHECK-DAG: memfit.parameter @w0.exp_avg = {{.*}}memfit.role = "optimizer_state"
@@ -49,14 +50,14 @@
 // CHECK-LABEL: func.func @train_step
 // CHECK-SAME: {onnx.name = "lr"}
 // CHECK: memfit.assign @step,
-// CHECK: memfit.assign @v2,
-// CHECK: memfit.assign @w2,
+// CHECK: memfit.assign @w2, %[[U2:[0-9]+]]#0
+// CHECK: memfit.assign @v2, %[[U2]]#3
 // CHECK: memfit.kernel(%{{.*}}) {memfit.recomputed_from = ["/l1/fc/MatMul"]}
-// CHECK: memfit.assign @v1,
-// CHECK: memfit.assign @w1,
+// CHECK: memfit.assign @w1, %[[U1:[0-9]+]]#0
+// CHECK: memfit.assign @v1, %[[U1]]#3
 // CHECK: memfit.kernel(%{{.*}}) {memfit.recomputed_from = ["/l0/fc/MatMul"]}
-// CHECK: memfit.assign @v0,
-// CHECK: memfit.assign @w0,
+// CHECK: memfit.assign @w0, %[[U0:[0-9]+]]#0
+// CHECK: memfit.assign @v0, %[[U0]]#3
 // REPORT: remat report for @train_step: policy auto
 // REPORT: totals: 6 saved (9216 bytes), 2 recomputed (4096 bytes)
 
