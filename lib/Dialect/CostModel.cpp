@@ -133,6 +133,11 @@ OpCost GemmOp::getCost() {
   return {flops, movedBytes(*this)};
 }
 
+OpCost RotaryOp::getCost() {
+  // Two products and a sum an element.
+  return {3 * resultElements(*this), movedBytes(*this)};
+}
+
 OpCost SliceOp::getCost() {
   // Reads only the selected elements.
   int64_t bytes = typeBytes(getType());

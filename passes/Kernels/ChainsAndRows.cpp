@@ -340,9 +340,32 @@ KernelOp fuseInto(KernelOp producer, KernelOp consumer,
 
 } // namespace
 
+/// Moves each view (reshape, unsqueeze, ...; it runs nothing) to just
+/// before its first user, so that it is not taken for the first reader of
+/// the kernel it views: Llama's cos table, unsqueezed for the rotary
+/// embeddings right after the kernel that computes it, stood between that
+/// kernel and the sin kernel that could take it.
+static void sinkViews(Block &block) {
+  SmallVector<Operation *> views;
+  for (Operation &op : block)
+    if (isBufferView(&op))
+      views.push_back(&op);
+  // Last first: a view of a view moves before the view it feeds has.
+  for (Operation *view : llvm::reverse(views)) {
+    Operation *first = nullptr;
+    for (Operation *user : view->getUsers())
+      if (user->getBlock() == &block &&
+          (!first || user->isBeforeInBlock(first)))
+        first = user;
+    if (first && first != view->getNextNode())
+      view->moveBefore(first);
+  }
+}
+
 void fusion::fuseChainsAndRows(func::FuncOp func,
                                const FusionOptions &options) {
   Block &block = func.getBody().front();
+  sinkViews(block);
   // A merged kernel takes its consumer's position.
   Schedule schedule(block);
   schedule.computeLive(block);

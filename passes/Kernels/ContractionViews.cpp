@@ -277,7 +277,11 @@ bool kernelReadsView(KernelOp kernel, unsigned index, const Strided &layout,
         return false;
       continue;
     }
-    if (quantizes || !(isScalarOp(user) || (rows && isRowOp(user))))
+    // memfit.rotary reads its input at its own and its partner's
+    // coordinates, at the view's strides (when the view is its domain).
+    bool rotary = isa<RotaryOp>(user) && use.getOperandNumber() == 0 &&
+                  ArrayRef<int64_t>(layout.shape) == shapeOf(user->getResult(0));
+    if (quantizes || !(isScalarOp(user) || rotary || (rows && isRowOp(user))))
       return false;
     if (!rows && !isPointwise(kernel))
       return false;

@@ -257,13 +257,14 @@ struct MemfitRaisePass
     : public mlir::memfit::impl::MemfitRaisePassBase<MemfitRaisePass> {
   using MemfitRaisePassBase::MemfitRaisePassBase;
 
-  int64_t numGelu = 0, numRmsNorm = 0, numLayerNorm = 0, numSoftmax = 0;
+  int64_t numGelu = 0, numRmsNorm = 0, numLayerNorm = 0, numSoftmax = 0,
+          numRotary = 0;
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
     SmallVector<Operation *> candidates;
     module.walk([&](Operation *op) {
-      if (isa<MulOp, ReduceMeanOp, DivOp>(op))
+      if (isa<MulOp, ReduceMeanOp, DivOp, AddOp>(op))
         candidates.push_back(op);
     });
     // Erased ops are only ever ones that the raised op made dead, never a
@@ -273,6 +274,8 @@ struct MemfitRaisePass
         raiseGelu(mul);
       else if (auto mean = dyn_cast<ReduceMeanOp>(op))
         raiseNorm(mean);
+      else if (auto add = dyn_cast<AddOp>(op))
+        raiseRotary(add);
       else
         raiseSoftmax(cast<DivOp>(op));
     }
@@ -289,7 +292,7 @@ struct MemfitRaisePass
       return signalPassFailure();
     file->os() << "memfit-raise: " << numGelu << " gelu, " << numLayerNorm
                << " layer_norm, " << numRmsNorm << " rms_norm, " << numSoftmax
-               << " softmax raised\n";
+               << " softmax, " << numRotary << " rotary raised\n";
     file->keep();
   }
 
@@ -380,6 +383,81 @@ struct MemfitRaisePass
     replace(anchor, LayerNormOp::create(b, loc, x, scale, bias, axis,
                                         APFloat(static_cast<float>(eps))));
     ++numLayerNorm;
+  }
+
+  /// The x of `concat(-x[..., h:], x[..., :h])` along x's last axis of 2h
+  /// elements (rotate_half), else null.
+  static Value rotatedHalves(ConcatOp concat) {
+    if (concat.getInputs().size() != 2)
+      return {};
+    auto neg = concat.getInputs()[0].getDefiningOp<NegOp>();
+    auto low = concat.getInputs()[1].getDefiningOp<SliceOp>();
+    auto high = neg ? neg.getInput().getDefiningOp<SliceOp>() : SliceOp();
+    if (!low || !high || low.getInput() != high.getInput())
+      return {};
+    Value x = low.getInput();
+    ArrayRef<int64_t> shape = typeOf(x).getShape();
+    int64_t rank = shape.size(), width = rank ? shape.back() : 0;
+    auto lastAxis = [&](int64_t a) { return a == rank - 1 || a == -1; };
+    auto sliced = [&](SliceOp slice, int64_t begin, int64_t end) {
+      return slice.getAxes().size() == 1 && lastAxis(slice.getAxes()[0]) &&
+             slice.getStarts().size() == 1 && slice.getStarts()[0] == begin &&
+             slice.getEnds().size() == 1 && slice.getEnds()[0] >= end &&
+             (begin == 0 ? slice.getEnds()[0] == end : true) &&
+             llvm::all_of(slice.getSteps(), [](int64_t s) { return s == 1; });
+    };
+    int64_t half = width / 2;
+    if (rank < 1 || width % 2 || !lastAxis(concat.getAxis()) ||
+        !sliced(low, 0, half) || !sliced(high, half, width) ||
+        typeOf(concat.getResult()) != typeOf(x))
+      return {};
+    return x;
+  }
+
+  /// `x * cos + rotate_half(x) * sin` (either order of the sum and of each
+  /// product), with cos and sin broadcast to x: Hugging Face's
+  /// apply_rotary_pos_emb, anchored at the sum.
+  void raiseRotary(AddOp add) {
+    if (add->use_empty() || !isa<FloatType>(add.getType().getElementType()))
+      return;
+    for (auto [first, second] : {std::pair(add.getLhs(), add.getRhs()),
+                                 std::pair(add.getRhs(), add.getLhs())}) {
+      auto byCos = first.getDefiningOp<MulOp>();
+      auto bySin = second.getDefiningOp<MulOp>();
+      if (!byCos || !bySin || !byCos->hasOneUse() || !bySin->hasOneUse())
+        continue;
+      for (auto [rotated, sin] : {std::pair(bySin.getLhs(), bySin.getRhs()),
+                                  std::pair(bySin.getRhs(), bySin.getLhs())}) {
+        auto concat = rotated.getDefiningOp<ConcatOp>();
+        Value x = concat ? rotatedHalves(concat) : Value();
+        if (!x || typeOf(x) != add.getType())
+          continue;
+        Value cos = byCos.getLhs() == x   ? byCos.getRhs()
+                    : byCos.getRhs() == x ? byCos.getLhs()
+                                          : Value();
+        if (!cos)
+          continue;
+        // The tables broadcast to x (memfit.rotary's rule).
+        auto fits = [&](Value table) {
+          ArrayRef<int64_t> t = typeOf(table).getShape();
+          ArrayRef<int64_t> shape = typeOf(x).getShape();
+          if (t.size() > shape.size() ||
+              typeOf(table).getElementType() != typeOf(x).getElementType())
+            return false;
+          for (size_t i = 0; i < t.size(); ++i)
+            if (t[i] != 1 && t[i] != shape[shape.size() - t.size() + i])
+              return false;
+          return true;
+        };
+        if (!fits(cos) || !fits(sin))
+          continue;
+        OpBuilder b(add);
+        replace(add, RotaryOp::create(b, fusedLoc({byCos, bySin, concat, add}),
+                                      x, cos, sin, false));
+        ++numRotary;
+        return;
+      }
+    }
   }
 
   /// `exp(x - max(x)) / sum(exp(x - max(x)))` (or without the max) along

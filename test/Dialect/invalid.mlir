@@ -1271,3 +1271,19 @@ func.func @gather_grad_into_computed(%dy: tensor<2x4xf32>, %i: tensor<2xi64>, %x
   }
   return
 }
+
+// -----
+
+func.func @rotary_odd_width(%x: tensor<2x7xf32>, %t: tensor<7xf32>) {
+  // expected-error @+1 {{'memfit.rotary' op rotates halves of a last dimension of even size, not 2x7}}
+  %0 = memfit.rotary %x, %t, %t : tensor<2x7xf32>, tensor<7xf32>, tensor<7xf32>
+  return
+}
+
+// -----
+
+func.func @rotary_table_not_broadcast(%x: tensor<2x3x8xf32>, %c: tensor<2x8xf32>) {
+  // expected-error @+1 {{'memfit.rotary' op cos and sin must broadcast to the input 'tensor<2x3x8xf32>', not 'tensor<2x8xf32>'}}
+  %0 = memfit.rotary %x, %c, %c : tensor<2x3x8xf32>, tensor<2x8xf32>, tensor<2x8xf32>
+  return
+}

@@ -590,6 +590,18 @@ func.func @transpose(%x: tensor<2x16x4x8xf32>, %m: tensor<3x5xi1>) -> (tensor<2x
 
 // -----
 
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x16x8xf32>, %[[C:[^:]+]]: tensor<1x1x16x8xf32>, %[[S:[^:]+]]: tensor<16x8xf32>)
+// CHECK: memfit.rotary %[[X]], %[[C]], %[[S]] : tensor<2x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<16x8xf32>
+// CHECK: memfit.rotary %[[X]], %[[C]], %[[S]] {inverse} : tensor<2x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<16x8xf32>
+func.func @rotary(%x: tensor<2x4x16x8xf32>, %c: tensor<1x1x16x8xf32>, %s: tensor<16x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) {
+  %0 = memfit.rotary %x, %c, %s : tensor<2x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<16x8xf32>
+  %1 = memfit.rotary %x, %c, %s {inverse} : tensor<2x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<16x8xf32>
+  return %0, %1 : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @reshape
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x16x32xf32>, %[[S:[^:]+]]: tensor<i64>)
 // CHECK: memfit.reshape %[[X]] : tensor<2x16x32xf32> to tensor<2x16x4x8xf32>

@@ -1,13 +1,14 @@
-// memfit-raise: the spelled-out GELU, RMSNorm, LayerNorm and softmax of the
-// exporters become the named ops; near misses stay as they are.
+// memfit-raise: the spelled-out GELU, RMSNorm, LayerNorm, softmax and
+// rotary embeddings of the exporters become the named ops; near misses stay
+// as they are.
 // RUN: memfit-opt %s -split-input-file --memfit-raise | FileCheck %s
 // Each exporter's spelling in the fixtures: Hugging Face-style modules
 // exported by torch.onnx (TorchScript and dynamo).
 // RUN: memfit-opt %models/bert_ts.onnx --input-shape=batch=2,seq=16 --canonicalize '--memfit-raise=report=-' -o /dev/null | FileCheck %s --check-prefix=BERT
 // RUN: memfit-opt %models/llama_ts.onnx --input-shape=batch=2,seq=16 --canonicalize '--memfit-raise=report=-' -o /dev/null | FileCheck %s --check-prefix=LLAMA
 // RUN: memfit-opt %models/llama_dynamo.onnx --input-shape=batch=2,seq=16 --canonicalize '--memfit-raise=report=-' -o /dev/null | FileCheck %s --check-prefix=LLAMA
-// BERT: memfit-raise: 2 gelu, 0 layer_norm, 0 rms_norm, 0 softmax raised
-// LLAMA: memfit-raise: 0 gelu, 0 layer_norm, 5 rms_norm, 0 softmax raised
+// BERT: memfit-raise: 2 gelu, 0 layer_norm, 0 rms_norm, 0 softmax, 0 rotary raised
+// LLAMA: memfit-raise: 0 gelu, 0 layer_norm, 5 rms_norm, 0 softmax, 4 rotary raised
 
 // GELU with erf as the TorchScript exporter writes BERT's: the product
 // grouped as (x * (erf(x / sqrt(2)) + 1)) * 0.5.
@@ -295,4 +296,62 @@ func.func @softmax_misses(%x: tensor<2x8xf32>, %y: tensor<2x8xf32>) -> (tensor<2
   %4 = memfit.reduce_sum %0 {axes = array<i64: 0, 1>} : tensor<2x8xf32> -> tensor<1x1xf32>
   %5 = memfit.div %0, %4 : tensor<2x8xf32>, tensor<1x1xf32> -> tensor<2x8xf32>
   return %3, %5 : tensor<2x8xf32>, tensor<2x8xf32>
+}
+
+// -----
+
+// Rotary embeddings as Hugging Face's apply_rotary_pos_emb writes them:
+// x * cos + rotate_half(x) * sin, rotate_half(x) = concat(-x[..., 4:],
+// x[..., :4]) (the upper slice's end clamped), with the sum's and the
+// products' operands in either order.
+// CHECK-LABEL: func.func @rotary
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3x8xf32>, %[[C:.+]]: tensor<1x3x8xf32>, %[[S:.+]]: tensor<1x3x8xf32>)
+// CHECK-NEXT: %[[R0:.+]] = memfit.rotary %[[X]], %[[C]], %[[S]] : tensor<2x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+// CHECK-NEXT: %[[R1:.+]] = memfit.rotary %[[X]], %[[C]], %[[S]] : tensor<2x3x8xf32>, tensor<1x3x8xf32>, tensor<1x3x8xf32>
+// CHECK-NEXT: return %[[R0]], %[[R1]]
+func.func @rotary(%x: tensor<2x3x8xf32>, %cos: tensor<1x3x8xf32>, %sin: tensor<1x3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %0 = memfit.mul %x, %cos : tensor<2x3x8xf32>, tensor<1x3x8xf32> -> tensor<2x3x8xf32>
+  %1 = memfit.slice %x {axes = array<i64: 2>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
+  %2 = memfit.slice %x {axes = array<i64: -1>, ends = array<i64: 9223372036854775807>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<2x3x8xf32> -> tensor<2x3x4xf32>
+  %3 = memfit.neg %2 : tensor<2x3x4xf32>
+  %4 = memfit.concat %3, %1 {axis = -1 : i64} : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  %5 = memfit.mul %4, %sin : tensor<2x3x8xf32>, tensor<1x3x8xf32> -> tensor<2x3x8xf32>
+  %6 = memfit.add %0, %5 : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %7 = memfit.mul %cos, %x : tensor<1x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %8 = memfit.concat %3, %1 {axis = 2 : i64} : tensor<2x3x4xf32>, tensor<2x3x4xf32> -> tensor<2x3x8xf32>
+  %9 = memfit.mul %sin, %8 : tensor<1x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  %10 = memfit.add %9, %7 : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+  return %6, %10 : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// -----
+
+// Not rotary embeddings: the negation on the lower half (the halves in
+// place), the lower half sliced from another tensor, halves along another
+// axis.
+// CHECK-LABEL: func.func @rotary_misses
+// CHECK-NOT: memfit.rotary
+// CHECK: return
+func.func @rotary_misses(%x: tensor<2x8x8xf32>, %y: tensor<2x8x8xf32>, %cos: tensor<8xf32>, %sin: tensor<8xf32>) -> (tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>) {
+  %lo = memfit.slice %x {axes = array<i64: 2>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<2x8x8xf32> -> tensor<2x8x4xf32>
+  %hi = memfit.slice %x {axes = array<i64: 2>, ends = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<2x8x8xf32> -> tensor<2x8x4xf32>
+  %nlo = memfit.neg %lo : tensor<2x8x4xf32>
+  %ylo = memfit.slice %y {axes = array<i64: 2>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<2x8x8xf32> -> tensor<2x8x4xf32>
+  %nhi = memfit.neg %hi : tensor<2x8x4xf32>
+  %xc = memfit.mul %x, %cos : tensor<2x8x8xf32>, tensor<8xf32> -> tensor<2x8x8xf32>
+  %a = memfit.concat %nlo, %hi {axis = 2 : i64} : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x8xf32>
+  %as = memfit.mul %a, %sin : tensor<2x8x8xf32>, tensor<8xf32> -> tensor<2x8x8xf32>
+  %r0 = memfit.add %xc, %as : tensor<2x8x8xf32>, tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %xc1 = memfit.mul %x, %cos : tensor<2x8x8xf32>, tensor<8xf32> -> tensor<2x8x8xf32>
+  %b = memfit.concat %nhi, %ylo {axis = 2 : i64} : tensor<2x8x4xf32>, tensor<2x8x4xf32> -> tensor<2x8x8xf32>
+  %bs = memfit.mul %b, %sin : tensor<2x8x8xf32>, tensor<8xf32> -> tensor<2x8x8xf32>
+  %r1 = memfit.add %xc1, %bs : tensor<2x8x8xf32>, tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  %l1 = memfit.slice %x {axes = array<i64: 1>, ends = array<i64: 4>, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<2x8x8xf32> -> tensor<2x4x8xf32>
+  %h1 = memfit.slice %x {axes = array<i64: 1>, ends = array<i64: 8>, starts = array<i64: 4>, steps = array<i64: 1>} : tensor<2x8x8xf32> -> tensor<2x4x8xf32>
+  %nh1 = memfit.neg %h1 : tensor<2x4x8xf32>
+  %c = memfit.concat %nh1, %l1 {axis = 1 : i64} : tensor<2x4x8xf32>, tensor<2x4x8xf32> -> tensor<2x8x8xf32>
+  %cs = memfit.mul %c, %sin : tensor<2x8x8xf32>, tensor<8xf32> -> tensor<2x8x8xf32>
+  %xc2 = memfit.mul %x, %cos : tensor<2x8x8xf32>, tensor<8xf32> -> tensor<2x8x8xf32>
+  %r2 = memfit.add %xc2, %cs : tensor<2x8x8xf32>, tensor<2x8x8xf32> -> tensor<2x8x8xf32>
+  return %r0, %r1, %r2 : tensor<2x8x8xf32>, tensor<2x8x8xf32>, tensor<2x8x8xf32>
 }

@@ -326,6 +326,25 @@ func.func @transpose(%x: tensor<2x3x4xf32>) -> tensor<4x2x3xf32> {
 
 // -----
 
+// Rotary embeddings: element c2 of the last dimension (8) reads x at c2 and
+// at its partner p0 (c2 + 4 below 4, else c2 - 4), cos and sin broadcast
+// over the first dimension (stride 0). Forward: x cos - x[p] sin below the
+// middle, + above; the inverse (the gradient) reads sin at the partner and
+// has the signs the other way round.
+// CHECK-LABEL: // k0_rotary: rope
+// CHECK: const long long c2 = (long long)((unsigned)(idx) / 1U % 8U);
+// CHECK-NEXT: const long long p0 = c2 < 4LL ? c2 + 4LL : c2 - 4LL;
+// CHECK-NEXT: const float v1 = (in0[c0 * 24LL + c1 * 8LL + c2 * 1LL] * in1[c0 * 0LL + c1 * 8LL + c2 * 1LL] + (c2 < 4LL ? -(in0[c0 * 24LL + c1 * 8LL + p0 * 1LL] * in2[c0 * 0LL + c1 * 8LL + c2 * 1LL]) : (in0[c0 * 24LL + c1 * 8LL + p0 * 1LL] * in2[c0 * 0LL + c1 * 8LL + c2 * 1LL])));
+// CHECK-LABEL: // k1_rotary: rope_grad
+// CHECK: const float v1 = (in0[c0 * 24LL + c1 * 8LL + c2 * 1LL] * in1[c0 * 0LL + c1 * 8LL + c2 * 1LL] + (c2 < 4LL ? (in0[c0 * 24LL + c1 * 8LL + p0 * 1LL] * in2[c0 * 0LL + c1 * 8LL + p0 * 1LL]) : -(in0[c0 * 24LL + c1 * 8LL + p0 * 1LL] * in2[c0 * 0LL + c1 * 8LL + p0 * 1LL])));
+func.func @rotary(%x: tensor<2x3x8xf32>, %cos: tensor<3x8xf32>, %sin: tensor<3x8xf32>) -> (tensor<2x3x8xf32>, tensor<2x3x8xf32>) {
+  %0 = memfit.rotary %x, %cos, %sin : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> loc("rope")
+  %1 = memfit.rotary %x, %cos, %sin {inverse} : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32> loc("rope_grad")
+  return %0, %1 : tensor<2x3x8xf32>, tensor<2x3x8xf32>
+}
+
+// -----
+
 // starts -1, ends 0, step -2 on a dimension of 10 takes 9, 7, 5, 3, 1.
 // CHECK-LABEL: // k0_slice: slice
 // CHECK: MEMFIT_THREAD_LOOP(idx, 20LL) {

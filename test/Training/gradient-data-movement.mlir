@@ -50,3 +50,29 @@ func.func @gather_nd(%i: tensor<2x2xi64>) -> tensor<f32> {
   %l = memfit.reduce_sum %y {axes = array<i64>, keepdims = false} : tensor<2xf32> -> tensor<f32>
   return %l : tensor<f32>
 }
+
+// -----
+
+// Rotary embeddings are linear in x: its gradient is the inverse (the
+// transposed) rotation of the gradient. The tables' gradients, where they
+// are trained: d cos = g x and d sin = g rotate_half(x), summed over the
+// dimension they are broadcast along.
+// CHECK-LABEL: func.func @rotary
+// CHECK: %[[G:.+]] = memfit.expand
+// CHECK-DAG: memfit.rotary %[[G]], %{{.+}}, %{{.+}} {inverse, memfit.backward{{.*}}} : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+// CHECK-DAG: %[[GX:.+]] = memfit.mul %[[G]], %{{.+}} {memfit.backward} : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+// CHECK-DAG: memfit.reduce_sum %[[GX]] {axes = array<i64: 0>{{.*}}memfit.gradient_of = @c{{.*}} : tensor<2x3x8xf32> -> tensor<3x8xf32>
+// CHECK-DAG: %[[HI:.+]] = memfit.slice %{{.+}} {axes = array<i64: 2>, ends = array<i64: 8>, memfit.backward, starts = array<i64: 4>, steps = array<i64: 1>}
+// CHECK-DAG: %[[NEG:.+]] = memfit.neg %[[HI]]
+// CHECK-DAG: memfit.concat %[[NEG]], %{{.+}} {axis = 2 : i64, memfit.backward}
+memfit.parameter @x = dense<1.0> : tensor<2x3x8xf32>
+memfit.parameter @c = dense<0.5> : tensor<3x8xf32>
+memfit.parameter @s = dense<0.25> : tensor<3x8xf32>
+func.func @rotary() -> tensor<f32> {
+  %x = memfit.load_parameter @x : tensor<2x3x8xf32>
+  %c = memfit.load_parameter @c : tensor<3x8xf32>
+  %s = memfit.load_parameter @s : tensor<3x8xf32>
+  %y = memfit.rotary %x, %c, %s : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
+  %l = memfit.reduce_sum %y {axes = array<i64>, keepdims = false} : tensor<2x3x8xf32> -> tensor<f32>
+  return %l : tensor<f32>
+}

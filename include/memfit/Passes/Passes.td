@@ -97,8 +97,8 @@ def MemfitAccumulatePass : Pass<"memfit-accumulate", "::mlir::func::FuncOp"> {
 }
 
 def MemfitRaisePass : Pass<"memfit-raise", "::mlir::ModuleOp"> {
-  let summary = "Raises spelled-out GELU, RMSNorm, LayerNorm and softmax to "
-                "the named ops";
+  let summary = "Raises spelled-out GELU, RMSNorm, LayerNorm, softmax and "
+                "rotary embeddings to the named ops";
   let description = [{
     Exporters write these as chains of element-wise ops and reductions
     (torch.onnx below opset 17 or 20, Hugging Face modules that spell them
@@ -119,7 +119,9 @@ def MemfitRaisePass : Pass<"memfit-raise", "::mlir::ModuleOp"> {
     - LayerNorm: `(x - m) / sqrt(mean((x - m)^2) + eps)` with `m = mean(x)`
       (the same divisions), then `* scale` and `+ bias` when present;
     - softmax: `exp(x - max(x)) / sum(exp(x - max(x)))` along one axis, or
-      without the max (the raised op subtracts it, as torch does).
+      without the max (the raised op subtracts it, as torch does);
+    - rotary embedding: `x * cos + concat(-x[..., h:], x[..., :h]) * sin`
+      (memfit.rotary; cos and sin broadcast to x).
 
     Intermediates that other ops also read stay; the rest are erased. Run it
     before autodiff and mixed precision (in both pipelines, with fusion on).

@@ -32,6 +32,29 @@ static LogicalResult rule(TransposeOp op, GradBuilder &g) {
   return success();
 }
 
+static LogicalResult rule(RotaryOp op, GradBuilder &g) {
+  // Linear in the input: its adjoint is the transposed map.
+  if (g.needs(0))
+    g.set(0, RotaryOp::create(g.b, g.loc, g.grad(), op.getCos(), op.getSin(),
+                              !op.getInverse()));
+  if (!g.needs(1) && !g.needs(2))
+    return success();
+  if (op.getInverse())
+    return g.unsupported() << "cos and sin of the inverse rotation",
+           failure();
+  // d cos = g x and d sin = g rotate_half(x), summed over their broadcast;
+  // g rotate_half(x) is the rotation of x with cos 0 and sin g.
+  Value x = op.getInput();
+  if (g.needs(1))
+    g.set(1, g.unbroadcastTo(g.mul(g.grad(), x), op.getCos()));
+  if (g.needs(2)) {
+    Value rotated = RotaryOp::create(g.b, g.loc, x, g.scalar(0.0, eltOf(x)),
+                                     g.grad(), false);
+    g.set(2, g.unbroadcastTo(rotated, op.getSin()));
+  }
+  return success();
+}
+
 /// Reshape-like ops: the gradient takes the input's shape back.
 template <typename OpTy>
 static LogicalResult reshapeRule(OpTy op, GradBuilder &g) {
@@ -229,7 +252,8 @@ static LogicalResult rule(GatherGradOp op, GradBuilder &g) {
 }
 
 void attachDataMovementGradients(MLIRContext *context) {
-  attachRules<TopKIndicesOp, CumSumOp, TransposeOp, ReshapeOp, FlattenOp,
+  attachRules<TopKIndicesOp, CumSumOp, TransposeOp, RotaryOp, ReshapeOp,
+              FlattenOp,
               SqueezeOp, UnsqueezeOp, ExpandOp, ConcatOp, SplitOp, SliceOp,
               GatherOp, GatherGradOp, GatherElementsOp, GatherNDOp,
               ScatterElementsOp, ScatterNDOp>(context);

@@ -26,6 +26,28 @@ LogicalResult TransposeOp::inferReturnTypes(MLIRContext *, OptLoc loc,
   return pushTensor(types, shape, eltOf(adaptor.getInput()));
 }
 
+LogicalResult RotaryOp::verify() {
+  ArrayRef<int64_t> shape = shapeOf(getInput());
+  if (shape.empty() || shape.back() % 2 != 0)
+    return emitOpError() << "rotates halves of a last dimension of even "
+                            "size, not "
+                         << (shape.empty() ? std::string("a scalar")
+                                           : shapeToString(shape));
+  for (Value table : {getCos(), getSin()}) {
+    ArrayRef<int64_t> t = shapeOf(table);
+    bool fits = t.size() <= shape.size() && eltOf(table) == eltOf(getInput());
+    for (size_t i = 0; fits && i < t.size(); ++i) {
+      int64_t d = shape[shape.size() - t.size() + i];
+      fits = t[i] == 1 || t[i] == d;
+    }
+    if (!fits)
+      return emitOpError() << "cos and sin must broadcast to the input "
+                           << getInput().getType() << ", not "
+                           << table.getType();
+  }
+  return success();
+}
+
 OpFoldResult TransposeOp::fold(FoldAdaptor adaptor) {
   ArrayRef<int64_t> perm = getPerm();
   bool identity = getInput().getType() == getType();

@@ -486,6 +486,53 @@ Expr mapping(ConcatOp op, KernelWriter &w) {
   return v;
 }
 
+/// The strides of a tensor of `shape` broadcast to a domain of `rank`
+/// dimensions: 0 along the dimensions it lacks or has of extent 1.
+Shape broadcastStrides(ArrayRef<int64_t> shape, size_t rank) {
+  Shape own = stridesOf(shape), strides(rank, 0);
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] != 1)
+      strides[rank - shape.size() + i] = own[i];
+  return strides;
+}
+
+/// Element i of the last dimension (2h) reads x at i and at its partner
+/// i + h (below h) or i - h; the inverse reads sin at the partner too.
+Expr mapping(RotaryOp op, KernelWriter &w) {
+  size_t rank = w.domain().size();
+  int64_t last = int64_t(rank) - 1, half = w.domain().back() / 2;
+  std::string c = "c" + std::to_string(last);
+  std::string p = w.freshName("p");
+  w.body() << "  const long long " << p << " = " << c << " < " << half
+           << "LL ? " << c << " + " << half << "LL : " << c << " - " << half
+           << "LL;\n";
+  auto at = [&](unsigned i, bool partner) -> Expr {
+    Value v = op->getOperand(i);
+    // The input read in place (memfit-fuse's view of the domain's shape):
+    // the viewed buffer at the view's offset and strides.
+    if (StridedViewOp view = w.viewOf(v))
+      return widen(eltOf(v),
+                   w.param(v) + "[" + std::to_string(view.getOffset()) +
+                       "LL + " +
+                       offsetAlong(view.getStrides(), last, partner ? p : c) +
+                       "]");
+    Shape strides = broadcastStrides(shapeOf(v), rank);
+    return in(w, op, i, offsetAlong(strides, last, partner ? p : c));
+  };
+  Expr x = at(0, false), xp = at(0, true), cos = at(1, false),
+       sin = at(2, op.getInverse());
+  if (failed(x) || failed(xp) || failed(cos) || failed(sin))
+    return failure();
+  // Forward: x cos + (i < h ? -x[p] : x[p]) sin; inverse: x cos + (i < h ?
+  // x[p] sin[p] : -x[p] sin[p]).
+  std::string below = op.getInverse() ? "" : "-";
+  std::string above = op.getInverse() ? "-" : "";
+  return llvm::formatv("({0} * {1} + ({2} < {3}LL ? {4}({5} * {6}) : "
+                       "{7}({5} * {6})))",
+                       *x, *cos, c, half, below, *xp, *sin, above)
+      .str();
+}
+
 Expr mapping(RangeOp op, KernelWriter &w) {
   Type type = eltOf(op.getResult());
   Expr start = literal(op.getStart(), type);
@@ -533,5 +580,5 @@ void cuda::attachPointwiseEmitters(MLIRContext *context) {
          OrOp, XorOp, WhereOp>(context);
   attach<IndexMappingModel, ExpandOp, TransposeOp, SliceOp, GatherOp,
          GatherElementsOp, GatherNDOp, ScatterElementsOp, CumSumOp, ConcatOp,
-         RangeOp>(context);
+         RangeOp, RotaryOp>(context);
 }

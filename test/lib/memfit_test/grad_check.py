@@ -575,6 +575,27 @@ def attention_opset23(g):
              [b, hq, s, d])
 
 
+def rotary(g):
+    """Hugging Face's apply_rotary_pos_emb spelled out, which memfit-raise
+    makes memfit.rotary: x * cos + concat(-x[..., h:], x[..., :h]) * sin,
+    cos and sin trained too (their rule's sums over the broadcast)."""
+    for name, xs, ts in [("rotary", [2, 3, 8], [2, 3, 8]),
+                         ("rotary_broadcast", [2, 2, 3, 6], [3, 6])]:
+        c = g.case(name)
+        x = c.param(c.f(xs), "x")
+        cos = c.param(c.f(ts), "cos")
+        sin = c.param(c.f(ts), "sin")
+        h = xs[-1] // 2
+        axes = c.const([-1], "axes", I64)
+        low = c.op("Slice", [x, c.const([0], "lo_s", I64),
+                             c.const([h], "lo_e", I64), axes])
+        high = c.op("Slice", [x, c.const([h], "hi_s", I64),
+                              c.const([2 ** 62], "hi_e", I64), axes])
+        rotated = c.op("Concat", [c.op("Neg", [high]), low], axis=-1)
+        c.output(c.op("Add", [c.op("Mul", [x, cos]),
+                              c.op("Mul", [rotated, sin])]), xs)
+
+
 GROUPS = [("unary", 20, unary), ("elementwise", 17, elementwise_more),
           ("binary", 17, binary), ("pow", 17, pow_), ("matmul", 17, matmul),
           ("gemm", 17, gemm), ("normalization", 17, normalization),
@@ -582,10 +603,14 @@ GROUPS = [("unary", 20, unary), ("elementwise", 17, elementwise_more),
           ("movement", 18, movement), ("losses", 17, losses),
           ("composed", 18, composed), ("scatter", 18, scatter),
           ("attention", 17, attention),
-          ("attention_opset23", 23, attention_opset23)]
+          ("attention_opset23", 23, attention_opset23),
+          ("rotary", 18, rotary)]
 
-# The passes a group runs before memfit-autodiff, and the op they must make.
-RAISED = {"attention": ("--memfit-raise-attention", "memfit.attention ")}
+# The passes a group runs before memfit-autodiff, the op they must make and
+# how many of it a case's forward and gradients hold (rotary's: its own, the
+# input's gradient, the inverse rotation, and sin's, x rotated by g).
+RAISED = {"attention": ("--memfit-raise-attention", "memfit.attention ", 1),
+          "rotary": ("--memfit-raise", "memfit.rotary ", 3)}
 
 
 class Group:
@@ -705,7 +730,7 @@ def check_group(g, args):
     grads_path = os.path.join(gdir, "grads.mlir")
     out_dir = os.path.join(gdir, "out")
     # Locations kept, so that kernel comments name the ONNX nodes.
-    raise_pass, raised = RAISED.get(g.name, (None, None))
+    raise_pass, raised, per_case = RAISED.get(g.name, (None, None, 0))
     steps = [[args.memfit_opt, model_path] + ([raise_pass] if raise_pass else [])
              + ["--memfit-autodiff", "--mlir-print-debuginfo", "-o", grads_path],
              [args.memfit_run, grads_path, "--device=host", "--quiet",
@@ -722,7 +747,7 @@ def check_group(g, args):
     if raised:
         with open(grads_path) as f:
             made = f.read().count(raised)
-        if made != len(g.cases):
+        if made != per_case * len(g.cases):
             n = sum(len(c.params) for c in g.cases)
             lines.append(f"FAIL {g.name}: {made} {raised.strip()} ops for "
                          f"{len(g.cases)} cases ({n} parameters unchecked)")

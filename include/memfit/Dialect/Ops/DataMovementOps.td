@@ -30,6 +30,33 @@ def Memfit_TransposeOp : Memfit_InferredOp<"transpose", "DataMovement", [Memfit_
   let hasFolder = 1;
 }
 
+def Memfit_RotaryOp : Memfit_Op<"rotary", "DataMovement",
+    [Pure, Memfit_IndexMapping, AllTypesMatch<["input", "result"]>,
+     DeclareOpInterfaceMethods<Memfit_CostOpInterface, ["getCost"]>]> {
+  let summary = "rotary position embedding (rotate_half form)";
+  let description = [{
+    `x * cos + rotate_half(x) * sin` along the last dimension of 2h
+    elements, `rotate_half(x) = concat(-x[..., h:], x[..., :h])`, with `cos`
+    and `sin` broadcast to `x` (Hugging Face's apply_rotary_pos_emb, which
+    memfit-raise finds spelled out): element i reads x at i and at its
+    partner i + h or i - h. With `inverse`, the transposed map, the
+    gradient: `g * cos` plus, for i < h, `g[i + h] * sin[i + h]` and, for
+    i >= h, `-g[i - h] * sin[i - h]`.
+
+    ```mlir
+    %y = memfit.rotary %x, %cos, %sin : tensor<2x4x16x8xf32>, tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32>
+    ```
+  }];
+  let arguments = (ins Memfit_FloatTensor:$input, Memfit_FloatTensor:$cos,
+                       Memfit_FloatTensor:$sin, UnitAttr:$inverse);
+  let results = (outs Memfit_FloatTensor:$result);
+  let assemblyFormat = [{
+    $input `,` $cos `,` $sin attr-dict `:` type($input) `,` type($cos) `,`
+    type($sin)
+  }];
+  let hasVerifier = 1;
+}
+
 def Memfit_ReshapeOp : Memfit_Op<"reshape", "DataMovement", [Pure, Memfit_BufferView]> {
   let summary = "reinterprets the elements with another static shape";
   let description = [{
