@@ -37,17 +37,31 @@ constexpr int64_t kSiblingWindow = 8;
 /// them the results); else null.
 KernelOp firstConsumer(KernelOp producer,
                        DenseMap<Operation *, int64_t> &position) {
+  // The ops that read the results, through views (a view runs nothing:
+  // Llama's cos table, unsqueezed right after the kernel that computes
+  // it, is not its first reader).
+  SmallVector<Operation *> readers, throughViews;
+  for (Value result : producer->getResults())
+    for (Operation *user : result.getUsers()) {
+      if (isBufferView(user))
+        collectViewReaders(user->getResult(0), throughViews);
+      else
+        readers.push_back(user);
+    }
+  llvm::append_range(readers, throughViews);
   KernelOp consumer;
   int64_t first = INT64_MAX;
-  for (Operation *user : producer->getUsers())
-    if (position.lookup(user) < first) {
-      first = position.lookup(user);
-      consumer = dyn_cast<KernelOp>(user);
+  for (Operation *reader : readers)
+    if (position.lookup(reader) < first) {
+      first = position.lookup(reader);
+      consumer = dyn_cast<KernelOp>(reader);
     }
-  if (!consumer)
+  // It reads the results themselves, none through a view (the merged
+  // kernel would read a view of its own result).
+  if (!consumer || llvm::is_contained(throughViews, consumer.getOperation()))
     return {};
-  for (Operation *user : producer->getUsers())
-    if (user != consumer && position.lookup(user) <= first)
+  for (Operation *reader : readers)
+    if (reader != consumer && position.lookup(reader) <= first)
       return {};
   return consumer;
 }
@@ -328,6 +342,27 @@ KernelOp fuseInto(KernelOp producer, KernelOp consumer,
 
   unsigned n = consumer->getNumResults();
   consumer->replaceAllUsesWith(merged->getResults().take_front(n));
+  // Views of the producer's results between the two now view the merged
+  // kernel's: they follow it, in their order.
+  SmallVector<Operation *> views;
+  for (OpResult result : kept)
+    for (Operation *user : result.getUsers())
+      if (isBufferView(user) && user->getBlock() == merged->getBlock() &&
+          user->isBeforeInBlock(merged))
+        views.push_back(user);
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i]->getResult(0).getUsers())
+      if (isBufferView(user) && user->isBeforeInBlock(merged) &&
+          !llvm::is_contained(views, user))
+        views.push_back(user);
+  llvm::sort(views, [](Operation *a, Operation *b) {
+    return a->isBeforeInBlock(b);
+  });
+  Operation *after = merged;
+  for (Operation *view : views) {
+    view->moveAfter(after);
+    after = view;
+  }
   for (auto [i, result] : llvm::enumerate(kept))
     result.replaceAllUsesWith(merged->getResult(n + i));
   for (Operation *op : {consumer.getOperation(), producer.getOperation()}) {
@@ -340,32 +375,9 @@ KernelOp fuseInto(KernelOp producer, KernelOp consumer,
 
 } // namespace
 
-/// Moves each view (reshape, unsqueeze, ...; it runs nothing) to just
-/// before its first user, so that it is not taken for the first reader of
-/// the kernel it views: Llama's cos table, unsqueezed for the rotary
-/// embeddings right after the kernel that computes it, stood between that
-/// kernel and the sin kernel that could take it.
-static void sinkViews(Block &block) {
-  SmallVector<Operation *> views;
-  for (Operation &op : block)
-    if (isBufferView(&op))
-      views.push_back(&op);
-  // Last first: a view of a view moves before the view it feeds has.
-  for (Operation *view : llvm::reverse(views)) {
-    Operation *first = nullptr;
-    for (Operation *user : view->getUsers())
-      if (user->getBlock() == &block &&
-          (!first || user->isBeforeInBlock(first)))
-        first = user;
-    if (first && first != view->getNextNode())
-      view->moveBefore(first);
-  }
-}
-
 void fusion::fuseChainsAndRows(func::FuncOp func,
                                const FusionOptions &options) {
   Block &block = func.getBody().front();
-  sinkViews(block);
   // A merged kernel takes its consumer's position.
   Schedule schedule(block);
   schedule.computeLive(block);

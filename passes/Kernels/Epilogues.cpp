@@ -146,14 +146,33 @@ void markBiasGradient(KernelOp kernel) {
   GemmOp gemm = summingGemm(kernel);
   if (!gemm)
     return;
-  // The sums move to right before the gemm: every reader of them after it,
-  // and no in-place write of what they sum on the way.
-  for (Operation *user : kernel.getResult(0).getUsers())
-    if (user->getBlock() != gemm->getBlock() || user->isBeforeInBlock(gemm))
+  // The sums move to right before the gemm: every reader of them after it
+  // (through views: a bias's [1, 1, n] sums reshaped to [n]), and no
+  // in-place write of what they sum on the way.
+  SmallVector<Operation *> readers;
+  collectViewReaders(kernel.getResult(0), readers);
+  for (Operation *reader : readers)
+    if (reader->getBlock() != gemm->getBlock() || reader->isBeforeInBlock(gemm))
       return;
   if (writesBetween(kernel, gemm, bufferRoot(kernel.getInputs()[0])))
     return;
+  // The views of the sums follow them, in their order.
+  SmallVector<Operation *> views;
+  for (Operation *user : kernel.getResult(0).getUsers())
+    if (isBufferView(user))
+      views.push_back(user);
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i]->getResult(0).getUsers())
+      if (isBufferView(user))
+        views.push_back(user);
+  llvm::sort(views,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   kernel->moveBefore(gemm);
+  Operation *after = kernel;
+  for (Operation *view : views) {
+    view->moveAfter(after);
+    after = view;
+  }
   kernel->setAttr(kEpilogueAttr, UnitAttr::get(kernel.getContext()));
 }
 

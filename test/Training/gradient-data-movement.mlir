@@ -55,16 +55,17 @@ func.func @gather_nd(%i: tensor<2x2xi64>) -> tensor<f32> {
 
 // Rotary embeddings are linear in x: its gradient is the inverse (the
 // transposed) rotation of the gradient. The tables' gradients, where they
-// are trained: d cos = g x and d sin = g rotate_half(x), summed over the
-// dimension they are broadcast along.
+// are trained: d cos = g x, and d sin = g rotate_half(x), x rotated with
+// cos 0 and sin g, each summed over the dimension it is broadcast along.
 // CHECK-LABEL: func.func @rotary
+// CHECK: %[[X:.+]] = memfit.load_parameter @x
 // CHECK: %[[G:.+]] = memfit.expand
 // CHECK-DAG: memfit.rotary %[[G]], %{{.+}}, %{{.+}} {inverse, memfit.backward{{.*}}} : tensor<2x3x8xf32>, tensor<3x8xf32>, tensor<3x8xf32>
-// CHECK-DAG: %[[GX:.+]] = memfit.mul %[[G]], %{{.+}} {memfit.backward} : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
+// CHECK-DAG: %[[GX:.+]] = memfit.mul %[[G]], %[[X]] {memfit.backward} : tensor<2x3x8xf32>, tensor<2x3x8xf32> -> tensor<2x3x8xf32>
 // CHECK-DAG: memfit.reduce_sum %[[GX]] {axes = array<i64: 0>{{.*}}memfit.gradient_of = @c{{.*}} : tensor<2x3x8xf32> -> tensor<3x8xf32>
-// CHECK-DAG: %[[HI:.+]] = memfit.slice %{{.+}} {axes = array<i64: 2>, ends = array<i64: 8>, memfit.backward, starts = array<i64: 4>, steps = array<i64: 1>}
-// CHECK-DAG: %[[NEG:.+]] = memfit.neg %[[HI]]
-// CHECK-DAG: memfit.concat %[[NEG]], %{{.+}} {axis = 2 : i64, memfit.backward}
+// CHECK-DAG: %[[ZERO:.+]] = memfit.constant {memfit.backward} dense<0.000000e+00> : tensor<f32>
+// CHECK-DAG: %[[XG:.+]] = memfit.rotary %[[X]], %[[ZERO]], %[[G]] {memfit.backward} : tensor<2x3x8xf32>, tensor<f32>, tensor<2x3x8xf32>
+// CHECK-DAG: memfit.reduce_sum %[[XG]] {axes = array<i64: 0>{{.*}}memfit.gradient_of = @s{{.*}} : tensor<2x3x8xf32> -> tensor<3x8xf32>
 memfit.parameter @x = dense<1.0> : tensor<2x3x8xf32>
 memfit.parameter @c = dense<0.5> : tensor<3x8xf32>
 memfit.parameter @s = dense<0.25> : tensor<3x8xf32>
