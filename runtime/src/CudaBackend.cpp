@@ -249,6 +249,7 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
                                    SessionTimings &timings) {
   timings.compileSeconds = 0;
   timings.cacheHit = false;
+  warn_ = options.warn;
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   destroyGraphs(); // they launch the kernels of the module replaced here
   kernels_.clear();

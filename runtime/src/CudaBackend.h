@@ -32,6 +32,7 @@
 #include "NcclSymbols.h"
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -217,6 +218,9 @@ private:
   const BlasLtSymbols *lt_ = nullptr;
   cublasLtHandle_t blasLt_ = nullptr;
   std::unordered_map<std::string, MatmulPlan> plans_;
+  /// SessionOptions::warn: told once per plan when cuBLASLt has no
+  /// algorithm for a contraction's epilogue (its fallback kernel runs).
+  std::function<void(const std::string &)> warn_;
 
   bool capturing_ = false;
   std::vector<CUgraphExec> graphs_; // by entry; null: none

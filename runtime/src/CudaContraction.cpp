@@ -315,6 +315,13 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
   StatusOr<MatmulPlan> plan = createPlan(contraction, type, batch, alignment);
   if (!plan)
     return plan.status();
+  if (!plan->usable && warn_)
+    warn_("contraction '" + contraction.name + "': cuBLASLt has no algorithm "
+          "for its " + epilogueName(contraction.epilogue) +
+          " epilogue (" + dtypeName(contraction.dtype) + " m=" +
+          std::to_string(contraction.m) + " n=" + std::to_string(contraction.n) +
+          " k=" + std::to_string(contraction.k) +
+          "); its fallback kernel runs before the product instead");
   return &plans_.emplace(key, *plan).first->second;
 }
 
