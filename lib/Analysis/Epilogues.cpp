@@ -61,3 +61,21 @@ SummedOperand mlir::memfit::summedOperand(KernelOp kernel, GemmOp gemm) {
     return SummedOperand::A;
   return SummedOperand::None;
 }
+
+bool mlir::memfit::activatesGemm(KernelOp kernel, Operation *gemm) {
+  auto contraction = dyn_cast_or_null<GemmOp>(gemm);
+  if (!contraction || !kernel->hasAttr(kEpilogueAttr) ||
+      kernel.getInputs().size() != 1 || kernel.getNumResults() != 1)
+    return false;
+  auto ops = kernel.getBodyOps();
+  if (std::distance(ops.begin(), ops.end()) != 1)
+    return false;
+  auto gelu = dyn_cast<GeluOp>(&*ops.begin());
+  Operation *yield = kernel.getBodyBlock().getTerminator();
+  return gelu && gelu.getApproximate() == GeluApproximation::Tanh &&
+         gelu.getInput() == kernel.getBodyBlock().getArgument(0) &&
+         yield->getOperand(0) == gelu.getResult() &&
+         bufferRoot(kernel.getInputs()[0]) == contraction.getResult() &&
+         kernel.getInputs()[0].getDefiningOp() != nullptr &&
+         !kernel.getInputs()[0].getDefiningOp<StridedViewOp>();
+}

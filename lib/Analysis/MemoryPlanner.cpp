@@ -1,5 +1,6 @@
 //===- MemoryPlanner.cpp - schedule, liveness and arena offsets ------------===//
 
+#include "memfit/Analysis/Epilogues.h"
 #include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/MemfitOps.h"
 #include "memfit/Dialect/Training.h"
@@ -379,6 +380,12 @@ private:
     for (PlannedBuffer &buffer : plan.buffers) {
       Operation *def = buffer.value.getDefiningOp();
       buffer.firstStep = def ? stepOf.lookup(def) : 0;
+      // A GELU the gemm before it writes as its epilogue (Epilogues.h)
+      // lives from the gemm's step.
+      if (auto kernel = dyn_cast_or_null<KernelOp>(def);
+          kernel && buffer.firstStep > 1 &&
+          activatesGemm(kernel, plan.schedule[buffer.firstStep - 2]))
+        --buffer.firstStep;
       // Inputs stay intact for the whole step, so that a session can run
       // again on the inputs it was given.
       buffer.lastStep =

@@ -63,48 +63,109 @@ Value withShape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
   return ReshapeOp::create(b, loc, type.clone(shape), x);
 }
 
+/// The matmul whose only result `product` is, read by `kernel` alone just
+/// after it, that a gemm with `bias` as `c` can compute: a 2-D weight, no
+/// result_perm, an input neither viewed nor (when batched) transposed;
+/// `bias` a vector of the result's last dimension. Else null.
+MatMulOp biasedMatMul(KernelOp kernel, Value product, Value bias) {
+  auto matmul = product.getDefiningOp<MatMulOp>();
+  auto biasType = cast<RankedTensorType>(bias.getType());
+  auto type = cast<RankedTensorType>(product.getType());
+  if (!matmul || !product.hasOneUse() || matmul.getResultPerm() ||
+      biasType.getRank() != 1 ||
+      biasType.getElementType() != type.getElementType() ||
+      biasType.getDimSize(0) != type.getShape().back() ||
+      matmul->getBlock() != kernel->getBlock() || stepBetween(matmul, kernel))
+    return {};
+  auto a = cast<RankedTensorType>(matmul.getLhs().getType());
+  auto b = cast<RankedTensorType>(matmul.getRhs().getType());
+  // The rows of a batched input are flattened into the gemm's m, which a
+  // transposed or viewed input cannot be.
+  if (b.getRank() != 2 || a.getRank() < 2 ||
+      (a.getRank() > 2 && matmul.getTransA()) ||
+      matmul.getLhs().getDefiningOp<StridedViewOp>() ||
+      matmul.getRhs().getDefiningOp<StridedViewOp>())
+    return {};
+  return matmul;
+}
+
+/// `matmul`'s product plus `bias` as a gemm with `c` at `builder`'s point,
+/// in the matmul's result shape, with the memfit attributes of `attrs`.
+Value biasedGemm(OpBuilder &builder, Location loc, MatMulOp matmul, Value bias,
+                 Operation *attrs) {
+  auto a = cast<RankedTensorType>(matmul.getLhs().getType());
+  int64_t rows = a.getNumElements() / a.getShape().back();
+  Value x = matmul.getLhs();
+  if (a.getRank() > 2)
+    x = withShape(builder, loc, x, {rows, a.getShape().back()});
+  APFloat one(1.0f);
+  auto gemm = GemmOp::create(builder, loc, x, matmul.getRhs(), bias, one, one,
+                             matmul.getTransA(), matmul.getTransB());
+  copyMemfitAttrs(attrs, gemm);
+  return withShape(builder, loc, gemm, matmul.getType().getShape());
+}
+
 /// y = x + bias, with x a matmul's only result read by this kernel alone,
 /// bias a vector of x's last dimension: y = gemm(x's operands, c = bias).
 void biasIntoContraction(KernelOp kernel) {
   auto add = dyn_cast_or_null<AddOp>(soleBodyOp(kernel));
   if (!add || kernel.getNumResults() != 1)
     return;
-  Value lhs = inputOf(kernel, add.getLhs()),
-        rhs = inputOf(kernel, add.getRhs());
+  Value lhs = inputOf(kernel, add.getLhs());
+  Value rhs = inputOf(kernel, add.getRhs());
   if (!lhs || !rhs)
     return;
-  auto resultType = cast<RankedTensorType>(kernel.getResult(0).getType());
   for (auto [product, bias] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
-    auto matmul = product.getDefiningOp<MatMulOp>();
-    auto biasType = cast<RankedTensorType>(bias.getType());
-    auto productType = cast<RankedTensorType>(product.getType());
-    if (!matmul || !product.hasOneUse() || matmul.getResultPerm() ||
-        productType != resultType || biasType.getRank() != 1 ||
-        biasType.getElementType() != resultType.getElementType() ||
-        biasType.getDimSize(0) != resultType.getShape().back() ||
-        matmul->getBlock() != kernel->getBlock() || stepBetween(matmul, kernel))
+    MatMulOp matmul = biasedMatMul(kernel, product, bias);
+    if (!matmul || product.getType() != kernel.getResult(0).getType())
       continue;
-    auto a = cast<RankedTensorType>(matmul.getLhs().getType());
-    auto b = cast<RankedTensorType>(matmul.getRhs().getType());
-    // A 2-D weight; the rows of a batched input flattened into the gemm's
-    // m, which a transposed or viewed input cannot be.
-    if (b.getRank() != 2 || a.getRank() < 2 ||
-        (a.getRank() > 2 && matmul.getTransA()) ||
-        matmul.getLhs().getDefiningOp<StridedViewOp>() ||
-        matmul.getRhs().getDefiningOp<StridedViewOp>())
+    OpBuilder builder(kernel);
+    Value y = biasedGemm(builder, kernel.getLoc(), matmul, bias, kernel);
+    kernel.getResult(0).replaceAllUsesWith(y);
+    kernel.erase();
+    matmul.erase();
+    return;
+  }
+}
+
+/// h = gelu_tanh(x + bias) (and x + bias, which the backward reads), with x
+/// a matmul's only result: the sum a gemm with `c` = bias, and the GELU a
+/// kernel of its own right after it, marked kEpilogueAttr, which the CUDA
+/// emitter runs as the gemm's GELU_AUX_BIAS.
+void geluIntoContraction(KernelOp kernel) {
+  auto ops = kernel.getBodyOps();
+  if (std::distance(ops.begin(), ops.end()) != 2 || kernel.getNumResults() > 2)
+    return;
+  auto add = dyn_cast<AddOp>(&*ops.begin());
+  auto gelu = dyn_cast<GeluOp>(&*std::next(ops.begin()));
+  if (!add || !gelu || gelu.getInput() != add.getResult() ||
+      gelu.getApproximate() != GeluApproximation::Tanh)
+    return;
+  Value lhs = inputOf(kernel, add.getLhs());
+  Value rhs = inputOf(kernel, add.getRhs());
+  Operation *yield = kernel.getBodyBlock().getTerminator();
+  if (!lhs || !rhs || !llvm::all_of(yield->getOperands(), [&](Value v) {
+        return v == add.getResult() || v == gelu.getResult();
+      }))
+    return;
+  for (auto [product, bias] : {std::pair(lhs, rhs), std::pair(rhs, lhs)}) {
+    MatMulOp matmul = biasedMatMul(kernel, product, bias);
+    if (!matmul || product.getType() != add.getType())
       continue;
     OpBuilder builder(kernel);
     Location loc = kernel.getLoc();
-    int64_t rows = a.getNumElements() / a.getShape().back();
-    Value x = matmul.getLhs();
-    if (a.getRank() > 2)
-      x = withShape(builder, loc, x, {rows, a.getShape().back()});
-    APFloat one(1.0f);
-    auto gemm = GemmOp::create(builder, loc, x, matmul.getRhs(), bias, one, one,
-                               matmul.getTransA(), matmul.getTransB());
-    copyMemfitAttrs(kernel, gemm);
-    Value y = withShape(builder, loc, gemm, resultType.getShape());
-    kernel.getResult(0).replaceAllUsesWith(y);
+    Value sum = biasedGemm(builder, loc, matmul, bias, kernel);
+    fusion::MergedKernel parts;
+    parts.addInput(sum);
+    KernelOp activation = parts.create(builder, loc, TypeRange{gelu.getType()});
+    Value h = GeluOp::create(builder, gelu.getLoc(), GeluApproximation::Tanh,
+                             parts.body->getArgument(0));
+    YieldOp::create(builder, loc, ValueRange{h});
+    copyMemfitAttrs(kernel, activation);
+    activation->setAttr(kEpilogueAttr, UnitAttr::get(kernel.getContext()));
+    for (auto [i, v] : llvm::enumerate(yield->getOperands()))
+      kernel.getResult(i).replaceAllUsesWith(
+          v == gelu.getResult() ? activation.getResult(0) : sum);
     kernel.erase();
     matmul.erase();
     return;
@@ -182,6 +243,12 @@ void fusion::biasIntoContractions(func::FuncOp func) {
   SmallVector<KernelOp> kernels(func.getBody().getOps<KernelOp>());
   for (KernelOp kernel : kernels)
     biasIntoContraction(kernel);
+}
+
+void fusion::geluIntoContractions(func::FuncOp func) {
+  SmallVector<KernelOp> kernels(func.getBody().getOps<KernelOp>());
+  for (KernelOp kernel : kernels)
+    geluIntoContraction(kernel);
 }
 
 void fusion::markBiasGradients(func::FuncOp func) {

@@ -62,13 +62,15 @@ struct MemfitFusePass
       fusion::fuseChainsAndRows(func, {maxOps, rows, planPeak});
       if (views)
         fusion::viewContractionOperands(func);
-      // cuBLASLt's epilogues: the bias into its matmul; the bias gradient
-      // moved to its weight gradient's gemm (its result then lives one
-      // step longer: not when strict).
+      // cuBLASLt's epilogues: the bias into its matmul; its GELU and the
+      // bias gradient marked beside their gemms (their results then live
+      // one step longer: not when strict).
       if (epilogues) {
         fusion::biasIntoContractions(func);
-        if (!strict)
+        if (!strict) {
+          fusion::geluIntoContractions(func);
           fusion::markBiasGradients(func);
+        }
       }
     }
     // Slices as views too (gemm operands at an offset, kernels' element

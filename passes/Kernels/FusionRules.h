@@ -190,6 +190,10 @@ void viewContractionOperands(func::FuncOp func, bool slices = false);
 /// a row vector to a matmul's result becomes the matmul as a gemm with that
 /// vector as `c`.
 void biasIntoContractions(func::FuncOp func);
+/// A kernel that only takes the tanh GELU of a matmul's result plus a
+/// bias becomes the gemm with that `c` and the GELU a kernel of its own
+/// right after it, marked kEpilogueAttr (cuBLASLt's GELU_AUX_BIAS).
+void geluIntoContractions(func::FuncOp func);
 /// A kernel that only sums the rows of the operand a gemm reads as op(B)
 /// [k, n] or op(A) [k, m] moves right before it, marked kEpilogueAttr.
 void markBiasGradients(func::FuncOp func);

@@ -51,13 +51,14 @@ public:
                               const std::vector<uint64_t> &offsets) = 0;
   virtual Status runContraction(const Contraction &contraction, uint64_t a,
                                 uint64_t b, uint64_t out) = 0;
-  /// Runs a contraction with its epilogue (Manifest.h), whose vector is at
-  /// `vector`, where the backend's library has that epilogue for it; false,
-  /// with nothing run, where it has not, and the session runs the
-  /// contraction's fallback kernel and the contraction without it.
-  virtual StatusOr<bool> runContractionEpilogue(const Contraction &contraction,
-                                                uint64_t a, uint64_t b,
-                                                uint64_t out, uint64_t vector) {
+  /// Runs a contraction with its epilogue (Manifest.h) on the step's
+  /// buffers at `offsets` ({A, B, out, vector[, gelu]}), where the backend's
+  /// library has that epilogue for it; false, with nothing run, where it has
+  /// not, and the session runs the contraction's fallback kernels and the
+  /// contraction without it.
+  virtual StatusOr<bool>
+  runContractionEpilogue(const Contraction &contraction,
+                         const std::vector<uint64_t> &offsets) {
     return false;
   }
   /// Runs a collective of memfit-shard on the buffers at `in` and `out`

@@ -95,6 +95,7 @@ struct MatmulPlan {
 struct PlanAlignment {
   uint32_t first = 256, second = 256, out = 256;
   CUdeviceptr vector = 0;
+  CUdeviceptr aux = 0; // GeluAuxBias: the pre-activation (out)
 };
 
 class CudaBackend final : public Backend {
@@ -118,9 +119,9 @@ public:
                       const std::vector<uint64_t> &offsets) override;
   Status runContraction(const Contraction &contraction, uint64_t a, uint64_t b,
                         uint64_t out) override;
-  StatusOr<bool> runContractionEpilogue(const Contraction &contraction,
-                                        uint64_t a, uint64_t b, uint64_t out,
-                                        uint64_t vector) override;
+  StatusOr<bool>
+  runContractionEpilogue(const Contraction &contraction,
+                         const std::vector<uint64_t> &offsets) override;
   Status runCollective(const Collective &c, uint64_t in, uint64_t out,
                        Communicator &comm) override;
   Status synchronize() override;
@@ -170,7 +171,8 @@ private:
   /// cuBLASLt has no algorithm for that epilogue (nothing ran).
   StatusOr<bool> contract(const Contraction &contraction, uint64_t a,
                           uint64_t b, uint64_t out,
-                          std::optional<uint64_t> vector);
+                          std::optional<uint64_t> vector,
+                          std::optional<uint64_t> activated = std::nullopt);
   StatusOr<MatmulPlan *> getPlan(const Contraction &contraction,
                                  const ElementType &type,
                                  const BatchPlan &batch,

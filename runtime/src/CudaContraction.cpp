@@ -205,7 +205,9 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
   // heuristic reads the vector's pointer for its alignment.
   if (alignment.vector) {
     const uint32_t epilogue =
-        contraction.epilogue == Epilogue::Bias        ? CUBLASLT_EPILOGUE_BIAS
+        contraction.epilogue == Epilogue::Bias ? CUBLASLT_EPILOGUE_BIAS
+        : contraction.epilogue == Epilogue::GeluAuxBias
+            ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
         : contraction.epilogue == Epilogue::BiasGradB ? CUBLASLT_EPILOGUE_BGRADA
                                                       : CUBLASLT_EPILOGUE_BGRADB;
     const void *vector = reinterpret_cast<const void *>(alignment.vector);
@@ -215,6 +217,18 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
     MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                       CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
                       sizeof vector);
+    // GELU's input, memfit's out (column-major n x m, ld n), beside the
+    // GELU the matmul writes as D.
+    if (alignment.aux) {
+      const void *aux = reinterpret_cast<const void *>(alignment.aux);
+      const int64_t auxLd = contraction.ld[2];
+      MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
+                        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
+                        sizeof aux);
+      MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
+                        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
+                        sizeof auxLd);
+    }
   }
 
   // A row-major matrix's rows are ld apart: its column-major transpose's
@@ -300,6 +314,8 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
       alignment.vector ? int64_t(contraction.epilogue) : 0;
   const int64_t vectorAlignment =
       alignment.vector ? int64_t(commonAlignment({alignment.vector})) : 0;
+  const int64_t auxAlignment =
+      alignment.aux ? int64_t(commonAlignment({alignment.aux})) : 0;
   std::string key;
   for (int64_t value :
        {int64_t(contraction.dtype), contraction.m, contraction.n, contraction.k,
@@ -307,7 +323,7 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
         contraction.ld[0], contraction.ld[1], contraction.ld[2],
         batch.innerCount, batch.strides[0], batch.strides[1], batch.strides[2],
         int64_t(alignment.first), int64_t(alignment.second),
-        int64_t(alignment.out), epilogue, vectorAlignment})
+        int64_t(alignment.out), epilogue, vectorAlignment, auxAlignment})
     key += std::to_string(value) + ",";
   auto it = plans_.find(key);
   if (it != plans_.end())
@@ -331,18 +347,26 @@ Status CudaBackend::runContraction(const Contraction &contraction, uint64_t a,
   return ran ? Status::ok() : ran.status();
 }
 
-StatusOr<bool> CudaBackend::runContractionEpilogue(
-    const Contraction &contraction, uint64_t a, uint64_t b, uint64_t out,
-    uint64_t vector) {
+StatusOr<bool>
+CudaBackend::runContractionEpilogue(const Contraction &contraction,
+                                    const std::vector<uint64_t> &offsets) {
+  const bool gelu = contraction.epilogue == Epilogue::GeluAuxBias;
   if (contraction.epilogue == Epilogue::None)
     return invalidArgument("contraction '" + contraction.name +
                            "' has no epilogue");
-  return contract(contraction, a, b, out, vector);
+  if (offsets.size() != (gelu ? 5u : 4u))
+    return invalidArgument("contraction '" + contraction.name + "': " +
+                           std::to_string(offsets.size()) +
+                           " buffers for its " +
+                           epilogueName(contraction.epilogue) + " epilogue");
+  return contract(contraction, offsets[0], offsets[1], offsets[2], offsets[3],
+                  gelu ? std::optional<uint64_t>(offsets[4]) : std::nullopt);
 }
 
 StatusOr<bool> CudaBackend::contract(const Contraction &contraction,
                                      uint64_t a, uint64_t b, uint64_t out,
-                                     std::optional<uint64_t> vector) {
+                                     std::optional<uint64_t> vector,
+                                     std::optional<uint64_t> activated) {
   const std::string context = "contraction '" + contraction.name + "'";
   StatusOr<ElementType> typeOr = elementType(contraction, tf32_);
   if (!typeOr)
@@ -420,6 +444,10 @@ StatusOr<bool> CudaBackend::contract(const Contraction &contraction,
                        .c_str(),
                    *vector, uint64_t(contraction.epilogueLength()) * e)
             .withContext(context));
+  if (activated)
+    MEMFIT_RT_RETURN_IF_ERROR(
+        checkRange("the gelu output", *activated, uint64_t(m * n) * e)
+            .withContext(context));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   if (!blasLt_) // prepareKernels creates it when the manifest has contractions
     MEMFIT_RT_RETURN_IF_ERROR(initBlasLt());
@@ -438,24 +466,33 @@ StatusOr<bool> CudaBackend::contract(const Contraction &contraction,
       addresses[o].push_back(
           uint64_t(contraction.batchStrides(Contraction::Operand(o))[i]) * e);
   }
+  // GeluAuxBias: D is the GELU (packed), and out, GELU's input, the aux.
+  const uint64_t written = activated ? *activated : out;
+  if (activated)
+    addresses[2] = {address(*activated)};
   PlanAlignment alignment;
   alignment.first = commonAlignment(addresses[1]);
   alignment.second = commonAlignment(addresses[0]);
   alignment.out = commonAlignment(addresses[2]);
   alignment.vector = vector ? address(*vector) : 0;
+  alignment.aux = activated ? address(out) : 0;
   StatusOr<MatmulPlan *> planOr = getPlan(contraction, type, batch, alignment);
   if (!planOr)
     return planOr.status();
   const MatmulPlan &plan = **planOr;
   if (!plan.usable)
     return false;
-  if (vector) {
-    // The plan may have been made for another vector of its alignment.
-    const void *pointer = reinterpret_cast<const void *>(alignment.vector);
+  // The plan may have been made for other vectors of their alignments.
+  const std::pair<int, CUdeviceptr> pointers[] = {
+      {CUBLASLT_MATMUL_DESC_BIAS_POINTER, alignment.vector},
+      {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, alignment.aux}};
+  for (const auto &[attribute, value] : pointers) {
+    if (!value)
+      continue;
+    const void *pointer = reinterpret_cast<const void *>(value);
     MEMFIT_RT_RETURN_IF_ERROR(
         lt_->check(lt_->cublasLtMatmulDescSetAttribute(
-                       plan.desc, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &pointer,
-                       sizeof pointer),
+                       plan.desc, attribute, &pointer, sizeof pointer),
                    "cublasLtMatmulDescSetAttribute")
             .withContext(context));
   }
@@ -476,7 +513,7 @@ StatusOr<bool> CudaBackend::contract(const Contraction &contraction,
       for (size_t i = 0; i < batch.outerRank; ++i)
         offset += uint64_t(
             index[i] * contraction.batchStrides(Contraction::Operand(o))[i]);
-      pointers[o] = address(starts[o] + offset * e);
+      pointers[o] = address((o == 2 ? written : starts[o]) + offset * e);
     }
     const CUdeviceptr pointerA = pointers[0], pointerB = pointers[1],
                       pointerOut = pointers[2];

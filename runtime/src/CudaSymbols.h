@@ -249,11 +249,14 @@ constexpr int CUBLASLT_MATMUL_DESC_TRANSA = 3; // int32_t
 constexpr int CUBLASLT_MATMUL_DESC_TRANSB = 4; // int32_t
 constexpr int CUBLASLT_MATMUL_DESC_EPILOGUE = 7;     // uint32_t
 constexpr int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8; // void *
+constexpr int CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER = 11; // void *
+constexpr int CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD = 12;      // int64_t
 // cublasLtEpilogue_t
 constexpr uint32_t CUBLASLT_EPILOGUE_DEFAULT = 1;
 constexpr uint32_t CUBLASLT_EPILOGUE_BIAS = 4;
 constexpr uint32_t CUBLASLT_EPILOGUE_BGRADA = 256;
 constexpr uint32_t CUBLASLT_EPILOGUE_BGRADB = 512;
+constexpr uint32_t CUBLASLT_EPILOGUE_GELU_AUX_BIAS = 32 | 128 | 4;
 // cublasLtMatrixLayoutAttribute_t
 constexpr int CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT = 5;          // int32_t
 constexpr int CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6; // int64_t

@@ -189,6 +189,8 @@ const char *epilogueName(Epilogue epilogue) {
     return "bias_grad_a";
   case Epilogue::BiasGradB:
     return "bias_grad_b";
+  case Epilogue::GeluAuxBias:
+    return "gelu_aux_bias";
   }
   return "?";
 }
@@ -446,10 +448,23 @@ Status validateContraction(const Contraction &c, size_t i,
     if (d != 1)
       return invalidArgument(epilogue + " over a batch " +
                              shapeText(c.batchShape));
-  if (c.epilogue == Epilogue::Bias && c.beta != 0.0f)
+  const bool biased =
+      c.epilogue == Epilogue::Bias || c.epilogue == Epilogue::GeluAuxBias;
+  if (biased && c.beta != 0.0f)
     return invalidArgument(epilogue + " with beta " + std::to_string(c.beta) +
                            " (the bias is added to the product alone)");
-  if (c.epilogue != Epilogue::Bias) {
+  if (c.epilogue == Epilogue::GeluAuxBias) {
+    if (c.offsets[2] != 0 || c.ld[2] != c.n)
+      return invalidArgument(epilogue + ": the output is not packed at its "
+                                        "buffer's start");
+    if (c.activationKernel == kNoKernel || c.activationKernel >= kernels.size())
+      return invalidArgument(epilogue + ": activation kernel " +
+                             (c.activationKernel == kNoKernel
+                                  ? std::string("missing")
+                                  : std::to_string(c.activationKernel) +
+                                        " out of range"));
+  }
+  if (!biased) {
     int o = c.epilogue == Epilogue::BiasGradA ? 0 : 1;
     if (c.offsets[o] != 0 ||
         c.ld[o] != c.storedColumns(static_cast<Contraction::Operand>(o)))
@@ -475,15 +490,29 @@ Status validateContractionStep(const Manifest &m, const Step &s,
                                const std::string &where) {
   const Contraction &c = m.contractions[s.index];
   std::string label = where + " (contraction '" + c.name + "')";
-  const size_t count = c.epilogue == Epilogue::None ? 3 : 4;
+  const size_t count = c.epilogue == Epilogue::None          ? 3
+                       : c.epilogue == Epilogue::GeluAuxBias ? 5
+                                                             : 4;
   if (s.buffers.size() != count)
     return invalidArgument(label + ": expected " + std::to_string(count) +
                            " buffers {A, B, out" +
-                           (count == 4 ? ", " + std::string(epilogueName(
+                           (count >= 4 ? ", " + std::string(epilogueName(
                                                      c.epilogue))
                                        : std::string()) +
+                           (count == 5 ? ", gelu" : "") +
                            "}, got " + std::to_string(s.buffers.size()));
-  if (count == 4) {
+  if (count == 5) {
+    const Buffer &g = m.buffers[s.buffers[4]];
+    if (g.dtype != c.dtype ||
+        bufferElements(g) < uint64_t(c.m) * uint64_t(c.n))
+      return invalidArgument(label + ": the gelu output is " +
+                             bufferLabel(m, s.buffers[4]) + " of " +
+                             std::to_string(bufferElements(g)) + " " +
+                             dtypeName(g.dtype) + " elements; the contraction "
+                             "writes " + std::to_string(c.m * c.n) + " " +
+                             dtypeName(c.dtype));
+  }
+  if (count >= 4) {
     const Buffer &v = m.buffers[s.buffers[3]];
     if (v.dtype != c.dtype || bufferElements(v) < uint64_t(c.epilogueLength()))
       return invalidArgument(

@@ -130,6 +130,8 @@ std::string manifestToJson(const Manifest &m) {
     if (c.epilogue != Epilogue::None) {
       o.set("epilogue", epilogueName(c.epilogue));
       o.set("fallbackKernel", int64_t(c.fallbackKernel));
+      if (c.activationKernel != kNoKernel)
+        o.set("activationKernel", int64_t(c.activationKernel));
     }
     o.set("onnxNodes", stringArray(c.onnxNodes));
     setCost(o, c.cost);
@@ -492,25 +494,29 @@ Status readContraction(const ObjectReader &r, Contraction &c) {
       {"name", "dtype", "m", "n", "k", "transA", "transB", "alpha", "beta",
        "batchShape", "batchStridesA", "batchStridesB", "batchStridesOut",
        "offsets", "ld", "onnxNodes"},
-      {"bytes", "flops", "epilogue", "fallbackKernel"}));
+      {"bytes", "flops", "epilogue", "fallbackKernel", "activationKernel"}));
   MEMFIT_RT_RETURN_IF_ERROR(readCost(r, c.cost));
   if (r.has("epilogue")) {
     std::string name;
     MEMFIT_RT_RETURN_IF_ERROR(r.string("epilogue", name));
     bool known = false;
     for (Epilogue e : {Epilogue::None, Epilogue::Bias, Epilogue::BiasGradA,
-                       Epilogue::BiasGradB})
+                       Epilogue::BiasGradB, Epilogue::GeluAuxBias})
       if (name == epilogueName(e)) {
         c.epilogue = e;
         known = true;
       }
     if (!known)
       return r.error("epilogue", "expected \"none\", \"bias\", "
-                                 "\"bias_grad_a\" or \"bias_grad_b\", got \"" +
+                                 "\"bias_grad_a\", \"bias_grad_b\" or "
+                                 "\"gelu_aux_bias\", got \"" +
                                      name + "\"");
   }
   if (r.has("fallbackKernel"))
     MEMFIT_RT_RETURN_IF_ERROR(r.integer("fallbackKernel", c.fallbackKernel));
+  if (r.has("activationKernel"))
+    MEMFIT_RT_RETURN_IF_ERROR(
+        r.integer("activationKernel", c.activationKernel));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", c.name));
   MEMFIT_RT_RETURN_IF_ERROR(readDType(r, "dtype", c.dtype));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("m", c.m));

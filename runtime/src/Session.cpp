@@ -476,25 +476,32 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
 /// and the contraction without it (Manifest.h, Epilogue).
 Status Session::Impl::runEpilogue(const Contraction &c,
                                   const std::string &context) {
-  StatusOr<bool> fused = backend->runContractionEpilogue(
-      c, offsets[0], offsets[1], offsets[2], offsets[3]);
+  StatusOr<bool> fused = backend->runContractionEpilogue(c, offsets);
   if (!fused)
     return fused.status().withContext(context);
   if (*fused)
     return Status::ok();
+  const bool biased =
+      c.epilogue == Epilogue::Bias || c.epilogue == Epilogue::GeluAuxBias;
   const uint64_t summed = c.epilogue == Epilogue::BiasGradA ? offsets[0]
                                                             : offsets[1];
   const std::vector<uint64_t> kernelOffsets =
-      c.epilogue == Epilogue::Bias
-          ? std::vector<uint64_t>{offsets[3], offsets[2]}
-          : std::vector<uint64_t>{summed, offsets[3]};
+      biased ? std::vector<uint64_t>{offsets[3], offsets[2]}
+             : std::vector<uint64_t>{summed, offsets[3]};
   MEMFIT_RT_RETURN_IF_ERROR(
       backend->launchKernel(c.fallbackKernel, kernelOffsets)
           .withContext(context + ": its epilogue's kernel '" +
                        manifest.kernels[c.fallbackKernel].name + "'"));
-  return backend
-      ->runContraction(c.withoutEpilogue(), offsets[0], offsets[1], offsets[2])
-      .withContext(context);
+  MEMFIT_RT_RETURN_IF_ERROR(
+      backend
+          ->runContraction(c.withoutEpilogue(), offsets[0], offsets[1],
+                           offsets[2])
+          .withContext(context));
+  if (c.epilogue != Epilogue::GeluAuxBias)
+    return Status::ok();
+  return backend->launchKernel(c.activationKernel, {offsets[2], offsets[4]})
+      .withContext(context + ": its epilogue's kernel '" +
+                   manifest.kernels[c.activationKernel].name + "'");
 }
 
 /// Fails the run, after clearing the word, when a kernel recorded an index

@@ -173,8 +173,8 @@
 // Attention's six contractions a layer (2 in the forward, 4 in the
 // backward) are memfit.attention's kernels, and the causal mask's constant
 // (4,096 bytes) is not read; the contractions read c_attn's two biases
-// (768 bytes) for their epilogues:
-// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 27 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (774,912 by contractions)
+// (768 bytes) and the MLPs' first two (1,024 bytes) for their epilogues:
+// FREPORT: @train_step: {{[0-9]+}} steps ({{[0-9]+}} kernels, 27 contractions), {{[0-9,]+}} FLOPs, {{[0-9,]+}} bytes moved (775,936 by contractions)
 // FREPORT-NEXT: @train_step: lower bound {{[0-9,]+}} bytes (inputs 516, weights and states read 367,240, outputs 4, updates 367,108, saved activations {{[0-9,]+}} written and read); moved / lower bound = {{[0-9]+\.[0-9]+}}
 // The remat report planned the step before fusion; memfit-fuse appends the
 // fused step's plan (the one memfit-run allocates).

@@ -235,10 +235,14 @@ void printExecutable(const rt::Manifest &manifest, double seconds) {
   size_t stepCount = 0, epilogues = 0;
   for (const rt::Entry &entry : manifest.entries)
     stepCount += entry.steps.size();
-  for (const rt::Contraction &c : manifest.contractions)
+  size_t fallbacks = 0;
+  for (const rt::Contraction &c : manifest.contractions) {
     epilogues += c.epilogue != rt::Epilogue::None;
-  // A contraction's epilogue replaces a kernel, which stays in the source
-  // as the fallback where cuBLASLt has no algorithm for it.
+    fallbacks += (c.fallbackKernel != rt::kNoKernel) +
+                 (c.activationKernel != rt::kNoKernel);
+  }
+  // A contraction's epilogue replaces kernels, which stay in the source as
+  // its fallbacks where cuBLASLt has no algorithm for it.
   std::string withEpilogues =
       epilogues ? llvm::formatv(" ({0} with an epilogue; {1} kernels with "
                                 "their fallbacks)",
@@ -248,7 +252,7 @@ void printExecutable(const rt::Manifest &manifest, double seconds) {
   out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions{3}, "
                          "{4} steps in {5:f1} ms\n",
                          llvm::sys::path::filename(f.modelPath),
-                         manifest.kernels.size() - epilogues,
+                         manifest.kernels.size() - fallbacks,
                          manifest.contractions.size(), withEpilogues, stepCount,
                          seconds * 1e3)
                .str();

@@ -354,7 +354,7 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
           CHECK_OK(backend.upload(kVector, v.data(), v.size()));
           const size_t before = mockcublaslt::matmuls().size();
           StatusOr<bool> ran =
-              backend.runContractionEpilogue(c, kA, kB, kOut, kVector);
+              backend.runContractionEpilogue(c, {kA, kB, kOut, kVector});
           if (!CHECK_OK(ran.status()) || !CHECK(*ran))
             continue;
           std::vector<uint8_t> out(35 * bytes), sums(7 * bytes);
@@ -402,6 +402,67 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
         }
   expectNoViolations("epilogues");
 
+  // GELU_AUX_BIAS: the biased product kept in out (GELU's input, for the
+  // backward) and its GELU, the tanh approximation, in the fifth buffer.
+  constexpr uint64_t kGelu = 896 << 10;
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    Case test = makeCase("gelu", 5, 7, 3, false, true, {}, {}, {}, 1, 1);
+    Contraction &c = test.c;
+    c.dtype = dtype;
+    c.epilogue = Epilogue::GeluAuxBias;
+    c.fallbackKernel = c.activationKernel = 0;
+    const size_t bytes = dtypeSize(dtype);
+    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+    auto fill = [&](size_t elements) {
+      std::vector<uint8_t> data(elements * bytes);
+      for (size_t i = 0; i < elements; ++i)
+        encode(dtype, uniform(rng), &data[i * bytes]);
+      return data;
+    };
+    std::vector<uint8_t> a = fill(15), b = fill(21), v = fill(7);
+    CHECK_OK(backend.upload(kA, a.data(), a.size()));
+    CHECK_OK(backend.upload(kB, b.data(), b.size()));
+    CHECK_OK(backend.upload(kVector, v.data(), v.size()));
+    StatusOr<bool> ran =
+        backend.runContractionEpilogue(c, {kA, kB, kOut, kVector, kGelu});
+    if (!CHECK_OK(ran.status()) || !CHECK(*ran))
+      continue;
+    std::vector<uint8_t> pre(35 * bytes), gelu(35 * bytes);
+    CHECK_OK(backend.download(kOut, pre.data(), pre.size()));
+    CHECK_OK(backend.download(kGelu, gelu.data(), gelu.size()));
+    double worst = 0;
+    for (int64_t i = 0; i < 5; ++i)
+      for (int64_t j = 0; j < 7; ++j) {
+        double sum = decode(dtype, &v[size_t(j) * bytes]);
+        for (int64_t p = 0; p < 3; ++p)
+          sum += decode(dtype, &a[size_t(i * 3 + p) * bytes]) *
+                 decode(dtype, &b[size_t(j * 3 + p) * bytes]);
+        double x = decode(dtype, &pre[size_t(i * 7 + j) * bytes]);
+        double want = 0.5 * x *
+                      (1.0 + std::tanh(0.7978845608028654 *
+                                       (x + 0.044715 * x * x * x)));
+        worst = std::max({worst, std::fabs(x - sum) / (1.0 + std::fabs(sum)),
+                          std::fabs(decode(dtype,
+                                           &gelu[size_t(i * 7 + j) * bytes]) -
+                                    want) /
+                              (1.0 + std::fabs(want))});
+      }
+    check(worst <= tolerance(dtype), __FILE__, __LINE__,
+          std::string("gelu_aux_bias ") + dtypeName(dtype) +
+              ": relative error " + std::to_string(worst));
+    const mockcublaslt::Matmul &last = mockcublaslt::matmuls().back();
+    CHECK(last.epilogue == 164u && last.auxPointer == base + kOut &&
+          last.d.address == base + kGelu && last.biasPointer == base + kVector);
+  }
+  CHECK_ERROR(backend
+                  .runContractionEpilogue(
+                      makeCase("four", 5, 7, 3, false, true, {}, {}, {}, 1, 1)
+                          .c.withoutEpilogue(),
+                      {kA, kB, kOut, kVector})
+                  .status(),
+              "contraction 'four' has no epilogue");
+  expectNoViolations("gelu epilogue");
+
   // Without an algorithm for the epilogue: false, nothing run, and the
   // heuristic is not asked again for the same plan.
   Case test = makeCase("no_epilogue", 4, 6, 5, false, false, {}, {}, {}, 1, 1);
@@ -410,10 +471,10 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
   mockcublaslt::setNoEpilogue(true);
   const size_t before = mockcublaslt::matmuls().size();
   StatusOr<bool> ran =
-      backend.runContractionEpilogue(test.c, kA, kB, kOut, kVector);
+      backend.runContractionEpilogue(test.c, {kA, kB, kOut, kVector});
   CHECK(ran.status().isOk() && !*ran);
   const int heuristics = mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic");
-  ran = backend.runContractionEpilogue(test.c, kA, kB, kOut, kVector);
+  ran = backend.runContractionEpilogue(test.c, {kA, kB, kOut, kVector});
   CHECK(ran.status().isOk() && !*ran);
   CHECK(mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic") == heuristics);
   CHECK(mockcublaslt::matmuls().size() == before);
@@ -425,16 +486,17 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
   Case batched =
       makeCase("batched_bias", 3, 4, 5, false, false, {2}, {15}, {20}, 1, 2);
   batched.c.epilogue = Epilogue::Bias;
-  ran = backend.runContractionEpilogue(batched.c, kA, kB, kOut, kVector);
+  ran = backend.runContractionEpilogue(batched.c, {kA, kB, kOut, kVector});
   CHECK(ran.status().isOk() && !*ran);
   CHECK_ERROR(backend
-                  .runContractionEpilogue(test.c, kA, kB, kOut,
-                                          kAllocation - 8)
+                  .runContractionEpilogue(test.c,
+                                          {kA, kB, kOut, kAllocation - 8})
                   .status(),
               "contraction 'no_epilogue': the bias_grad_b vector of 24 bytes "
               "at offset");
-  CHECK_ERROR(backend.runContractionEpilogue(batched.c.withoutEpilogue(), kA,
-                                             kB, kOut, kVector)
+  CHECK_ERROR(backend
+                  .runContractionEpilogue(batched.c.withoutEpilogue(),
+                                          {kA, kB, kOut, kVector})
                   .status(),
               "contraction 'batched_bias' has no epilogue");
   expectNoViolations("epilogue fallbacks");

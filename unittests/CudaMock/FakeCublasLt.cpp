@@ -9,8 +9,9 @@
 //   D[b] = alpha * op(A[b]) * op(B[b]) + beta * C[b]   for b < batch count
 //
 // with the epilogues memfit uses (CUBLASLT_EPILOGUE_BIAS: a vector of D's
-// rows added to every column; BGRADA and BGRADB: op(A)'s or op(B)'s sums
-// over k written to the vector, without a batch);
+// rows added to every column; GELU_AUX_BIAS: that sum stored in the aux
+// matrix and its GELU, the tanh approximation, in D; BGRADA and BGRADB:
+// op(A)'s or op(B)'s sums over k written to the vector, without a batch);
 // where a matrix layout describes the matrix as stored, column-major
 // (element (i, j) at i + j * ld, ld >= rows), op is the descriptor's
 // CUBLASLT_MATMUL_DESC_TRANSA/TRANSB (N or T) applied to that stored
@@ -56,10 +57,11 @@ constexpr int kR32F = 0, kR64F = 1, kR16F = 2, kR16BF = 14;
 constexpr int kCompute32F = 68, kCompute64F = 70, kCompute32FFastTF32 = 77;
 // Attribute values.
 constexpr int kDescTransA = 3, kDescTransB = 4, kDescEpilogue = 7,
-              kDescBiasPointer = 8;
+              kDescBiasPointer = 8, kDescAuxPointer = 11, kDescAuxLd = 12;
 // cublasLtEpilogue_t values emulated.
 constexpr uint32_t kEpilogueDefault = 1, kEpilogueBias = 4,
-                   kEpilogueBgradA = 256, kEpilogueBgradB = 512;
+                   kEpilogueGeluAuxBias = 32 | 128 | 4, kEpilogueBgradA = 256,
+                   kEpilogueBgradB = 512;
 constexpr int kLayoutBatchCount = 5, kLayoutBatchStride = 6;
 constexpr int kPrefMaxWorkspace = 1;
 constexpr int kPrefMinAlignmentA = 5; // then B, C, D: 6, 7, 8
@@ -72,7 +74,8 @@ struct Desc {
   int compute = 0, scale = 0;
   int32_t trans[2] = {0, 0}; // A, B
   uint32_t epilogue = kEpilogueDefault;
-  uint64_t biasPointer = 0;
+  uint64_t biasPointer = 0, auxPointer = 0;
+  int64_t auxLd = 0;
 };
 struct Layout {
   int type = 0;
@@ -192,6 +195,10 @@ std::string checkProblem(const Desc &desc, const Layout &a, const Layout &b,
              " without CUBLASLT_MATMUL_DESC_BIAS_POINTER";
     if (d.batch > 1)
       return "an epilogue over a batch (the fake has no bias batch stride)";
+    if (desc.epilogue == kEpilogueGeluAuxBias &&
+        (!desc.auxPointer || desc.auxLd < int64_t(d.rows)))
+      return "GELU_AUX_BIAS without CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER "
+             "or with an AUX_LD below D's rows";
   }
   // Matrices of D that share elements: neither stacked (each past the
   // previous one's last column) nor side by side within the columns.
@@ -421,7 +428,7 @@ Status cublasLtMatmulDescCreate(Desc **desc, int compute, int scale) {
   if (compute != kCompute32F && compute != kCompute64F &&
       compute != kCompute32FFastTF32)
     return kInvalidValue;
-  *desc = new Desc{compute, scale, {0, 0}, kEpilogueDefault, 0};
+  *desc = new Desc{compute, scale, {0, 0}, kEpilogueDefault, 0, 0, 0};
   state().descs.insert(*desc);
   return kSuccess;
 }
@@ -449,13 +456,26 @@ Status cublasLtMatmulDescSetAttribute(Desc *desc, int attribute,
     std::memcpy(&desc->biasPointer, value, sizeof desc->biasPointer);
     return kSuccess;
   }
+  if (attribute == kDescAuxPointer) {
+    if (size != sizeof(void *))
+      return violation(kInvalidValue, entry, "the aux pointer is a pointer");
+    std::memcpy(&desc->auxPointer, value, sizeof desc->auxPointer);
+    return kSuccess;
+  }
+  if (attribute == kDescAuxLd) {
+    if (size != sizeof(int64_t))
+      return violation(kInvalidValue, entry, "the aux ld is an int64_t");
+    std::memcpy(&desc->auxLd, value, sizeof desc->auxLd);
+    return kSuccess;
+  }
   if (attribute == kDescEpilogue) {
     if (size != sizeof(uint32_t))
       return violation(kInvalidValue, entry, "an epilogue is a uint32_t");
     uint32_t epilogue;
     std::memcpy(&epilogue, value, sizeof epilogue);
     if (epilogue != kEpilogueDefault && epilogue != kEpilogueBias &&
-        epilogue != kEpilogueBgradA && epilogue != kEpilogueBgradB)
+        epilogue != kEpilogueGeluAuxBias && epilogue != kEpilogueBgradA &&
+        epilogue != kEpilogueBgradB)
       return violation(kInvalidValue, entry,
                        "epilogue " + std::to_string(epilogue) +
                            " is not emulated (extend the fake)");
@@ -691,6 +711,7 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
   record.d = operand(D, *d);
   record.epilogue = desc->epilogue;
   record.biasPointer = desc->biasPointer;
+  record.auxPointer = desc->auxPointer;
   // What the matmul does to memory, with the descriptors as they are now
   // (cuBLASLt's captured kernels keep theirs): done now, or at each launch
   // of the graph being captured.
@@ -722,6 +743,15 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
         if (!vector)
           return false;
       }
+      // GELU's input, beside D (column-major, D's shape, AUX_LD apart).
+      unsigned char *aux = nullptr;
+      if (epilogue == kEpilogueGeluAuxBias) {
+        aux = static_cast<unsigned char *>(mockcuda::hostRange(
+            desc.auxPointer, ((n - 1) * uint64_t(desc.auxLd) + m) * e,
+            "cublasLtMatmul aux"));
+        if (!aux)
+          return false;
+      }
       if (epilogue == kEpilogueBgradA || epilogue == kEpilogueBgradB) {
         const bool rows = epilogue == kEpilogueBgradA;
         for (uint64_t v = 0; v < (rows ? m : n); ++v) {
@@ -749,8 +779,16 @@ Status cublasLtMatmul(Handle *handle, Desc *desc, const void *alpha,
           double result = alphaValue * sum;
           if (cm)
             result += betaValue * load(c.type, cm + (i + j * c.ld) * e);
-          if (epilogue == kEpilogueBias)
+          if (epilogue == kEpilogueBias || epilogue == kEpilogueGeluAuxBias)
             result += load(d.type, vector + i * e);
+          if (aux) {
+            // The input stored, then the tanh approximation of GELU.
+            store(d.type, aux + (i + j * uint64_t(desc.auxLd)) * e, result);
+            double x = load(d.type, aux + (i + j * uint64_t(desc.auxLd)) * e);
+            result = 0.5 * x *
+                     (1.0 + std::tanh(0.7978845608028654 *
+                                      (x + 0.044715 * x * x * x)));
+          }
           store(d.type, dm + (i + j * d.ld) * e, result);
         }
     }

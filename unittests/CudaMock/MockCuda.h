@@ -184,7 +184,7 @@ struct Matmul {
   uint32_t alignment[4] = {0, 0, 0, 0}; // promised for A, B, C, D
   uint64_t workspace = 0, workspaceBytes = 0; // what the algorithm used
   uint32_t epilogue = 1;                      // CUBLASLT_EPILOGUE_DEFAULT
-  uint64_t biasPointer = 0;
+  uint64_t biasPointer = 0, auxPointer = 0;
 };
 /// Matmuls since reset().
 const std::vector<Matmul> &matmuls();

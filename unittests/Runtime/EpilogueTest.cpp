@@ -4,9 +4,10 @@
 // without one, the host's, as its fallback kernel and the contraction
 // without it. A hand-written executable of a linear layer's forward with
 // its bias (Bias) and its weight gradients with the bias gradient beside
-// them (BiasGradB for x^T g, BiasGradA for g^T x) is run through Session
-// and checked against loops; the manifest's rules for epilogues are
-// checked for their messages.
+// them (BiasGradB for x^T g, BiasGradA for g^T x), and the forward with
+// its GELU (GeluAuxBias: the biased product and its GELU), is run through
+// Session and checked against loops; the manifest's rules for epilogues
+// are checked for their messages.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +29,16 @@ extern "C" __global__ void bias_rows(const float* __restrict__ bias,
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < 24)
     out[i] = bias[i % 6];
+}
+
+// out = gelu(pre), the tanh approximation, over 24 elements.
+extern "C" __global__ void gelu_tanh(const float* __restrict__ pre,
+                                     float* __restrict__ out) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 24) {
+    float x = pre[i];
+    out[i] = 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  }
 }
 
 // sums[c] = the sum of the 4 rows of g [4, 6] in column c.
@@ -71,11 +82,14 @@ Executable epilogueExecutable() {
                f32("dw", Region::Arena, 768, {kIn, kOut}),
                f32("db", Region::Arena, 1024, {kOut}),
                f32("dwT", Region::Arena, 1280, {kOut, kIn}),
-               f32("dbT", Region::Arena, 1536, {kOut})};
+               f32("dbT", Region::Arena, 1536, {kOut}),
+               f32("pre", Region::Arena, 1792, {kRows, kOut}),
+               f32("act", Region::Arena, 2048, {kRows, kOut})};
   m.weightsBytes = 512;
-  m.arenaBytes = 1792;
+  m.arenaBytes = 2304;
   m.kernels = {kernel("bias_rows", 1, 32, false),
-               kernel("column_sums", 1, 32, false)};
+               kernel("column_sums", 1, 32, false),
+               kernel("gelu_tanh", 1, 32, false)};
 
   Contraction forward;
   forward.name = "x_w_bias";
@@ -103,13 +117,24 @@ Executable epilogueExecutable() {
   transposed.epilogue = Epilogue::BiasGradA;
   transposed.fallbackKernel = 1;
   transposed.setPackedLayout();
-  m.contractions = {forward, weights, transposed};
+  Contraction activated = forward;
+  activated.name = "x_w_bias_gelu";
+  activated.epilogue = Epilogue::GeluAuxBias;
+  activated.activationKernel = 2;
+  m.contractions = {forward, weights, transposed, activated};
   m.entries = {{"main",
                 {{StepKind::Contraction, 0, {2, 0, 4, 1}},
                  {StepKind::Contraction, 1, {2, 3, 5, 6}},
-                 {StepKind::Contraction, 2, {3, 2, 7, 8}}},
+                 {StepKind::Contraction, 2, {3, 2, 7, 8}},
+                 {StepKind::Contraction, 3, {2, 0, 9, 1, 10}}},
                 {{"x", 2}, {"g", 3}},
-                {{"y", 4}, {"dw", 5}, {"db", 6}, {"dwT", 7}, {"dbT", 8}}}};
+                {{"y", 4},
+                 {"dw", 5},
+                 {"db", 6},
+                 {"dwT", 7},
+                 {"dbT", 8},
+                 {"pre", 9},
+                 {"act", 10}}}};
   m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
   e.weights.assign(m.weightsBytes, 0);
   for (int i = 0; i < kIn * kOut + kOut; ++i) {
@@ -162,10 +187,12 @@ void testFallbacks() {
   };
   StatusOr<Tensor> y = session.getOutput("y"), dw = session.getOutput("dw"),
                    db = session.getOutput("db"), dwT = session.getOutput("dwT"),
-                   dbT = session.getOutput("dbT");
+                   dbT = session.getOutput("dbT"), pre = session.getOutput("pre"),
+                   act = session.getOutput("act");
   if (!CHECK_OK(y.status()) || !CHECK_OK(dw.status()) ||
       !CHECK_OK(db.status()) || !CHECK_OK(dwT.status()) ||
-      !CHECK_OK(dbT.status()))
+      !CHECK_OK(dbT.status()) || !CHECK_OK(pre.status()) ||
+      !CHECK_OK(act.status()))
     return;
   double worst = 0;
   auto compare = [&](double got, double expected) {
@@ -177,6 +204,13 @@ void testFallbacks() {
       for (int64_t p = 0; p < kIn; ++p)
         sum += double(at(x, r * kIn + p)) * at(w, p * kOut + j);
       compare(at(*y, r * kOut + j), sum);
+      // The same product kept as GELU's input, and its GELU.
+      compare(at(*pre, r * kOut + j), sum);
+      double x = at(*pre, r * kOut + j);
+      compare(at(*act, r * kOut + j),
+              0.5 * x *
+                  (1.0 + std::tanh(0.7978845608028654 *
+                                   (x + 0.044715 * x * x * x))));
     }
   for (int64_t i = 0; i < kIn; ++i)
     for (int64_t j = 0; j < kOut; ++j) {
@@ -210,7 +244,7 @@ void testRules() {
       "contractions[1] ('xT_g'): epilogue bias_grad_b: fallback kernel "
       "missing");
   CHECK_ERROR(broken([](Manifest &m) { m.contractions[2].fallbackKernel = 5; }),
-              "epilogue bias_grad_a: fallback kernel 5 out of range (2 "
+              "epilogue bias_grad_a: fallback kernel 5 out of range (3 "
               "kernels)");
   CHECK_ERROR(broken([](Manifest &m) { m.contractions[1].offsets[1] = 6; }),
               "epilogue bias_grad_b: the operand it sums is not packed at its "
@@ -223,6 +257,11 @@ void testRules() {
                 c.batchStridesOut = {24};
               }),
               "epilogue bias over a batch [2]");
+  CHECK_ERROR(broken([](Manifest &m) { m.contractions[3].activationKernel = kNoKernel; }),
+              "contractions[3] ('x_w_bias_gelu'): epilogue gelu_aux_bias: "
+              "activation kernel missing");
+  CHECK_ERROR(broken([](Manifest &m) { m.entries[0].steps[3].buffers.pop_back(); }),
+              "expected 5 buffers {A, B, out, gelu_aux_bias, gelu}, got 4");
   CHECK_ERROR(broken([](Manifest &m) { m.entries[0].steps[0].buffers.pop_back(); }),
               "steps[0] (contraction 'x_w_bias'): expected 4 buffers {A, B, "
               "out, bias}, got 3");

@@ -1,10 +1,12 @@
 //===- Epilogues.h - kernels a contraction can compute ----------*- C++ -*-===//
 //
-// Which kernel a memfit.gemm can compute as cuBLASLt's bias-gradient
-// epilogue: one that only sums every row of an operand the gemm reads
-// packed as op(B) [k, n] or op(A) [k, m]. memfit-fuse marks such a kernel
-// (kEpilogueAttr) right before its gemm; the CUDA emitter checks the same
-// before it runs the kernel as the gemm's epilogue.
+// Which kernels a memfit.gemm can compute as cuBLASLt's epilogues: one
+// that only sums every row of an operand the gemm reads packed as op(B)
+// [k, n] or op(A) [k, m] (the bias gradient), marked right before the gemm;
+// one that only takes the tanh GELU of the gemm's biased result, marked
+// right after it (GELU_AUX_BIAS). memfit-fuse marks them (kEpilogueAttr);
+// the CUDA emitter checks the same before it runs them as epilogues, and
+// the memory planner keeps a GELU's result live from the gemm's step.
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,6 +30,12 @@ bool sumsRows(KernelOp kernel);
 /// transposed, k being the rows summed. None where it is neither, or where
 /// the gemm has a `c`.
 SummedOperand summedOperand(KernelOp kernel, GemmOp gemm);
+
+/// Whether `kernel`, marked kEpilogueAttr, only takes the tanh GELU of the
+/// result of `gemm`, the step before it (through views), which then writes
+/// both as cuBLASLt's GELU_AUX_BIAS: its result is written at `gemm`'s step,
+/// so the memory plan keeps it live from there.
+bool activatesGemm(KernelOp kernel, Operation *gemm);
 
 } // namespace mlir::memfit
 

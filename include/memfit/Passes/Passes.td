@@ -259,10 +259,10 @@ def MemfitFusePass : Pass<"memfit-fuse", "::mlir::ModuleOp"> {
 
     Epilogues (`epilogues`, docs/passes.md): a kernel that only adds a
     vector to a matmul's result becomes the matmul as a `memfit.gemm` with
-    that `c` (cuBLASLt's bias epilogue); a kernel that only sums the rows
-    of an operand of the next `memfit.gemm` (a bias gradient beside its
-    weight gradient) moves right before it, marked `memfit.epilogue`, and
-    runs as its bias-gradient epilogue, the kernel being the fallback.
+    that `c` (cuBLASLt's bias epilogue), and its tanh GELU a kernel after
+    it marked `memfit.epilogue` (GELU_AUX_BIAS); a kernel that only sums
+    the rows of an operand of the next `memfit.gemm` (a bias gradient)
+    moves right before it, marked too (BGRAD); the kernels are fallbacks.
 
     Multi-tensor kernels (`multi-tensor`): a run of pointwise kernels whose
     results are all stored in place by `memfit.assign` (the optimizer's

@@ -70,7 +70,8 @@ private:
   LogicalResult emitGemm(GemmOp op);
   LogicalResult addContraction(Operation *op, rt::Contraction contraction,
                                Value a, Value b, Value out,
-                               Value vector = Value());
+                               Value vector = Value(),
+                               Value activated = Value());
   LogicalResult emitCollective(Operation *op);
 
   ModuleOp module;
@@ -94,6 +95,9 @@ private:
     rt::Epilogue epilogue = rt::Epilogue::None;
   };
   std::optional<PendingEpilogue> pendingEpilogue;
+  /// The GELU kernel after the gemm being emitted that it computes as its
+  /// GELU_AUX_BIAS epilogue (Epilogues.h, activatesGemm).
+  KernelOp pendingActivation;
 };
 
 FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
@@ -259,7 +263,7 @@ FailureOr<uint32_t> ExecutableBuilder::indexErrorBuffer(Operation *kernel) {
 LogicalResult ExecutableBuilder::addContraction(Operation *op,
                                                 rt::Contraction contraction,
                                                 Value a, Value b, Value out,
-                                                Value vector) {
+                                                Value vector, Value activated) {
   Type elt = cast<RankedTensorType>(out.getType()).getElementType();
   if (!elt.isF32() && !elt.isF64() && !cuda::isHalfFloat(elt))
     return op->emitError() << "contractions run in f32, f64, f16 or bf16, not "
@@ -278,9 +282,11 @@ LogicalResult ExecutableBuilder::addContraction(Operation *op,
   rt::Step step;
   step.kind = rt::StepKind::Contraction;
   step.index = manifest.contractions.size();
-  SmallVector<Value, 4> operands = {a, b, out};
+  SmallVector<Value, 5> operands = {a, b, out};
   if (vector)
     operands.push_back(vector);
+  if (activated)
+    operands.push_back(activated);
   for (Value value : operands) {
     // A strided view's offset and strides are the contraction's: it passes
     // the buffer of the value viewed.
@@ -395,6 +401,19 @@ LogicalResult ExecutableBuilder::emitMatMul(MatMulOp op) {
                         op.getResult());
 }
 
+/// Whether `gemm` adds a `c` of one row (n elements) with beta 1: what
+/// cuBLASLt's bias epilogues add.
+static bool rowBiased(GemmOp gemm) {
+  Value bias = gemm.getC();
+  if (!bias || gemm.getBeta().convertToFloat() != 1.0f ||
+      bias.getDefiningOp<StridedViewOp>())
+    return false;
+  ArrayRef<int64_t> shape = cast<RankedTensorType>(bias.getType()).getShape();
+  int64_t n = gemm.getType().getShape()[1];
+  return cast<RankedTensorType>(bias.getType()).getNumElements() == n &&
+         (shape.size() == 1 || (shape.size() == 2 && shape[0] == 1));
+}
+
 LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
   ArrayRef<int64_t> a = op.getA().getType().getShape();
   ArrayRef<int64_t> b = op.getB().getType().getShape();
@@ -435,17 +454,25 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
         uint64_t(tensorBytes(biasType) + tensorBytes(op.getType()));
     // A row of n elements added with beta 1 is cuBLASLt's bias epilogue;
     // the broadcast is its fallback kernel, with no step of its own.
-    ArrayRef<int64_t> biasShape = biasType.getShape();
-    bool row =
-        biasType.getNumElements() == c.n &&
-        (biasShape.size() == 1 || (biasShape.size() == 2 && biasShape[0] == 1));
-    if (row && op.getBeta().convertToFloat() == 1.0f &&
-        !bias.getDefiningOp<StridedViewOp>()) {
+    if (rowBiased(op)) {
       c.epilogue = rt::Epilogue::Bias;
       c.fallbackKernel = static_cast<uint32_t>(manifest.kernels.size());
       manifest.kernels.push_back(std::move(*info));
+      Value activated;
+      // The GELU after it (memfit.epilogue): GELU_AUX_BIAS, the sum kept
+      // in the output; the GELU kernel its activation fallback.
+      if (KernelOp gelu = std::exchange(pendingActivation, KernelOp())) {
+        SmallVector<Value> buffers;
+        FailureOr<rt::Kernel> kernel = emitKernelSource(gelu, buffers);
+        if (failed(kernel))
+          return failure();
+        c.epilogue = rt::Epilogue::GeluAuxBias;
+        c.activationKernel = static_cast<uint32_t>(manifest.kernels.size());
+        manifest.kernels.push_back(std::move(*kernel));
+        activated = gelu.getResult(0);
+      }
       return addContraction(op, std::move(c), op.getA(), op.getB(),
-                            op.getResult(), bias);
+                            op.getResult(), bias, activated);
     }
     if (failed(addKernelStep(op, std::move(*info), {bias, op.getResult()})))
       return failure();
@@ -529,11 +556,23 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   entry.boundBytes =
       uint64_t(std::max<int64_t>(stepTraffic(*plan).lowerBound(), 0));
   ArrayRef<Operation *> schedule = plan->schedule;
+  KernelOp emittedActivation;
   for (auto [i, op] : llvm::enumerate(schedule)) {
     // memfit-fuse's bias-gradient kernel before its gemm, checked again.
     auto kernel = dyn_cast<KernelOp>(op);
     GemmOp next =
         i + 1 < schedule.size() ? dyn_cast<GemmOp>(schedule[i + 1]) : GemmOp();
+    // A GELU the gemm before it computes: the gemm takes it (below).
+    if (kernel && i > 0 && activatesGemm(kernel, schedule[i - 1]) &&
+        emittedActivation == kernel)
+      continue;
+    if (auto gemm = dyn_cast<GemmOp>(op); gemm && i + 1 < schedule.size()) {
+      auto after = dyn_cast<KernelOp>(schedule[i + 1]);
+      if (after && activatesGemm(after, gemm) && rowBiased(gemm) &&
+          !(pendingEpilogue && pendingEpilogue->gemm == gemm) &&
+          !producesNothing(gemm) && !producesNothing(after))
+        pendingActivation = emittedActivation = after;
+    }
     if (kernel && next && kernel->hasAttr(kEpilogueAttr) &&
         !producesNothing(kernel) && !producesNothing(next)) {
       SummedOperand summed = summedOperand(kernel, next);

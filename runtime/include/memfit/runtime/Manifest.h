@@ -149,17 +149,22 @@ constexpr uint32_t kNoBuffer = 0xffffffffu;
 
 /// What a contraction computes besides its product (cuBLASLt's epilogues).
 /// The step's fourth buffer is a packed vector:
-///   Bias:      out = alpha * op(A) x op(B) + bias, the n-element bias added
-///              to every row (beta is 0);
-///   BiasGradA: also writes the sums of op(A) over k (m elements),
-///   BiasGradB: also writes the sums of op(B) over k (n elements): a linear
-///              layer's bias gradient beside its weight gradient.
+///   Bias:        out = alpha * op(A) x op(B) + bias, the n-element bias
+///                added to every row (beta is 0);
+///   GeluAuxBias: the same out, and gelu(out) (the tanh approximation) in
+///                the step's fifth buffer, a packed [m, n]: a linear
+///                layer's pre-activation, kept for the backward, and its
+///                GELU;
+///   BiasGradA:   also writes the sums of op(A) over k (m elements),
+///   BiasGradB:   also writes the sums of op(B) over k (n elements): a
+///                linear layer's bias gradient beside its weight gradient.
 /// A backend without the epilogue runs the contraction's `fallbackKernel`
-/// instead: for Bias, on {bias, out}, writing the bias into every row before
-/// the product accumulates onto it (beta 1); for the sums, on {the summed
-/// operand, sums}.
-enum class Epilogue { None, Bias, BiasGradA, BiasGradB };
-/// "none", "bias", "bias_grad_a", "bias_grad_b".
+/// instead: for Bias and GeluAuxBias, on {bias, out}, writing the bias into
+/// every row before the product accumulates onto it (beta 1), and then for
+/// GeluAuxBias its `activationKernel` on {out, gelu}; for the sums, on {the
+/// summed operand, sums}.
+enum class Epilogue { None, Bias, BiasGradA, BiasGradB, GeluAuxBias };
+/// "none", "bias", "bias_grad_a", "bias_grad_b", "gelu_aux_bias".
 const char *epilogueName(Epilogue epilogue);
 constexpr uint32_t kNoKernel = 0xffffffffu;
 
@@ -179,7 +184,8 @@ struct Contraction {
   bool transA = false, transB = false;
   float alpha = 1.0f, beta = 0.0f;
   Epilogue epilogue = Epilogue::None;
-  uint32_t fallbackKernel = kNoKernel; // with an epilogue (see Epilogue)
+  uint32_t fallbackKernel = kNoKernel;   // with an epilogue (see Epilogue)
+  uint32_t activationKernel = kNoKernel; // GeluAuxBias's GELU
   std::vector<int64_t> batchShape;
   std::vector<int64_t> batchStridesA, batchStridesB, batchStridesOut;
   std::array<int64_t, 3> offsets{0, 0, 0};
@@ -208,10 +214,10 @@ struct Contraction {
   /// kernel: no epilogue, and for Bias beta 1 (onto the bias written).
   Contraction withoutEpilogue() const {
     Contraction plain = *this;
-    if (epilogue == Epilogue::Bias)
+    if (epilogue == Epilogue::Bias || epilogue == Epilogue::GeluAuxBias)
       plain.beta = 1.0f;
     plain.epilogue = Epilogue::None;
-    plain.fallbackKernel = kNoKernel;
+    plain.fallbackKernel = plain.activationKernel = kNoKernel;
     return plain;
   }
   /// Packed rows for A, B and out, and out packed over the batch (m * n
@@ -262,7 +268,8 @@ uint64_t operandSpan(const Contraction &c, Contraction::Operand operand);
 
 /// One entry of the call sequence. Kernel steps pass `buffers` as the
 /// kernel's parameters; contraction steps pass {A, B, out}, and the
-/// epilogue's vector fourth where it has one; collective steps {in, out}.
+/// epilogue's vector fourth where it has one (and GeluAuxBias's GELU
+/// fifth); collective steps {in, out}.
 struct Step {
   StepKind kind = StepKind::Kernel;
   uint32_t index = 0; // into kernels, contractions or collectives
