@@ -19,6 +19,7 @@
 #include "Half.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -320,6 +321,26 @@ void testErrors(Backend &backend) {
   expectNoViolations("contraction errors");
 }
 
+/// Random operands of the epilogue cases (m 5, n 7, k 3) uploaded: A and B
+/// of 15 and 21 elements, and a vector of 7 at `vector`.
+std::array<std::vector<uint8_t>, 3> uploadOperands(Backend &backend,
+                                                   DType dtype,
+                                                   std::mt19937 &rng,
+                                                   uint64_t vector) {
+  const size_t bytes = dtypeSize(dtype);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::array<std::vector<uint8_t>, 3> operands;
+  const size_t sizes[3] = {15, 21, 7};
+  const uint64_t at[3] = {kA, kB, vector};
+  for (int o = 0; o < 3; ++o) {
+    operands[o].resize(sizes[o] * bytes);
+    for (size_t i = 0; i < sizes[o]; ++i)
+      encode(dtype, uniform(rng), &operands[o][i * bytes]);
+    CHECK_OK(backend.upload(at[o], operands[o].data(), operands[o].size()));
+  }
+  return operands;
+}
+
 /// Epilogues (Manifest.h): the bias added to every row, and a linear
 /// layer's bias gradient as the sums over k of op(A) or op(B), in f32 and
 /// bf16 with every transpose, checked against loops; the cuBLASLt epilogue
@@ -341,17 +362,7 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
           c.epilogue = epilogues[e];
           c.fallbackKernel = 0;
           const size_t bytes = dtypeSize(dtype);
-          std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-          auto fill = [&](size_t elements) {
-            std::vector<uint8_t> data(elements * bytes);
-            for (size_t i = 0; i < elements; ++i)
-              encode(dtype, uniform(rng), &data[i * bytes]);
-            return data;
-          };
-          std::vector<uint8_t> a = fill(15), b = fill(21), v = fill(7);
-          CHECK_OK(backend.upload(kA, a.data(), a.size()));
-          CHECK_OK(backend.upload(kB, b.data(), b.size()));
-          CHECK_OK(backend.upload(kVector, v.data(), v.size()));
+          auto [a, b, v] = uploadOperands(backend, dtype, rng, kVector);
           const size_t before = mockcublaslt::matmuls().size();
           StatusOr<bool> ran =
               backend.runContractionEpilogue(c, {kA, kB, kOut, kVector});
@@ -412,17 +423,7 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
     c.epilogue = Epilogue::GeluAuxBias;
     c.fallbackKernel = c.activationKernel = 0;
     const size_t bytes = dtypeSize(dtype);
-    std::uniform_real_distribution<double> uniform(-1.0, 1.0);
-    auto fill = [&](size_t elements) {
-      std::vector<uint8_t> data(elements * bytes);
-      for (size_t i = 0; i < elements; ++i)
-        encode(dtype, uniform(rng), &data[i * bytes]);
-      return data;
-    };
-    std::vector<uint8_t> a = fill(15), b = fill(21), v = fill(7);
-    CHECK_OK(backend.upload(kA, a.data(), a.size()));
-    CHECK_OK(backend.upload(kB, b.data(), b.size()));
-    CHECK_OK(backend.upload(kVector, v.data(), v.size()));
+    auto [a, b, v] = uploadOperands(backend, dtype, rng, kVector);
     StatusOr<bool> ran =
         backend.runContractionEpilogue(c, {kA, kB, kOut, kVector, kGelu});
     if (!CHECK_OK(ran.status()) || !CHECK(*ran))
