@@ -362,7 +362,10 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
           c.epilogue = epilogues[e];
           c.fallbackKernel = 0;
           const size_t bytes = dtypeSize(dtype);
-          auto [a, b, v] = uploadOperands(backend, dtype, rng, kVector);
+          const std::array<std::vector<uint8_t>, 3> operands =
+              uploadOperands(backend, dtype, rng, kVector);
+          const std::vector<uint8_t> &a = operands[0], &b = operands[1],
+                                     &v = operands[2];
           const size_t before = mockcublaslt::matmuls().size();
           StatusOr<bool> ran =
               backend.runContractionEpilogue(c, {kA, kB, kOut, kVector});
@@ -423,7 +426,10 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
     c.epilogue = Epilogue::GeluAuxBias;
     c.fallbackKernel = c.activationKernel = 0;
     const size_t bytes = dtypeSize(dtype);
-    auto [a, b, v] = uploadOperands(backend, dtype, rng, kVector);
+    const std::array<std::vector<uint8_t>, 3> operands =
+        uploadOperands(backend, dtype, rng, kVector);
+    const std::vector<uint8_t> &a = operands[0], &b = operands[1],
+                               &v = operands[2];
     StatusOr<bool> ran =
         backend.runContractionEpilogue(c, {kA, kB, kOut, kVector, kGelu});
     if (!CHECK_OK(ran.status()) || !CHECK(*ran))
