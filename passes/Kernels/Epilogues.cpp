@@ -1,17 +1,21 @@
 //===- Epilogues.cpp - memfit-fuse: kernels a contraction can compute -----===//
 //
-// Two of cuBLASLt's epilogues replace a kernel of a linear layer (see
+// Three of cuBLASLt's epilogues replace a kernel of a linear layer (see
 // FusionRules.h):
 //   - the bias: a kernel that only adds a row vector to a matmul's result
 //     becomes the matmul as a memfit.gemm with that vector as `c` (beta 1),
 //     which the CUDA emitter runs as the BIAS epilogue;
+//   - the GELU: a kernel that adds the bias and takes the tanh GELU becomes
+//     that gemm and a GELU kernel right after it, marked `memfit.epilogue`,
+//     which the emitter runs as GELU_AUX_BIAS (the sum as the auxiliary
+//     output); the memory planner keeps the GELU live from the gemm's step;
 //   - the bias gradient: a kernel that only sums the rows of the operand a
 //     weight-gradient gemm reads as op(B) [k, n] (or op(A) [k, m]) is moved
 //     right before that gemm and marked `memfit.epilogue`; the emitter runs
-//     it as the gemm's BGRAD epilogue, with the kernel as its fallback.
-// The kernel moved before the gemm keeps the memory plan exact: its result
-// is live from before the gemm, so no buffer the gemm reads or writes can
-// share its bytes.
+//     it as the gemm's BGRAD epilogue.
+// Each marked kernel is also the epilogue's fallback. The sums moved before
+// the gemm keep the memory plan exact: they are live from before the gemm,
+// so no buffer the gemm reads or writes can share their bytes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -144,7 +148,9 @@ void geluIntoContraction(KernelOp kernel) {
   Value lhs = inputOf(kernel, add.getLhs());
   Value rhs = inputOf(kernel, add.getRhs());
   Operation *yield = kernel.getBodyBlock().getTerminator();
-  if (!lhs || !rhs || !llvm::all_of(yield->getOperands(), [&](Value v) {
+  if (!lhs || !rhs ||
+      !llvm::is_contained(yield->getOperands(), gelu.getResult()) ||
+      !llvm::all_of(yield->getOperands(), [&](Value v) {
         return v == add.getResult() || v == gelu.getResult();
       }))
     return;

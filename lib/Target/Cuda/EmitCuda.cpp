@@ -558,21 +558,20 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   ArrayRef<Operation *> schedule = plan->schedule;
   KernelOp emittedActivation;
   for (auto [i, op] : llvm::enumerate(schedule)) {
-    // memfit-fuse's bias-gradient kernel before its gemm, checked again.
     auto kernel = dyn_cast<KernelOp>(op);
     GemmOp next =
         i + 1 < schedule.size() ? dyn_cast<GemmOp>(schedule[i + 1]) : GemmOp();
-    // A GELU the gemm before it computes: the gemm takes it (below).
-    if (kernel && i > 0 && activatesGemm(kernel, schedule[i - 1]) &&
-        emittedActivation == kernel)
+    // memfit-fuse's GELU after a gemm with a bias, checked again: the gemm
+    // takes it as its GELU_AUX_BIAS (emitGemm), and it has no step.
+    if (kernel && emittedActivation == kernel)
       continue;
     if (auto gemm = dyn_cast<GemmOp>(op); gemm && i + 1 < schedule.size()) {
       auto after = dyn_cast<KernelOp>(schedule[i + 1]);
       if (after && activatesGemm(after, gemm) && rowBiased(gemm) &&
-          !(pendingEpilogue && pendingEpilogue->gemm == gemm) &&
           !producesNothing(gemm) && !producesNothing(after))
         pendingActivation = emittedActivation = after;
     }
+    // memfit-fuse's bias-gradient kernel before its gemm, checked again.
     if (kernel && next && kernel->hasAttr(kEpilogueAttr) &&
         !producesNothing(kernel) && !producesNothing(next)) {
       SummedOperand summed = summedOperand(kernel, next);
