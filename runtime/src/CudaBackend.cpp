@@ -262,6 +262,7 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
         return type.status();
     }
     MEMFIT_RT_RETURN_IF_ERROR(initBlasLt());
+    openAlgoCache(options);
   }
   if (manifest.kernels.empty())
     return Status::ok();

@@ -89,6 +89,14 @@ struct MatmulPlan {
   bool usable = true;
 };
 
+/// A plan's algorithm as the heuristic chose it, kept on disk between
+/// sessions (CudaAlgoCache.cpp).
+struct CachedAlgo {
+  bool usable = true;
+  uint64_t workspace = 0;
+  cublasLtMatmulAlgo_t algo{};
+};
+
 /// The alignments cuBLASLt may assume of a contraction's addresses
 /// (cuBLASLt's first and second operands, out), and the epilogue's vector
 /// (0 without one).
@@ -180,7 +188,11 @@ private:
   StatusOr<MatmulPlan> createPlan(const Contraction &contraction,
                                   const ElementType &type,
                                   const BatchPlan &batch,
-                                  const PlanAlignment &alignment);
+                                  const PlanAlignment &alignment,
+                                  const CachedAlgo *cached);
+  // cuBLASLt's algorithm choices on disk (CudaAlgoCache.cpp).
+  void openAlgoCache(const SessionOptions &options);
+  void rememberAlgo(const std::string &key, const MatmulPlan &plan);
 
   const DriverSymbols &cu_;
   const bool tf32_;
@@ -223,6 +235,8 @@ private:
   /// SessionOptions::warn: told once per plan when cuBLASLt has no
   /// algorithm for a contraction's epilogue (its fallback kernel runs).
   std::function<void(const std::string &)> warn_;
+  std::string algoCachePath_; // empty: no cache
+  std::unordered_map<std::string, CachedAlgo> cachedAlgos_;
 
   bool capturing_ = false;
   std::vector<CUgraphExec> graphs_; // by entry; null: none

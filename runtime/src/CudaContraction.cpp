@@ -171,8 +171,8 @@ Status CudaBackend::initBlasLt() {
 // cuBLASLt kernels support them.
 StatusOr<MatmulPlan>
 CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
-                        const BatchPlan &batch,
-                        const PlanAlignment &alignment) {
+                        const BatchPlan &batch, const PlanAlignment &alignment,
+                        const CachedAlgo *cached) {
   const BlasLtSymbols &lt = *lt_;
   const int64_t m = contraction.m, n = contraction.n, k = contraction.k;
   MatmulPlan plan;
@@ -258,6 +258,18 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
     }
   }
 
+  // An earlier session's choice for this key (CudaAlgoCache.cpp).
+  if (cached) {
+    if (!cached->usable) {
+      destroyPlan(lt, plan);
+      plan.usable = false;
+      return plan;
+    }
+    plan.algo = cached->algo;
+    plan.workspace = cached->workspace;
+    return plan;
+  }
+
   // The workspace at the end of the one allocation (workspaceBytes): the
   // heuristic may pick split-K and stream-K kernels that use up to that
   // much. The alignments let it exclude kernels that need more than the
@@ -323,14 +335,20 @@ CudaBackend::getPlan(const Contraction &contraction, const ElementType &type,
         contraction.ld[0], contraction.ld[1], contraction.ld[2],
         batch.innerCount, batch.strides[0], batch.strides[1], batch.strides[2],
         int64_t(alignment.first), int64_t(alignment.second),
-        int64_t(alignment.out), epilogue, vectorAlignment, auxAlignment})
+        int64_t(alignment.out), epilogue, vectorAlignment, auxAlignment,
+        int64_t(workspaceSize_), int64_t(tf32_)})
     key += std::to_string(value) + ",";
   auto it = plans_.find(key);
   if (it != plans_.end())
     return &it->second;
-  StatusOr<MatmulPlan> plan = createPlan(contraction, type, batch, alignment);
+  auto cached = cachedAlgos_.find(key);
+  StatusOr<MatmulPlan> plan = createPlan(
+      contraction, type, batch, alignment,
+      cached == cachedAlgos_.end() ? nullptr : &cached->second);
   if (!plan)
     return plan.status();
+  if (cached == cachedAlgos_.end())
+    rememberAlgo(key, *plan);
   if (!plan->usable && warn_)
     warn_("contraction '" + contraction.name + "': cuBLASLt has no algorithm "
           "for its " + epilogueName(contraction.epilogue) +

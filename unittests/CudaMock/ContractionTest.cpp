@@ -22,6 +22,8 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <fstream>
+#include <filesystem>
 #include <limits>
 #include <random>
 
@@ -509,6 +511,60 @@ void testEpilogues(Backend &backend, uint64_t base, std::mt19937 &rng) {
   expectNoViolations("epilogue fallbacks");
 }
 
+/// cuBLASLt's choices kept in the cache directory (CudaAlgoCache.cpp): a
+/// second session of the same contractions asks the heuristic nothing,
+/// takes the algorithm (the fake checks it is one its heuristic returned)
+/// and computes the same, and remembers that an epilogue had no algorithm;
+/// lines that do not parse are ignored; without a cache directory nothing
+/// is kept.
+void testAlgoCache(std::mt19937 &rng) {
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/algo-cache";
+  Case plain = makeCase("cached", 5, 7, 3, false, true, {}, {}, {}, 1, 1);
+  Case summed = plain;
+  summed.c.name = "cached_sums";
+  summed.c.transB = false;
+  summed.c.setPackedLayout();
+  summed.c.epilogue = Epilogue::BiasGradB;
+  summed.c.fallbackKernel = 0;
+  Manifest manifest;
+  manifest.contractions = {plain.c, summed.c};
+  auto session = [&](const SessionOptions &o, bool noEpilogue) {
+    int asked = mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic");
+    std::unique_ptr<Backend> backend = openBackend(o);
+    SessionTimings timings;
+    if (!backend || !CHECK_OK(backend->allocate(kAllocation)) ||
+        !CHECK_OK(backend->prepareKernels(manifest, o, timings)))
+      return -1;
+    runCase(*backend, plain, rng);
+    mockcublaslt::setNoEpilogue(noEpilogue);
+    StatusOr<bool> ran = backend->runContractionEpilogue(
+        summed.c, {kA, kB, kOut, 768 << 10});
+    mockcublaslt::setNoEpilogue(false);
+    CHECK(ran.status().isOk() && !*ran);
+    backend.reset();
+    return mockcublaslt::calls("cublasLtMatmulAlgoGetHeuristic") - asked;
+  };
+  CHECK(session(options, true) == 2);
+  // Taken from the file: the epilogue's lack too, though the fake now has
+  // an algorithm for it.
+  CHECK(session(options, false) == 0);
+  std::string file;
+  std::error_code error;
+  for (const auto &entry :
+       std::filesystem::directory_iterator(options.cacheDir, error))
+    if (entry.path().filename().string().rfind("cublaslt-", 0) == 0)
+      file = entry.path().string();
+  if (CHECK(!file.empty())) {
+    std::ofstream(file, std::ios::app) << "not a line\nk 2 0 00\n";
+    CHECK(session(options, false) == 0);
+  }
+  SessionOptions none = options;
+  none.disableCache = true;
+  CHECK(session(none, true) == 2);
+  expectNoViolations("algorithm cache");
+}
+
 } // namespace
 
 void runContractionTests() {
@@ -687,6 +743,8 @@ void runContractionTests() {
   testErrors(*backend);
   backend.reset();
   expectClean("contractions");
+  testAlgoCache(rng);
+  expectClean("algorithm cache");
 }
 
 } // namespace memfit::rt::test

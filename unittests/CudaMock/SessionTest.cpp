@@ -437,6 +437,10 @@ extern "C" __global__ void bias_rows(const float* bias, float* out) {
   };
   for (bool library : {true, false}) {
     mockcublaslt::setNoEpilogue(!library);
+    // A cache of its own: cuBLASLt's choices are kept there
+    // (CudaAlgoCache.cpp), and the other run's would be taken.
+    options.cacheDir = scratchDirectory() +
+                       (library ? "/epilogue-library" : "/epilogue-fallback");
     std::vector<std::string> warnings;
     options.warn = [&](const std::string &w) { warnings.push_back(w); };
     StatusOr<std::unique_ptr<Session>> created =
