@@ -49,14 +49,23 @@ Value inputOf(KernelOp kernel, Value arg) {
   return block ? kernel.getInputs()[block.getArgNumber()] : Value();
 }
 
-/// Whether a scheduled step (kernel, contraction, collective) lies strictly
-/// between `first` and `last`, ops of one block, `first` before `last`.
-bool stepBetween(Operation *first, Operation *last) {
+/// Whether the matmul `first` can move down to `last`, its reader, in one
+/// block: between them only kernels that write nothing in place (a weight
+/// cast of mixed precision, the bias's own), no contraction, collective or
+/// other op with effects.
+bool movesTo(Operation *first, Operation *last) {
   for (Operation *op = first->getNextNode(); op && op != last;
-       op = op->getNextNode())
-    if (isScheduledStep(op))
-      return true;
-  return false;
+       op = op->getNextNode()) {
+    if (auto kernel = dyn_cast<KernelOp>(op)) {
+      for (unsigned r = 0; r < kernel->getNumResults(); ++r)
+        if (kernel.getTiedInput(r))
+          return false;
+      continue;
+    }
+    if (isScheduledStep(op) || !isPure(op))
+      return false;
+  }
+  return true;
 }
 
 /// `x` reshaped to `shape`, or `x` when it has that shape.
@@ -67,8 +76,9 @@ Value withShape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
   return ReshapeOp::create(b, loc, type.clone(shape), x);
 }
 
-/// The matmul whose only result `product` is, read by `kernel` alone just
-/// after it, that a gemm with `bias` as `c` can compute: a 2-D weight, no
+/// The matmul whose only result `product` is, read by `kernel` alone (the
+/// gemm takes the kernel's place), that a gemm with `bias` as `c` can
+/// compute: a 2-D weight, no
 /// result_perm, an input neither viewed nor (when batched) transposed;
 /// `bias` a vector of the result's last dimension. Else null.
 MatMulOp biasedMatMul(KernelOp kernel, Value product, Value bias) {
@@ -79,7 +89,7 @@ MatMulOp biasedMatMul(KernelOp kernel, Value product, Value bias) {
       biasType.getRank() != 1 ||
       biasType.getElementType() != type.getElementType() ||
       biasType.getDimSize(0) != type.getShape().back() ||
-      matmul->getBlock() != kernel->getBlock() || stepBetween(matmul, kernel))
+      matmul->getBlock() != kernel->getBlock() || !movesTo(matmul, kernel))
     return {};
   auto a = cast<RankedTensorType>(matmul.getLhs().getType());
   auto b = cast<RankedTensorType>(matmul.getRhs().getType());
