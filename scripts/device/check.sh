@@ -10,7 +10,8 @@
 #      eager and torch.compile steps on the same GPU for scale (SKIP_BENCH
 #      skips them all, unless TORCH_BENCH keeps PyTorch's; BENCH_TIMEOUT
 #      bounds each memfit step's run, 150 s by default; GRAPH_BENCH adds the
-#      fp32 step without CUDA graphs, TF32_BENCH the fp32 step in TF32);
+#      fp32 step without CUDA graphs, TF32_BENCH the fp32 step in TF32),
+#      and which of cuBLASLt's epilogues had no algorithm on the GPU;
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
 #      with OFFLOAD_CHECKS set, gpt_ts trained with its optimizer states in
@@ -85,6 +86,13 @@ bench profile-bf16-4x512 --input-shape=input_ids=4x512 --steps=3 --precision=bf1
 }
 [ -n "${SKIP_BENCH:-}" ] && [ -z "${TORCH_BENCH:-}" ] ||
   timeout 300 "$py" scripts/device/torch_step.py > "$OUT/bench-torch.txt" 2>&1
+# cuBLASLt's epilogues on this GPU: a contraction without an algorithm for
+# its epilogue says so once (its fallback kernels run instead).
+grep -h "has no algorithm for its" "$OUT"/bench-*.txt 2>/dev/null |
+  sed -e "s/contraction '[^']*'/contraction/" | sort | uniq -c \
+  > "$OUT/epilogue-fallbacks.txt"
+echo "epilogues without a cuBLASLt algorithm: $(wc -l < "$OUT/epilogue-fallbacks.txt") kinds (epilogue-fallbacks.txt)" |
+  tee -a "$OUT/probe.txt"
 
 # --offload=optimizer on the GPU: the states in pinned host memory, updated
 # over the bus; the same losses as on the device, and the step's time next
