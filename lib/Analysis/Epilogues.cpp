@@ -11,14 +11,21 @@
 using namespace mlir;
 using namespace mlir::memfit;
 
-bool mlir::memfit::sumsRows(KernelOp kernel) {
+Operation *mlir::memfit::soleBodyOp(KernelOp kernel) {
   auto ops = kernel.getBodyOps();
-  if (std::distance(ops.begin(), ops.end()) != 1 ||
-      kernel.getNumResults() != 1 || kernel.getInputs().size() != 1)
-    return false;
-  auto sum = dyn_cast<ReduceSumOp>(&*ops.begin());
+  if (!llvm::hasSingleElement(ops))
+    return nullptr;
+  Operation *op = &*ops.begin();
   Operation *yield = kernel.getBodyBlock().getTerminator();
-  if (!sum || yield->getOperand(0) != sum.getResult() ||
+  if (op->getNumResults() != 1 || yield->getNumOperands() != 1 ||
+      yield->getOperand(0) != op->getResult(0))
+    return nullptr;
+  return op;
+}
+
+bool mlir::memfit::sumsRows(KernelOp kernel) {
+  auto sum = dyn_cast_or_null<ReduceSumOp>(soleBodyOp(kernel));
+  if (!sum || kernel.getInputs().size() != 1 ||
       sum.getInput() != kernel.getBodyBlock().getArgument(0))
     return false;
   auto type = cast<RankedTensorType>(kernel.getInputs()[0].getType());
@@ -65,16 +72,11 @@ SummedOperand mlir::memfit::summedOperand(KernelOp kernel, GemmOp gemm) {
 bool mlir::memfit::activatesGemm(KernelOp kernel, Operation *gemm) {
   auto contraction = dyn_cast_or_null<GemmOp>(gemm);
   if (!contraction || !kernel->hasAttr(kEpilogueAttr) ||
-      kernel.getInputs().size() != 1 || kernel.getNumResults() != 1)
+      kernel.getInputs().size() != 1)
     return false;
-  auto ops = kernel.getBodyOps();
-  if (std::distance(ops.begin(), ops.end()) != 1)
-    return false;
-  auto gelu = dyn_cast<GeluOp>(&*ops.begin());
-  Operation *yield = kernel.getBodyBlock().getTerminator();
+  auto gelu = dyn_cast_or_null<GeluOp>(soleBodyOp(kernel));
   return gelu && gelu.getApproximate() == GeluApproximation::Tanh &&
          gelu.getInput() == kernel.getBodyBlock().getArgument(0) &&
-         yield->getOperand(0) == gelu.getResult() &&
          bufferRoot(kernel.getInputs()[0]) == contraction.getResult() &&
          kernel.getInputs()[0].getDefiningOp() != nullptr &&
          !kernel.getInputs()[0].getDefiningOp<StridedViewOp>();

@@ -343,26 +343,9 @@ KernelOp fuseInto(KernelOp producer, KernelOp consumer,
   unsigned n = consumer->getNumResults();
   consumer->replaceAllUsesWith(merged->getResults().take_front(n));
   // Views of the producer's results between the two now view the merged
-  // kernel's: they follow it, in their order.
-  SmallVector<Operation *> views;
-  for (OpResult result : kept)
-    for (Operation *user : result.getUsers())
-      if (isBufferView(user) && user->getBlock() == merged->getBlock() &&
-          user->isBeforeInBlock(merged))
-        views.push_back(user);
-  for (size_t i = 0; i < views.size(); ++i)
-    for (Operation *user : views[i]->getResult(0).getUsers())
-      if (isBufferView(user) && user->isBeforeInBlock(merged) &&
-          !llvm::is_contained(views, user))
-        views.push_back(user);
-  llvm::sort(views, [](Operation *a, Operation *b) {
-    return a->isBeforeInBlock(b);
-  });
-  Operation *after = merged;
-  for (Operation *view : views) {
-    view->moveAfter(after);
-    after = view;
-  }
+  // kernel's: they follow it.
+  SmallVector<Value> keptValues(kept.begin(), kept.end());
+  fusion::moveViewsAfter(keptValues, merged);
   for (auto [i, result] : llvm::enumerate(kept))
     result.replaceAllUsesWith(merged->getResult(n + i));
   for (Operation *op : {consumer.getOperation(), producer.getOperation()}) {

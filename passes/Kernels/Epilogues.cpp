@@ -31,49 +31,34 @@ using namespace mlir::memfit;
 
 namespace {
 
-/// The op of a kernel whose body is that one op and its yield, else null.
-Operation *soleBodyOp(KernelOp kernel) {
-  auto ops = kernel.getBodyOps();
-  if (std::distance(ops.begin(), ops.end()) != 1)
-    return nullptr;
-  Operation *op = &*ops.begin();
-  Operation *yield = kernel.getBodyBlock().getTerminator();
-  if (yield->getNumOperands() != 1 || yield->getOperand(0) != op->getResult(0))
-    return nullptr;
-  return op;
-}
-
 /// The kernel input that a block argument of its body stands for.
 Value inputOf(KernelOp kernel, Value arg) {
   auto block = dyn_cast<BlockArgument>(arg);
   return block ? kernel.getInputs()[block.getArgNumber()] : Value();
 }
 
-/// Whether the matmul `first` can move down to `last`, its reader, in one
-/// block: between them only kernels that write nothing in place (a weight
-/// cast of mixed precision, the bias's own), no contraction, collective or
-/// other op with effects.
-bool movesTo(Operation *first, Operation *last) {
-  for (Operation *op = first->getNextNode(); op && op != last;
+/// Whether an op strictly between `from` and `to` (ops of one block, in
+/// either order) writes in place: a kernel's result tied to `root`'s buffer
+/// or, with `root` null, any tied result or any other step or op with
+/// effects (what a matmul may not move down past: a weight cast of mixed
+/// precision, the bias's own, it may).
+bool writesInPlaceBetween(Operation *from, Operation *to, Value root) {
+  if (to->isBeforeInBlock(from))
+    std::swap(from, to);
+  for (Operation *op = from->getNextNode(); op && op != to;
        op = op->getNextNode()) {
-    if (auto kernel = dyn_cast<KernelOp>(op)) {
-      for (unsigned r = 0; r < kernel->getNumResults(); ++r)
-        if (kernel.getTiedInput(r))
-          return false;
+    auto kernel = dyn_cast<KernelOp>(op);
+    if (!kernel) {
+      if (!root && (isScheduledStep(op) || !isPure(op)))
+        return true;
       continue;
     }
-    if (isScheduledStep(op) || !isPure(op))
-      return false;
+    for (unsigned r = 0; r < kernel.getNumResults(); ++r)
+      if (Value tied = kernel.getTiedInput(r);
+          tied && (!root || bufferRoot(tied) == root))
+        return true;
   }
-  return true;
-}
-
-/// `x` reshaped to `shape`, or `x` when it has that shape.
-Value withShape(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
-  auto type = cast<RankedTensorType>(x.getType());
-  if (type.getShape() == shape)
-    return x;
-  return ReshapeOp::create(b, loc, type.clone(shape), x);
+  return false;
 }
 
 /// The matmul whose only result `product` is, read by `kernel` alone (the
@@ -89,7 +74,8 @@ MatMulOp biasedMatMul(KernelOp kernel, Value product, Value bias) {
       biasType.getRank() != 1 ||
       biasType.getElementType() != type.getElementType() ||
       biasType.getDimSize(0) != type.getShape().back() ||
-      matmul->getBlock() != kernel->getBlock() || !movesTo(matmul, kernel))
+      matmul->getBlock() != kernel->getBlock() ||
+      writesInPlaceBetween(matmul, kernel, Value()))
     return {};
   auto a = cast<RankedTensorType>(matmul.getLhs().getType());
   auto b = cast<RankedTensorType>(matmul.getRhs().getType());
@@ -111,12 +97,12 @@ Value biasedGemm(OpBuilder &builder, Location loc, MatMulOp matmul, Value bias,
   int64_t rows = a.getNumElements() / a.getShape().back();
   Value x = matmul.getLhs();
   if (a.getRank() > 2)
-    x = withShape(builder, loc, x, {rows, a.getShape().back()});
+    x = fusion::reshaped(builder, loc, x, {rows, a.getShape().back()});
   APFloat one(1.0f);
   auto gemm = GemmOp::create(builder, loc, x, matmul.getRhs(), bias, one, one,
                              matmul.getTransA(), matmul.getTransB());
   copyMemfitAttrs(attrs, gemm);
-  return withShape(builder, loc, gemm, matmul.getType().getShape());
+  return fusion::reshaped(builder, loc, gemm, matmul.getType().getShape());
 }
 
 /// y = x + bias, with x a matmul's only result read by this kernel alone,
@@ -201,20 +187,6 @@ GemmOp summingGemm(KernelOp kernel) {
   return {};
 }
 
-/// Whether an op between `from` and `to` (exclusive, either order) writes
-/// `root`'s buffer in place.
-bool writesBetween(Operation *from, Operation *to, Value root) {
-  if (to->isBeforeInBlock(from))
-    std::swap(from, to);
-  for (Operation *op = from->getNextNode(); op && op != to;
-       op = op->getNextNode())
-    if (auto kernel = dyn_cast<KernelOp>(op))
-      for (unsigned i = 0; i < kernel.getNumResults(); ++i)
-        if (Value tied = kernel.getTiedInput(i);
-            tied && bufferRoot(tied) == root)
-          return true;
-  return false;
-}
 
 /// The column sums of a weight gradient's operand as that gemm's epilogue.
 void markBiasGradient(KernelOp kernel) {
@@ -231,25 +203,10 @@ void markBiasGradient(KernelOp kernel) {
   for (Operation *reader : readers)
     if (reader->getBlock() != gemm->getBlock() || reader->isBeforeInBlock(gemm))
       return;
-  if (writesBetween(kernel, gemm, bufferRoot(kernel.getInputs()[0])))
+  if (writesInPlaceBetween(kernel, gemm, bufferRoot(kernel.getInputs()[0])))
     return;
-  // The views of the sums follow them, in their order.
-  SmallVector<Operation *> views;
-  for (Operation *user : kernel.getResult(0).getUsers())
-    if (isBufferView(user))
-      views.push_back(user);
-  for (size_t i = 0; i < views.size(); ++i)
-    for (Operation *user : views[i]->getResult(0).getUsers())
-      if (isBufferView(user))
-        views.push_back(user);
-  llvm::sort(views,
-             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
   kernel->moveBefore(gemm);
-  Operation *after = kernel;
-  for (Operation *view : views) {
-    view->moveAfter(after);
-    after = view;
-  }
+  fusion::moveViewsAfter(kernel->getResults(), kernel);
   kernel->setAttr(kEpilogueAttr, UnitAttr::get(kernel.getContext()));
 }
 

@@ -85,17 +85,6 @@ Value createGemm(OpBuilder &b, Location loc, Type type, Value x, Value y,
   return gemm;
 }
 
-/// `x` viewed in `shape` (a reshape), or `x` when it has that shape.
-Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
-  if (cast<RankedTensorType>(x.getType()).getShape() == shape)
-    return x;
-  return ReshapeOp::create(
-      b, loc,
-      RankedTensorType::get(
-          shape, cast<RankedTensorType>(x.getType()).getElementType()),
-      x);
-}
-
 /// Whether `op` is a kernel that swaps the last two dimensions of
 /// `transposed` back (and computes no gradient: those keep their ops).
 bool isTransposeBack(Operation *op, Value transposed) {

@@ -47,6 +47,35 @@ int64_t bytesOf(Value value) {
   return tensorBytes(cast<RankedTensorType>(value.getType()));
 }
 
+Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape) {
+  auto type = cast<RankedTensorType>(x.getType());
+  if (type.getShape() == shape)
+    return x;
+  return ReshapeOp::create(b, loc, type.clone(shape), x);
+}
+
+void moveViewsAfter(ValueRange values, Operation *after) {
+  SmallVector<Operation *> views;
+  for (Value value : values)
+    for (Operation *user : value.getUsers())
+      if (isBufferView(user) && !llvm::is_contained(views, user))
+        views.push_back(user);
+  for (size_t i = 0; i < views.size(); ++i)
+    for (Operation *user : views[i]->getResult(0).getUsers())
+      if (isBufferView(user) && !llvm::is_contained(views, user))
+        views.push_back(user);
+  llvm::erase_if(views, [&](Operation *view) {
+    return view->getBlock() != after->getBlock() ||
+           !view->isBeforeInBlock(after);
+  });
+  llvm::sort(views,
+             [](Operation *a, Operation *b) { return a->isBeforeInBlock(b); });
+  for (Operation *view : views) {
+    view->moveAfter(after);
+    after = view;
+  }
+}
+
 int64_t opCount(KernelOp kernel) {
   return llvm::count_if(kernel.getBodyOps(),
                         [](Operation &op) { return !isa<ConstantOp>(op); });

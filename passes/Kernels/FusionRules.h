@@ -49,6 +49,15 @@ bool isPointwise(KernelOp kernel);
 /// The bytes of `value`, a ranked tensor.
 int64_t bytesOf(Value value);
 
+/// `x` viewed in `shape` (a reshape), or `x` when it has that shape.
+Value reshaped(OpBuilder &b, Location loc, Value x, ArrayRef<int64_t> shape);
+
+/// Moves the views of `values` (and the views of those) that come before
+/// `after` to just after it, in their order: a value's defining op moved
+/// down past them (a merged kernel, a bias gradient's sums) keeps them
+/// valid.
+void moveViewsAfter(ValueRange values, Operation *after);
+
 /// The ops of `kernel` that max-ops counts: all but its literals.
 int64_t opCount(KernelOp kernel);
 

@@ -17,6 +17,9 @@
 
 namespace mlir::memfit {
 
+/// The op of a kernel whose body is that one op, yielded alone; else null.
+Operation *soleBodyOp(KernelOp kernel);
+
 /// The gemm operand whose rows a kernel sums.
 enum class SummedOperand { None, A, B };
 
