@@ -439,15 +439,10 @@ struct MemfitRaisePass
           continue;
         // The tables broadcast to x (memfit.rotary's rule).
         auto fits = [&](Value table) {
-          ArrayRef<int64_t> t = typeOf(table).getShape();
-          ArrayRef<int64_t> shape = typeOf(x).getShape();
-          if (t.size() > shape.size() ||
-              typeOf(table).getElementType() != typeOf(x).getElementType())
-            return false;
-          for (size_t i = 0; i < t.size(); ++i)
-            if (t[i] != 1 && t[i] != shape[shape.size() - t.size() + i])
-              return false;
-          return true;
+          return typeOf(table).getElementType() ==
+                     typeOf(x).getElementType() &&
+                 isBroadcastableTo(typeOf(table).getShape(),
+                                   typeOf(x).getShape());
         };
         if (!fits(cos) || !fits(sin))
           continue;

@@ -33,18 +33,12 @@ LogicalResult RotaryOp::verify() {
                             "size, not "
                          << (shape.empty() ? std::string("a scalar")
                                            : shapeToString(shape));
-  for (Value table : {getCos(), getSin()}) {
-    ArrayRef<int64_t> t = shapeOf(table);
-    bool fits = t.size() <= shape.size() && eltOf(table) == eltOf(getInput());
-    for (size_t i = 0; fits && i < t.size(); ++i) {
-      int64_t d = shape[shape.size() - t.size() + i];
-      fits = t[i] == 1 || t[i] == d;
-    }
-    if (!fits)
+  for (Value table : {getCos(), getSin()})
+    if (eltOf(table) != eltOf(getInput()) ||
+        !isBroadcastableTo(shapeOf(table), shape))
       return emitOpError() << "cos and sin must broadcast to the input "
                            << getInput().getType() << ", not "
                            << table.getType();
-  }
   return success();
 }
 

@@ -97,17 +97,25 @@ std::string cuda::offsetAt(StringRef prefix, ArrayRef<int64_t> strides) {
   return offset.empty() ? "0" : offset;
 }
 
+Shape cuda::broadcastStrides(ArrayRef<int64_t> in, size_t outRank) {
+  Shape own = stridesOf(in), strides(outRank, 0);
+  for (size_t d = 0; d < in.size(); ++d)
+    if (in[d] != 1)
+      strides[outRank - in.size() + d] = own[d];
+  return strides;
+}
+
 std::string cuda::broadcastOffset(ArrayRef<int64_t> in, size_t outRank,
                                   StringRef prefix) {
-  Shape strides = stridesOf(in);
+  Shape strides = broadcastStrides(in, outRank);
   std::string expr;
   size_t lead = outRank - in.size();
-  for (size_t d = 0; d < in.size(); ++d) {
-    if (in[d] == 1)
+  for (size_t d = lead; d < outRank; ++d) {
+    if (in[d - lead] == 1)
       continue;
     if (!expr.empty())
       expr += " + ";
-    expr += llvm::formatv("{0}{1} * {2}LL", prefix, lead + d, strides[d]).str();
+    expr += llvm::formatv("{0}{1} * {2}LL", prefix, d, strides[d]).str();
   }
   return expr.empty() ? "0" : expr;
 }

@@ -13,6 +13,7 @@
 #define MEMFIT_LIB_TARGET_CUDA_INDEXING_H
 
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <string>
@@ -36,6 +37,10 @@ void emitThreadLoopCoords(raw_ostream &os, ArrayRef<int64_t> shape,
 /// The offset `<prefix>0 * strides[0] + <prefix>1 * strides[1] + ...` of
 /// the element at coordinates `<prefix><d>`; "0" for rank 0.
 std::string offsetAt(StringRef prefix, ArrayRef<int64_t> strides);
+/// The strides, in a result of rank `outRank`, of a row-major tensor of
+/// shape `in` that broadcasts to it: 0 along the dimensions it lacks or
+/// has of extent 1.
+SmallVector<int64_t, 4> broadcastStrides(ArrayRef<int64_t> in, size_t outRank);
 /// The offset into a row-major tensor of shape `in` that broadcasts to a
 /// result of rank `outRank` whose coordinates are `<prefix><d>`.
 std::string broadcastOffset(ArrayRef<int64_t> in, size_t outRank,

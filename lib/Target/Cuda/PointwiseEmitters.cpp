@@ -486,16 +486,6 @@ Expr mapping(ConcatOp op, KernelWriter &w) {
   return v;
 }
 
-/// The strides of a tensor of `shape` broadcast to a domain of `rank`
-/// dimensions: 0 along the dimensions it lacks or has of extent 1.
-Shape broadcastStrides(ArrayRef<int64_t> shape, size_t rank) {
-  Shape own = stridesOf(shape), strides(rank, 0);
-  for (size_t i = 0; i < shape.size(); ++i)
-    if (shape[i] != 1)
-      strides[rank - shape.size() + i] = own[i];
-  return strides;
-}
-
 /// Element i of the last dimension (2h) reads x at i and at its partner
 /// i + h (below h) or i - h; the inverse reads sin at the partner too.
 Expr mapping(RotaryOp op, KernelWriter &w) {
