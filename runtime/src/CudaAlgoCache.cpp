@@ -8,8 +8,9 @@
 // epilogue cuBLASLt lacks for the shape) is kept as well. Each line is
 // `<key> <usable> <workspace bytes> <the algorithm's 64 bytes in hex>`;
 // lines that do not parse are ignored, and the file is rewritten whole
-// (atomically) when a plan is added, so ranks that share the directory
-// lose at most each other's latest additions.
+// (atomically) once a run that added plans has ended (synchronize) and when
+// the backend closes, so ranks that share the directory lose at most each
+// other's latest additions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +65,13 @@ void CudaBackend::rememberAlgo(const std::string &key, const MatmulPlan &plan) {
   cached.usable = plan.usable;
   cached.workspace = plan.workspace;
   cached.algo = plan.algo;
+  algoCacheDirty_ = true;
+}
+
+void CudaBackend::flushAlgoCache() {
+  if (!algoCacheDirty_)
+    return;
+  algoCacheDirty_ = false;
   std::string text;
   for (const auto &[k, entry] : cachedAlgos_) {
     text += k + " " + (entry.usable ? "1 " : "0 ") +

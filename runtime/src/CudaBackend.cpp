@@ -87,6 +87,7 @@ CudaBackend::~CudaBackend() {
   (void)cu_.cuCtxSetCurrent(context_);
   if (stream_)
     (void)cu_.cuStreamSynchronize(stream_);
+  flushAlgoCache();
   destroyGraphs();
   destroyEvents();
   destroyNccl();
@@ -361,8 +362,10 @@ Status CudaBackend::synchronize() {
   MEMFIT_RT_RETURN_IF_ERROR(checkNotCapturing("waiting for the stream"));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   CUresult result = cu_.cuStreamSynchronize(stream_);
-  if (result == CUDA_SUCCESS)
+  if (result == CUDA_SUCCESS) {
+    flushAlgoCache(); // the choices of the plans this run made
     return Status::ok();
+  }
   // Kernels report faults asynchronously, at the next synchronization.
   Status status = cu_.check(result, "cuStreamSynchronize");
   return Status::error(status.code(),

@@ -193,6 +193,8 @@ private:
   // cuBLASLt's algorithm choices on disk (CudaAlgoCache.cpp).
   void openAlgoCache(const SessionOptions &options);
   void rememberAlgo(const std::string &key, const MatmulPlan &plan);
+  /// Writes the choices made since the last write, if any.
+  void flushAlgoCache();
 
   const DriverSymbols &cu_;
   const bool tf32_;
@@ -237,6 +239,7 @@ private:
   std::function<void(const std::string &)> warn_;
   std::string algoCachePath_; // empty: no cache
   std::unordered_map<std::string, CachedAlgo> cachedAlgos_;
+  bool algoCacheDirty_ = false;
 
   bool capturing_ = false;
   std::vector<CUgraphExec> graphs_; // by entry; null: none

@@ -448,6 +448,21 @@ Status validateContraction(const Contraction &c, size_t i,
     if (d != 1)
       return invalidArgument(epilogue + " over a batch " +
                              shapeText(c.batchShape));
+  // A kernel the session launches in the epilogue's place: on its buffers
+  // alone, so without the index-error word.
+  auto fallback = [&](const char *role, uint32_t index) -> Status {
+    std::string what = epilogue + ": " + role + " kernel ";
+    if (index == kNoKernel)
+      return invalidArgument(what + "missing");
+    if (index >= kernels.size())
+      return invalidArgument(what + std::to_string(index) +
+                             " out of range (" +
+                             std::to_string(kernels.size()) + " kernels)");
+    if (!kernels[index].indexChecks.empty())
+      return invalidArgument(what + "'" + kernels[index].name +
+                             "' checks indices");
+    return Status::ok();
+  };
   const bool biased =
       c.epilogue == Epilogue::Bias || c.epilogue == Epilogue::GeluAuxBias;
   if (biased && c.beta != 0.0f)
@@ -457,12 +472,7 @@ Status validateContraction(const Contraction &c, size_t i,
     if (c.offsets[2] != 0 || c.ld[2] != c.n)
       return invalidArgument(epilogue + ": the output is not packed at its "
                                         "buffer's start");
-    if (c.activationKernel == kNoKernel || c.activationKernel >= kernels.size())
-      return invalidArgument(epilogue + ": activation kernel " +
-                             (c.activationKernel == kNoKernel
-                                  ? std::string("missing")
-                                  : std::to_string(c.activationKernel) +
-                                        " out of range"));
+    MEMFIT_RT_RETURN_IF_ERROR(fallback("activation", c.activationKernel));
   }
   if (!biased) {
     int o = c.epilogue == Epilogue::BiasGradA ? 0 : 1;
@@ -471,19 +481,7 @@ Status validateContraction(const Contraction &c, size_t i,
       return invalidArgument(epilogue + ": the operand it sums is not packed "
                                         "at its buffer's start");
   }
-  if (c.fallbackKernel == kNoKernel || c.fallbackKernel >= kernels.size())
-    return invalidArgument(epilogue + ": fallback kernel " +
-                           (c.fallbackKernel == kNoKernel
-                                ? std::string("missing")
-                                : std::to_string(c.fallbackKernel) +
-                                      " out of range (" +
-                                      std::to_string(kernels.size()) +
-                                      " kernels)"));
-  if (!kernels[c.fallbackKernel].indexChecks.empty())
-    return invalidArgument(epilogue + ": fallback kernel '" +
-                           kernels[c.fallbackKernel].name +
-                           "' checks indices");
-  return Status::ok();
+  return fallback("fallback", c.fallbackKernel);
 }
 
 Status validateContractionStep(const Manifest &m, const Step &s,

@@ -96,7 +96,8 @@ private:
   };
   std::optional<PendingEpilogue> pendingEpilogue;
   /// The GELU kernel after the gemm being emitted that it computes as its
-  /// GELU_AUX_BIAS epilogue (Epilogues.h, activatesGemm).
+  /// GELU_AUX_BIAS epilogue (Epilogues.h, activatesGemm); the kernel then
+  /// has no step of its own.
   KernelOp pendingActivation;
 };
 
@@ -461,7 +462,7 @@ LogicalResult ExecutableBuilder::emitGemm(GemmOp op) {
       Value activated;
       // The GELU after it (memfit.epilogue): GELU_AUX_BIAS, the sum kept
       // in the output; the GELU kernel its activation fallback.
-      if (KernelOp gelu = std::exchange(pendingActivation, KernelOp())) {
+      if (KernelOp gelu = pendingActivation) {
         SmallVector<Value> buffers;
         FailureOr<rt::Kernel> kernel = emitKernelSource(gelu, buffers);
         if (failed(kernel))
@@ -556,20 +557,20 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   entry.boundBytes =
       uint64_t(std::max<int64_t>(stepTraffic(*plan).lowerBound(), 0));
   ArrayRef<Operation *> schedule = plan->schedule;
-  KernelOp emittedActivation;
   for (auto [i, op] : llvm::enumerate(schedule)) {
     auto kernel = dyn_cast<KernelOp>(op);
     GemmOp next =
         i + 1 < schedule.size() ? dyn_cast<GemmOp>(schedule[i + 1]) : GemmOp();
     // memfit-fuse's GELU after a gemm with a bias, checked again: the gemm
     // takes it as its GELU_AUX_BIAS (emitGemm), and it has no step.
-    if (kernel && emittedActivation == kernel)
+    if (kernel && kernel == pendingActivation)
       continue;
-    if (auto gemm = dyn_cast<GemmOp>(op); gemm && i + 1 < schedule.size()) {
-      auto after = dyn_cast<KernelOp>(schedule[i + 1]);
-      if (after && activatesGemm(after, gemm) && rowBiased(gemm) &&
-          !producesNothing(gemm) && !producesNothing(after))
-        pendingActivation = emittedActivation = after;
+    if (auto gemm = dyn_cast<GemmOp>(op)) {
+      auto after = i + 1 < schedule.size() ? dyn_cast<KernelOp>(schedule[i + 1])
+                                           : KernelOp();
+      bool pairs = after && activatesGemm(after, gemm) && rowBiased(gemm) &&
+                   !producesNothing(gemm) && !producesNothing(after);
+      pendingActivation = pairs ? after : KernelOp();
     }
     // memfit-fuse's bias-gradient kernel before its gemm, checked again.
     if (kernel && next && kernel->hasAttr(kEpilogueAttr) &&
