@@ -64,6 +64,21 @@ Buffer f32(const char *name, Region region, uint64_t offset,
   return Buffer{name, region, offset, elements * 4, DType::f32, shape};
 }
 
+/// A packed contraction of `m`, `n`, `k` with an epilogue and its fallback.
+Contraction linear(const char *name, int64_t m, int64_t n, int64_t k,
+                   bool transA, Epilogue epilogue, uint32_t fallback) {
+  Contraction c;
+  c.name = name;
+  c.m = m;
+  c.n = n;
+  c.k = k;
+  c.transA = transA;
+  c.epilogue = epilogue;
+  c.fallbackKernel = fallback;
+  c.setPackedLayout();
+  return c;
+}
+
 /// Buffers: weights w [8, 6], bias [6]; arena x [4, 8] and g [4, 6]
 /// (inputs), y [4, 6], dw [8, 6], db [6], dwT [6, 8], dbT [6] (outputs).
 ///   y = x w + bias                  Bias
@@ -91,32 +106,12 @@ Executable epilogueExecutable() {
                kernel("column_sums", 1, 32, false),
                kernel("gelu_tanh", 1, 32, false)};
 
-  Contraction forward;
-  forward.name = "x_w_bias";
-  forward.m = kRows;
-  forward.n = kOut;
-  forward.k = kIn;
-  forward.epilogue = Epilogue::Bias;
-  forward.fallbackKernel = 0;
-  forward.setPackedLayout();
-  Contraction weights;
-  weights.name = "xT_g";
-  weights.m = kIn;
-  weights.n = kOut;
-  weights.k = kRows;
-  weights.transA = true;
-  weights.epilogue = Epilogue::BiasGradB;
-  weights.fallbackKernel = 1;
-  weights.setPackedLayout();
-  Contraction transposed;
-  transposed.name = "gT_x";
-  transposed.m = kOut;
-  transposed.n = kIn;
-  transposed.k = kRows;
-  transposed.transA = true;
-  transposed.epilogue = Epilogue::BiasGradA;
-  transposed.fallbackKernel = 1;
-  transposed.setPackedLayout();
+  Contraction forward =
+      linear("x_w_bias", kRows, kOut, kIn, false, Epilogue::Bias, 0);
+  Contraction weights =
+      linear("xT_g", kIn, kOut, kRows, true, Epilogue::BiasGradB, 1);
+  Contraction transposed =
+      linear("gT_x", kOut, kIn, kRows, true, Epilogue::BiasGradA, 1);
   Contraction activated = forward;
   activated.name = "x_w_bias_gelu";
   activated.epilogue = Epilogue::GeluAuxBias;
