@@ -6,7 +6,7 @@
 // cuBLASLt version, so that a later session of the executable takes it
 // without asking the heuristic again; a choice of no algorithm (an
 // epilogue cuBLASLt lacks for the shape) is kept as well. Each line is
-// `<key> <usable> <workspace bytes> <the algorithm's 64 bytes in hex>`;
+// `<key> <usable> <workspace bytes> <the algorithm's 8 words in hex>`;
 // lines that do not parse are ignored, and the file is rewritten whole
 // (atomically) once a run that added plans has ended (synchronize) and when
 // the backend closes, so ranks that share the directory lose at most each
@@ -18,6 +18,7 @@
 #include "Files.h"
 #include "Hash.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <sstream>
 
@@ -46,12 +47,13 @@ void CudaBackend::openAlgoCache(const SessionOptions &options) {
         hex.size() != 2 * sizeof cached.algo || (usable != 0 && usable != 1))
       continue;
     cached.usable = usable == 1;
+    // The algorithm's 8 words, each as hex64 writes it.
     bool parsed = true;
-    auto *bytes = reinterpret_cast<unsigned char *>(&cached.algo);
-    for (size_t i = 0; i < sizeof cached.algo && parsed; ++i) {
-      unsigned value = 0;
-      parsed = std::sscanf(hex.c_str() + 2 * i, "%2x", &value) == 1;
-      bytes[i] = static_cast<unsigned char>(value);
+    for (size_t i = 0; i < 8 && parsed; ++i) {
+      std::string word = hex.substr(16 * i, 16);
+      char *end = nullptr;
+      cached.algo.data[i] = std::strtoull(word.c_str(), &end, 16);
+      parsed = end == word.c_str() + word.size();
     }
     if (parsed)
       cachedAlgos_[key] = cached;
@@ -76,12 +78,8 @@ void CudaBackend::flushAlgoCache() {
   for (const auto &[k, entry] : cachedAlgos_) {
     text += k + " " + (entry.usable ? "1 " : "0 ") +
             std::to_string(entry.workspace) + " ";
-    const auto *bytes = reinterpret_cast<const unsigned char *>(&entry.algo);
-    for (size_t i = 0; i < sizeof entry.algo; ++i) {
-      char digits[3];
-      std::snprintf(digits, sizeof digits, "%02x", bytes[i]);
-      text += digits;
-    }
+    for (uint64_t word : entry.algo.data)
+      text += hex64(word);
     text += "\n";
   }
   // A cache: a directory that cannot be written only costs the heuristic.
