@@ -121,6 +121,26 @@ uint32_t commonAlignment(const std::vector<uint64_t> &values) {
   return static_cast<uint32_t>(bits & (~bits + 1));
 }
 
+/// The bias (or bias gradient) vector's pointer and, for GELU_AUX_BIAS,
+/// the aux matrix's, on `desc`: at the plan's creation for the heuristic
+/// (which reads them for their alignment), and at each call.
+Status setEpiloguePointers(const BlasLtSymbols &lt, cublasLtMatmulDesc_t desc,
+                           const PlanAlignment &alignment) {
+  const std::pair<int, CUdeviceptr> pointers[] = {
+      {CUBLASLT_MATMUL_DESC_BIAS_POINTER, alignment.vector},
+      {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, alignment.aux}};
+  for (const auto &[attribute, value] : pointers) {
+    if (!value)
+      continue;
+    const void *pointer = reinterpret_cast<const void *>(value);
+    MEMFIT_RT_RETURN_IF_ERROR(
+        lt.check(lt.cublasLtMatmulDescSetAttribute(desc, attribute, &pointer,
+                                                   sizeof pointer),
+                 "cublasLtMatmulDescSetAttribute"));
+  }
+  return Status::ok();
+}
+
 void destroyPlan(const BlasLtSymbols &lt, MatmulPlan &plan) {
   if (plan.first)
     (void)lt.cublasLtMatrixLayoutDestroy(plan.first);
@@ -210,25 +230,20 @@ CudaBackend::createPlan(const Contraction &contraction, const ElementType &type,
             ? CUBLASLT_EPILOGUE_GELU_AUX_BIAS
         : contraction.epilogue == Epilogue::BiasGradB ? CUBLASLT_EPILOGUE_BGRADA
                                                       : CUBLASLT_EPILOGUE_BGRADB;
-    const void *vector = reinterpret_cast<const void *>(alignment.vector);
     MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                       CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue,
                       sizeof epilogue);
-    MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
-                      CUBLASLT_MATMUL_DESC_BIAS_POINTER, &vector,
-                      sizeof vector);
     // GELU's input, memfit's out (column-major n x m, ld n), beside the
     // GELU the matmul writes as D.
     if (alignment.aux) {
-      const void *aux = reinterpret_cast<const void *>(alignment.aux);
       const int64_t auxLd = contraction.ld[2];
-      MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
-                        CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, &aux,
-                        sizeof aux);
       MEMFIT_PLAN_CHECK(cublasLtMatmulDescSetAttribute, plan.desc,
                         CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, &auxLd,
                         sizeof auxLd);
     }
+    if (Status status = setEpiloguePointers(lt, plan.desc, alignment);
+        !status.isOk())
+      return fail(status);
   }
 
   // A row-major matrix's rows are ld apart: its column-major transpose's
@@ -501,19 +516,8 @@ StatusOr<bool> CudaBackend::contract(const Contraction &contraction,
   if (!plan.usable)
     return false;
   // The plan may have been made for other vectors of their alignments.
-  const std::pair<int, CUdeviceptr> pointers[] = {
-      {CUBLASLT_MATMUL_DESC_BIAS_POINTER, alignment.vector},
-      {CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER, alignment.aux}};
-  for (const auto &[attribute, value] : pointers) {
-    if (!value)
-      continue;
-    const void *pointer = reinterpret_cast<const void *>(value);
-    MEMFIT_RT_RETURN_IF_ERROR(
-        lt_->check(lt_->cublasLtMatmulDescSetAttribute(
-                       plan.desc, attribute, &pointer, sizeof pointer),
-                   "cublasLtMatmulDescSetAttribute")
-            .withContext(context));
-  }
+  MEMFIT_RT_RETURN_IF_ERROR(
+      setEpiloguePointers(*lt_, plan.desc, alignment).withContext(context));
 
   const float alpha32 = contraction.alpha, beta32 = contraction.beta;
   const double alpha64 = contraction.alpha, beta64 = contraction.beta;
