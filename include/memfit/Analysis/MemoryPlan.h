@@ -146,6 +146,13 @@ bool isScheduledStep(Operation *op);
 /// of their own.
 bool isBufferView(Operation *op);
 
+/// The input that `value`, a kernel's result, is written into in place,
+/// else null.
+Value tiedInputOf(Value value);
+
+/// The value that `value` views, through views only.
+Value viewRoot(Value value);
+
 /// The value whose buffer `value` shares: through views, and through the
 /// results that kernels write in place into an input
 /// (KernelOp::getTiedInput, memfit-accumulate's).
