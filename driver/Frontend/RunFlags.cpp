@@ -341,6 +341,8 @@ rt::SessionOptions RunFlags::sessionOptions() const {
   options.cacheDir = cacheDir;
   options.disableCache = noCache;
   options.hostThreads = hostThreads;
+  options.hostTaskThreads = hostTaskThreads;
+  options.overlapHostTasks = !noHostOverlap;
   options.profileSteps = profile;
   options.graphs = !noCudaGraphs;
   options.tf32 = tf32;

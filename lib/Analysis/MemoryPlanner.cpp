@@ -62,6 +62,8 @@ StringRef mlir::memfit::stringifyBufferCategory(BufferCategory category) {
     return "offloaded_activations";
   case BufferCategory::Communication:
     return "communication";
+  case BufferCategory::HostTransfer:
+    return "host_transfers";
   }
   return "?";
 }
@@ -85,6 +87,8 @@ BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
     return BufferCategory::OptimizerState;
   if (role == kRoleGradientAccumulator)
     return BufferCategory::GradientAccumulator;
+  // A working copy is what the device holds of a parameter whose master
+  // is in host memory (the master counts as a host parameter).
   return BufferCategory::Parameter;
 }
 
@@ -93,7 +97,7 @@ BufferCategory mlir::memfit::parameterCategory(ParameterOp param) {
 static bool isZeroState(ParameterOp param) {
   StringRef role = parameterRole(param);
   if (role != kRoleOptimizerState && role != kRoleCounter &&
-      role != kRoleGradientAccumulator)
+      role != kRoleGradientAccumulator && role != kRoleWorkingCopy)
     return false;
   auto dense = dyn_cast<DenseElementsAttr>(param.getValue());
   if (!dense || !dense.isSplat())
@@ -513,6 +517,15 @@ private:
       if (buffer.region != BufferRegion::Arena ||
           buffer.category != BufferCategory::Activation)
         continue;
+      // What the host's update kernels read and write: the host may run
+      // them after the device has gone on, to the step's end.
+      if (Operation *def = buffer.value.getDefiningOp();
+          def && (def->hasAttr(kToHostAttr) || def->hasAttr(kOnHostAttr))) {
+        buffer.region = BufferRegion::Host;
+        buffer.category = BufferCategory::HostTransfer;
+        buffer.lastStep = int64_t(plan.schedule.size()) + 1;
+        continue;
+      }
       // memfit-remat's copy of a saved value in host memory.
       if (Operation *def = buffer.value.getDefiningOp();
           def && def->hasAttr(kOffloadedAttr)) {
@@ -542,8 +555,7 @@ private:
 
   void layoutWeights() {
     for (auto [index, buffer] : llvm::enumerate(plan.buffers)) {
-      if (buffer.region == BufferRegion::Host &&
-          buffer.category == BufferCategory::OffloadedActivation)
+      if (packedInHost(buffer))
         continue; // placed by placeArena, past the states
       if (buffer.region == BufferRegion::Host) {
         auto it = updates.find(index);
@@ -582,19 +594,26 @@ private:
     plan.peakBytes = live[plan.peakStep];
   }
 
-  /// The arena, and the offloaded activations in the host region past its
-  /// states: each packed by placeLive.
+  /// The arena, and in the host region past its states the host transfers
+  /// and then the offloaded activations: each packed by placeLive.
   void placeArena() {
     plan.arenaBytes = placeLive([](const PlannedBuffer &buffer) {
       return buffer.region == BufferRegion::Arena;
     }, 0);
-    plan.hostBytes = std::max(
-        plan.hostBytes, placeLive(
-                            [](const PlannedBuffer &buffer) {
-                              return buffer.category ==
-                                     BufferCategory::OffloadedActivation;
-                            },
-                            alignToPlan(layout.hostBytes)));
+    int64_t at = alignToPlan(layout.hostBytes);
+    for (BufferCategory category :
+         {BufferCategory::HostTransfer, BufferCategory::OffloadedActivation}) {
+      int64_t end = placeLive(
+          [&](const PlannedBuffer &buffer) {
+            return buffer.region == BufferRegion::Host &&
+                   buffer.category == category;
+          },
+          at);
+      plan.hostPackedBytes[category == BufferCategory::HostTransfer] =
+          end - at;
+      at = end;
+    }
+    plan.hostBytes = std::max(plan.hostBytes, at);
   }
 
   /// Greedy by size: the largest of the buffers `which` selects are placed
@@ -674,8 +693,21 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
     result.weightsByCategory[unsigned(parameterCategory(param))] += bytes;
     offset = alignToPlan(offset + bytes);
   };
+  // Parameters and states kept in host memory: a region of their own, its
+  // masters (with data) first.
+  auto inHost = [](ParameterOp param) {
+    auto space = param->getAttrOfType<StringAttr>(kMemorySpaceAttr);
+    return space && space.getValue() == "host";
+  };
+  auto placeHost = [&](ParameterOp param) {
+    layout.host[param.getSymName()] = layout.hostBytes;
+    int64_t bytes = tensorBytes(param.getType());
+    result.hostByCategory[unsigned(parameterCategory(param))] += bytes;
+    layout.hostBytes = alignToPlan(layout.hostBytes + bytes);
+  };
   for (ParameterOp param : withData)
-    place(param);
+    inHost(param) ? placeHost(param) : place(param);
+  result.initializedHostBytes = layout.hostBytes;
   for (func::FuncOp func : funcs)
     for (Operation &op : func.getBody().front())
       if (auto constant = dyn_cast<ConstantOp>(op)) {
@@ -685,19 +717,10 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
         offset = alignToPlan(offset + bytes);
       }
   result.initializedWeightsBytes = offset;
-  // States kept in host memory: a region of their own (they start as
+  // States kept in host memory follow the masters there (they start as
   // zeros, like every state placed here).
-  for (ParameterOp param : zeroStates) {
-    auto space = param->getAttrOfType<StringAttr>(kMemorySpaceAttr);
-    if (!space || space.getValue() != "host") {
-      place(param);
-      continue;
-    }
-    layout.host[param.getSymName()] = layout.hostBytes;
-    int64_t bytes = tensorBytes(param.getType());
-    result.hostByCategory[unsigned(parameterCategory(param))] += bytes;
-    layout.hostBytes = alignToPlan(layout.hostBytes + bytes);
-  }
+  for (ParameterOp param : zeroStates)
+    inHost(param) ? placeHost(param) : place(param);
   // The index-error word of the kernels that check indices, which the
   // session zero-fills with the states and clears after a failed run.
   bool checks = false;
@@ -721,10 +744,13 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
       result.arenaBytes = plan->arenaBytes;
       result.peakFunction = index;
     }
-    // Offloaded activations past the host region's states.
+    // Host transfers and offloaded activations past the host region's
+    // states.
     if (plan->hostBytes > result.hostBytes) {
       result.hostByCategory[unsigned(BufferCategory::OffloadedActivation)] =
-          plan->hostBytes - layout.hostBytes;
+          plan->hostPackedBytes[0];
+      result.hostByCategory[unsigned(BufferCategory::HostTransfer)] =
+          plan->hostPackedBytes[1];
       result.hostBytes = plan->hostBytes;
     }
     result.functions.push_back(std::move(*plan));

@@ -229,6 +229,7 @@ static const char *categoryColor(BufferCategory category) {
       "#79706e", // loss
       "#59a14f", // communication
       "#d37295", // offloaded_activations
+      "#9d7660", // host_transfers
   };
   static_assert(std::size(colors) == kNumBufferCategories,
                 "a color for every buffer category");

@@ -148,3 +148,9 @@ SmallVector<func::FuncOp> mlir::memfit::definedFunctions(ModuleOp module) {
       funcs.push_back(func);
   return funcs;
 }
+
+bool mlir::memfit::packedInHost(const PlannedBuffer &buffer) {
+  return buffer.region == BufferRegion::Host &&
+         (buffer.category == BufferCategory::OffloadedActivation ||
+          buffer.category == BufferCategory::HostTransfer);
+}

@@ -82,6 +82,16 @@ ParameterOp mlir::memfit::addTrainingState(SymbolTable &symbols,
   return state;
 }
 
+KernelOp mlir::memfit::copyKernel(OpBuilder &builder, Location loc,
+                                  Value value) {
+  auto kernel = KernelOp::create(builder, loc, value.getType(), value);
+  OpBuilder::InsertionGuard guard(builder);
+  Block *body = builder.createBlock(&kernel.getBody());
+  body->addArgument(value.getType(), loc);
+  YieldOp::create(builder, loc, body->getArguments());
+  return kernel;
+}
+
 SmallVector<NamedAttribute> mlir::memfit::memfitAttrs(Operation *op) {
   SmallVector<NamedAttribute> attrs;
   for (NamedAttribute attr : op->getAttrs())

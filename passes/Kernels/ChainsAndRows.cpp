@@ -165,7 +165,7 @@ bool canMergeSiblings(KernelOp first, KernelOp second, const Schedule &schedule,
       updatesWhatItReads(first, second))
     return false;
   for (StringRef attr :
-       {kRecomputedFromAttr, kCompressedAttr, kOffloadedAttr})
+       {kRecomputedFromAttr, kCompressedAttr, kOffloadedAttr, kOnHostAttr})
     if (first->hasAttr(attr) != second->hasAttr(attr))
       return false;
   return llvm::all_of(first.getInputs(), [&](Value input) {
@@ -189,6 +189,25 @@ bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule,
   bool pointwise = fitsPointwise(producer, consumer);
   if (!pointwise && !(options.rows && fitsRow(producer, consumer)))
     return false;
+  // The host's update kernels (memfit.on_host) take in only what the
+  // device sends them: a device kernel joins one only as a one-input
+  // pointwise producer that no other step reads and whose input is no
+  // larger than its result (a gradient's cast to f32: the narrower value
+  // crosses), and none joins a device kernel.
+  if (producer->hasAttr(kOnHostAttr) != consumer->hasAttr(kOnHostAttr)) {
+    auto bytesOf = [](TypeRange types) {
+      int64_t bytes = 0;
+      for (Type type : types)
+        bytes += tensorBytes(cast<RankedTensorType>(type));
+      return bytes;
+    };
+    if (!consumer->hasAttr(kOnHostAttr) || !pointwise ||
+        producer.getInputs().size() != 1 ||
+        readElsewhere(producer, consumer) ||
+        bytesOf(producer.getInputs().getTypes()) >
+            bytesOf(producer->getResultTypes()))
+      return false;
+  }
   // Only a pointwise kernel may read a parameter that it updates in
   // place (each element is read before it is written).
   if (!pointwise && updatesWhatItReads(producer, consumer))

@@ -529,6 +529,8 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
               options.rematReport, options.earlyUpdates);
   if (options.earlyUpdates)
     pm.addPass(createMemfitEarlyUpdatesPass());
+  if (options.offloadOptimizer)
+    pm.addNestedPass<func::FuncOp>(createMemfitHostTransfersPass());
 }
 
 /// Registers a pipeline whose typed options are parsed, then checked by

@@ -157,17 +157,6 @@ static void collectViews(Value value, SmallVectorImpl<Value> &views) {
     }
 }
 
-/// A kernel that copies `value` (its body yields its argument): the
-/// offloaded copy in host memory, and the copy back.
-static KernelOp copyKernel(OpBuilder &builder, Location loc, Value value) {
-  auto kernel = KernelOp::create(builder, loc, value.getType(), value);
-  OpBuilder::InsertionGuard guard(builder);
-  Block *body = builder.createBlock(&kernel.getBody());
-  body->addArgument(value.getType(), loc);
-  YieldOp::create(builder, loc, body->getArguments());
-  return kernel;
-}
-
 /// Clones the recomputed candidates into the backward and points the
 /// backward at the clones; quantizes the compressed candidates after their
 /// last forward use and dequantizes them before each backward step that

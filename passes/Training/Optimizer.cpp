@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ShardParameters.h"
+#include "WorkingCopies.h"
 
 #include "memfit/Dialect/Gradients.h"
 #include "memfit/Dialect/MemfitOps.h"
@@ -227,10 +228,20 @@ struct MemfitOptimizerPass
         s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));
     }
 
+    // Offload (ZeRO-Offload): the masters join their states in host memory
+    // and the device reads working copies; the updates run on the host.
+    SmallVector<ParameterOp> working(trained.size());
+    if (offloadStates)
+      for (auto [t, copy] : llvm::zip(trained, working))
+        copy = addWorkingCopy(symbols, func, t.param);
+
     if (shardParams)
-      for (Trained &t : trained)
+      for (auto [t, copy] : llvm::zip(trained, working)) {
         if (failed(shardParameterRows(module, t.param, shards, shardRank)))
           return failure();
+        if (copy && failed(shardParameterRows(module, copy, shards, shardRank)))
+          return failure();
+      }
 
     // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
     // of it padded with zero rows to N c; with `scatter`, of its mean over
@@ -480,7 +491,7 @@ struct MemfitOptimizerPass
     // Where an accumulator is cleared: in the update's kernel, unless the
     // kernel runs over the rank's rows of a whole accumulator (stage 1).
     bool clearInKernel = accumulate > 1 && (shards == 1 || scatterGrads);
-    for (auto [t, s] : llvm::zip(trained, states)) {
+    for (auto [t, s, copy] : llvm::zip(trained, states, working)) {
       Location ploc = t.grad.getLoc();
       SmallVector<Value> inputs{load(builder, ploc, t.param), t.grad};
       if (shards > 1)
@@ -565,10 +576,23 @@ struct MemfitOptimizerPass
             if (clearInKernel)
               out.push_back(ExpandOp::create(
                   b, ploc, cast<RankedTensorType>(w.getType()), c(0.0)));
+            // The device's new working copy, from the new master.
+            if (copy) {
+              auto rows = cast<RankedTensorType>(w.getType());
+              out.push_back(workingValue(
+                  b, ploc, out[0],
+                  RankedTensorType::get(rows.getShape(),
+                                        copy.getType().getElementType())));
+            }
             return out;
           });
-      if (shards > 1 && !shardParams)
+      if (copy)
+        updated[0].getDefiningOp()->setAttr(kOnHostAttr, builder.getUnitAttr());
+      if (shards > 1 && !shardParams) {
         updated[0] = gathered(ploc, updated[0], t.param.getType());
+        if (copy)
+          updated.back() = gathered(ploc, updated.back(), copy.getType());
+      }
       SmallVector<ParameterOp> targets{t.param};
       if (s.first)
         targets.push_back(s.first);
@@ -576,6 +600,8 @@ struct MemfitOptimizerPass
         targets.push_back(s.second);
       if (s.accumulator && clearInKernel)
         targets.push_back(s.accumulator);
+      if (copy)
+        targets.push_back(copy);
       for (auto [target, value] : llvm::zip(targets, updated))
         AssignOp::create(builder, ploc,
                          FlatSymbolRefAttr::get(target.getSymNameAttr()),

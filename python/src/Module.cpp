@@ -550,7 +550,8 @@ NB_MODULE(_memfit, m) {
             return out;
           },
           "Each persistent tensor's name and kind (parameter, "
-          "frozen_parameter, optimizer_state, gradient_accumulator, counter).")
+          "frozen_parameter, optimizer_state, gradient_accumulator, counter, "
+          "working_copy).")
       .def(
           "read_variable",
           [](const Session &s, const std::string &name,

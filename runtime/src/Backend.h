@@ -67,6 +67,24 @@ public:
                                uint64_t out, Communicator &comm) = 0;
   virtual Status synchronize() = 0;
 
+  // Host tasks: the kernels that run on the host's cores (Kernel::onHost,
+  // --offload=optimizer's updates). A backend that runs them beside the
+  // device's steps numbers them in the order started; Session makes a
+  // later step (or a copy in or out) that touches their bytes wait for
+  // them. The default runs each in order, at once.
+
+  /// Starts host task number `hostTasksStarted()`: kernel `kernel` on the
+  /// buffers at `offsets`, after every host task started before it.
+  virtual Status startHostKernel(uint32_t kernel,
+                                 const std::vector<uint64_t> &offsets) {
+    return launchKernel(kernel, offsets);
+  }
+  /// Waits until the first `count` host tasks have finished; the first
+  /// failure among them (reported once).
+  virtual Status waitHostTasks(uint64_t count) { return Status::ok(); }
+  /// How many host tasks have finished, without waiting.
+  virtual uint64_t hostTasksFinished() const { return ~uint64_t(0); }
+
   // Graphs: an entry's steps recorded once and replayed as one launch (CUDA
   // graphs). Session records an entry on its second run, after a first run
   // has prepared everything its steps need, and replays it afterwards.

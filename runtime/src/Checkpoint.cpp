@@ -78,12 +78,18 @@ void pauseForTests() {
 
 } // namespace
 
+bool isCheckpointed(const Variable &v) {
+  return v.kind != VariableKind::FrozenParameter &&
+         v.kind != VariableKind::WorkingCopy;
+}
+
 Status Session::saveCheckpoint(const std::string &path) const {
   std::string where = "saveCheckpoint: " + path;
   std::vector<Tensor> tensors;
   std::vector<const Variable *> saved;
   for (const Variable &v : variables()) {
-    if (v.kind == VariableKind::FrozenParameter)
+    // Frozen weights are the executable's; working copies, their masters'.
+    if (!isCheckpointed(v))
       continue;
     StatusOr<Tensor> t = readVariable(v.name);
     if (!t)
@@ -280,10 +286,12 @@ Status Session::loadCheckpoint(const CheckpointFile &checkpoint) {
     const Variable *v = m.findVariable(c.name);
     if (!v)
       return error(label + " is not a variable of the executable");
-    if (v->kind == VariableKind::FrozenParameter)
-      return error(label +
-                   " is a frozen parameter of the executable, which "
-                   "checkpoints do not hold");
+    if (!isCheckpointed(*v))
+      return error(label + " is a " +
+                   (v->kind == VariableKind::FrozenParameter
+                        ? "frozen parameter"
+                        : "working copy") +
+                   " of the executable, which checkpoints do not hold");
     if (c.kind != variableKindName(v->kind))
       return error(label + " is of kind " + c.kind +
                    " in the checkpoint but " + variableKindName(v->kind) +
@@ -297,7 +305,7 @@ Status Session::loadCheckpoint(const CheckpointFile &checkpoint) {
     saved[v->name] = &c.tensor;
   }
   for (const Variable &v : m.variables)
-    if (v.kind != VariableKind::FrozenParameter && !saved.count(v.name))
+    if (isCheckpointed(v) && !saved.count(v.name))
       return error("variable '" + v.name + "' (" + variableKindName(v.kind) +
                    ") of the executable is missing");
   for (const auto &[name, tensor] : saved)

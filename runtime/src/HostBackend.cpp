@@ -11,6 +11,7 @@
 #include "Half.h"
 #include "HostCompiler.h"
 #include "HostKernels.h"
+#include "HostTasks.h"
 
 #define MEMFIT_HOST_ABI_ONLY
 #include "host/memfit_cuda_host.h"
@@ -277,14 +278,42 @@ public:
       : compiler_(std::move(compiler)) {}
 
   ~HostBackend() override {
+    tasks_.reset(); // runs what is queued on the task workers
+    taskPool_.reset();
     pool_.reset(); // workers release their state in the libraries first
     kernelLibraries_.reset();
     release();
   }
 
-  Status startWorkers(unsigned count) {
+  Status startWorkers(unsigned count, unsigned taskCount, bool overlap) {
     pool_ = std::make_unique<WorkerPool>();
-    return pool_->start(count);
+    MEMFIT_RT_RETURN_IF_ERROR(pool_->start(count));
+    taskThreads_ = taskCount;
+    overlap_ = overlap;
+    return Status::ok();
+  }
+
+  /// Host tasks run on workers of their own, in order, beside the steps
+  /// after them: started at the first one.
+  Status startHostKernel(uint32_t kernel,
+                         const std::vector<uint64_t> &offsets) override {
+    if (!tasks_) {
+      taskPool_ = std::make_unique<WorkerPool>();
+      MEMFIT_RT_RETURN_IF_ERROR(taskPool_->start(taskThreads_));
+      taskPool_->setExitHooks(kernelLibraries_->releases);
+      tasks_ = std::make_unique<HostTaskQueue>();
+    }
+    tasks_->push([this, kernel, offsets] {
+      return runKernel(*taskPool_, kernel, offsets);
+    });
+    ++tasksStarted_;
+    return overlap_ ? Status::ok() : tasks_->waitFor(tasksStarted_);
+  }
+  Status waitHostTasks(uint64_t count) override {
+    return tasks_ ? tasks_->waitFor(count) : Status::ok();
+  }
+  uint64_t hostTasksFinished() const override {
+    return tasks_ ? tasks_->finished() : 0;
   }
 
   std::string description() const override {
@@ -374,7 +403,9 @@ public:
                         SessionTimings &timings) override;
 
   Status launchKernel(uint32_t kernel,
-                      const std::vector<uint64_t> &offsets) override;
+                      const std::vector<uint64_t> &offsets) override {
+    return runKernel(*pool_, kernel, offsets);
+  }
 
   Status runCollective(const Collective &c, uint64_t in, uint64_t out,
                        Communicator &comm) override {
@@ -428,7 +459,15 @@ private:
 
   std::vector<std::string> compiler_;
   std::string version_;
-  std::unique_ptr<WorkerPool> pool_;
+  /// Runs the kernel's blocks on `pool`'s workers.
+  Status runKernel(WorkerPool &pool, uint32_t kernel,
+                   const std::vector<uint64_t> &offsets);
+
+  std::unique_ptr<WorkerPool> pool_, taskPool_;
+  std::unique_ptr<HostTaskQueue> tasks_;
+  unsigned taskThreads_ = 1;
+  bool overlap_ = true;
+  uint64_t tasksStarted_ = 0;
   std::unique_ptr<HostKernels> kernelLibraries_;
   std::vector<KernelEntry> kernels_;
   uint8_t *memory_ = nullptr;
@@ -470,8 +509,8 @@ Status HostBackend::prepareKernels(const Manifest &manifest,
   return Status::ok();
 }
 
-Status HostBackend::launchKernel(uint32_t kernel,
-                                 const std::vector<uint64_t> &offsets) {
+Status HostBackend::runKernel(WorkerPool &pool, uint32_t kernel,
+                              const std::vector<uint64_t> &offsets) {
   if (kernel >= kernels_.size())
     return internalError("host backend: no kernel " + std::to_string(kernel));
   const KernelEntry &k = kernels_[kernel];
@@ -486,10 +525,10 @@ Status HostBackend::launchKernel(uint32_t kernel,
 
   uint64_t blocks = uint64_t(k.grid[0]) * k.grid[1] * k.grid[2];
   uint64_t perTask =
-      std::max<uint64_t>(1, blocks / (uint64_t(pool_->size()) * 4));
+      std::max<uint64_t>(1, blocks / (uint64_t(pool.size()) * 4));
   size_t tasks = static_cast<size_t>((blocks + perTask - 1) / perTask);
   std::vector<std::string> errors(tasks);
-  pool_->run(tasks, [&](size_t task) {
+  pool.run(tasks, [&](size_t task) {
     char message[1024] = "";
     memfit_host_launch launch;
     std::memset(&launch, 0, sizeof(launch));
@@ -553,7 +592,22 @@ createHostBackend(const SessionOptions &options) {
   static std::once_flag blasThreads;
   std::call_once(blasThreads, [] { openblas_set_num_threads(1); });
   auto backend = std::make_unique<HostBackend>(std::move(compiler));
-  MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(threads));
+  unsigned taskThreads = options.hostTaskThreads;
+  if (taskThreads == 0)
+    if (const char *env = std::getenv("MEMFIT_HOST_TASK_THREADS"); env && *env) {
+      char *end = nullptr;
+      unsigned long n = std::strtoul(env, &end, 10);
+      if (*end != '\0' || n == 0 || n > 1024)
+        return invalidArgument(std::string("MEMFIT_HOST_TASK_THREADS='") +
+                               env + "': expected a number of threads from 1 "
+                               "to 1024");
+      taskThreads = unsigned(n);
+    }
+  if (taskThreads > 1024)
+    return invalidArgument("host backend: " + std::to_string(taskThreads) +
+                           " host task threads: expected 1 to 1024");
+  MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(
+      threads, taskThreads ? taskThreads : 1, options.overlapHostTasks));
   return std::unique_ptr<Backend>(std::move(backend));
 }
 

@@ -143,6 +143,8 @@ const char *variableKindName(VariableKind kind) {
     return "gradient_accumulator";
   case VariableKind::Counter:
     return "counter";
+  case VariableKind::WorkingCopy:
+    return "working_copy";
   }
   return "?";
 }
@@ -151,12 +153,13 @@ StatusOr<VariableKind> parseVariableKind(const std::string &name) {
   for (VariableKind kind :
        {VariableKind::Parameter, VariableKind::FrozenParameter,
         VariableKind::OptimizerState, VariableKind::GradientAccumulator,
-        VariableKind::Counter})
+        VariableKind::Counter, VariableKind::WorkingCopy})
     if (name == variableKindName(kind))
       return kind;
   return invalidArgument("unknown variable kind '" + name +
                          "' (expected parameter, frozen_parameter, "
-                         "optimizer_state, gradient_accumulator or counter)");
+                         "optimizer_state, gradient_accumulator, counter or "
+                         "working_copy)");
 }
 
 const char *regionName(Region region) {
@@ -647,6 +650,60 @@ Status validateEntry(const Manifest &m, size_t index,
 
 } // namespace
 
+namespace {
+
+/// A working copy names a trained f32 master of its shape, is f32 or 16-bit
+/// and lives on the device; no other variable names a master.
+Status validateWorkingCopy(const Manifest &m, const Variable &v,
+                           const std::string &where) {
+  if (v.kind != VariableKind::WorkingCopy) {
+    if (!v.workingCopyOf.empty())
+      return invalidArgument(where + ": workingCopyOf, but it is a " +
+                             std::string(variableKindName(v.kind)) +
+                             ", not a working_copy");
+    return Status::ok();
+  }
+  const Variable *master = m.findVariable(v.workingCopyOf);
+  if (!master || master->kind != VariableKind::Parameter)
+    return invalidArgument(where + ": workingCopyOf '" + v.workingCopyOf +
+                           "' is not a trainable parameter");
+  const Buffer &copy = m.buffers[v.buffer];
+  const Buffer &from = m.buffers[master->buffer];
+  if (copy.shape != from.shape || from.dtype != DType::f32 ||
+      (copy.dtype != DType::f32 && copy.dtype != DType::f16 &&
+       copy.dtype != DType::bf16) ||
+      copy.region != Region::Weights)
+    return invalidArgument(
+        where + ": a working copy is an f32, f16 or bf16 tensor of the "
+                "weights region with its f32 master's shape; it is " +
+        dtypeName(copy.dtype) + " " + shapeText(copy.shape) + " in the " +
+        regionName(copy.region) + " region, its master '" + master->name +
+        "' " + dtypeName(from.dtype) + " " + shapeText(from.shape));
+  return Status::ok();
+}
+
+/// An on-host kernel's steps touch no arena buffer: the host may run it
+/// after the device has reused the arena.
+Status validateOnHost(const Manifest &m) {
+  for (const Entry &e : m.entries)
+    for (size_t s = 0; s < e.steps.size(); ++s) {
+      const Step &step = e.steps[s];
+      if (step.kind != StepKind::Kernel || step.index >= m.kernels.size() ||
+          !m.kernels[step.index].onHost)
+        continue;
+      for (uint32_t id : step.buffers)
+        if (id < m.buffers.size() && m.buffers[id].region == Region::Arena)
+          return invalidArgument(
+              "manifest: entry '" + e.name + "' step " + std::to_string(s) +
+              ": kernel '" + m.kernels[step.index].name +
+              "' runs on the host but reads or writes " + bufferLabel(m, id) +
+              " of the arena");
+    }
+  return Status::ok();
+}
+
+} // namespace
+
 Status Manifest::validate() const {
   if (weightsBytes > std::numeric_limits<uint64_t>::max() - kBufferAlignment ||
       arenaBytes > std::numeric_limits<uint64_t>::max() - arenaOffset())
@@ -671,6 +728,7 @@ Status Manifest::validate() const {
   std::set<std::string> entryNames;
   for (size_t i = 0; i < entries.size(); ++i)
     MEMFIT_RT_RETURN_IF_ERROR(validateEntry(*this, i, entryNames));
+  MEMFIT_RT_RETURN_IF_ERROR(validateOnHost(*this));
   std::set<std::string> variableNames;
   for (size_t i = 0; i < variables.size(); ++i) {
     const Variable &v = variables[i];
@@ -695,7 +753,12 @@ Status Manifest::validate() const {
                              "of a tensor that " +
                              bufferLabel(*this, v.buffer) +
                              " holds a part of");
+    MEMFIT_RT_RETURN_IF_ERROR(validateWorkingCopy(*this, v, where));
   }
+  if (initializedHostBytes > hostBytes)
+    return invalidArgument("manifest: initializedHostBytes " +
+                           std::to_string(initializedHostBytes) +
+                           " exceeds hostBytes " + std::to_string(hostBytes));
   return Status::ok();
 }
 
@@ -711,146 +774,6 @@ const Variable *Manifest::findVariable(const std::string &name) const {
     if (v.name == name)
       return &v;
   return nullptr;
-}
-
-//===----------------------------------------------------------------------===//
-// Executables on disk
-//===----------------------------------------------------------------------===//
-
-namespace {
-
-/// weights.sum: weights.bin's size and hash64, so that a truncated,
-/// replaced or corrupted weights file is refused when loaded. Executables
-/// saved before hash64 have "fnv1a64:" sums, still checked.
-std::string weightsSum(const std::vector<uint8_t> &weights) {
-  return std::to_string(weights.size()) +
-         " hash64:" + hex64(hash64(weights.data(), weights.size())) + "\n";
-}
-
-/// Checks weights.bin against the weights.sum saved with it (absent from
-/// executables written by hand or by older versions: then only the size
-/// bound of the manifest is checked).
-Status checkWeightsSum(const std::string &directory,
-                       const std::vector<uint8_t> &weights) {
-  std::string sumPath = directory + "/weights.sum";
-  if (!fileExists(sumPath))
-    return Status::ok();
-  StatusOr<std::string> sum = readFile(sumPath);
-  if (!sum)
-    return sum.status();
-  unsigned long long bytes = 0;
-  char kind[9] = {0}, hex[17] = {0};
-  if (std::sscanf(sum->c_str(), "%llu %8[a-z0-9]:%16[0-9a-f]", &bytes, kind,
-                  hex) != 3 ||
-      std::string(hex).size() != 16 ||
-      (std::string(kind) != "hash64" && std::string(kind) != "fnv1a64"))
-    return invalidArgument(sumPath + ": malformed (expected '<bytes> "
-                                     "hash64:<16 hex digits>')");
-  std::string weightsPath = directory + "/weights.bin";
-  if (bytes != weights.size())
-    return invalidArgument(
-        weightsPath + ": has " + std::to_string(weights.size()) +
-        " bytes, but the executable was saved with " + std::to_string(bytes) +
-        " (weights.sum): the file was truncated or "
-        "replaced; save the executable again");
-  uint64_t hash = std::string(kind) == "hash64"
-                      ? hash64(weights.data(), weights.size())
-                      : fnv1a64(weights.data(), weights.size());
-  if (hex64(hash) != hex)
-    return invalidArgument(weightsPath +
-                           ": the data does not match its checksum in "
-                           "weights.sum: the file is corrupt or was changed "
-                           "after saving; save the executable again");
-  return Status::ok();
-}
-
-} // namespace
-
-Status saveExecutable(const Executable &executable,
-                      const std::string &directory) {
-  const Manifest &m = executable.manifest;
-  std::string where = "saveExecutable: " + directory;
-  MEMFIT_RT_RETURN_IF_ERROR(m.validate().withContext(where));
-  if (executable.planOnly)
-    return invalidArgument(where + ": the executable was compiled to plan "
-                                   "only, without its weights");
-  if (executable.weights.size() > m.weightsBytes)
-    return invalidArgument(where + ": weights has " +
-                           std::to_string(executable.weights.size()) +
-                           " bytes but the manifest says weightsBytes " +
-                           std::to_string(m.weightsBytes));
-  MEMFIT_RT_RETURN_IF_ERROR(makeDirectories(directory).withContext(where));
-
-  std::string json = manifestToJson(m);
-  std::string sum = weightsSum(executable.weights);
-  struct File {
-    std::string name;
-    const void *data;
-    size_t size;
-    std::string temporary;
-  } files[] = {
-      {"manifest.json", json.data(), json.size(), ""},
-      {"kernels.cu", m.source.data(), m.source.size(), ""},
-      {"weights.bin", executable.weights.data(), executable.weights.size(), ""},
-      {"weights.sum", sum.data(), sum.size(), ""},
-  };
-  // Write every temporary first, then rename them all.
-  auto removeTemporaries = [&] {
-    for (File &f : files)
-      if (!f.temporary.empty())
-        std::remove(f.temporary.c_str());
-  };
-  for (File &f : files) {
-    std::string temporary = temporarySibling(directory + "/" + f.name);
-    Status written = writeFile(temporary, f.data, f.size);
-    if (!written) {
-      removeTemporaries();
-      return written.withContext("saveExecutable");
-    }
-    f.temporary = temporary;
-  }
-  for (File &f : files) {
-    Status renamed = renameFile(f.temporary, directory + "/" + f.name);
-    if (!renamed) {
-      removeTemporaries();
-      return renamed.withContext("saveExecutable");
-    }
-    f.temporary.clear();
-  }
-  return Status::ok();
-}
-
-StatusOr<Executable> loadExecutable(const std::string &directory) {
-  std::string manifestPath = directory + "/manifest.json";
-  StatusOr<std::string> json = readFile(manifestPath);
-  if (!json)
-    return json.status().withContext("loadExecutable");
-  StatusOr<Manifest> manifest = manifestFromJson(*json);
-  if (!manifest)
-    return manifest.status().withContext(manifestPath);
-  Executable executable;
-  executable.manifest = std::move(*manifest);
-
-  StatusOr<std::string> source = readFile(directory + "/kernels.cu");
-  if (!source)
-    return source.status().withContext("loadExecutable");
-  executable.manifest.source = std::move(*source);
-
-  std::string weightsPath = directory + "/weights.bin";
-  StatusOr<std::vector<uint8_t>> weights = readFileBytes(weightsPath);
-  if (!weights)
-    return weights.status().withContext("loadExecutable");
-  if (weights->size() > executable.manifest.weightsBytes)
-    return invalidArgument(weightsPath + ": has " +
-                           std::to_string(weights->size()) +
-                           " bytes, more than the manifest's weightsBytes " +
-                           std::to_string(executable.manifest.weightsBytes));
-  executable.weights = std::move(*weights);
-  MEMFIT_RT_RETURN_IF_ERROR(checkWeightsSum(directory, executable.weights)
-                                .withContext("loadExecutable"));
-  MEMFIT_RT_RETURN_IF_ERROR(
-      executable.manifest.validate().withContext(manifestPath));
-  return executable;
 }
 
 } // namespace memfit::rt

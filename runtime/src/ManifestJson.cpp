@@ -72,6 +72,8 @@ std::string manifestToJson(const Manifest &m) {
   root.set("arenaBytes", m.arenaBytes);
   if (m.hostBytes)
     root.set("hostBytes", m.hostBytes);
+  if (m.initializedHostBytes)
+    root.set("initializedHostBytes", m.initializedHostBytes);
   root.set("trainableParameters", m.trainableParameters);
   root.set("frozenParameters", m.frozenParameters);
   root.set("quantizedParameters", m.quantizedParameters);
@@ -99,6 +101,8 @@ std::string manifestToJson(const Manifest &m) {
     o.set("usesBarriers", k.usesBarriers);
     if (k.threadLoops)
       o.set("threadLoops", true);
+    if (k.onHost)
+      o.set("onHost", true);
     o.set("onnxNodes", stringArray(k.onnxNodes));
     if (!k.indexChecks.empty())
       o.set("indexChecks", stringArray(k.indexChecks));
@@ -168,6 +172,8 @@ std::string manifestToJson(const Manifest &m) {
     o.set("kind", variableKindName(v.kind));
     if (v.wholeRows > 0)
       o.set("wholeRows", v.wholeRows);
+    if (!v.workingCopyOf.empty())
+      o.set("workingCopyOf", v.workingCopyOf);
     variables.push(std::move(o));
   }
   root.set("variables", std::move(variables));
@@ -465,7 +471,7 @@ std::optional<KernelKind> parseKernelKind(const std::string &name) {
 Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"},
-      {"indexChecks", "threadLoops", "kind", "bytes", "flops"}));
+      {"indexChecks", "threadLoops", "kind", "bytes", "flops", "onHost"}));
   if (r.has("kind")) {
     std::string kind;
     MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
@@ -479,6 +485,8 @@ Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(readCost(r, k.cost));
   if (r.has("threadLoops"))
     MEMFIT_RT_RETURN_IF_ERROR(r.boolean("threadLoops", k.threadLoops));
+  if (r.has("onHost"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.boolean("onHost", k.onHost));
   if (r.has("indexChecks"))
     MEMFIT_RT_RETURN_IF_ERROR(r.strings("indexChecks", k.indexChecks));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", k.name));
@@ -568,7 +576,7 @@ Status readBinding(const ObjectReader &r, Binding &b) {
 
 Status readVariable(const ObjectReader &r, Variable &v) {
   MEMFIT_RT_RETURN_IF_ERROR(
-      r.checkFields({"name", "buffer", "kind"}, {"wholeRows"}));
+      r.checkFields({"name", "buffer", "kind"}, {"wholeRows", "workingCopyOf"}));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", v.name));
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("buffer", v.buffer));
   std::string kind;
@@ -579,6 +587,8 @@ Status readVariable(const ObjectReader &r, Variable &v) {
   v.kind = *parsed;
   if (r.has("wholeRows"))
     MEMFIT_RT_RETURN_IF_ERROR(r.integer("wholeRows", v.wholeRows));
+  if (r.has("workingCopyOf"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.string("workingCopyOf", v.workingCopyOf));
   return Status::ok();
 }
 
@@ -706,7 +716,7 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
        "buffers", "kernels", "contractions", "entries", "variables", "memory",
        "loraAdapters"},
       {"inputRanges", "indexErrorBuffer", "collectives", "worldSize",
-       "zeroStage", "hostBytes"}));
+       "zeroStage", "hostBytes", "initializedHostBytes"}));
   int64_t versionNumber;
   MEMFIT_RT_RETURN_IF_ERROR(r.integer("version", versionNumber));
   std::string schemaName;
@@ -740,6 +750,9 @@ StatusOr<Manifest> manifestFromJson(const std::string &json) {
     MEMFIT_RT_RETURN_IF_ERROR(r.integer("zeroStage", m.zeroStage));
   if (r.has("hostBytes"))
     MEMFIT_RT_RETURN_IF_ERROR(r.integer("hostBytes", m.hostBytes));
+  if (r.has("initializedHostBytes"))
+    MEMFIT_RT_RETURN_IF_ERROR(
+        r.integer("initializedHostBytes", m.initializedHostBytes));
   if (r.has("inputRanges"))
     MEMFIT_RT_RETURN_IF_ERROR(
         readArray(r, "inputRanges", m.inputRanges, readInputRange));

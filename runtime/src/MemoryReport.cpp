@@ -201,6 +201,26 @@ std::string formatMemoryReport(const Manifest &m) {
                     "parameters + gradients + optimizer states: %.2f + %.2f + "
                     "%.2f = %.2f bytes per trainable parameter",
                     weights, gradients, states, weights + gradients + states);
+    // ZeRO-Offload: the masters are in host memory with the states; the
+    // device holds working copies.
+    const std::string hostMasters =
+        std::string(kHostCategoryPrefix) + "parameters";
+    double masters = categoryBytes(m, hostMasters.c_str(), nullptr) / p;
+    if (masters > 0) {
+      std::snprintf(line, sizeof(line),
+                    "on the device: working copies + gradients: %.2f + %.2f "
+                    "= %.2f bytes per trainable parameter; in host memory: "
+                    "fp32 masters + optimizer states: %.2f + %.2f = %.2f "
+                    "(--offload=optimizer)",
+                    weights, gradients, weights + gradients, masters,
+                    hostStates, masters + hostStates);
+      table.text(line);
+      table.text("  rule of thumb for ZeRO-Offload with mixed-precision "
+                 "AdamW: 2 (16-bit parameters) + 2 (16-bit gradients) "
+                 "B/param on the device, 4 (fp32 masters) + 8 (states) = 12 "
+                 "in host memory");
+      return table.str();
+    }
     table.text(line);
     if (hostStates > 0) {
       std::snprintf(line, sizeof(line),

@@ -11,6 +11,8 @@
 #include "memfit/runtime/Bytes.h"
 
 #include "Backend.h"
+#include "Half.h"
+#include "HostTasks.h"
 
 #include <algorithm>
 #include <chrono>
@@ -52,7 +54,7 @@ struct Session::Impl {
   bool profileSteps = false;
   std::vector<std::vector<double>> stepSeconds;
   std::vector<uint64_t> entryRuns;
-  std::vector<uint64_t> offsets; // runStep's, reused
+  mutable std::vector<uint64_t> offsets; // runStep's, reused
   std::shared_ptr<Communicator> communicator; // the step's collectives
   // Graphs (Backend::beginGraph): each entry runs its steps one by one the
   // first time, is captured the second time and replayed from then on,
@@ -64,6 +66,41 @@ struct Session::Impl {
   /// Where the host region starts in the allocation's offsets (past the
   /// device's bytes; 0: none).
   uint64_t hostOffset = 0;
+
+  // Host tasks (Backend::startHostKernel) started and the bytes of those
+  // not seen finish.
+  uint64_t hostTasksStarted = 0;
+  mutable PendingHostTasks pendingHost;
+
+  /// Waits for the host tasks that touch [offset, offset + bytes).
+  Status waitForHostTasks(uint64_t offset, uint64_t bytes) const {
+    if (pendingHost.empty() || bytes == 0)
+      return Status::ok();
+    pendingHost.dropFinished(backend->hostTasksFinished());
+    uint64_t need = pendingHost.mustFinish(offset, offset + bytes);
+    if (need == 0)
+      return Status::ok();
+    pendingHost.dropFinished(need);
+    return backend->waitHostTasks(need);
+  }
+  /// Waits for the host tasks that touch the buffers of a step at
+  /// `offsets`.
+  Status waitForHostTasks(const Step &step) const {
+    for (size_t i = 0; i < step.buffers.size() && !pendingHost.empty(); ++i)
+      MEMFIT_RT_RETURN_IF_ERROR(waitForHostTasks(
+          offsets[i], manifest.buffers[step.buffers[i]].bytes));
+    return Status::ok();
+  }
+  Status waitForAllHostTasks() {
+    if (pendingHost.empty())
+      return Status::ok();
+    pendingHost.dropFinished(hostTasksStarted);
+    return backend->waitHostTasks(hostTasksStarted);
+  }
+  /// Fills the working copies of `master` (every one when null) from their
+  /// masters (Variable::workingCopyOf), converted as the update's cast
+  /// converts.
+  Status refreshWorkingCopies(const Variable *master);
 
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
@@ -212,11 +249,16 @@ Session::create(const Executable &executable, DeviceKind device,
     return invalidArgument("executable of " + manifest.model +
                            " was compiled to plan only, without its weights; "
                            "compile it without planOnly to run it");
-  if (executable.weights.size() > manifest.weightsBytes)
+  if (executable.weights.size() >
+          manifest.weightsBytes + manifest.initializedHostBytes ||
+      executable.weights.size() < manifest.initializedHostBytes)
     return invalidArgument("executable: weights has " +
                            std::to_string(executable.weights.size()) +
                            " bytes, more than the manifest's weightsBytes " +
-                           std::to_string(manifest.weightsBytes));
+                           std::to_string(manifest.weightsBytes) +
+                           " (or fewer than its initializedHostBytes " +
+                           std::to_string(manifest.initializedHostBytes) +
+                           ")");
   std::shared_ptr<Communicator> communicator = options.communicator;
   if (!communicator && manifest.worldSize == 1) {
     StatusOr<std::shared_ptr<Communicator>> self =
@@ -282,8 +324,15 @@ Session::create(const Executable &executable, DeviceKind device,
   // The allocation starts zeroed (Backend::allocate), so the weights region
   // past the blob (optimizer states, accumulators, the step counter) starts
   // at zero.
-  MEMFIT_RT_RETURN_IF_ERROR(
-      b.upload(0, executable.weights.data(), executable.weights.size()));
+  // The blob: the weights region's initialized prefix, then the host
+  // region's (the masters of --offload=optimizer).
+  const uint64_t hostPart = manifest.initializedHostBytes;
+  const uint64_t devicePart = executable.weights.size() - hostPart;
+  MEMFIT_RT_RETURN_IF_ERROR(b.upload(0, executable.weights.data(), devicePart));
+  if (hostPart)
+    MEMFIT_RT_RETURN_IF_ERROR(b.upload(
+        impl->hostOffset, executable.weights.data() + devicePart, hostPart));
+  MEMFIT_RT_RETURN_IF_ERROR(impl->refreshWorkingCopies(nullptr));
   MEMFIT_RT_RETURN_IF_ERROR(
       b.prepareKernels(impl->manifest, options, impl->timings));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
@@ -320,6 +369,8 @@ Status Session::setInput(const std::string &name, const TensorView &tensor) {
         " has " + std::to_string(tensor.bytes) +
         " bytes of data, expected " + std::to_string(buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(checkInputRanges(m, name, tensor));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      impl_->waitForHostTasks(impl_->offsetOf(id), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(
       impl_->backend
           ->upload(impl_->offsetOf(id), tensor.data, buffer.bytes)
@@ -413,6 +464,7 @@ Status Session::Impl::runSteps(size_t index, const std::string &where) {
     auto begin = std::chrono::steady_clock::now();
     MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
     MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
+    MEMFIT_RT_RETURN_IF_ERROR(waitForAllHostTasks());
     stepSeconds[index][i] +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
             .count();
@@ -453,6 +505,24 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
   offsets.clear();
   for (uint32_t id : step.buffers)
     offsets.push_back(offsetOf(id));
+  if (step.kind == StepKind::Kernel && manifest.kernels[step.index].onHost) {
+    // Host tasks run in order among themselves, beside the later steps.
+    std::vector<PendingHostTasks::Range> ranges;
+    for (size_t b = 0; b < offsets.size(); ++b)
+      ranges.push_back(
+          {offsets[b], offsets[b] + manifest.buffers[step.buffers[b]].bytes});
+    MEMFIT_RT_RETURN_IF_ERROR(
+        backend->startHostKernel(step.index, offsets)
+            .withContext(where + ": step " + std::to_string(i) +
+                         " (host kernel '" +
+                         manifest.kernels[step.index].name + "')"));
+    pendingHost.add(++hostTasksStarted, std::move(ranges));
+    return Status::ok();
+  }
+  MEMFIT_RT_RETURN_IF_ERROR(
+      waitForHostTasks(step).withContext(where + ": before step " +
+                                         std::to_string(i) +
+                                         ", a host kernel"));
   if (step.kind == StepKind::Kernel)
     return backend->launchKernel(step.index, offsets)
         .withContext(where + ": step " + std::to_string(i) + " (kernel '" +
@@ -510,6 +580,7 @@ Status Session::Impl::checkIndexError(const std::string &where) {
   if (manifest.indexErrorBuffer == kNoBuffer)
     return Status::ok();
   uint64_t at = offsetOf(manifest.indexErrorBuffer);
+  MEMFIT_RT_RETURN_IF_ERROR(waitForHostTasks(at, sizeof(IndexError)));
   IndexError error;
   MEMFIT_RT_RETURN_IF_ERROR(backend->download(at, &error, sizeof(error))
                                 .withContext(where + ": index-error word"));
@@ -575,6 +646,8 @@ StatusOr<Tensor> Session::getOutput(const std::string &name) const {
                            m.entries[other].name +
                            "' ran after it and may have overwritten it");
   Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
+  MEMFIT_RT_RETURN_IF_ERROR(
+      impl_->waitForHostTasks(impl_->offsetOf(id), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
                                 ->download(impl_->offsetOf(id),
                                            tensor.data.data(), buffer.bytes)
@@ -592,6 +665,8 @@ StatusOr<Tensor> Session::readVariable(const std::string &name) const {
     return v.status();
   const Buffer &buffer = impl_->manifest.buffers[(*v)->buffer];
   Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
+  MEMFIT_RT_RETURN_IF_ERROR(impl_->waitForHostTasks(
+      impl_->offsetOf((*v)->buffer), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
                                 ->download(impl_->offsetOf((*v)->buffer),
                                            tensor.data.data(), buffer.bytes)
@@ -610,9 +685,47 @@ Status Session::writeVariable(const std::string &name, const Tensor &tensor) {
                            describe(buffer.dtype, buffer.shape) + ", got " +
                            describe(tensor.dtype, tensor.shape) + " (" +
                            std::to_string(tensor.data.size()) + " bytes)");
-  return impl_->backend
-      ->upload(impl_->offsetOf((*v)->buffer), tensor.data.data(), buffer.bytes)
-      .withContext("variable '" + name + "'");
+  MEMFIT_RT_RETURN_IF_ERROR(
+      impl_->waitForHostTasks(impl_->offsetOf((*v)->buffer), buffer.bytes));
+  MEMFIT_RT_RETURN_IF_ERROR(
+      impl_->backend
+          ->upload(impl_->offsetOf((*v)->buffer), tensor.data.data(),
+                   buffer.bytes)
+          .withContext("variable '" + name + "'"));
+  return impl_->refreshWorkingCopies(*v);
+}
+
+Status Session::Impl::refreshWorkingCopies(const Variable *master) {
+  for (const Variable &copy : manifest.variables) {
+    if (copy.kind != VariableKind::WorkingCopy ||
+        (master && copy.workingCopyOf != master->name))
+      continue;
+    const Variable *from = manifest.findVariable(copy.workingCopyOf);
+    const Buffer &in = manifest.buffers[from->buffer];
+    const Buffer &out = manifest.buffers[copy.buffer];
+    std::string where = "working copy '" + copy.name + "'";
+    std::vector<float> values(in.bytes / sizeof(float));
+    MEMFIT_RT_RETURN_IF_ERROR(
+        waitForHostTasks(offsetOf(from->buffer), in.bytes));
+    MEMFIT_RT_RETURN_IF_ERROR(
+        waitForHostTasks(offsetOf(copy.buffer), out.bytes));
+    MEMFIT_RT_RETURN_IF_ERROR(
+        backend->download(offsetOf(from->buffer), values.data(), in.bytes)
+            .withContext(where));
+    std::vector<uint16_t> halves;
+    const void *bytes = values.data();
+    if (out.dtype != DType::f32) {
+      halves.resize(values.size());
+      for (size_t i = 0; i < values.size(); ++i)
+        halves[i] = out.dtype == DType::bf16 ? floatToBf16(values[i])
+                                             : floatToHalf(values[i]);
+      bytes = halves.data();
+    }
+    MEMFIT_RT_RETURN_IF_ERROR(
+        backend->upload(offsetOf(copy.buffer), bytes, out.bytes)
+            .withContext(where));
+  }
+  return Status::ok();
 }
 
 } // namespace memfit::rt

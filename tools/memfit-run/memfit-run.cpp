@@ -615,7 +615,7 @@ int trainModel(rt::Session &session) {
   std::map<std::string, rt::Tensor> gathered;
   if (f.exportsWeights() && ranks().many())
     for (const rt::Variable &v : session.variables())
-      if (v.wholeRows > 0) {
+      if (v.wholeRows > 0 && v.kind != rt::VariableKind::WorkingCopy) {
         rt::StatusOr<rt::Tensor> whole =
             rt::gatherWholeVariable(session, *ranks().comm, v.name);
         if (!whole)

@@ -83,8 +83,16 @@ enum class BufferCategory {
   /// memfit-remat offload-activations: a saved value's copy in host memory
   /// (the host region), from its last forward use to its last backward one.
   OffloadedActivation,
+  /// offload-states: what the host's update kernels read that the device
+  /// computed (memfit-host-transfers' copies) and what they write that no
+  /// assignment stores, in the host region until the step's end.
+  HostTransfer,
 };
-constexpr unsigned kNumBufferCategories = 21;
+constexpr unsigned kNumBufferCategories = 22;
+
+/// Whether `buffer` is a host-region buffer packed by live range
+/// (offloaded activations, host transfers), not a state at a fixed place.
+bool packedInHost(const struct PlannedBuffer &buffer);
 /// Bytes by buffer category.
 using CategoryBytes = std::array<int64_t, kNumBufferCategories>;
 
@@ -114,6 +122,9 @@ struct MemoryPlan {
   int64_t weightsBytes = 0;
   int64_t arenaBytes = 0; // the peak
   int64_t hostBytes = 0;  // the host region
+  /// Bytes of the host region packed by live range past its states:
+  /// offloaded activations [0] and host transfers [1].
+  std::array<int64_t, 2> hostPackedBytes{};
   /// The step with the most live arena bytes (the first such step), and
   /// those bytes by category.
   int64_t peakStep = 0;
@@ -205,10 +216,13 @@ struct ModulePlan {
   int64_t arenaBytes = 0; // the largest function's peak
   /// Bytes of the weights region by category (parameters, states...).
   CategoryBytes weightsByCategory{};
-  /// The host region (zero-initialized states kept in host memory), its
-  /// parameters' offsets in it and its bytes by category.
+  /// The host region (parameters and states kept in host memory: masters
+  /// with data first, then zero-initialized states), its parameters'
+  /// offsets in it and its bytes by category; its first
+  /// `initializedHostBytes` need storing.
   llvm::StringMap<int64_t> hostOffsets;
   int64_t hostBytes = 0;
+  int64_t initializedHostBytes = 0;
   CategoryBytes hostByCategory{};
   /// The function whose arena peak is the largest.
   unsigned peakFunction = 0;

@@ -25,6 +25,11 @@ constexpr char kRoleFrozen[] = "frozen";
 constexpr char kRoleOptimizerState[] = "optimizer_state";
 constexpr char kRoleGradientAccumulator[] = "gradient_accumulator";
 constexpr char kRoleCounter[] = "counter";
+/// A trained parameter's copy on the device that the forward and backward
+/// read when its master is in host memory (offload-states): f32, or the
+/// 16-bit type every read casts it to. It starts as zeros in the module;
+/// the runtime fills it from the master (Manifest.h, `workingCopyOf`).
+constexpr char kRoleWorkingCopy[] = "working_copy";
 constexpr char kBackwardAttr[] = "memfit.backward";
 constexpr char kGradientOfAttr[] = "memfit.gradient_of";
 /// On the ops memfit-chunk-loss builds for a loss's chunks (their logits,
@@ -86,6 +91,14 @@ constexpr char kWholeRowsAttr[] = "memfit.whole_rows";
 /// On a parameter or training state kept in host memory (memfit-optimizer
 /// offload-states): "host". The memory plan puts it in the host region.
 constexpr char kMemorySpaceAttr[] = "memfit.memory_space";
+/// offload-states: on a working copy (kRoleWorkingCopy), its master.
+constexpr char kWorkingCopyOfAttr[] = "memfit.working_copy_of";
+/// offload-states: on the kernels of the optimizer's update, which run on
+/// the host's cores, overlapped with the device (the runtime's `onHost`).
+/// They read host memory only: memfit-host-transfers copies what else they
+/// read there first, with kernels marked kToHostAttr.
+constexpr char kOnHostAttr[] = "memfit.on_host";
+constexpr char kToHostAttr[] = "memfit.to_host";
 /// memfit-remat offload-activations: on the kernel that copies a saved
 /// value to host memory after its last forward use (its result lives in
 /// the host region), and on the one that copies it back before a backward
@@ -116,6 +129,11 @@ ParameterOp addTrainingState(SymbolTable &symbols, Operation *after,
 /// The function named `name`, or when empty the only function or `main`;
 /// emits an error on the module otherwise.
 FailureOr<func::FuncOp> findEntryFunction(ModuleOp module, StringRef name);
+
+/// A kernel that copies `value` (its body yields its argument): an
+/// offloaded activation's copy in host memory and back, a value the host's
+/// update reads copied there.
+KernelOp copyKernel(OpBuilder &builder, Location loc, Value value);
 
 /// `{onnx.name = name}`: how inputs and outputs are named for the runtime.
 DictionaryAttr namedValueAttrs(MLIRContext *context, StringRef name);

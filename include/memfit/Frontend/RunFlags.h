@@ -136,6 +136,16 @@ struct RunFlags {
       cl::desc("Host backend: worker threads for blocks and contractions "
                "(default: $MEMFIT_HOST_THREADS, else the CPUs the process "
                "may run on)")};
+  Opt<unsigned> hostTaskThreads{
+      "host-task-threads", cl::Hidden, cl::cat(deviceCategory),
+      cl::desc("Host backend: threads for the updates of "
+               "--offload=optimizer, beside the workers (default: "
+               "$MEMFIT_HOST_TASK_THREADS, else 1)")};
+  Opt<bool> noHostOverlap{
+      "no-host-overlap", cl::Hidden, cl::cat(deviceCategory),
+      cl::desc("Host backend: run each update of --offload=optimizer in "
+               "its step, without overlapping the device's later steps "
+               "(to measure what the overlap hides)")};
   Opt<bool> profile{
       "profile", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Wait for every kernel and contraction and print where a "

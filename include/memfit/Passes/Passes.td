@@ -444,8 +444,39 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
            /*default=*/"2000",
            "Dynamic loss scaling: good steps before the scale grows">,
     Option<"offloadStates", "offload-states", "bool", /*default=*/"false",
-           "Keep the optimizer states in host memory (memfit.memory_space "
-           "= \"host\"): the plan's host region">,
+           "ZeRO-Offload: keep the fp32 masters and the optimizer states in "
+           "host memory (memfit.memory_space = \"host\"), the device reading "
+           "working copies, and run the updates on the host (memfit.on_host)">,
+  ];
+}
+
+def MemfitHostTransfersPass
+    : Pass<"memfit-host-transfers", "::mlir::func::FuncOp"> {
+  let summary = "Copies what the host's kernels read into host memory";
+  let description = [{
+    Under `memfit-optimizer offload-states` the updates are kernels marked
+    `memfit.on_host`: the runtime runs them on the host's cores while the
+    device goes on with the step (and the next step's forward, until it
+    reads a working copy they write). They read host memory only. For every
+    input of such a kernel whose buffer is not in host memory (a gradient,
+    the clipping factor, the step size the device computed), this pass puts
+    a copy kernel marked `memfit.to_host` before the first on-host kernel
+    that reads it, one per value. The memory plan places the copies, and
+    what on-host kernels write that no assignment stores, in the host
+    region, live until the end of the function: the host may run its
+    kernels after the device has passed them.
+
+    ```mlir
+    %g = memfit.kernel ... // the gradient, on the device
+    %h = memfit.kernel(%g) {memfit.to_host} ...
+    %u:4 = memfit.kernel(%master, %h, %m, %v, ...) {memfit.on_host} ...
+    ```
+
+    The train pipeline runs it last, after memfit-early-updates.
+  }];
+  let dependentDialects = ["::mlir::memfit::MemfitDialect"];
+  let statistics = [
+    Statistic<"numCopies", "copies", "Values copied to host memory">,
   ];
 }
 

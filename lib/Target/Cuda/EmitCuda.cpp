@@ -54,9 +54,7 @@ public:
 
 private:
   FailureOr<uint32_t> bufferId(Value value);
-  LogicalResult fillWeights();
   LogicalResult emitFunction(func::FuncOp func, unsigned index);
-  LogicalResult addVariables();
   void addMemoryReport();
   LogicalResult emitKernelStep(KernelOp kernel);
   FailureOr<rt::Kernel> emitKernelSource(KernelOp kernel,
@@ -129,32 +127,6 @@ FailureOr<uint32_t> ExecutableBuilder::bufferId(Value value) {
   return id;
 }
 
-LogicalResult ExecutableBuilder::fillWeights() {
-  // Zero-initialized states lie past the initialized prefix; the runtime
-  // zero-fills them.
-  exe.weights.assign(modulePlan.initializedWeightsBytes, 0);
-  for (auto param : module.getOps<ParameterOp>()) {
-    auto it = modulePlan.parameterOffsets.find(param.getSymName());
-    if (it == modulePlan.parameterOffsets.end())
-      continue;
-    int64_t bytes = tensorBytes(param.getType());
-    if (it->second + bytes > modulePlan.initializedWeightsBytes)
-      continue;
-    if (failed(writeElements(param.getValue(), param,
-                             exe.weights.data() + it->second, bytes)))
-      return failure();
-  }
-  for (const MemoryPlan &functionPlan : modulePlan.functions)
-    for (const PlannedBuffer &buffer : functionPlan.buffers)
-      if (auto constant = buffer.value.getDefiningOp<ConstantOp>())
-        if (buffer.region == BufferRegion::Weights &&
-            failed(writeElements(constant.getValue(), constant,
-                                 exe.weights.data() + buffer.offset,
-                                 buffer.bytes)))
-          return failure();
-  return success();
-}
-
 /// Whether every result of `op` is empty (a zero-sized dimension): such an
 /// op has nothing to compute and gets no step.
 bool producesNothing(Operation *op) {
@@ -173,6 +145,7 @@ ExecutableBuilder::emitKernelSource(KernelOp kernel,
   if (failed(info))
     return failure();
   info->kind = cuda::kernelKind(kernel);
+  info->onHost = kernel->hasAttr(kOnHostAttr);
   info->cost = cuda::stepCost(kernel);
   // A view's kernel reads the viewed value's buffer at the view's offset
   // and strides (KernelWriter::viewOf).
@@ -620,80 +593,6 @@ LogicalResult ExecutableBuilder::emitFunction(func::FuncOp f, unsigned index) {
   return success();
 }
 
-/// Every parameter with a training role becomes a named variable that
-/// sessions read, write and checkpoint.
-LogicalResult ExecutableBuilder::addVariables() {
-  for (auto param : module.getOps<ParameterOp>()) {
-    StringRef role = parameterRole(param);
-    auto it = modulePlan.parameterOffsets.find(param.getSymName());
-    auto host = modulePlan.hostOffsets.find(param.getSymName());
-    bool inHost = host != modulePlan.hostOffsets.end();
-    if (role.empty() || (it == modulePlan.parameterOffsets.end() && !inHost))
-      continue;
-    rt::VariableKind kind = rt::VariableKind::Parameter;
-    if (role == kRoleFrozen)
-      kind = rt::VariableKind::FrozenParameter;
-    else if (role == kRoleOptimizerState)
-      kind = rt::VariableKind::OptimizerState;
-    else if (role == kRoleGradientAccumulator)
-      kind = rt::VariableKind::GradientAccumulator;
-    else if (role == kRoleCounter)
-      kind = rt::VariableKind::Counter;
-    RankedTensorType type = param.getType();
-    FailureOr<rt::DType> dtype = toDType(type.getElementType());
-    if (failed(dtype))
-      return param.emitError() << "the runtime has no element type for "
-                               << type;
-    rt::Buffer buffer;
-    buffer.name = param.getSymName().str();
-    buffer.region = inHost ? rt::Region::Host : rt::Region::Weights;
-    buffer.offset = inHost ? host->second : it->second;
-    buffer.bytes = tensorBytes(type);
-    buffer.dtype = *dtype;
-    buffer.shape.assign(type.getShape().begin(), type.getShape().end());
-    manifest.buffers.push_back(std::move(buffer));
-    manifest.variables.push_back(
-        {param.getSymName().str(),
-         static_cast<uint32_t>(manifest.buffers.size() - 1), kind});
-    // ZeRO stage 3: the rank's rows of a parameter, which counts whole.
-    int64_t elements = type.getNumElements();
-    if (auto whole = param->getAttrOfType<IntegerAttr>(kWholeRowsAttr);
-        whole && type.getRank() > 0 && type.getDimSize(0) > 0) {
-      manifest.variables.back().wholeRows = whole.getInt();
-      elements = elements / type.getDimSize(0) * whole.getInt();
-    }
-    if (kind == rt::VariableKind::Parameter)
-      manifest.trainableParameters += elements;
-    if (auto of = param->getAttrOfType<StringAttr>(kLoraOfAttr);
-        of && param->getAttrOfType<StringAttr>(kLoraAttr).getValue() == "A") {
-      StringRef a = param.getSymName();
-      rt::LoraAdapter adapter;
-      adapter.a = a.str();
-      adapter.b = (a.drop_back(strlen("A.weight")) + "B.weight").str();
-      adapter.base = of.getValue().str();
-      if (auto scale = param->getAttrOfType<FloatAttr>(kLoraScaleAttr))
-        adapter.scale = scale.getValueAsDouble();
-      if (auto t = param->getAttrOfType<BoolAttr>(kLoraTransposedAttr))
-        adapter.transposed = t.getValue();
-      manifest.loraAdapters.push_back(std::move(adapter));
-    }
-    if (kind == rt::VariableKind::FrozenParameter) {
-      // A quantized weight counts its values: two per byte of 4-bit codes
-      // (ui8), one per int8 code; its scales none.
-      auto quantized = param->getAttrOfType<StringAttr>(kQuantizedAttr);
-      if (!quantized)
-        manifest.frozenParameters += type.getNumElements();
-      else if (quantized.getValue() == "weight_codes") {
-        uint64_t values = type.getNumElements() *
-                          (type.getElementType().isUnsignedInteger(8) ? 2 : 1);
-        manifest.frozenParameters += values;
-        manifest.quantizedParameters += values;
-      }
-    }
-  }
-  return success();
-}
-
 /// Persistent bytes by category, and what is live in the arena at the
 /// peak of the function with the largest one.
 void ExecutableBuilder::addMemoryReport() {
@@ -767,8 +666,10 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
   manifest.weightsBytes = modulePlan.weightsBytes;
   manifest.arenaBytes = modulePlan.arenaBytes;
   manifest.hostBytes = modulePlan.hostBytes;
+  manifest.initializedHostBytes = modulePlan.initializedHostBytes;
   exe.planOnly = options.planOnly;
-  if (!options.planOnly && failed(fillWeights()))
+  if (!options.planOnly &&
+      failed(cuda::fillWeights(module, modulePlan, exe.weights)))
     return failure();
 
   sourceOs << "// CUDA C++ generated by memfit.\n// One __global__ function "
@@ -793,7 +694,7 @@ LogicalResult ExecutableBuilder::build(const CudaEmitOptions &options) {
   for (auto [index, f] : llvm::enumerate(funcs))
     if (failed(emitFunction(f, index)))
       return failure();
-  if (failed(addVariables()))
+  if (failed(cuda::addVariables(module, modulePlan, manifest)))
     return failure();
   addMemoryReport();
   manifest.source = std::move(source);

@@ -139,9 +139,10 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
     gathers them before each op that reads it) against stage 0, with SGD,
     with clipping and with 2 micro-batches, within 1e-5, the parameters put
     together from the ranks' rows, and a rank's parameters about 1/N of
-    stage 0's; and stage 3 with its states in host memory
-    (--offload=optimizer: about 1/N of them in each rank's host region,
-    none on the device) within 1e-5 of stage 0."""
+    stage 0's; and stage 3 with its fp32 masters and states in host memory
+    (--offload=optimizer: about 1/N of the states in each rank's host
+    region, none on the device, the device's working copies about 1/N of
+    stage 0's parameters) within 1e-5 of stage 0."""
     runs = {}
     # AdamW for stage 1 (bit for bit); SGD with momentum for stage 2, whose
     # last-bit differences AdamW would turn into steps of lr where a
@@ -172,7 +173,7 @@ def zero1(memfit_run, models, workdir, ranks, steps, failures):
             if not states or int(states.group(1).replace(",", "")) > 64:
                 failures.append(f"zero={zero} {optimizer}: the states are "
                                 "still on the device")
-            states = re.search(r"^  host memory \(pinned\).*\n"
+            states = re.search(r"^  host memory \(pinned\).*\n(?:    .*\n)*?"
                                r"    optimizer states\s+([0-9,]+)", out, re.M)
         params = re.search(r"^    parameters\s+([0-9,]+)", out, re.M)
         shards = [read_checkpoint(ckpt + f".rank-{r}-of-{ranks}")

@@ -40,6 +40,10 @@ struct CheckpointFile {
   const CheckpointVariable *find(const std::string &name) const;
 };
 
+/// Whether checkpoints hold `v`: not a frozen weight (the executable's) nor
+/// a working copy (its master's).
+bool isCheckpointed(const Variable &v);
+
 /// Reads and checks a checkpoint file: its magic line, header, sizes and
 /// every variable's checksum. Errors name the file and what is wrong.
 StatusOr<CheckpointFile> readCheckpoint(const std::string &path);

@@ -135,6 +135,12 @@ struct Kernel {
   std::vector<std::string> indexChecks;
   KernelKind kind = KernelKind::ElementWise;
   StepCost cost;
+  /// Runs on the host's cores, not the device (--offload=optimizer's
+  /// updates): its buffers are in the host region or the weights region,
+  /// never the arena, so a backend may run it beside the device's later
+  /// steps, each of which waits for it only where it touches the same
+  /// bytes (Session). A backend without host tasks runs it in order.
+  bool onHost = false;
 };
 
 /// The first bytes of Manifest::indexErrorBuffer, two u64: `code`, 0 while
@@ -303,10 +309,16 @@ enum class VariableKind {
   OptimizerState,      // "<param>.exp_avg", "<param>.momentum", ...
   GradientAccumulator, // "<param>.grad", summed over micro-batches
   Counter,             // "step" (f32 []), loss scaling, "dropout_step" (i64 [])
+  /// The device's copy of a parameter whose master is in host memory
+  /// (--offload=optimizer): what the forward and backward read, f32 or
+  /// 16-bit. Not checkpointed: a session fills it from its master
+  /// (Variable::workingCopyOf) whenever the master is written from outside
+  /// a run, and the update writes both.
+  WorkingCopy,
 };
 
 /// "parameter", "frozen_parameter", "optimizer_state",
-/// "gradient_accumulator", "counter".
+/// "gradient_accumulator", "counter", "working_copy".
 const char *variableKindName(VariableKind kind);
 StatusOr<VariableKind> parseVariableKind(const std::string &name);
 
@@ -319,6 +331,8 @@ struct Variable {
   /// many rows (dimension 0; the last rank's end in zero rows). 0: the
   /// buffer is the whole variable.
   int64_t wholeRows = 0;
+  /// A working copy's master (VariableKind::WorkingCopy), else empty.
+  std::string workingCopyOf;
 };
 
 /// One line of the memory plan's breakdown. The compiler writes, for the
@@ -363,8 +377,11 @@ struct Manifest {
   std::string source;      // CUDA C++ of every kernel
   uint64_t weightsBytes = 0;
   uint64_t arenaBytes = 0; // the plan's peak
-  /// The host region (optional in manifest.json; absent: 0).
+  /// The host region (optional in manifest.json; absent: 0), and its first
+  /// bytes that the weights blob initializes (the masters of
+  /// --offload=optimizer; the blob's last `initializedHostBytes`).
   uint64_t hostBytes = 0;
+  uint64_t initializedHostBytes = 0;
   /// Elements of the trainable parameters (0 for a forward pass), for the
   /// memory report's bytes per parameter.
   uint64_t trainableParameters = 0;

@@ -39,6 +39,12 @@ struct SessionOptions {
   /// Host backend: worker threads for blocks and contractions (0:
   /// $MEMFIT_HOST_THREADS, else one per CPU the process may run on).
   unsigned hostThreads = 0;
+  /// Host backend: threads for the host tasks (Kernel::onHost, the updates
+  /// of --offload=optimizer), which run beside the workers above (0:
+  /// $MEMFIT_HOST_TASK_THREADS, else 1). With `overlapHostTasks` false
+  /// each runs in order, in the step (to measure what the overlap hides).
+  unsigned hostTaskThreads = 0;
+  bool overlapHostTasks = true;
   /// Time every step of a run (Session::stepProfile): on the host by
   /// waiting for each, on a GPU with CUDA events around each (a profiled
   /// entry is not replayed as a CUDA graph).

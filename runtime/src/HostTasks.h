@@ -1,0 +1,75 @@
+//===- HostTasks.h - tasks run in order beside the caller (internal) -*- C++ -*-===//
+
+#ifndef MEMFIT_RUNTIME_SRC_HOSTTASKS_H
+#define MEMFIT_RUNTIME_SRC_HOSTTASKS_H
+
+#include "memfit/runtime/Status.h"
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <utility>
+#include <vector>
+
+namespace memfit::rt {
+
+/// Tasks run one after another, in the order pushed, by a thread of their
+/// own beside the caller: the host backend's host tasks (Kernel::onHost).
+/// After a task fails the later ones are skipped, and the failure is
+/// reported once, by the next wait that covers it.
+class HostTaskQueue {
+public:
+  HostTaskQueue();
+  /// Runs what is queued, then stops.
+  ~HostTaskQueue();
+  HostTaskQueue(const HostTaskQueue &) = delete;
+  HostTaskQueue &operator=(const HostTaskQueue &) = delete;
+
+  void push(std::function<Status()> task);
+  /// Waits until the first `count` tasks pushed have finished.
+  Status waitFor(uint64_t count);
+  uint64_t finished() const { return finished_.load(); }
+
+private:
+  void loop();
+
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  std::deque<std::function<Status()>> queue_;
+  std::atomic<uint64_t> finished_{0};
+  Status failure_ = Status::ok();
+  bool failed_ = false, reported_ = false, stop_ = false;
+  std::thread thread_;
+};
+
+/// The bytes of the host tasks a session has started and not seen finish,
+/// by task number: a later step that touches them waits for them.
+class PendingHostTasks {
+public:
+  using Range = std::pair<uint64_t, uint64_t>; // [begin, end)
+
+  bool empty() const { return tasks_.empty(); }
+  /// Task `ticket` (its number + 1: the tasks that must finish for it to
+  /// have finished) touches `ranges`.
+  void add(uint64_t ticket, std::vector<Range> ranges);
+  /// Forgets the tasks among the first `finished`.
+  void dropFinished(uint64_t finished);
+  /// How many tasks must finish before [begin, end) may be touched: the
+  /// ticket of the last pending task that touches it, or 0.
+  uint64_t mustFinish(uint64_t begin, uint64_t end) const;
+
+private:
+  struct Task {
+    uint64_t ticket;
+    std::vector<Range> ranges; // sorted, disjoint
+  };
+  std::deque<Task> tasks_;
+};
+
+} // namespace memfit::rt
+
+#endif // MEMFIT_RUNTIME_SRC_HOSTTASKS_H
