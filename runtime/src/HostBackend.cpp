@@ -62,7 +62,9 @@ public:
       pthread_join(t, nullptr);
   }
 
-  Status start(unsigned count) {
+  /// With `batch`, the workers run at batch priority (host tasks).
+  Status start(unsigned count, bool batch = false) {
+    batch_ = batch;
     for (unsigned i = 0; i < count; ++i) {
       pthread_t thread;
       int error = pthread_create(&thread, nullptr, &WorkerPool::entry, this);
@@ -102,6 +104,8 @@ private:
   }
 
   void loop() {
+    if (batch_)
+      lowerToBatchPriority();
     uint64_t seen = 0;
     std::unique_lock<std::mutex> lock(mutex_);
     while (true) {
@@ -132,7 +136,7 @@ private:
   std::atomic<size_t> next_{0};
   size_t active_ = 0;
   uint64_t generation_ = 0;
-  bool stop_ = false;
+  bool stop_ = false, batch_ = false;
   std::vector<void (*)()> exitHooks_;
 };
 
@@ -299,7 +303,7 @@ public:
                          const std::vector<uint64_t> &offsets) override {
     if (!tasks_) {
       taskPool_ = std::make_unique<WorkerPool>();
-      MEMFIT_RT_RETURN_IF_ERROR(taskPool_->start(taskThreads_));
+      MEMFIT_RT_RETURN_IF_ERROR(taskPool_->start(taskThreads_, /*batch=*/true));
       taskPool_->setExitHooks(kernelLibraries_->releases);
       tasks_ = std::make_unique<HostTaskQueue>();
     }

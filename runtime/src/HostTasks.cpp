@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include <pthread.h>
+#include <sched.h>
+
 namespace memfit::rt {
 
 HostTaskQueue::HostTaskQueue() : thread_([this] { loop(); }) {}
@@ -35,7 +38,16 @@ Status HostTaskQueue::waitFor(uint64_t count) {
   return Status::ok();
 }
 
+void lowerToBatchPriority() {
+  // Batch threads do not preempt the thread that woke them (Linux's
+  // SCHED_BATCH): the caller goes on launching the device's steps.
+  sched_param param{};
+  param.sched_priority = 0;
+  pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+}
+
 void HostTaskQueue::loop() {
+  lowerToBatchPriority();
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     wake_.wait(lock, [&] { return stop_ || !queue_.empty(); });

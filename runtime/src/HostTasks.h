@@ -17,6 +17,10 @@
 
 namespace memfit::rt {
 
+/// Lowers the calling thread to batch scheduling, so that waking it does
+/// not preempt the thread that woke it (best effort).
+void lowerToBatchPriority();
+
 /// Tasks run one after another, in the order pushed, by a thread of their
 /// own beside the caller: the host backend's host tasks (Kernel::onHost).
 /// After a task fails the later ones are skipped, and the failure is

@@ -41,7 +41,7 @@ struct Session::Impl {
   Manifest manifest;
   DeviceKind device = DeviceKind::Host;
   std::unique_ptr<Backend> backend;
-  SessionTimings timings;
+  mutable SessionTimings timings;
   // Entries share the arena. A logical clock orders setInput and run so
   // that run() can tell an input another entry may have overwritten, and
   // getOutput an output that is stale: inputSetAt[entry][input] and
@@ -81,7 +81,12 @@ struct Session::Impl {
     if (need == 0)
       return Status::ok();
     pendingHost.dropFinished(need);
-    return backend->waitHostTasks(need);
+    auto begin = std::chrono::steady_clock::now();
+    Status waited = backend->waitHostTasks(need);
+    timings.hostWaitSeconds += std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - begin)
+                                   .count();
+    return waited;
   }
   /// Waits for the host tasks that touch the buffers of a step at
   /// `offsets`.
@@ -511,12 +516,18 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
     for (size_t b = 0; b < offsets.size(); ++b)
       ranges.push_back(
           {offsets[b], offsets[b] + manifest.buffers[step.buffers[b]].bytes});
+    // A backend that runs it in the step (no overlap) waits here.
+    auto begin = std::chrono::steady_clock::now();
     MEMFIT_RT_RETURN_IF_ERROR(
         backend->startHostKernel(step.index, offsets)
             .withContext(where + ": step " + std::to_string(i) +
                          " (host kernel '" +
                          manifest.kernels[step.index].name + "')"));
+    timings.hostWaitSeconds += std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - begin)
+                                   .count();
     pendingHost.add(++hostTasksStarted, std::move(ranges));
+    timings.hostTasks = hostTasksStarted;
     return Status::ok();
   }
   MEMFIT_RT_RETURN_IF_ERROR(

@@ -196,6 +196,12 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                    (long long)options.steps, summary.seconds,
                    summary.seconds * 1e3 / double(options.steps),
                    double(summary.losses.back().second));
+    if (const SessionTimings &t = session.timings(); t.hostTasks)
+      *log << format("host updates (--offload=optimizer): %.1f kernels a "
+                     "step on the host's threads, beside the device; the "
+                     "device waited %.1f ms a step for them\n",
+                     double(t.hostTasks) / double(options.steps),
+                     t.hostWaitSeconds * 1e3 / double(options.steps));
     if (trainer.scalesLoss())
       *log << format("loss scaling: %lld of %lld steps skipped (inf or NaN "
                      "gradients)\n",

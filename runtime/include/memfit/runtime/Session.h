@@ -81,6 +81,11 @@ struct SessionTimings {
   bool cacheHit = false;
   double runSeconds = 0;     // last run(), synchronized
   bool graphReplayed = false; // the last run() replayed a CUDA graph
+  /// Host tasks (Kernel::onHost) started over the session, and the seconds
+  /// the steps after them (and reads and writes) waited for them: with
+  /// SessionOptions::overlapHostTasks off, the seconds they took.
+  uint64_t hostTasks = 0;
+  double hostWaitSeconds = 0;
 };
 
 /// The time one step of an entry (a kernel or a contraction) took over the
