@@ -1,25 +1,59 @@
 // memfit-optimizer offload-states (the train pipeline's offload-optimizer,
-// memfit-run --offload=optimizer): the optimizer states are kept in host
-// memory (memfit.memory_space = "host"); the parameters and the step
-// counter stay on the device. The memory plan lays the states out in a host
-// region of their own, apart from the device's total, and the update writes
-// them there in place.
+// memfit-run --offload=optimizer), ZeRO-Offload: the fp32 master @w and its
+// optimizer states are kept in host memory (memfit.memory_space = "host");
+// the forward and backward read a working copy @w.working on the device
+// (f32 here; bf16 under precision=bf16, where it replaces the per-use
+// cast). The update is one kernel marked memfit.on_host that writes the
+// master, the states and the new working copy; memfit-host-transfers copies
+// what it reads from the device (the gradient, AdamW's step size, bias
+// correction and decay factor) to host memory first (memfit.to_host). The
+// memory plan lays the master out first in the host region, then the
+// states, then the transfers, live to the step's end.
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true' | FileCheck %s
+// RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true precision=bf16' | FileCheck %s --check-prefix=BF16
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true' --memfit-memory-plan='buffers=true' -o /dev/null | FileCheck %s --check-prefix=PLAN
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw' --memfit-memory-plan -o /dev/null | FileCheck %s --check-prefix=DEVICE
 // RUN: not memfit-opt %s --memfit-train-pipeline='optimizer=adamw8bit offload-optimizer=true' 2>&1 | FileCheck %s --check-prefix=EIGHT
 
-// CHECK: memfit.parameter @w = {{.*}} : tensor<8x4xf32> {memfit.role = "parameter"}
+// CHECK: memfit.parameter @w = {{.*}} : tensor<8x4xf32> {memfit.memory_space = "host", memfit.role = "parameter"}
+// CHECK-NEXT: memfit.parameter @w.working = dense<0.000000e+00> : tensor<8x4xf32> {memfit.role = "working_copy", memfit.working_copy_of = @w}
 // CHECK: memfit.parameter @w.exp_avg = dense<0.000000e+00> : tensor<8x4xf32> {memfit.memory_space = "host", memfit.role = "optimizer_state", memfit.state_of = @w}
 // CHECK: memfit.parameter @w.exp_avg_sq = dense<0.000000e+00> : tensor<8x4xf32> {memfit.memory_space = "host", memfit.nonnegative, memfit.role = "optimizer_state", memfit.state_of = @w}
 // CHECK: memfit.parameter @step = dense<0.000000e+00> : tensor<f32> {memfit.role = "counter"}
+// CHECK: %[[WORKING:.*]] = memfit.load_parameter @w.working
+// CHECK-NEXT: memfit.matmul %{{.*}}, %[[WORKING]]
+// CHECK: %[[GRAD:.*]] = memfit.gemm {{.*}}memfit.gradient_of = @w
+// CHECK: %[[MASTER:.*]] = memfit.load_parameter @w :
+// CHECK: %[[COPY:.*]] = memfit.kernel(%[[GRAD]]) {memfit.to_host}
+// CHECK-NEXT: ^bb0(%[[ARG:.*]]: tensor<8x4xf32>):
+// CHECK-NEXT: memfit.yield %[[ARG]]
+// CHECK-COUNT-3: memfit.kernel(%{{.*}}) {memfit.to_host} : (tensor<f32>) -> tensor<f32>
+// CHECK: %[[UPDATE:.*]]:4 = memfit.kernel(%[[MASTER]], %[[COPY]], {{.*}}) {memfit.on_host}
+// CHECK: memfit.yield %[[NEW:[0-9]+]], %{{.*}}, %{{.*}}, %[[NEW]] :
+// CHECK: memfit.assign @w, %[[UPDATE]]#0
+// CHECK: memfit.assign @w.working, %[[UPDATE]]#3
 
-// PLAN: weights region: 512 bytes (parameters 256, constants 0)
+// BF16: memfit.parameter @w.working = dense<0.000000e+00> : tensor<8x4xbf16> {memfit.role = "working_copy", memfit.working_copy_of = @w}
+// BF16: %[[WORKING:.*]] = memfit.load_parameter @w.working : tensor<8x4xbf16>
+// BF16-NOT: reason = "working-copy"
+// BF16: memfit.matmul %{{.*}}, %[[WORKING]] : tensor<2x8xbf16>, tensor<8x4xbf16>
+// The gradient crosses in bf16; its cast to f32 joined the host's update.
+// BF16: memfit.kernel(%{{.*}}) {memfit.to_host} : (tensor<8x4xbf16>) -> tensor<8x4xbf16>
+// BF16: memfit.kernel({{.*}}) {memfit.on_host}
+// BF16: memfit.cast %{{.*}} {memfit.backward, memfit.gradient_of = @w, reason = "gradient"} : tensor<8x4xbf16> to tensor<8x4xf32>
+// BF16: memfit.cast %{{.*}} {reason = "working-copy"} : tensor<8x4xf32> to tensor<8x4xbf16>
+// BF16: memfit.assign @w.working, %{{.*}} : tensor<8x4xbf16>
+
 // PLAN: total: {{[0-9]+}} bytes
-// PLAN-NEXT: host region: 512 bytes (kept in host memory, not in the device's total)
-// PLAN: buffer {{[0-9]+}}: host optimizer_states offset 0 bytes 128 steps {{.*}} w.exp_avg
-// PLAN: buffer {{[0-9]+}}: host optimizer_states offset 256 bytes 128 steps {{.*}} w.exp_avg_sq
-// PLAN: buffer {{[0-9]+}}: host optimizer_states offset 0 bytes 128 steps {{.*}} memfit.kernel
+// PLAN-NEXT: host region: 1792 bytes (kept in host memory, not in the device's total)
+// PLAN: weights parameters offset 0 bytes 128 steps {{.*}} w.working
+// PLAN: host parameters offset 0 bytes 128 steps {{.*}} w
+// PLAN: host optimizer_states offset 256 bytes 128 steps {{.*}} w.exp_avg
+// PLAN: host optimizer_states offset 512 bytes 128 steps {{.*}} w.exp_avg_sq
+// PLAN: host host_transfers offset 768 bytes 128 steps [[FIRST:[0-9]+]]..[[END:[0-9]+]] memfit.kernel
+// PLAN: host host_transfers offset 1024 bytes 4 steps {{[0-9]+}}..[[END]] memfit.kernel
+// PLAN: host parameters offset 0 bytes 128 steps [[UPDATE:[0-9]+]]..[[UPDATE]] memfit.kernel
+// PLAN: weights parameters offset 0 bytes 128 steps [[UPDATE]]..[[UPDATE]] memfit.kernel
 
 // DEVICE-NOT: host region
 

@@ -197,13 +197,26 @@ void runCudaSessionTests() {
   // in pinned host memory mapped for the device, outside the device's one
   // allocation; the session reads and writes it as a variable, and frees
   // it with the session.
+  // A master m (f32 [4]) there too, initialized by the weights blob's tail,
+  // and its bf16 working copy on the device, which the session fills from
+  // it through the fake driver.
   Executable hosted = executable;
   hosted.manifest.buffers[1] =
-      Buffer{"count", Region::Host, 0, 8, DType::i64, {1}};
-  hosted.manifest.weightsBytes = 48;
-  hosted.manifest.hostBytes = 256;
-  hosted.manifest.variables = {{"count", 1, VariableKind::Counter}};
-  hosted.weights.resize(48);
+      Buffer{"count", Region::Host, 256, 8, DType::i64, {1}};
+  hosted.manifest.buffers.push_back(
+      Buffer{"m", Region::Host, 0, 16, DType::f32, {4}});
+  hosted.manifest.buffers.push_back(
+      Buffer{"m.working", Region::Weights, 256, 8, DType::bf16, {4}});
+  hosted.manifest.weightsBytes = 264;
+  hosted.manifest.hostBytes = 512;
+  hosted.manifest.initializedHostBytes = 16;
+  hosted.manifest.variables = {
+      {"count", 1, VariableKind::Counter},
+      {"m", 5, VariableKind::Parameter},
+      {"m.working", 6, VariableKind::WorkingCopy, 0, "m"}};
+  hosted.weights.resize(48 + 16);
+  const float masters[4] = {1.0f / 3, -2.5f, 1e-3f, 7.0f};
+  std::memcpy(hosted.weights.data() + 48, masters, 16);
   {
     std::unique_ptr<Session> s = openSession(hosted, options);
     if (s) {
@@ -213,11 +226,20 @@ void runCudaSessionTests() {
       CHECK(runWith(*s, 1.0f));
       CHECK(runWith(*s, 2.0f)); // the second run is a graph's capture
       CHECK(mockcuda::calls("cuMemHostAlloc") == 1);
-      CHECK(s->hostBytes() == 256);
+      CHECK(s->hostBytes() == 512);
       // The device holds the plan and the workspace, not the host region.
-      CHECK(s->allocatedBytes() == 256 + 768 + 256);
+      CHECK(s->allocatedBytes() == 512 + 768 + 256);
       StatusOr<Tensor> back = s->readVariable("count");
       CHECK(back.isOk() && *back->as<int64_t>() == 8);
+      StatusOr<Tensor> m = s->readVariable("m");
+      CHECK(m.isOk() && std::memcmp(m->data.data(), masters, 16) == 0);
+      StatusOr<Tensor> working = s->readVariable("m.working");
+      if (CHECK(working.isOk())) {
+        const uint16_t *halves = working->as<uint16_t>();
+        // 1/3, -2.5, 1e-3 and 7 rounded to bf16 (to nearest, ties even).
+        CHECK(halves[0] == 0x3eab && halves[1] == 0xc020 &&
+              halves[2] == 0x3a83 && halves[3] == 0x40e0);
+      }
     }
   }
   CHECK(mockcuda::calls("cuMemFreeHost") == 1);

@@ -21,6 +21,7 @@ int main(int argc, char **argv) {
     test::runHostKernelsTests();
     test::runSessionTests();
     test::runEpilogueTests();
+    test::runHostTasksTests();
     test::runIndexErrorTests();
     test::runTrainingTests();
     test::runTrainingDataTests();

@@ -79,6 +79,7 @@ void runManifestTests();
 void runTensorTests();
 void runHostBackendTests();
 void runEpilogueTests();
+void runHostTasksTests();
 void runHostKernelsTests();
 void runSessionTests();
 void runIndexErrorTests();

@@ -1,0 +1,268 @@
+//===- HostTasksTest.cpp - host tasks beside the device's steps -----------===//
+//
+// The pieces of --offload=optimizer's runtime: HostTaskQueue runs tasks in
+// order beside the caller and reports the first failure once;
+// PendingHostTasks says which task a range of bytes waits for; and a
+// hand-written executable whose update is a host kernel (Kernel::onHost)
+// that writes an fp32 master in the host region and its bf16 working copy
+// on the device, read by the next run's first step, is run through Session
+// with the overlap on and off: every read sees the update, the working copy
+// starts as (and is refreshed to) the master's rounding, and checkpoints
+// leave it out. The manifest's rules for host kernels and working copies
+// are checked for their messages.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TestUtil.h"
+
+#include "../../runtime/src/Half.h"
+#include "../../runtime/src/HostTasks.h"
+
+#include "memfit/runtime/Checkpoint.h"
+#include "memfit/runtime/Session.h"
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace memfit::rt::test {
+
+namespace {
+
+void testQueue() {
+  HostTaskQueue queue;
+  std::mutex mutex;
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i)
+    queue.push([&, i] {
+      // The first sleeps: the others still run after it.
+      if (i == 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      std::lock_guard<std::mutex> lock(mutex);
+      order.push_back(i);
+      return Status::ok();
+    });
+  CHECK_OK(queue.waitFor(3));
+  CHECK(order == (std::vector<int>{0, 1, 2}));
+  CHECK(queue.finished() == 3);
+  bool ranAfterFailure = false;
+  queue.push([] { return invalidArgument("the update failed"); });
+  queue.push([&] {
+    ranAfterFailure = true;
+    return Status::ok();
+  });
+  CHECK_ERROR(queue.waitFor(5), "the update failed");
+  CHECK(!ranAfterFailure);
+  CHECK(queue.finished() == 5);
+  // Reported once.
+  CHECK_OK(queue.waitFor(5));
+}
+
+void testPending() {
+  PendingHostTasks pending;
+  CHECK(pending.empty());
+  pending.add(1, {{32, 48}, {0, 16}});
+  pending.add(2, {{16, 32}, {20, 24}});
+  CHECK(pending.mustFinish(40, 44) == 1);
+  CHECK(pending.mustFinish(20, 24) == 2);
+  CHECK(pending.mustFinish(10, 40) == 2);
+  CHECK(pending.mustFinish(48, 64) == 0);
+  CHECK(pending.mustFinish(15, 16) == 1);
+  pending.dropFinished(1);
+  CHECK(pending.mustFinish(40, 44) == 0);
+  CHECK(pending.mustFinish(16, 17) == 2);
+  pending.dropFinished(2);
+  CHECK(pending.empty());
+}
+
+const char *kSource = R"cuda(
+#ifndef MEMFIT_CUDA_HOST_H
+#include <cuda_bf16.h>
+#endif
+extern "C" __global__ void device_read(const __nv_bfloat16* __restrict__ w,
+                                       const float* __restrict__ x,
+                                       float* __restrict__ y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 8) y[i] = __bfloat162float(w[i]) + x[i];
+}
+extern "C" __global__ void host_update(const float* master, float* updated,
+                                       __nv_bfloat16* working) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 8) {
+    float v = master[i] * 1.5f + 0.01f;
+    updated[i] = v;
+    working[i] = __float2bfloat16_rn(v);
+  }
+}
+)cuda";
+
+/// Buffers: the master w (f32 [8], host region, initialized by the blob's
+/// tail), its working copy (bf16 [8], weights region), x and y (arena).
+/// Steps: y = working + x (the device), then the host's update of the
+/// master and the working copy in place.
+Executable hostExecutable() {
+  Executable e;
+  Manifest &m = e.manifest;
+  m.model = "hand-written host update";
+  m.source = kSource;
+  m.buffers = {Buffer{"w", Region::Host, 0, 32, DType::f32, {8}},
+               Buffer{"w.working", Region::Weights, 0, 16, DType::bf16, {8}},
+               Buffer{"x", Region::Arena, 0, 32, DType::f32, {8}},
+               Buffer{"y", Region::Arena, 256, 32, DType::f32, {8}}};
+  m.weightsBytes = 256;
+  m.arenaBytes = 512;
+  m.hostBytes = 256;
+  m.initializedHostBytes = 32;
+  m.kernels = {kernel("device_read", 1, 32, false),
+               kernel("host_update", 1, 32, false)};
+  m.kernels[1].onHost = true;
+  m.entries = {{"main",
+                {{StepKind::Kernel, 0, {1, 2, 3}},
+                 {StepKind::Kernel, 1, {0, 0, 1}}},
+                {{"x", 2}},
+                {{"y", 3}}}};
+  m.variables = {{"w", 0, VariableKind::Parameter},
+                 {"w.working", 1, VariableKind::WorkingCopy, 0, "w"}};
+  m.memory = {{"weights", m.weightsBytes}, {"arena", m.arenaBytes}};
+  // The blob: no device bytes, then the master.
+  e.weights.resize(32);
+  for (int i = 0; i < 8; ++i) {
+    float v = 0.1f + 0.37f * float(i);
+    std::memcpy(e.weights.data() + i * 4, &v, 4);
+  }
+  return e;
+}
+
+float f32At(const Tensor &t, int i) {
+  float v;
+  std::memcpy(&v, t.data.data() + i * 4, 4);
+  return v;
+}
+
+uint16_t bf16At(const Tensor &t, int i) {
+  uint16_t v;
+  std::memcpy(&v, t.data.data() + i * 2, 2);
+  return v;
+}
+
+void testSession(bool overlap) {
+  Executable e = hostExecutable();
+  if (!CHECK_OK(e.manifest.validate()))
+    return;
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/cache-host-tasks";
+  options.overlapHostTasks = overlap;
+  StatusOr<std::unique_ptr<Session>> created =
+      Session::create(e, DeviceKind::Host, options);
+  if (!CHECK_OK(created.status()))
+    return;
+  Session &session = **created;
+  std::vector<float> master(8), x(8);
+  for (int i = 0; i < 8; ++i) {
+    std::memcpy(&master[i], e.weights.data() + i * 4, 4);
+    x[i] = float(i) * 0.5f;
+  }
+  // The working copy starts as the master's rounding.
+  StatusOr<Tensor> working = session.readVariable("w.working");
+  if (!CHECK_OK(working.status()))
+    return;
+  bool rounded = true;
+  for (int i = 0; i < 8; ++i)
+    rounded &= bf16At(*working, i) == floatToBf16(master[i]);
+  CHECK(rounded);
+  Tensor input = Tensor::zeros(DType::f32, {8});
+  std::memcpy(input.data.data(), x.data(), 32);
+  CHECK_OK(session.setInput("x", input));
+  // Each run reads the working copy the last run's host update wrote.
+  bool seen = true;
+  for (int run = 0; run < 3; ++run) {
+    if (!CHECK_OK(session.run()))
+      return;
+    StatusOr<Tensor> y = session.getOutput("y");
+    if (!CHECK_OK(y.status()))
+      return;
+    for (int i = 0; i < 8; ++i) {
+      seen &= f32At(*y, i) ==
+              bf16ToFloat(floatToBf16(master[i])) + x[i];
+      master[i] = master[i] * 1.5f + 0.01f;
+    }
+  }
+  CHECK(seen);
+  CHECK(session.timings().hostTasks == 3);
+  StatusOr<Tensor> w = session.readVariable("w");
+  if (CHECK_OK(w.status())) {
+    bool updated = true;
+    for (int i = 0; i < 8; ++i)
+      updated &= f32At(*w, i) == master[i];
+    CHECK(updated);
+  }
+  // Writing the master refreshes its working copy.
+  Tensor fresh = Tensor::zeros(DType::f32, {8});
+  for (int i = 0; i < 8; ++i) {
+    float v = -1.0f / float(i + 3);
+    std::memcpy(fresh.data.data() + i * 4, &v, 4);
+  }
+  CHECK_OK(session.writeVariable("w", fresh));
+  working = session.readVariable("w.working");
+  if (CHECK_OK(working.status())) {
+    bool refreshed = true;
+    for (int i = 0; i < 8; ++i)
+      refreshed &= bf16At(*working, i) == floatToBf16(f32At(fresh, i));
+    CHECK(refreshed);
+  }
+  // Checkpoints hold the master, not its working copy.
+  std::string path = scratchDirectory() + "/host-tasks-" +
+                     (overlap ? "overlap" : "in-step") + ".ckpt";
+  CHECK_OK(session.saveCheckpoint(path));
+  StatusOr<CheckpointFile> saved = readCheckpoint(path);
+  if (CHECK_OK(saved.status()))
+    CHECK(saved->variables.size() == 1 && saved->variables[0].name == "w");
+  CHECK_OK(session.run());
+}
+
+void testRules() {
+  {
+    Executable e = hostExecutable();
+    // The device's step made a host kernel: it would read the arena late.
+    e.manifest.kernels[0].onHost = true;
+    CHECK_ERROR(e.manifest.validate(),
+                "kernel 'device_read' runs on the host but reads or writes "
+                "buffer 2 ('x') of the arena");
+  }
+  {
+    Executable e = hostExecutable();
+    e.manifest.variables[1].workingCopyOf = "v";
+    CHECK_ERROR(e.manifest.validate(),
+                "workingCopyOf 'v' is not a trainable parameter");
+  }
+  {
+    Executable e = hostExecutable();
+    e.manifest.variables[0].workingCopyOf = "w.working";
+    CHECK_ERROR(e.manifest.validate(),
+                "workingCopyOf, but it is a parameter, not a working_copy");
+  }
+  {
+    Executable e = hostExecutable();
+    e.manifest.buffers[1].shape = {2, 4};
+    CHECK_ERROR(e.manifest.validate(), "with its f32 master's shape");
+  }
+  {
+    Executable e = hostExecutable();
+    e.manifest.initializedHostBytes = 512;
+    CHECK_ERROR(e.manifest.validate(),
+                "initializedHostBytes 512 exceeds hostBytes 256");
+  }
+}
+
+} // namespace
+
+void runHostTasksTests() {
+  testQueue();
+  testPending();
+  testSession(/*overlap=*/true);
+  testSession(/*overlap=*/false);
+  testRules();
+}
+
+} // namespace memfit::rt::test
