@@ -268,6 +268,11 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.worldSize = std::max<int64_t>(worldSize, 1);
   t.zero = zero;
+  if (bucket.getNumOccurrences()) {
+    if (bucket.getValue().bytes < 0)
+      return rt::invalidArgument("--bucket must not be negative");
+    t.bucketBytes = bucket.getValue().bytes;
+  }
   if (offload != "none") {
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(offload.getValue()).split(parts, ',');

@@ -85,6 +85,7 @@ trainPipelineOptions(const TrainOptions &train,
   options->accumulate = train.accumulate;
   options->worldSize = train.worldSize;
   options->zero = train.zero;
+  options->bucketBytes = train.bucketBytes;
   options->rank = train.zero >= 1 ? train.rank : 0;
   options->offloadOptimizer = train.offloadOptimizer;
   options->budget = ByteSize{train.budget};

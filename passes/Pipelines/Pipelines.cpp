@@ -78,6 +78,9 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.worldSize < 1)
     return "world-size must be at least 1, got " +
            std::to_string(options.worldSize);
+  if (options.bucketBytes < 0)
+    return "bucket-bytes must not be negative, got " +
+           std::to_string(options.bucketBytes);
   if (options.zero < 0 || options.zero > 3)
     return "zero=" + std::to_string(options.zero) +
            ": no such ZeRO stage (zero=0: every rank keeps the states and "
@@ -332,6 +335,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("zero", std::to_string(options.zero));
   if (options.rank != defaults.rank)
     add("rank", std::to_string(options.rank));
+  if (options.bucketBytes != defaults.bucketBytes)
+    add("bucket-bytes", std::to_string(options.bucketBytes));
   if (options.offloadOptimizer)
     add("offload-optimizer", "true");
   if (options.optimizerStates != defaults.optimizerStates)
@@ -454,6 +459,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
   if (options.worldSize > 1) {
     MemfitShardPassOptions shard;
     shard.worldSize = options.worldSize;
+    shard.bucketBytes = options.bucketBytes;
     shard.zero = options.zero;
     shard.rank = options.rank;
     pm.addPass(createMemfitShardPass(shard));

@@ -511,7 +511,6 @@ struct MemfitOptimizerPass
         inputs.push_back(gradScale);
       if (applied)
         inputs.push_back(applied);
-      RankedTensorType type = t.param.getType();
       SmallVector<Value> updated = buildKernel(
           builder, ploc, inputs, [&](OpBuilder &b, ValueRange args) {
             auto c = [&](double v) { return scalar(b, ploc, v); };

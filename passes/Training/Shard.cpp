@@ -2,13 +2,15 @@
 //
 // memfit-shard (include/memfit/Passes/DistributedPasses.td): each gradient
 // memfit-autodiff returns, and the loss, become the mean over the ranks
-// through memfit.all_reduce, placed where the gradient becomes final. With
+// through memfit.all_reduce, placed where the gradient becomes final, in
+// buckets of gradients that become final one after another. With
 // zero=1 the module also names the rank, and memfit-optimizer shards the
 // optimizer states by rows (Optimizer.cpp).
 //
 //===----------------------------------------------------------------------===//
 
 #include "memfit/Dialect/MemfitOps.h"
+#include "memfit/Dialect/ShapeInference.h"
 #include "memfit/Dialect/Training.h"
 #include "memfit/Passes/Passes.h"
 
@@ -77,31 +79,111 @@ struct MemfitShardPass
     return success();
   }
 
-  /// Every gradient and the loss of `func`, averaged over the ranks.
+  /// Every gradient and the loss of `func`, averaged over the ranks: the
+  /// gradients in buckets (stages 0 and 1), the loss just before the return.
   void reduce(func::FuncOp func) {
     auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
     OpBuilder builder(func.getContext());
+    SmallVector<unsigned> gradients;
     for (unsigned i = 0; i < func.getNumResults(); ++i) {
-      bool gradient = !!func.getResultAttr(i, kGradientOfAttr);
-      if (!gradient && !isLossResult(func, i))
+      if (func.getResultAttr(i, kGradientOfAttr)) {
+        // Stage 2: memfit-optimizer reduce-scatters each gradient's rows.
+        if (zero < 2)
+          gradients.push_back(i);
         continue;
-      // Stage 2: memfit-optimizer reduce-scatters each gradient's rows.
-      if (gradient && zero >= 2)
+      }
+      if (!isLossResult(func, i))
         continue;
-      Value value = ret.getOperand(i);
-      // Right after the value is final, so that the reduction of one
-      // gradient overlaps the backward of the next; the loss just before
-      // the return, where nothing waits for it.
-      if (gradient)
-        builder.setInsertionPointAfterValue(value);
-      else
-        builder.setInsertionPoint(ret);
-      auto reduced = AllReduceOp::create(
-          builder, value.getLoc(), value, CollectiveReduction::Mean,
-          static_cast<int64_t>(worldSize), DenseI64ArrayAttr());
-      if (gradient)
-        reduced->setAttr(kBackwardAttr, builder.getUnitAttr());
-      ret.setOperand(i, reduced.getResult());
+      builder.setInsertionPoint(ret);
+      ret.setOperand(i, allReduce(builder, ret.getOperand(i)));
+    }
+    for (ArrayRef<unsigned> bucket : buckets(func, gradients))
+      reduceBucket(func, bucket);
+  }
+
+  Value allReduce(OpBuilder &builder, Value value) {
+    return AllReduceOp::create(builder, value.getLoc(), value,
+                               CollectiveReduction::Mean,
+                               static_cast<int64_t>(worldSize),
+                               DenseI64ArrayAttr())
+        .getResult();
+  }
+
+  /// The gradient results `gradients` of `func` in the order they become
+  /// final, cut into buckets: of one element type, at most bucket-bytes
+  /// each (a larger gradient alone).
+  SmallVector<SmallVector<unsigned>> buckets(func::FuncOp func,
+                                             ArrayRef<unsigned> gradients) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : func.getBody().front())
+      position[&op] = position.size() + 1;
+    auto finalAt = [&](unsigned i) {
+      Operation *def = ret.getOperand(i).getDefiningOp();
+      return def ? position.lookup(def) : 0u;
+    };
+    SmallVector<unsigned> order(gradients);
+    llvm::stable_sort(order, [&](unsigned a, unsigned b) {
+      return finalAt(a) < finalAt(b);
+    });
+    SmallVector<SmallVector<unsigned>> cut;
+    int64_t bytes = 0;
+    Type element;
+    for (unsigned i : order) {
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      int64_t size = tensorBytes(type);
+      if (cut.empty() || bucketBytes <= 0 || type.getElementType() != element ||
+          bytes + size > bucketBytes) {
+        cut.emplace_back();
+        bytes = 0;
+        element = type.getElementType();
+      }
+      cut.back().push_back(i);
+      bytes += size;
+    }
+    return cut;
+  }
+
+  /// One all-reduce for the gradient results `bucket` (in the order they
+  /// become final), right after the last of them is final, so that it
+  /// overlaps the rest of the backward; several are flattened into one
+  /// buffer and read back as slices of its mean.
+  void reduceBucket(func::FuncOp func, ArrayRef<unsigned> bucket) {
+    auto ret = cast<func::ReturnOp>(func.getBody().front().getTerminator());
+    Value last = ret.getOperand(bucket.back());
+    OpBuilder builder(func.getContext());
+    builder.setInsertionPointAfterValue(last);
+    auto backward = [&](Value value) {
+      value.getDefiningOp()->setAttr(kBackwardAttr, builder.getUnitAttr());
+      return value;
+    };
+    if (bucket.size() == 1) {
+      ret.setOperand(bucket[0], backward(allReduce(builder, last)));
+      return;
+    }
+    Location loc = last.getLoc();
+    SmallVector<Value> flat;
+    for (unsigned i : bucket) {
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      flat.push_back(backward(ReshapeOp::create(
+          builder, loc,
+          RankedTensorType::get({type.getNumElements()},
+                                type.getElementType()),
+          ret.getOperand(i))));
+    }
+    Value joined = backward(
+        ConcatOp::create(builder, loc, flat, builder.getI64IntegerAttr(0)));
+    Value mean = backward(allReduce(builder, joined));
+    int64_t offset = 0;
+    for (auto [i, piece] : llvm::zip(bucket, flat)) {
+      auto type = cast<RankedTensorType>(ret.getOperand(i).getType());
+      int64_t n = type.getNumElements();
+      Value slice = backward(SliceOp::create(
+          builder, loc, mean, ArrayRef<int64_t>{offset},
+          ArrayRef<int64_t>{offset + n}, ArrayRef<int64_t>{0},
+          ArrayRef<int64_t>{1}));
+      ret.setOperand(i, backward(ReshapeOp::create(builder, loc, type, slice)));
+      offset += n;
     }
   }
 };

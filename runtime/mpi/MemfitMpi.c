@@ -70,7 +70,7 @@ static int init(int *rank, int *size, char *error, size_t length) {
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    code = MPI_Init_thread(NULL, NULL, MPI_THREAD_FUNNELED, &provided);
+    code = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
     if (code != MPI_SUCCESS)
       return fail("MPI_Init_thread", code, error, length);
     initializedHere = 1;
@@ -151,9 +151,16 @@ static const char *library(void) {
   return text;
 }
 
+static int serialized(void) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  return provided >= MPI_THREAD_SERIALIZED;
+}
+
 const memfit_mpi_api *memfit_mpi_get_api(void) {
   static const memfit_mpi_api api = {
-      MEMFIT_MPI_API_VERSION, init,      finalize, allReduce, reduceScatter,
-      allGather,              broadcast, barrier,  abortAll,  library};
+      MEMFIT_MPI_API_VERSION, init,      finalize, allReduce,  reduceScatter,
+      allGather,              broadcast, barrier,  abortAll,   library,
+      serialized};
   return &api;
 }

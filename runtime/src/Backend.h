@@ -65,6 +65,21 @@ public:
   /// through `comm`, after every earlier step.
   virtual Status runCollective(const Collective &collective, uint64_t in,
                                uint64_t out, Communicator &comm) = 0;
+  /// Starts the collective on the backend's communication queue, after the
+  /// collectives started before it and beside the steps after it, and
+  /// returns true; or runs it now (runCollective) and returns false. The
+  /// session makes later steps that touch its bytes wait
+  /// (waitCollectives), and waits for all at the end of a run.
+  virtual StatusOr<bool> startCollective(const Collective &collective,
+                                         uint64_t in, uint64_t out,
+                                         Communicator &comm) {
+    MEMFIT_RT_RETURN_IF_ERROR(runCollective(collective, in, out, comm));
+    return false;
+  }
+  /// Waits until the first `count` collectives queued have finished; the
+  /// first failure among them (reported once).
+  virtual Status waitCollectives(uint64_t count) { return Status::ok(); }
+  virtual uint64_t collectivesFinished() const { return ~uint64_t(0); }
   virtual Status synchronize() = 0;
 
   // Host tasks: the kernels that run on the host's cores (Kernel::onHost,

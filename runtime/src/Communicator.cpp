@@ -89,6 +89,7 @@ public:
            std::to_string(rank_) + " of " + std::to_string(size_);
   }
   Status run(const Collective &c, const void *in, void *out) override;
+  bool runsOnAnyThread() const override { return api_->serialized() != 0; }
   Status barrier() override {
     char error[512];
     if (api_->barrier(error, sizeof(error)))

@@ -282,6 +282,7 @@ public:
       : compiler_(std::move(compiler)) {}
 
   ~HostBackend() override {
+    exchanges_.reset();
     tasks_.reset(); // runs what is queued on the task workers
     taskPool_.reset();
     pool_.reset(); // workers release their state in the libraries first
@@ -417,6 +418,29 @@ public:
     return comm.run(c, memory_ + in, memory_ + out);
   }
 
+  /// Collectives of several ranks run on a thread of their own where the
+  /// communicator allows it (MPI serialized), beside the later steps.
+  StatusOr<bool> startCollective(const Collective &c, uint64_t in,
+                                 uint64_t out, Communicator &comm) override {
+    if (!overlap_ || comm.size() == 1 || !comm.runsOnAnyThread()) {
+      MEMFIT_RT_RETURN_IF_ERROR(runCollective(c, in, out, comm));
+      return false;
+    }
+    if (!exchanges_)
+      exchanges_ = std::make_unique<HostTaskQueue>();
+    exchanges_->push([this, c, in, out, &comm] {
+      return comm.run(c, memory_ + in, memory_ + out)
+          .withContext("collective '" + c.name + "'");
+    });
+    return true;
+  }
+  Status waitCollectives(uint64_t count) override {
+    return exchanges_ ? exchanges_->waitFor(count) : Status::ok();
+  }
+  uint64_t collectivesFinished() const override {
+    return exchanges_ ? exchanges_->finished() : 0;
+  }
+
   Status runContraction(const Contraction &c, uint64_t a, uint64_t b,
                         uint64_t out) override {
     switch (c.dtype) {
@@ -468,7 +492,7 @@ private:
                    const std::vector<uint64_t> &offsets);
 
   std::unique_ptr<WorkerPool> pool_, taskPool_;
-  std::unique_ptr<HostTaskQueue> tasks_;
+  std::unique_ptr<HostTaskQueue> tasks_, exchanges_;
   unsigned taskThreads_ = 1;
   bool overlap_ = true;
   uint64_t tasksStarted_ = 0;

@@ -2,6 +2,10 @@
 
 #include "HostTasks.h"
 
+#include "Backend.h"
+
+#include <chrono>
+
 #include <algorithm>
 
 #include <pthread.h>
@@ -85,6 +89,41 @@ void PendingHostTasks::add(uint64_t ticket, std::vector<Range> ranges) {
 void PendingHostTasks::dropFinished(uint64_t finished) {
   while (!tasks_.empty() && tasks_.front().ticket <= finished)
     tasks_.pop_front();
+}
+
+void SideQueues::started(Queue queue, std::vector<Range> ranges) {
+  pending_[queue].add(++started_[queue], std::move(ranges));
+}
+
+Status SideQueues::wait(Backend &backend, Queue queue, uint64_t count) {
+  pending_[queue].dropFinished(count);
+  auto begin = std::chrono::steady_clock::now();
+  Status waited = queue == HostTasks ? backend.waitHostTasks(count)
+                                     : backend.waitCollectives(count);
+  waitSeconds[queue] += std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - begin)
+                     .count();
+  return waited;
+}
+
+Status SideQueues::waitTouching(Backend &backend, uint64_t offset,
+                                uint64_t bytes, int except) {
+  for (Queue queue : {HostTasks, Collectives}) {
+    PendingHostTasks &pending = pending_[queue];
+    if (queue == except || pending.empty() || bytes == 0)
+      continue;
+    pending.dropFinished(queue == HostTasks ? backend.hostTasksFinished()
+                                            : backend.collectivesFinished());
+    if (uint64_t need = pending.mustFinish(offset, offset + bytes))
+      MEMFIT_RT_RETURN_IF_ERROR(wait(backend, queue, need));
+  }
+  return Status::ok();
+}
+
+Status SideQueues::waitAll(Backend &backend, Queue queue) {
+  if (pending_[queue].empty())
+    return Status::ok();
+  return wait(backend, queue, started_[queue]);
 }
 
 uint64_t PendingHostTasks::mustFinish(uint64_t begin, uint64_t end) const {

@@ -74,6 +74,36 @@ private:
   std::deque<Task> tasks_;
 };
 
+class Backend;
+
+/// What a session started on its backend's side queues (host tasks, and
+/// collectives that run beside the steps) and has not seen finish: a later
+/// step, copy or read waits for those that touch its bytes.
+class SideQueues {
+public:
+  enum Queue { HostTasks = 0, Collectives = 1 };
+  using Range = PendingHostTasks::Range;
+
+  /// The backend started the next task of `queue`, which touches `ranges`.
+  void started(Queue queue, std::vector<Range> ranges);
+  uint64_t count(Queue queue) const { return started_[queue]; }
+  /// Waits for the tasks that touch [offset, offset + bytes), of every
+  /// queue but `except` (a task of a queue waits for none of its own: each
+  /// runs after those before it).
+  Status waitTouching(Backend &backend, uint64_t offset, uint64_t bytes,
+                      int except = -1);
+  /// Waits for every task of `queue`.
+  Status waitAll(Backend &backend, Queue queue);
+  /// The seconds spent waiting for each queue, over the session.
+  double waitSeconds[2] = {0, 0};
+
+private:
+  Status wait(Backend &backend, Queue queue, uint64_t count);
+
+  PendingHostTasks pending_[2];
+  uint64_t started_[2] = {0, 0};
+};
+
 } // namespace memfit::rt
 
 #endif // MEMFIT_RUNTIME_SRC_HOSTTASKS_H

@@ -17,7 +17,7 @@
 extern "C" {
 #endif
 
-#define MEMFIT_MPI_API_VERSION 1
+#define MEMFIT_MPI_API_VERSION 2
 
 /* Element types and reductions the plugin knows. */
 enum { MEMFIT_MPI_F32 = 0, MEMFIT_MPI_F64 = 1, MEMFIT_MPI_I32 = 2,
@@ -26,8 +26,8 @@ enum { MEMFIT_MPI_SUM = 0, MEMFIT_MPI_MAX = 1, MEMFIT_MPI_MIN = 2 };
 
 typedef struct memfit_mpi_api {
   int version;
-  /* MPI_Init_thread (funneled) unless MPI is initialized; rank and size of
-   * MPI_COMM_WORLD. */
+  /* MPI_Init_thread (serialized: one call at a time, from any thread)
+   * unless MPI is initialized; rank and size of MPI_COMM_WORLD. */
   int (*init)(int *rank, int *size, char *error, size_t length);
   int (*finalize)(void);
   /* in == out: in place. */
@@ -45,6 +45,9 @@ typedef struct memfit_mpi_api {
   void (*abort)(int code);
   /* MPI_Get_library_version's first line. */
   const char *(*library)(void);
+  /* 1 when MPI was initialized with at least MPI_THREAD_SERIALIZED: the
+   * collectives may be called from a thread of their own. */
+  int (*serialized)(void);
 } memfit_mpi_api;
 
 /* The one symbol the plugin exports. */

@@ -67,40 +67,35 @@ struct Session::Impl {
   /// device's bytes; 0: none).
   uint64_t hostOffset = 0;
 
-  // Host tasks (Backend::startHostKernel) started and the bytes of those
-  // not seen finish.
-  uint64_t hostTasksStarted = 0;
-  mutable PendingHostTasks pendingHost;
+  // Host tasks (Backend::startHostKernel) and collectives that run beside
+  // the steps (Backend::startCollective), and the bytes of those not seen
+  // finish.
+  mutable SideQueues side;
 
-  /// Waits for the host tasks that touch [offset, offset + bytes).
+  /// Waits for the side queues' tasks that touch [offset, offset + bytes).
   Status waitForHostTasks(uint64_t offset, uint64_t bytes) const {
-    if (pendingHost.empty() || bytes == 0)
-      return Status::ok();
-    pendingHost.dropFinished(backend->hostTasksFinished());
-    uint64_t need = pendingHost.mustFinish(offset, offset + bytes);
-    if (need == 0)
-      return Status::ok();
-    pendingHost.dropFinished(need);
-    auto begin = std::chrono::steady_clock::now();
-    Status waited = backend->waitHostTasks(need);
-    timings.hostWaitSeconds += std::chrono::duration<double>(
-                                   std::chrono::steady_clock::now() - begin)
-                                   .count();
-    return waited;
+    return side.waitTouching(*backend, offset, bytes);
   }
-  /// Waits for the host tasks that touch the buffers of a step at
-  /// `offsets`.
-  Status waitForHostTasks(const Step &step) const {
-    for (size_t i = 0; i < step.buffers.size() && !pendingHost.empty(); ++i)
-      MEMFIT_RT_RETURN_IF_ERROR(waitForHostTasks(
-          offsets[i], manifest.buffers[step.buffers[i]].bytes));
+  /// Waits for the side queues' tasks that touch the buffers of a step at
+  /// `offsets`, but for those of its own queue `except`.
+  Status waitForSideQueues(const Step &step, int except) const {
+    for (size_t i = 0; i < step.buffers.size(); ++i)
+      MEMFIT_RT_RETURN_IF_ERROR(side.waitTouching(
+          *backend, offsets[i], manifest.buffers[step.buffers[i]].bytes,
+          except));
     return Status::ok();
   }
-  Status waitForAllHostTasks() {
-    if (pendingHost.empty())
-      return Status::ok();
-    pendingHost.dropFinished(hostTasksStarted);
-    return backend->waitHostTasks(hostTasksStarted);
+  Status waitForSideQueues() {
+    MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, SideQueues::HostTasks));
+    return side.waitAll(*backend, SideQueues::Collectives);
+  }
+  /// The step's buffers' bytes at `offsets`.
+  std::vector<SideQueues::Range> stepRanges(const Step &step) const {
+    std::vector<SideQueues::Range> ranges;
+    for (size_t b = 0; b < offsets.size(); ++b)
+      ranges.push_back(
+          {offsets[b], offsets[b] + manifest.buffers[step.buffers[b]].bytes});
+    return ranges;
   }
   /// Fills the working copies of `master` (every one when null) from their
   /// masters (Variable::workingCopyOf), converted as the update's cast
@@ -354,7 +349,14 @@ uint64_t Session::allocatedBytes() const {
   return impl_->hostOffset ? std::min(bytes, impl_->hostOffset) : bytes;
 }
 uint64_t Session::hostBytes() const { return impl_->manifest.hostBytes; }
-const SessionTimings &Session::timings() const { return impl_->timings; }
+const SessionTimings &Session::timings() const {
+  impl_->timings.hostTasks = impl_->side.count(SideQueues::HostTasks);
+  impl_->timings.hostWaitSeconds =
+      impl_->side.waitSeconds[SideQueues::HostTasks];
+  impl_->timings.collectiveWaitSeconds =
+      impl_->side.waitSeconds[SideQueues::Collectives];
+  return impl_->timings;
+}
 
 Status Session::setInput(const std::string &name, const TensorView &tensor) {
   const Manifest &m = impl_->manifest;
@@ -434,6 +436,10 @@ Status Session::Impl::runEntry(size_t index) {
     MEMFIT_RT_RETURN_IF_ERROR(runSteps(index, where));
     break;
   }
+  // A run's collectives end with it: what the caller does with the
+  // communicator next (the ranks agreeing to stop) comes after them.
+  MEMFIT_RT_RETURN_IF_ERROR(
+      side.waitAll(*backend, SideQueues::Collectives).withContext(where));
   MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
   MEMFIT_RT_RETURN_IF_ERROR(checkIndexError(where));
   timings.runSeconds =
@@ -469,7 +475,7 @@ Status Session::Impl::runSteps(size_t index, const std::string &where) {
     auto begin = std::chrono::steady_clock::now();
     MEMFIT_RT_RETURN_IF_ERROR(runStep(entry, i, where));
     MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
-    MEMFIT_RT_RETURN_IF_ERROR(waitForAllHostTasks());
+    MEMFIT_RT_RETURN_IF_ERROR(waitForSideQueues());
     stepSeconds[index][i] +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - begin)
             .count();
@@ -510,40 +516,46 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
   offsets.clear();
   for (uint32_t id : step.buffers)
     offsets.push_back(offsetOf(id));
+  const std::string label =
+      where + ": step " + std::to_string(i) +
+      (step.kind == StepKind::Kernel       ? " (kernel '" +
+                                                 manifest.kernels[step.index].name
+                 : step.kind == StepKind::Collective
+                     ? " (collective '" + manifest.collectives[step.index].name
+                     : " (contraction '" +
+                           manifest.contractions[step.index].name) +
+      "')";
   if (step.kind == StepKind::Kernel && manifest.kernels[step.index].onHost) {
     // Host tasks run in order among themselves, beside the later steps.
-    std::vector<PendingHostTasks::Range> ranges;
-    for (size_t b = 0; b < offsets.size(); ++b)
-      ranges.push_back(
-          {offsets[b], offsets[b] + manifest.buffers[step.buffers[b]].bytes});
+    MEMFIT_RT_RETURN_IF_ERROR(
+        waitForSideQueues(step, SideQueues::HostTasks).withContext(label));
     // A backend that runs it in the step (no overlap) waits here.
     auto begin = std::chrono::steady_clock::now();
     MEMFIT_RT_RETURN_IF_ERROR(
-        backend->startHostKernel(step.index, offsets)
-            .withContext(where + ": step " + std::to_string(i) +
-                         " (host kernel '" +
-                         manifest.kernels[step.index].name + "')"));
-    timings.hostWaitSeconds += std::chrono::duration<double>(
-                                   std::chrono::steady_clock::now() - begin)
-                                   .count();
-    pendingHost.add(++hostTasksStarted, std::move(ranges));
-    timings.hostTasks = hostTasksStarted;
+        backend->startHostKernel(step.index, offsets).withContext(label));
+    side.waitSeconds[SideQueues::HostTasks] += std::chrono::duration<double>(
+                            std::chrono::steady_clock::now() - begin)
+                            .count();
+    side.started(SideQueues::HostTasks, stepRanges(step));
     return Status::ok();
   }
-  MEMFIT_RT_RETURN_IF_ERROR(
-      waitForHostTasks(step).withContext(where + ": before step " +
-                                         std::to_string(i) +
-                                         ", a host kernel"));
-  if (step.kind == StepKind::Kernel)
-    return backend->launchKernel(step.index, offsets)
-        .withContext(where + ": step " + std::to_string(i) + " (kernel '" +
-                     manifest.kernels[step.index].name + "')");
   if (step.kind == StepKind::Collective) {
+    // Collectives, too, where the backend runs them on a queue of their
+    // own.
+    MEMFIT_RT_RETURN_IF_ERROR(
+        waitForSideQueues(step, SideQueues::Collectives).withContext(label));
     const Collective &c = manifest.collectives[step.index];
-    return backend->runCollective(c, offsets[0], offsets[1], *communicator)
-        .withContext(where + ": step " + std::to_string(i) + " (collective '" +
-                     c.name + "')");
+    StatusOr<bool> queued =
+        backend->startCollective(c, offsets[0], offsets[1], *communicator);
+    if (!queued)
+      return queued.status().withContext(label);
+    if (*queued)
+      side.started(SideQueues::Collectives, stepRanges(step));
+    return Status::ok();
   }
+  MEMFIT_RT_RETURN_IF_ERROR(waitForSideQueues(step, -1).withContext(label));
+  if (step.kind == StepKind::Kernel)
+    return backend->launchKernel(step.index, offsets).withContext(label);
   const Contraction &c = manifest.contractions[step.index];
   const std::string context =
       where + ": step " + std::to_string(i) + " (contraction '" + c.name + "')";

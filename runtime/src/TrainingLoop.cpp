@@ -202,6 +202,10 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                      "device waited %.1f ms a step for them\n",
                      double(t.hostTasks) / double(options.steps),
                      t.hostWaitSeconds * 1e3 / double(options.steps));
+    if (const SessionTimings &t = session.timings(); t.collectiveWaitSeconds)
+      *log << format("collectives beside the steps: the steps waited %.1f "
+                     "ms a step for the collectives\n",
+                     t.collectiveWaitSeconds * 1e3 / double(options.steps));
     if (trainer.scalesLoss())
       *log << format("loss scaling: %lld of %lld steps skipped (inf or NaN "
                      "gradients)\n",

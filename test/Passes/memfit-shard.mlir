@@ -1,17 +1,25 @@
-// memfit-shard world-size=2: each gradient memfit-autodiff returns is
-// averaged over the ranks by a memfit.all_reduce placed right after the op
-// that makes it final (w2's before w1's gradient is computed), the loss
-// just before the return; the module records the world size and stage.
-// RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2' | FileCheck %s
+// memfit-shard world-size=2 bucket-bytes=0: each gradient memfit-autodiff
+// returns is averaged over the ranks by a memfit.all_reduce placed right
+// after the op that makes it final (w2's before w1's gradient is computed),
+// the loss just before the return; the module records the world size and
+// stage.
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 bucket-bytes=0' | FileCheck %s
+// In buckets (the default, 25 MiB): w2's and w1's gradients, final one
+// after the other, are flattened into one buffer in that order, all-reduced
+// once right after w1's is final, and read back as slices; with buckets of
+// 200 bytes the two (128 and 256 bytes) are reduced apart.
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2' | FileCheck %s --check-prefix=BUCKET
+// RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 bucket-bytes=200' | FileCheck %s --check-prefix=APART
+// RUN: not memfit-opt %s -split-input-file --memfit-train-pipeline='world-size=2 bucket-bytes=-1' 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 // Through the training pipeline: the optimizer's updates read the averaged
 // gradients, and the memory plan files what the collectives receive as
 // communication.
-// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2' --memfit-memory-plan -o /dev/null | FileCheck %s --check-prefix=PLAN
-// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2' | FileCheck %s --check-prefix=PIPE
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 bucket-bytes=0' --memfit-memory-plan -o /dev/null | FileCheck %s --check-prefix=PLAN
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd world-size=2 bucket-bytes=0' | FileCheck %s --check-prefix=PIPE
 // ZeRO stage 1, rank 1 of 2: the momentum buffers are the rank's rows
 // (4 of 8), the update reads rows 4 to 8 of the weight and of the averaged
 // gradient, and the updated rows are all-gathered into the weight.
-// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=1 rank=1' | FileCheck %s --check-prefix=ZERO1
+// RUN: memfit-opt %s -split-input-file --memfit-train-pipeline='optimizer=sgd momentum=0.9 world-size=2 zero=1 rank=1 bucket-bytes=0' | FileCheck %s --check-prefix=ZERO1
 // One rank: nothing but the attributes.
 // RUN: memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=1' | FileCheck %s --check-prefix=ONE
 // RUN: not memfit-opt %s -split-input-file --memfit-autodiff --memfit-shard='world-size=2 zero=4' 2>&1 | FileCheck %s --check-prefix=ZERO
@@ -54,6 +62,28 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // CHECK-NEXT: %[[R1:.+]] = memfit.all_reduce mean %[[G1]] {group_size = 2 : i64, memfit.backward} : tensor<8x8xf32> -> tensor<8x8xf32>
 // CHECK-NEXT: %[[L:.+]] = memfit.all_reduce mean %{{.+}} {group_size = 2 : i64} : tensor<f32> -> tensor<f32>
 // CHECK-NEXT: return %[[L]], %[[R1]], %[[R2]]
+
+// BUCKET-LABEL: func.func @main
+// BUCKET: %[[G2:.+]] = memfit.gemm {{.*}}memfit.gradient_of = @w2
+// BUCKET-NOT: memfit.all_reduce
+// BUCKET: %[[G1:.+]] = memfit.gemm {{.*}}memfit.gradient_of = @w1
+// BUCKET-NEXT: %[[F2:.+]] = memfit.reshape %[[G2]] {memfit.backward} : tensor<8x4xf32> to tensor<32xf32>
+// BUCKET-NEXT: %[[F1:.+]] = memfit.reshape %[[G1]] {memfit.backward} : tensor<8x8xf32> to tensor<64xf32>
+// BUCKET-NEXT: %[[B:.+]] = memfit.concat %[[F2]], %[[F1]] {axis = 0 : i64, memfit.backward} : tensor<32xf32>, tensor<64xf32> -> tensor<96xf32>
+// BUCKET-NEXT: %[[M:.+]] = memfit.all_reduce mean %[[B]] {group_size = 2 : i64, memfit.backward} : tensor<96xf32> -> tensor<96xf32>
+// BUCKET-NEXT: %[[S2:.+]] = memfit.slice %[[M]] {axes = array<i64: 0>, ends = array<i64: 32>, memfit.backward, starts = array<i64: 0>, steps = array<i64: 1>} : tensor<96xf32> -> tensor<32xf32>
+// BUCKET-NEXT: %[[R2:.+]] = memfit.reshape %[[S2]] {memfit.backward} : tensor<32xf32> to tensor<8x4xf32>
+// BUCKET-NEXT: %[[S1:.+]] = memfit.slice %[[M]] {axes = array<i64: 0>, ends = array<i64: 96>, memfit.backward, starts = array<i64: 32>, steps = array<i64: 1>} : tensor<96xf32> -> tensor<64xf32>
+// BUCKET-NEXT: %[[R1:.+]] = memfit.reshape %[[S1]] {memfit.backward} : tensor<64xf32> to tensor<8x8xf32>
+// BUCKET: return %{{.+}}, %[[R1]], %[[R2]]
+
+// APART: %[[G2:.+]] = memfit.gemm {{.*}}memfit.gradient_of = @w2
+// APART-NEXT: memfit.all_reduce mean %[[G2]] {{.*}} : tensor<8x4xf32> -> tensor<8x4xf32>
+// APART: %[[G1:.+]] = memfit.gemm {{.*}}memfit.gradient_of = @w1
+// APART-NEXT: memfit.all_reduce mean %[[G1]] {{.*}} : tensor<8x8xf32> -> tensor<8x8xf32>
+// APART-NOT: memfit.concat
+
+// NEGATIVE: bucket-bytes must not be negative, got -1
 
 // PIPE-LABEL: func.func @train_step
 // PIPE: %[[R2:.+]] = memfit.all_reduce mean %{{.+}} : tensor<8x4xf32>

@@ -249,12 +249,18 @@ void printExecutable(const rt::Manifest &manifest, double seconds) {
                                 epilogues, manifest.kernels.size())
                       .str()
                 : std::string();
-  out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions{3}, "
-                         "{4} steps in {5:f1} ms\n",
+  // Data parallel: the exchanges between ranks (memfit-shard's buckets).
+  std::string collectives =
+      manifest.collectives.empty()
+          ? std::string()
+          : llvm::formatv(", {0} collectives", manifest.collectives.size())
+                .str();
+  out() << llvm::formatv("compiled {0}: {1} kernels, {2} contractions{3}{4}, "
+                         "{5} steps in {6:f1} ms\n",
                          llvm::sys::path::filename(f.modelPath),
                          manifest.kernels.size() - fallbacks,
-                         manifest.contractions.size(), withEpilogues, stepCount,
-                         seconds * 1e3)
+                         manifest.contractions.size(), withEpilogues,
+                         collectives, stepCount, seconds * 1e3)
                .str();
   if (manifest.entries.size() != 1 || manifest.entries[0].name != "main")
     out() << "entries: " << entryList(manifest) << "\n";

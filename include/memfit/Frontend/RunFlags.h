@@ -143,9 +143,9 @@ struct RunFlags {
                "$MEMFIT_HOST_TASK_THREADS, else 1)")};
   Opt<bool> noHostOverlap{
       "no-host-overlap", cl::Hidden, cl::cat(deviceCategory),
-      cl::desc("Host backend: run each update of --offload=optimizer in "
-               "its step, without overlapping the device's later steps "
-               "(to measure what the overlap hides)")};
+      cl::desc("Host backend: run each update of --offload=optimizer and "
+               "each collective in its step, without overlapping the later "
+               "steps (to measure what the overlap hides)")};
   Opt<bool> profile{
       "profile", cl::Hidden, cl::cat(outputCategory),
       cl::desc("Wait for every kernel and contraction and print where a "
@@ -283,6 +283,11 @@ struct RunFlags {
                     cl::desc("ZeRO stage of data parallel training: 0, "
                              "gradients all-reduced; 1, states sharded; 2, "
                              "gradients too; 3, parameters too")};
+  Opt<mlir::memfit::ByteSize> bucket{
+      "bucket", cl::cat(trainCategory),
+      cl::desc("Data parallel, ZeRO stages 0 and 1: all-reduce the "
+               "gradients in buckets of at most this size (default 25MiB, "
+               "as PyTorch DDP; 0: one all-reduce per gradient)")};
   Opt<std::string> offload{
       "offload", cl::init("none"), cl::cat(trainCategory),
       cl::desc("none, or optimizer and/or activations (comma-separated): "

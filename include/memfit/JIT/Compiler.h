@@ -108,8 +108,12 @@ struct TrainOptions {
   int64_t zero = 0;
   /// zero >= 1: the rank compiled for (each rank's step holds its slices).
   int64_t rank = 0;
-  /// The optimizer states in host memory (the plan's host region; pinned
-  /// and mapped on a GPU) instead of the device's.
+  /// Stages 0 and 1: the gradients' all-reduces in buckets of at most this
+  /// many bytes (PyTorch DDP's 25 MiB; 0: one all-reduce per gradient).
+  int64_t bucketBytes = 26214400;
+  /// ZeRO-Offload: the fp32 masters and optimizer states in host memory
+  /// (the plan's host region; pinned and mapped on a GPU), updated on the
+  /// host beside the device, which reads working copies.
   bool offloadOptimizer = false;
   /// Rematerialization (memfit-remat): None, CheckpointLayers, Auto or
   /// Optimal; the peak budget in bytes (0: none; parse what a user types

@@ -51,6 +51,20 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
     trained parameter also keeps only the rank's rows: every read of it is
     an all-gather just before the op that reads it (the forward's and the
     backward's each their own), and the update writes the rows in place.
+
+    Under stages 0 and 1 the gradients are all-reduced in buckets, as
+    PyTorch's DDP does: in the order they become final, gradients of one
+    element type join a bucket until the next would take it past
+    `bucket-bytes`; a bucket of several is flattened into one buffer
+    (`memfit.concat`), all-reduced once right after its last gradient is
+    final, and read back as slices. One gradient larger than the cap is a
+    bucket of its own.
+
+    ```mlir
+    %b = memfit.concat %g1, %g0 {axis = 0} ...       // flattened
+    %r = memfit.all_reduce mean %b group 2 ...
+    %s1 = memfit.slice %r ...                         // each gradient
+    ```
   }];
   let options = [
     Option<"worldSize", "world-size", "int64_t", /*default=*/"1",
@@ -61,6 +75,10 @@ def MemfitShardPass : Pass<"memfit-shard", "::mlir::ModuleOp"> {
            "gradients too; 3 = the parameters too">,
     Option<"rank", "rank", "int64_t", /*default=*/"0",
            "The rank this step is compiled for (zero >= 1: its slices)">,
+    Option<"bucketBytes", "bucket-bytes", "int64_t", /*default=*/"26214400",
+           "Stages 0 and 1: gradients that become final one after another "
+           "are all-reduced together, in buckets of at most this many bytes "
+           "(PyTorch DDP's 25 MiB; 0: one all-reduce per gradient)">,
   ];
 }
 

@@ -262,10 +262,16 @@ struct TrainPipelineOptions
       *this, "rank",
       llvm::cl::desc("The rank the step is compiled for (zero >= 1)"),
       llvm::cl::init(0)};
+  Option<int64_t> bucketBytes{
+      *this, "bucket-bytes",
+      llvm::cl::desc("memfit-shard: the gradients' all-reduce buckets, at "
+                     "most this many bytes (0: one all-reduce per gradient)"),
+      llvm::cl::init(26214400)};
   Option<bool> offloadOptimizer{
       *this, "offload-optimizer",
-      llvm::cl::desc("Keep the optimizer states in host memory (the plan's "
-                     "host region) instead of the device's"),
+      llvm::cl::desc("ZeRO-Offload: keep the fp32 masters and optimizer "
+                     "states in host memory (the plan's host region) and "
+                     "update them on the host, beside the device"),
       llvm::cl::init(false)};
 
   // Quantization (memfit-quantize).

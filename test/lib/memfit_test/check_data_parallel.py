@@ -634,8 +634,45 @@ def reshard(memfit_run, models, workdir):
     return report("data-parallel-reshard", failures)
 
 
+def buckets(memfit_run, models, workdir):
+    """Gradients all-reduced in buckets (the default, 25 MiB: gpt_ts's
+    gradients are one bucket) against one all-reduce per gradient
+    (--bucket=0), on 2 ranks, AdamW, under stages 0 and 1, with and without
+    2 micro-batches: the same losses and checkpoints byte for byte (the
+    mean of two ranks' values does not depend on how they are grouped), and
+    the bucketed step has fewer collectives."""
+    failures = []
+    for zero, k in ((0, 1), (1, 1), (0, 2)):
+        files, counts = {}, {}
+        for bucket in ("25MiB", "0"):
+            folder = os.path.join(workdir, f"zero{zero}-k{k}-{bucket}")
+            os.makedirs(folder)
+            ckpt = os.path.join(folder, "ckpt")
+            out = mpirun(2, train_args(memfit_run, models, 2 // k, 32, 8, [
+                "--optimizer=adamw", f"--zero={zero}", f"--accumulate={k}",
+                f"--bucket={bucket}", f"--checkpoint={ckpt}",
+                f"--losses={os.path.join(folder, 'losses.csv')}"]))
+            steps = re.search(r"^compiled .*?, (\d+) collectives", out, re.M)
+            counts[bucket] = int(steps.group(1)) if steps else -1
+            names = [ckpt + f".rank-{r}-of-2" for r in range(2)] if zero \
+                else [ckpt]
+            files[bucket] = [open(n, "rb").read() for n in names] + [
+                open(os.path.join(folder, "losses.csv")).read()]
+        label = f"zero={zero}" + (f", {k} micro-batches" if k > 1 else "")
+        print(f"{label}: {counts['25MiB']} collectives in buckets, "
+              f"{counts['0']} one per gradient")
+        if files["25MiB"] != files["0"]:
+            failures.append(f"{label}: buckets change the losses or the "
+                            "checkpoint")
+        if not 0 < counts["25MiB"] < counts["0"]:
+            failures.append(f"{label}: buckets did not cut the collectives "
+                            f"({counts['25MiB']} against {counts['0']})")
+    return report("data-parallel-buckets", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
     sys.exit({"curve": curve, "plan": plan, "fault": fault,
-              "resume": resume, "reshard": reshard}[mode](*rest))
+              "resume": resume, "reshard": reshard,
+              "buckets": buckets}[mode](*rest))

@@ -55,6 +55,11 @@ public:
   /// broadcast). Every rank of the group must call it in the same order.
   virtual Status run(const Collective &c, const void *in, void *out) = 0;
   virtual Status barrier() = 0;
+  /// Whether `run` may be called from a thread of its own, one call at a
+  /// time, while the thread that made the communicator makes none (MPI
+  /// initialized serialized): a backend may then run a step's collectives
+  /// beside its other steps.
+  virtual bool runsOnAnyThread() const { return false; }
   /// One number reduced over every rank (the step all can resume at, the
   /// largest signal any saw): an all-reduce of one i64.
   StatusOr<int64_t> reduceScalar(int64_t value,

@@ -42,7 +42,9 @@ struct SessionOptions {
   /// Host backend: threads for the host tasks (Kernel::onHost, the updates
   /// of --offload=optimizer), which run beside the workers above (0:
   /// $MEMFIT_HOST_TASK_THREADS, else 1). With `overlapHostTasks` false
-  /// each runs in order, in the step (to measure what the overlap hides).
+  /// each runs in order, in the step (to measure what the overlap hides),
+  /// and so does each collective, which otherwise runs on a thread of its
+  /// own where the communicator allows (MPI serialized).
   unsigned hostTaskThreads = 0;
   bool overlapHostTasks = true;
   /// Time every step of a run (Session::stepProfile): on the host by
@@ -86,6 +88,9 @@ struct SessionTimings {
   /// SessionOptions::overlapHostTasks off, the seconds they took.
   uint64_t hostTasks = 0;
   double hostWaitSeconds = 0;
+  /// The seconds steps and the end of each run waited for collectives that
+  /// ran beside them (the host backend with MPI).
+  double collectiveWaitSeconds = 0;
 };
 
 /// The time one step of an entry (a kernel or a contraction) took over the

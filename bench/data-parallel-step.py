@@ -1,0 +1,77 @@
+#!/usr/bin/env python3
+"""Data parallel steps on the host backend, side by side: gradients
+all-reduced in buckets (--bucket, 25 MiB by default) or one by one
+(--bucket=0), with the collectives on a thread of their own beside the
+backward (the default, MPI serialized) or each in its step
+(--no-host-overlap).
+
+GPT-2 small, 2 ranks under mpirun on this machine's 2 cores, one worker
+thread a rank (--host-threads=1), batch 1 x 128 a rank, AdamW, fp32,
+interleaved over several rounds on this noisy machine. Reports the median
+ms/step of rank 0, the collectives a step, and the seconds a step the
+steps waited for the collectives (memfit-run's line after training).
+
+    .venv/bin/python bench/data-parallel-step.py [--rounds 2] [--steps 5]
+"""
+import argparse
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = {
+    "buckets, beside the backward": [],
+    "buckets, in the step": ["--no-host-overlap"],
+    "one by one, beside the backward": ["--bucket=0"],
+    "one by one, in the step": ["--bucket=0", "--no-host-overlap"],
+}
+MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OMPI_MCA_rmaps_base_oversubscribe": "1",
+           "OMPI_MCA_hwloc_base_binding_policy": "none",
+           "OMPI_MCA_btl": "self,vader"}
+
+
+def run(model, steps, flags):
+    cmd = ["mpirun", "-np", "2", os.path.join(ROOT, "build/bin/memfit-run"),
+           model, "--train", "--device=host", "--host-threads=1",
+           "--loss=cross-entropy", "--input-shape=input_ids=1x128",
+           "--optimizer=adamw", f"--steps={steps}"] + flags
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True,
+                         env=dict(os.environ, **MPI_ENV)).stdout
+    times = [float(m) for m in re.findall(r"^step \d+/\d+ loss \S+ lr \S+ "
+                                          r"([0-9.]+) ms", out, re.M)][1:]
+    collectives = re.search(r"(\d+) collectives", out)
+    wait = re.search(r"waited ([0-9.]+) ms a step for the collectives", out)
+    loss = re.search(r"last loss ([0-9.]+)", out)
+    return (statistics.median(times),
+            int(collectives.group(1)) if collectives else 0,
+            float(wait.group(1)) if wait else 0.0, loss.group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--steps", type=int, default=5)
+    parser.add_argument("--model",
+                        default=os.path.join(ROOT, "build/bench/gpt2-small.onnx"))
+    args = parser.parse_args()
+    results = {name: [] for name in CONFIGS}
+    for _ in range(args.rounds):
+        for name, flags in CONFIGS.items():
+            results[name].append(run(args.model, args.steps, flags))
+    losses = {r[3] for rs in results.values() for r in rs}
+    print(f"GPT-2 small, 2 ranks x 1 x 128, AdamW, {args.rounds} rounds of "
+          f"{args.steps} steps; last losses {sorted(losses)}")
+    print("| gradients | ms/step (median) | collectives | waited for the "
+          "collectives, ms/step |")
+    print("|---|---:|---:|---:|")
+    for name, rs in results.items():
+        print(f"| {name} | {statistics.median(r[0] for r in rs):.1f} | "
+              f"{rs[0][1]} | {statistics.median(r[2] for r in rs):.1f} |")
+    return 0 if len(losses) == 1 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
