@@ -19,6 +19,7 @@
 #include "../../runtime/src/HostTasks.h"
 
 #include "memfit/runtime/Checkpoint.h"
+#include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/Session.h"
 
 #include <chrono>
@@ -221,6 +222,109 @@ void testSession(bool overlap) {
   CHECK_OK(session.run());
 }
 
+/// A group of 2 that two "ranks" of the same values make: an all-reduce
+/// sum doubles its input, slowly, on whatever thread calls it (recorded).
+class TwinCommunicator final : public Communicator {
+public:
+  int rank() const override { return 0; }
+  int size() const override { return 2; }
+  std::string description() const override { return "twin"; }
+  Status run(const Collective &c, const void *in, void *out) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));
+    const float *x = static_cast<const float *>(in);
+    float *y = static_cast<float *>(out);
+    for (uint64_t i = 0; i < c.count; ++i)
+      y[i] = 2 * x[i];
+    std::lock_guard<std::mutex> lock(mutex);
+    threads.push_back(std::this_thread::get_id());
+    return Status::ok();
+  }
+  Status barrier() override { return Status::ok(); }
+  bool runsOnAnyThread() const override { return true; }
+  [[noreturn]] void abort(int code) override { std::_Exit(code); }
+
+  std::mutex mutex;
+  std::vector<std::thread::id> threads;
+};
+
+const char *kCollectiveSource = R"cuda(
+extern "C" __global__ void add_one(const float* __restrict__ x,
+                                   float* __restrict__ y) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 8) y[i] = x[i] + 1.0f;
+}
+)cuda";
+
+/// x -> g = x + 1 -> all-reduce sum (the twin: 2 g) -> y = 2 g + 1, with an
+/// unrelated kernel h = x + 1 between the collective and its reader.
+Executable collectiveExecutable() {
+  Executable e;
+  Manifest &m = e.manifest;
+  m.model = "hand-written collective";
+  m.source = kCollectiveSource;
+  auto f32 = [](const char *name, uint64_t offset) {
+    return Buffer{name, Region::Arena, offset, 32, DType::f32, {8}};
+  };
+  m.buffers = {f32("x", 0), f32("g", 256), f32("r", 512), f32("h", 768),
+               f32("y", 1024)};
+  m.weightsBytes = 0;
+  m.arenaBytes = 1280;
+  m.worldSize = 2;
+  m.kernels = {kernel("add_one", 1, 32, false)};
+  Collective sum;
+  sum.name = "g_sum";
+  sum.count = 8;
+  sum.groupSize = 2;
+  m.collectives = {sum};
+  m.entries = {{"main",
+                {{StepKind::Kernel, 0, {0, 1}},
+                 {StepKind::Collective, 0, {1, 2}},
+                 {StepKind::Kernel, 0, {0, 3}},
+                 {StepKind::Kernel, 0, {2, 4}}},
+                {{"x", 0}},
+                {{"y", 4}, {"h", 3}}}};
+  m.memory = {{"arena", m.arenaBytes}};
+  return e;
+}
+
+void testCollectivesBeside(bool overlap) {
+  Executable e = collectiveExecutable();
+  if (!CHECK_OK(e.manifest.validate()))
+    return;
+  auto twin = std::make_shared<TwinCommunicator>();
+  SessionOptions options;
+  options.cacheDir = scratchDirectory() + "/cache-host-tasks";
+  options.communicator = twin;
+  options.overlapHostTasks = overlap;
+  StatusOr<std::unique_ptr<Session>> created =
+      Session::create(e, DeviceKind::Host, options);
+  if (!CHECK_OK(created.status()))
+    return;
+  Session &session = **created;
+  Tensor x = Tensor::zeros(DType::f32, {8});
+  for (int i = 0; i < 8; ++i) {
+    float v = float(i) - 2.5f;
+    std::memcpy(x.data.data() + i * 4, &v, 4);
+  }
+  CHECK_OK(session.setInput("x", x));
+  for (int run = 0; run < 2; ++run)
+    CHECK_OK(session.run());
+  StatusOr<Tensor> y = session.getOutput("y");
+  if (CHECK_OK(y.status())) {
+    bool right = true;
+    for (int i = 0; i < 8; ++i)
+      right &= f32At(*y, i) == 2 * (f32At(x, i) + 1) + 1;
+    CHECK(right);
+  }
+  // Beside the steps: on a thread of their own; in the step: on the
+  // caller's. The reader waited for the sum either way.
+  CHECK(twin->threads.size() == 2);
+  bool caller = !twin->threads.empty() &&
+                twin->threads[0] == std::this_thread::get_id();
+  CHECK(caller == !overlap);
+  CHECK((session.timings().collectiveWaitSeconds > 0.01) == overlap);
+}
+
 void testRules() {
   {
     Executable e = hostExecutable();
@@ -262,6 +366,8 @@ void runHostTasksTests() {
   testPending();
   testSession(/*overlap=*/true);
   testSession(/*overlap=*/false);
+  testCollectivesBeside(/*overlap=*/true);
+  testCollectivesBeside(/*overlap=*/false);
   testRules();
 }
 
