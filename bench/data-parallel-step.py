@@ -13,14 +13,16 @@ steps waited for the collectives (memfit-run's line after training).
 
     .venv/bin/python bench/data-parallel-step.py [--rounds 2] [--steps 5]
 """
-import argparse
 import os
 import re
 import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import interleaved  # noqa: E402
+
+ROOT = interleaved.ROOT
 CONFIGS = {
     "buckets, beside the backward": [],
     "buckets, in the step": ["--no-host-overlap"],
@@ -51,17 +53,9 @@ def run(model, steps, flags):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--steps", type=int, default=5)
-    parser.add_argument("--model",
-                        default=os.path.join(ROOT, "build/bench/gpt2-small.onnx"))
-    args = parser.parse_args()
-    results = {name: [] for name in CONFIGS}
-    for _ in range(args.rounds):
-        for name, flags in CONFIGS.items():
-            results[name].append(run(args.model, args.steps, flags))
-    losses = {r[3] for rs in results.values() for r in rs}
+    args = interleaved.arguments(__doc__, rounds=2, steps=5)
+    results, losses = interleaved.interleave(
+        CONFIGS, lambda flags: run(args.model, args.steps, flags), args.rounds)
     print(f"GPT-2 small, 2 ranks x 1 x 128, AdamW, {args.rounds} rounds of "
           f"{args.steps} steps; last losses {sorted(losses)}")
     print("| gradients | ms/step (median) | collectives | waited for the "

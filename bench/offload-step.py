@@ -18,14 +18,16 @@ cores; with it on, the part the overlap did not hide.
 
     .venv/bin/python bench/offload-step.py [--rounds 3] [--steps 6]
 """
-import argparse
 import os
 import re
 import statistics
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import interleaved  # noqa: E402
+
+ROOT = interleaved.ROOT
 CONFIGS = {
     "device": [],
     "overlap": ["--offload=optimizer"],
@@ -51,17 +53,9 @@ def run(model, steps, flags):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--steps", type=int, default=6)
-    parser.add_argument("--model",
-                        default=os.path.join(ROOT, "build/bench/gpt2-small.onnx"))
-    args = parser.parse_args()
-    results = {name: [] for name in CONFIGS}
-    for _ in range(args.rounds):
-        for name, flags in CONFIGS.items():
-            results[name].append(run(args.model, args.steps, flags))
-    losses = {r[3] for rs in results.values() for r in rs}
+    args = interleaved.arguments(__doc__, rounds=3, steps=6)
+    results, losses = interleaved.interleave(
+        CONFIGS, lambda flags: run(args.model, args.steps, flags), args.rounds)
     print(f"GPT-2 small 1 x 128, AdamW, {args.rounds} rounds of "
           f"{args.steps} steps; last losses {sorted(losses)}")
     print("| configuration | ms/step (median of rounds) | device waited for "

@@ -157,9 +157,10 @@ RematEvaluation RematModel::evaluate(ArrayRef<char> choice) const {
   }
   for (int b = 0; b < nB; ++b)
     for (int c : ev.decompressAt[b]) {
-      bwd[b] += candidates[c].bytes;
+      int from = std::max(0, b - p->fetchAhead);
+      bwd[from] += candidates[c].bytes;
       bwd[b + 1] -= candidates[c].bytes;
-      bwdAct[b] += candidates[c].bytes;
+      bwdAct[from] += candidates[c].bytes;
       bwdAct[b + 1] -= candidates[c].bytes;
       ev.cost += candidates[c].decompressCost;
     }

@@ -237,8 +237,11 @@ static void rewrite(StepGraph &graph, const RematDecision &d,
 
   for (int b = 0; b < graph.numBackward(); ++b) {
     Operation *reader = graph.steps[nF + b];
-    builder.setInsertionPoint(reader);
-    // Dequantize what the step and its recomputations need, first.
+    // Dequantize what the step and its recomputations need, first; fetch
+    // an offloaded value back before the step fetchAhead steps earlier
+    // (after that step's own recomputations), so that its copy overlaps it.
+    builder.setInsertionPoint(
+        graph.steps[nF + std::max(0, b - problem.fetchAhead)]);
     for (int c : ev.decompressAt[b]) {
       const CandidateOp &info = graph.ops[c];
       for (unsigned index : info.compressedResults) {

@@ -235,6 +235,9 @@ StepGraph remat::buildStepGraph(func::FuncOp func,
     }
   problem.numForwardSteps = numForward;
   problem.numBackwardSteps = numSteps - numForward;
+  // An offloaded value's copy back is issued a step early, so that it runs
+  // on the copy queue beside that step.
+  problem.fetchAhead = compression && compression->offload ? 1 : 0;
   DenseMap<Operation *, int> stepOf;
   for (auto [index, op] : llvm::enumerate(graph.steps))
     stepOf[op] = index;

@@ -3,6 +3,8 @@
 #ifndef MEMFIT_RUNTIME_SRC_BACKEND_H
 #define MEMFIT_RUNTIME_SRC_BACKEND_H
 
+#include "HostTasks.h"
+
 #include "memfit/runtime/Communicator.h"
 #include "memfit/runtime/Manifest.h"
 #include "memfit/runtime/Session.h"
@@ -68,18 +70,15 @@ public:
   /// Starts the collective on the backend's communication queue, after the
   /// collectives started before it and beside the steps after it, and
   /// returns true; or runs it now (runCollective) and returns false. The
-  /// session makes later steps that touch its bytes wait
-  /// (waitCollectives), and waits for all at the end of a run.
+  /// session makes later steps that touch its bytes wait (waitQueue), and
+  /// waits for all at the end of a run.
   virtual StatusOr<bool> startCollective(const Collective &collective,
                                          uint64_t in, uint64_t out,
                                          Communicator &comm) {
     MEMFIT_RT_RETURN_IF_ERROR(runCollective(collective, in, out, comm));
     return false;
   }
-  /// Waits until the first `count` collectives queued have finished; the
-  /// first failure among them (reported once).
-  virtual Status waitCollectives(uint64_t count) { return Status::ok(); }
-  virtual uint64_t collectivesFinished() const { return ~uint64_t(0); }
+
   virtual Status synchronize() = 0;
 
   // Host tasks: the kernels that run on the host's cores (Kernel::onHost,
@@ -94,11 +93,24 @@ public:
                                  const std::vector<uint64_t> &offsets) {
     return launchKernel(kernel, offsets);
   }
-  /// Waits until the first `count` host tasks have finished; the first
-  /// failure among them (reported once).
-  virtual Status waitHostTasks(uint64_t count) { return Status::ok(); }
-  /// How many host tasks have finished, without waiting.
-  virtual uint64_t hostTasksFinished() const { return ~uint64_t(0); }
+  /// Starts a copy kernel (Kernel::copyQueue: an offloaded activation's
+  /// copy to host memory or back) on the backend's copy queue, after the
+  /// copies started before it and beside the steps after it, and returns
+  /// true; or runs it now and returns false.
+  virtual StatusOr<bool> startCopyKernel(uint32_t kernel,
+                                         const std::vector<uint64_t> &offsets) {
+    MEMFIT_RT_RETURN_IF_ERROR(launchKernel(kernel, offsets));
+    return false;
+  }
+  /// Waits until the first `count` tasks queued on `queue` have finished;
+  /// the first failure among them (reported once).
+  virtual Status waitQueue(SideQueue queue, uint64_t count) {
+    return Status::ok();
+  }
+  /// How many tasks of `queue` have finished, without waiting.
+  virtual uint64_t queueFinished(SideQueue queue) const {
+    return ~uint64_t(0);
+  }
 
   // Graphs: an entry's steps recorded once and replayed as one launch (CUDA
   // graphs). Session records an entry on its second run, after a first run

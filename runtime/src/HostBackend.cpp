@@ -282,9 +282,11 @@ public:
       : compiler_(std::move(compiler)) {}
 
   ~HostBackend() override {
-    exchanges_.reset();
-    tasks_.reset(); // runs what is queued on the task workers
-    taskPool_.reset();
+    // Each queue runs what it holds, then its workers release their state.
+    for (Side &side : side_) {
+      side.queue.reset();
+      side.pool.reset();
+    }
     pool_.reset(); // workers release their state in the libraries first
     kernelLibraries_.reset();
     release();
@@ -302,23 +304,37 @@ public:
   /// after them: started at the first one.
   Status startHostKernel(uint32_t kernel,
                          const std::vector<uint64_t> &offsets) override {
-    if (!tasks_) {
-      taskPool_ = std::make_unique<WorkerPool>();
-      MEMFIT_RT_RETURN_IF_ERROR(taskPool_->start(taskThreads_, /*batch=*/true));
-      taskPool_->setExitHooks(kernelLibraries_->releases);
-      tasks_ = std::make_unique<HostTaskQueue>();
-    }
-    tasks_->push([this, kernel, offsets] {
-      return runKernel(*taskPool_, kernel, offsets);
+    Side &side = side_[HostTasks];
+    MEMFIT_RT_RETURN_IF_ERROR(startSide(side, taskThreads_));
+    side.queue->push([this, &side, kernel, offsets] {
+      return runKernel(*side.pool, kernel, offsets);
     });
-    ++tasksStarted_;
-    return overlap_ ? Status::ok() : tasks_->waitFor(tasksStarted_);
+    ++side.started;
+    return overlap_ ? Status::ok() : side.queue->waitFor(side.started);
   }
-  Status waitHostTasks(uint64_t count) override {
-    return tasks_ ? tasks_->waitFor(count) : Status::ok();
+  /// The copies of offloaded activations, likewise on a worker of their
+  /// own (the host's copy stream).
+  StatusOr<bool> startCopyKernel(uint32_t kernel,
+                                 const std::vector<uint64_t> &offsets) override {
+    if (!overlap_) {
+      MEMFIT_RT_RETURN_IF_ERROR(launchKernel(kernel, offsets));
+      return false;
+    }
+    Side &side = side_[Copies];
+    MEMFIT_RT_RETURN_IF_ERROR(startSide(side, 1));
+    side.queue->push([this, &side, kernel, offsets] {
+      return runKernel(*side.pool, kernel, offsets);
+    });
+    ++side.started;
+    return true;
   }
-  uint64_t hostTasksFinished() const override {
-    return tasks_ ? tasks_->finished() : 0;
+  Status waitQueue(SideQueue queue, uint64_t count) override {
+    const Side &side = side_[queue];
+    return side.queue ? side.queue->waitFor(count) : Status::ok();
+  }
+  uint64_t queueFinished(SideQueue queue) const override {
+    const Side &side = side_[queue];
+    return side.queue ? side.queue->finished() : 0;
   }
 
   std::string description() const override {
@@ -426,19 +442,13 @@ public:
       MEMFIT_RT_RETURN_IF_ERROR(runCollective(c, in, out, comm));
       return false;
     }
-    if (!exchanges_)
-      exchanges_ = std::make_unique<HostTaskQueue>();
-    exchanges_->push([this, c, in, out, &comm] {
+    Side &side = side_[Collectives];
+    MEMFIT_RT_RETURN_IF_ERROR(startSide(side, 0));
+    side.queue->push([this, c, in, out, &comm] {
       return comm.run(c, memory_ + in, memory_ + out)
           .withContext("collective '" + c.name + "'");
     });
     return true;
-  }
-  Status waitCollectives(uint64_t count) override {
-    return exchanges_ ? exchanges_->waitFor(count) : Status::ok();
-  }
-  uint64_t collectivesFinished() const override {
-    return exchanges_ ? exchanges_->finished() : 0;
   }
 
   Status runContraction(const Contraction &c, uint64_t a, uint64_t b,
@@ -491,11 +501,30 @@ private:
   Status runKernel(WorkerPool &pool, uint32_t kernel,
                    const std::vector<uint64_t> &offsets);
 
-  std::unique_ptr<WorkerPool> pool_, taskPool_;
-  std::unique_ptr<HostTaskQueue> tasks_, exchanges_;
+  /// A side queue (Backend.h), and the workers that run its kernels' blocks
+  /// (none for collectives).
+  struct Side {
+    std::unique_ptr<WorkerPool> pool;
+    std::unique_ptr<HostTaskQueue> queue;
+    uint64_t started = 0;
+  };
+  /// Starts `side`'s queue and `threads` workers, at its first task.
+  Status startSide(Side &side, unsigned threads) {
+    if (side.queue)
+      return Status::ok();
+    if (threads) {
+      side.pool = std::make_unique<WorkerPool>();
+      MEMFIT_RT_RETURN_IF_ERROR(side.pool->start(threads, /*batch=*/true));
+      side.pool->setExitHooks(kernelLibraries_->releases);
+    }
+    side.queue = std::make_unique<HostTaskQueue>();
+    return Status::ok();
+  }
+
+  std::unique_ptr<WorkerPool> pool_;
+  Side side_[kSideQueues];
   unsigned taskThreads_ = 1;
   bool overlap_ = true;
-  uint64_t tasksStarted_ = 0;
   std::unique_ptr<HostKernels> kernelLibraries_;
   std::vector<KernelEntry> kernels_;
   uint8_t *memory_ = nullptr;

@@ -98,8 +98,7 @@ void SideQueues::started(Queue queue, std::vector<Range> ranges) {
 Status SideQueues::wait(Backend &backend, Queue queue, uint64_t count) {
   pending_[queue].dropFinished(count);
   auto begin = std::chrono::steady_clock::now();
-  Status waited = queue == HostTasks ? backend.waitHostTasks(count)
-                                     : backend.waitCollectives(count);
+  Status waited = backend.waitQueue(queue, count);
   waitSeconds[queue] += std::chrono::duration<double>(
                      std::chrono::steady_clock::now() - begin)
                      .count();
@@ -108,12 +107,11 @@ Status SideQueues::wait(Backend &backend, Queue queue, uint64_t count) {
 
 Status SideQueues::waitTouching(Backend &backend, uint64_t offset,
                                 uint64_t bytes, int except) {
-  for (Queue queue : {HostTasks, Collectives}) {
+  for (Queue queue : {HostTasks, Collectives, Copies}) {
     PendingHostTasks &pending = pending_[queue];
     if (queue == except || pending.empty() || bytes == 0)
       continue;
-    pending.dropFinished(queue == HostTasks ? backend.hostTasksFinished()
-                                            : backend.collectivesFinished());
+    pending.dropFinished(backend.queueFinished(queue));
     if (uint64_t need = pending.mustFinish(offset, offset + bytes))
       MEMFIT_RT_RETURN_IF_ERROR(wait(backend, queue, need));
   }

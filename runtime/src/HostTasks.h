@@ -76,12 +76,21 @@ private:
 
 class Backend;
 
-/// What a session started on its backend's side queues (host tasks, and
-/// collectives that run beside the steps) and has not seen finish: a later
-/// step, copy or read waits for those that touch its bytes.
+/// A backend's queues of work that runs beside its steps, in order within
+/// each: the host's kernels (Kernel::onHost), collectives, and the copies
+/// of offloaded activations (Kernel::copyQueue).
+enum SideQueue { HostTasks = 0, Collectives = 1, Copies = 2 };
+constexpr int kSideQueues = 3;
+
+/// What a session started on its backend's side queues and has not seen
+/// finish: a later step, copy or read waits for those that touch its
+/// bytes.
 class SideQueues {
 public:
-  enum Queue { HostTasks = 0, Collectives = 1 };
+  using Queue = SideQueue;
+  static constexpr Queue HostTasks = SideQueue::HostTasks;
+  static constexpr Queue Collectives = SideQueue::Collectives;
+  static constexpr Queue Copies = SideQueue::Copies;
   using Range = PendingHostTasks::Range;
 
   /// The backend started the next task of `queue`, which touches `ranges`.
@@ -95,13 +104,13 @@ public:
   /// Waits for every task of `queue`.
   Status waitAll(Backend &backend, Queue queue);
   /// The seconds spent waiting for each queue, over the session.
-  double waitSeconds[2] = {0, 0};
+  double waitSeconds[kSideQueues] = {0, 0, 0};
 
 private:
   Status wait(Backend &backend, Queue queue, uint64_t count);
 
-  PendingHostTasks pending_[2];
-  uint64_t started_[2] = {0, 0};
+  PendingHostTasks pending_[kSideQueues];
+  uint64_t started_[kSideQueues] = {0, 0, 0};
 };
 
 } // namespace memfit::rt

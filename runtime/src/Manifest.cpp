@@ -685,6 +685,11 @@ Status validateWorkingCopy(const Manifest &m, const Variable &v,
 /// An on-host kernel's steps touch no arena buffer: the host may run it
 /// after the device has reused the arena.
 Status validateOnHost(const Manifest &m) {
+  for (size_t i = 0; i < m.kernels.size(); ++i)
+    if (m.kernels[i].onHost && m.kernels[i].copyQueue)
+      return invalidArgument("manifest: kernels[" + std::to_string(i) +
+                             "] ('" + m.kernels[i].name +
+                             "') is both a host kernel and a copy");
   for (const Entry &e : m.entries)
     for (size_t s = 0; s < e.steps.size(); ++s) {
       const Step &step = e.steps[s];

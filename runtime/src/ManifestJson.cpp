@@ -103,6 +103,8 @@ std::string manifestToJson(const Manifest &m) {
       o.set("threadLoops", true);
     if (k.onHost)
       o.set("onHost", true);
+    if (k.copyQueue)
+      o.set("copyQueue", true);
     o.set("onnxNodes", stringArray(k.onnxNodes));
     if (!k.indexChecks.empty())
       o.set("indexChecks", stringArray(k.indexChecks));
@@ -471,7 +473,8 @@ std::optional<KernelKind> parseKernelKind(const std::string &name) {
 Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"},
-      {"indexChecks", "threadLoops", "kind", "bytes", "flops", "onHost"}));
+      {"indexChecks", "threadLoops", "kind", "bytes", "flops", "onHost",
+       "copyQueue"}));
   if (r.has("kind")) {
     std::string kind;
     MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
@@ -487,6 +490,8 @@ Status readKernel(const ObjectReader &r, Kernel &k) {
     MEMFIT_RT_RETURN_IF_ERROR(r.boolean("threadLoops", k.threadLoops));
   if (r.has("onHost"))
     MEMFIT_RT_RETURN_IF_ERROR(r.boolean("onHost", k.onHost));
+  if (r.has("copyQueue"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.boolean("copyQueue", k.copyQueue));
   if (r.has("indexChecks"))
     MEMFIT_RT_RETURN_IF_ERROR(r.strings("indexChecks", k.indexChecks));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", k.name));

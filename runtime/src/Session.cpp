@@ -87,6 +87,7 @@ struct Session::Impl {
   }
   Status waitForSideQueues() {
     MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, SideQueues::HostTasks));
+    MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, SideQueues::Copies));
     return side.waitAll(*backend, SideQueues::Collectives);
   }
   /// The step's buffers' bytes at `offsets`.
@@ -355,6 +356,7 @@ const SessionTimings &Session::timings() const {
       impl_->side.waitSeconds[SideQueues::HostTasks];
   impl_->timings.collectiveWaitSeconds =
       impl_->side.waitSeconds[SideQueues::Collectives];
+  impl_->timings.copyWaitSeconds = impl_->side.waitSeconds[SideQueues::Copies];
   return impl_->timings;
 }
 
@@ -551,6 +553,26 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
       return queued.status().withContext(label);
     if (*queued)
       side.started(SideQueues::Collectives, stepRanges(step));
+    return Status::ok();
+  }
+  if (step.kind == StepKind::Kernel && manifest.kernels[step.index].copyQueue) {
+    // An offloaded activation's copy to host memory or back, on the copy
+    // queue where the backend has one.
+    MEMFIT_RT_RETURN_IF_ERROR(
+        waitForSideQueues(step, SideQueues::Copies).withContext(label));
+    // Timed: a copy the backend runs in the step is the steps' wait.
+    auto begin = std::chrono::steady_clock::now();
+    StatusOr<bool> queued = backend->startCopyKernel(step.index, offsets);
+    if (!queued)
+      return queued.status().withContext(label);
+    ++timings.copies;
+    if (*queued)
+      side.started(SideQueues::Copies, stepRanges(step));
+    else
+      side.waitSeconds[SideQueues::Copies] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                        begin)
+              .count();
     return Status::ok();
   }
   MEMFIT_RT_RETURN_IF_ERROR(waitForSideQueues(step, -1).withContext(label));

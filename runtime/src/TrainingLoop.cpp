@@ -202,6 +202,11 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                      "device waited %.1f ms a step for them\n",
                      double(t.hostTasks) / double(options.steps),
                      t.hostWaitSeconds * 1e3 / double(options.steps));
+    if (const SessionTimings &t = session.timings(); t.copies)
+      *log << format("offloaded activations: %.1f copies a step; the steps "
+                     "waited %.1f ms a step for them\n",
+                     double(t.copies) / double(options.steps),
+                     t.copyWaitSeconds * 1e3 / double(options.steps));
     if (const SessionTimings &t = session.timings(); t.collectiveWaitSeconds)
       *log << format("collectives beside the steps: the steps waited %.1f "
                      "ms a step for the collectives\n",

@@ -140,6 +140,11 @@ struct RematProblem {
   /// The activation memory (see above) must stay at or below this at
   /// every step; < 0: no such limit.
   int64_t activationCap = -1;
+  /// A compressed candidate is made whole again this many backward steps
+  /// before each step that needs it (it lives from there): 1 for offloaded
+  /// values, whose copy back from host memory then overlaps the step
+  /// before on the copy queue; 0 for dequantizations.
+  int fetchAhead = 0;
 };
 
 struct RematSolution {

@@ -146,6 +146,8 @@ ExecutableBuilder::emitKernelSource(KernelOp kernel,
     return failure();
   info->kind = cuda::kernelKind(kernel);
   info->onHost = kernel->hasAttr(kOnHostAttr);
+  info->copyQueue =
+      kernel->hasAttr(kOffloadedAttr) || kernel->hasAttr(kFetchedAttr);
   info->cost = cuda::stepCost(kernel);
   // A view's kernel reads the viewed value's buffer at the view's offset
   // and strides (KernelWriter::viewOf).

@@ -141,6 +141,10 @@ struct Kernel {
   /// steps, each of which waits for it only where it touches the same
   /// bytes (Session). A backend without host tasks runs it in order.
   bool onHost = false;
+  /// A copy of an offloaded activation to the host region or back
+  /// (--offload=activations): a backend may run it on a copy queue beside
+  /// the later steps, which wait for it where they touch its bytes.
+  bool copyQueue = false;
 };
 
 /// The first bytes of Manifest::indexErrorBuffer, two u64: `code`, 0 while

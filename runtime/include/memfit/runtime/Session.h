@@ -91,6 +91,11 @@ struct SessionTimings {
   /// The seconds steps and the end of each run waited for collectives that
   /// ran beside them (the host backend with MPI).
   double collectiveWaitSeconds = 0;
+  /// Copies of offloaded activations (Kernel::copyQueue) over the session,
+  /// and the seconds the steps waited for them (with overlapHostTasks off,
+  /// the seconds they took).
+  uint64_t copies = 0;
+  double copyWaitSeconds = 0;
 };
 
 /// The time one step of an entry (a kernel or a contraction) took over the
