@@ -208,8 +208,8 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                      double(t.copies) / double(options.steps),
                      t.copyWaitSeconds * 1e3 / double(options.steps));
     if (const SessionTimings &t = session.timings(); t.collectiveWaitSeconds)
-      *log << format("collectives beside the steps: the steps waited %.1f "
-                     "ms a step for the collectives\n",
+      *log << format("collectives: the steps waited %.1f ms a step for "
+                     "the collectives\n",
                      t.collectiveWaitSeconds * 1e3 / double(options.steps));
     if (trainer.scalesLoss())
       *log << format("loss scaling: %lld of %lld steps skipped (inf or NaN "

@@ -88,8 +88,9 @@ struct SessionTimings {
   /// SessionOptions::overlapHostTasks off, the seconds they took.
   uint64_t hostTasks = 0;
   double hostWaitSeconds = 0;
-  /// The seconds steps and the end of each run waited for collectives that
-  /// ran beside them (the host backend with MPI).
+  /// The seconds steps and the end of each run waited for the collectives
+  /// of several ranks that ran beside them (the host backend with MPI), or
+  /// that the collectives took in the step.
   double collectiveWaitSeconds = 0;
   /// Copies of offloaded activations (Kernel::copyQueue) over the session,
   /// and the seconds the steps waited for them (with overlapHostTasks off,
