@@ -268,6 +268,7 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
   t.accumulate = gradients ? 1 : accumulate.getValue();
   t.worldSize = std::max<int64_t>(worldSize, 1);
   t.zero = zero;
+  t.zero3Prefetch = zero3Prefetch;
   if (offload != "none") {
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(offload.getValue()).split(parts, ',');

@@ -332,6 +332,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("zero", std::to_string(options.zero));
   if (options.rank != defaults.rank)
     add("rank", std::to_string(options.rank));
+  if (!options.zero3Prefetch)
+    add("zero3-prefetch", "false");
   if (options.offloadOptimizer)
     add("offload-optimizer", "true");
   if (options.optimizerStates != defaults.optimizerStates)
@@ -477,6 +479,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     optimizer.lossScaleBackoff = options.lossScaleBackoff;
     optimizer.lossScaleInterval = options.lossScaleInterval;
     optimizer.offloadStates = options.offloadOptimizer;
+    optimizer.zero3Prefetch = options.zero3Prefetch;
     pm.addPass(createMemfitOptimizerPass(optimizer));
   }
 

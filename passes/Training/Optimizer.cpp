@@ -227,10 +227,14 @@ struct MemfitOptimizerPass
         s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));
     }
 
-    if (shardParams)
+    if (shardParams) {
+      SmallVector<ParameterOp> params;
       for (Trained &t : trained)
-        if (failed(shardParameterRows(module, t.param, shards, shardRank)))
-          return failure();
+        params.push_back(t.param);
+      if (failed(shardParameterRows(module, params, shards, shardRank,
+                                    zero3Prefetch)))
+        return failure();
+    }
 
     // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
     // of it padded with zero rows to N c; with `scatter`, of its mean over

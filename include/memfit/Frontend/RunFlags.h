@@ -273,6 +273,13 @@ struct RunFlags {
                     cl::desc("ZeRO stage of data parallel training: 0, "
                              "gradients all-reduced; 1, states sharded; 2, "
                              "gradients too; 3, parameters too")};
+  Opt<bool> zero3Prefetch{
+      "zero3-prefetch", cl::init(true), cl::cat(trainCategory),
+      cl::desc("--zero=3: all-gather a transformer layer's parameters at "
+               "the start of the layer before it, forward and backward (one "
+               "layer of prefetch, for the exchange to overlap compute; the "
+               "peak may hold one more layer's weights); false: at the start "
+               "of the layer itself (default true)")};
   Opt<std::string> offload{
       "offload", cl::init("none"), cl::cat(trainCategory),
       cl::desc("none, or optimizer and/or activations (comma-separated): "

@@ -108,6 +108,10 @@ struct TrainOptions {
   int64_t zero = 0;
   /// zero >= 1: the rank compiled for (each rank's step holds its slices).
   int64_t rank = 0;
+  /// zero = 3: each transformer layer's parameters are gathered at the
+  /// start of the layer before it, forward and backward (one layer of
+  /// prefetch), rather than at the start of the layer itself.
+  bool zero3Prefetch = true;
   /// The optimizer states in host memory (the plan's host region; pinned
   /// and mapped on a GPU) instead of the device's.
   bool offloadOptimizer = false;

@@ -262,6 +262,13 @@ struct TrainPipelineOptions
       *this, "rank",
       llvm::cl::desc("The rank the step is compiled for (zero >= 1)"),
       llvm::cl::init(0)};
+  Option<bool> zero3Prefetch{
+      *this, "zero3-prefetch",
+      llvm::cl::desc("zero=3: gather a transformer layer's parameters at "
+                     "the start of the layer before it, in the forward and "
+                     "in the backward (one layer of prefetch), rather than "
+                     "at the start of the layer itself"),
+      llvm::cl::init(true)};
   Option<bool> offloadOptimizer{
       *this, "offload-optimizer",
       llvm::cl::desc("Keep the optimizer states in host memory (the plan's "
