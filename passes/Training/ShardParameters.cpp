@@ -9,12 +9,13 @@
 // forward or in the backward, and a run's readers of a parameter share one
 // gather, placed at the start of the run, or of the layer's run before it
 // (one layer of prefetch: the exchange may overlap that layer's compute);
-// outside the layers, just before the first reader. The chains of per-element ops between a
-// parameter and its readers (a transpose for a contraction, the 16-bit
-// working copy of mixed precision, a reshape) are copied to each run, so
-// that nothing the size of a whole parameter is kept from one layer pass
-// to another: the backward gathers again. A cast to fewer bits runs on the
-// rows, before the gather, so that the wire carries the narrower type.
+// outside the layers, just before the first reader. The chains of
+// per-element ops between a parameter and its readers (a transpose for a
+// contraction, the 16-bit working copy of mixed precision, a reshape) are
+// copied to each run, so that nothing the size of a whole parameter is
+// kept from one layer pass to another: the backward gathers again. A cast
+// to fewer bits runs on the rows, before the gather, so that the wire
+// carries the narrower type.
 //
 //===----------------------------------------------------------------------===//
 

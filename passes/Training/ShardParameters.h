@@ -24,10 +24,11 @@ namespace mlir::memfit {
 /// start of its pass, or with `prefetch` at the start of the layer's pass
 /// before it (one layer of prefetch; not for the forward's and the
 /// backward's first layer); outside the layers each weight is gathered
-/// right before its first reader. Per-element ops between the parameter and its readers (a
-/// cast to 16 bits, a transpose, a reshape) are copied to each pass first,
-/// and a cast runs on the rows before the gather, which then moves the
-/// 16-bit rows. Fails, naming the parameter, for a value it cannot cut.
+/// right before its first reader. Per-element ops between the parameter
+/// and its readers (a cast to 16 bits, a transpose, a reshape) are copied
+/// to each pass first, and a cast runs on the rows before the gather, which
+/// then moves the 16-bit rows. Fails, naming the parameter, for a value it
+/// cannot cut.
 LogicalResult shardParameterRows(ModuleOp module,
                                  ArrayRef<ParameterOp> params,
                                  int64_t shards, int64_t rank, bool prefetch);

@@ -274,7 +274,7 @@ struct RunFlags {
                              "gradients all-reduced; 1, states sharded; 2, "
                              "gradients too; 3, parameters too")};
   Opt<bool> zero3Prefetch{
-      "zero3-prefetch", cl::init(true), cl::cat(trainCategory),
+      "zero3-prefetch", cl::init(true), cl::Hidden, cl::cat(trainCategory),
       cl::desc("--zero=3: all-gather a transformer layer's parameters at "
                "the start of the layer before it, forward and backward (one "
                "layer of prefetch, for the exchange to overlap compute; the "
