@@ -273,6 +273,7 @@ rt::StatusOr<TrainOptions> RunFlags::trainOptions() const {
       return rt::invalidArgument("--bucket must not be negative");
     t.bucketBytes = bucket.getValue().bytes;
   }
+  t.zero3Prefetch = zero3Prefetch;
   if (offload != "none") {
     llvm::SmallVector<llvm::StringRef> parts;
     llvm::StringRef(offload.getValue()).split(parts, ',');

@@ -87,6 +87,7 @@ trainPipelineOptions(const TrainOptions &train,
   options->zero = train.zero;
   options->bucketBytes = train.bucketBytes;
   options->rank = train.zero >= 1 ? train.rank : 0;
+  options->zero3Prefetch = train.zero3Prefetch;
   options->offloadOptimizer = train.offloadOptimizer;
   options->budget = ByteSize{train.budget};
   options->activationFraction = train.activationFraction;

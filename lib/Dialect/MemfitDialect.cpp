@@ -94,6 +94,65 @@ int mlir::memfit::layerIndex(StringRef name) {
   return index;
 }
 
+/// The layer a name is in: its first path component `name.N` ("h.0" of
+/// h.0.attn.c_attn.weight, "layers.3" of /model/layers.3/mlp) or, with
+/// `loose`, failing that, a component `nameN` that more components follow
+/// ("h4" of h4.proj). Empty if none.
+static std::string layerInName(StringRef text, bool loose) {
+  SmallVector<StringRef> parts;
+  for (size_t begin = 0, i = 0; i <= text.size(); ++i)
+    if (i == text.size() || text[i] == '.' || text[i] == '/') {
+      parts.push_back(text.slice(begin, i));
+      begin = i + 1;
+    }
+  auto word = [](StringRef t) {
+    return !t.empty() &&
+           llvm::all_of(t, [](char c) { return llvm::isAlpha(c) || c == '_'; });
+  };
+  auto number = [](StringRef t) {
+    return !t.empty() &&
+           llvm::all_of(t, [](char c) { return llvm::isDigit(c); });
+  };
+  for (size_t i = 0; i + 1 < parts.size(); ++i)
+    if (word(parts[i]) && number(parts[i + 1]))
+      return (parts[i] + "." + parts[i + 1]).str();
+  for (size_t i = 0; loose && i + 1 < parts.size(); ++i) {
+    StringRef part = parts[i];
+    StringRef digits =
+        part.drop_while([](char c) { return !llvm::isDigit(c); });
+    if (!digits.empty() && digits.size() < part.size() && number(digits) &&
+        word(part.drop_back(digits.size())))
+      return part.str();
+  }
+  return "";
+}
+
+std::string mlir::memfit::layerOf(Location loc,
+                                  ArrayRef<StringRef> parameters) {
+  SmallVector<StringRef> names;
+  for (StringRef name : parameters)
+    if (!name.contains("::"))
+      names.push_back(name);
+  llvm::sort(names);
+  for (StringRef name : names)
+    if (std::string layer = layerInName(name, false); !layer.empty())
+      return layer;
+  std::string layer;
+  loc->walk([&](Location inner) {
+    if (auto named = dyn_cast<NameLoc>(inner))
+      layer = layerInName(named.getName().getValue(), true);
+    if (auto fused = dyn_cast<FusedLoc>(inner))
+      if (auto meta = dyn_cast_or_null<DictionaryAttr>(fused.getMetadata()))
+        if (auto scope = meta.getAs<StringAttr>(kOnnxScopeKey))
+          layer = layerInName(scope.getValue(), false);
+    return layer.empty() ? WalkResult::advance() : WalkResult::interrupt();
+  });
+  for (StringRef name : names)
+    if (layer.empty())
+      layer = layerInName(name, true);
+  return layer;
+}
+
 StringRef mlir::memfit::onnxNodeScope(Location loc) {
   return firstInLocation(loc, [](Location l) -> StringRef {
     if (auto fused = dyn_cast<FusedLoc>(l))

@@ -219,9 +219,8 @@ KernelOp segmentsKernel(ArrayRef<KernelOp> group, Operation *at);
 /// (FusionRules.cpp)
 FailureOr<int64_t> planTotal(ModuleOp module);
 
-/// The transformer layer of `kernel`: in the parameter names `names`, else
-/// its ONNX nodes, the first path component `name.N` ("h.0" of
-/// h.0.attn.c_attn.weight) or `nameN` ("h4"); empty outside the layers.
+/// The transformer layer of `kernel` that reads or writes the parameters
+/// `names` (memfit::layerOf, MemfitDialect.h); empty outside the layers.
 /// (MultiTensor.cpp)
 std::string layerOf(KernelOp kernel, const DenseSet<StringAttr> &names);
 

@@ -337,6 +337,8 @@ mlir::memfit::printTrainPipelineOptions(const TrainPipelineOptions &options) {
     add("rank", std::to_string(options.rank));
   if (options.bucketBytes != defaults.bucketBytes)
     add("bucket-bytes", std::to_string(options.bucketBytes));
+  if (!options.zero3Prefetch)
+    add("zero3-prefetch", "false");
   if (options.offloadOptimizer)
     add("offload-optimizer", "true");
   if (options.optimizerStates != defaults.optimizerStates)
@@ -483,6 +485,7 @@ void mlir::memfit::buildTrainPipeline(OpPassManager &pm,
     optimizer.lossScaleBackoff = options.lossScaleBackoff;
     optimizer.lossScaleInterval = options.lossScaleInterval;
     optimizer.offloadStates = options.offloadOptimizer;
+    optimizer.zero3Prefetch = options.zero3Prefetch;
     pm.addPass(createMemfitOptimizerPass(optimizer));
   }
 

@@ -162,12 +162,28 @@ static int addCandidate(StepGraph &graph, Operation *op, int step,
   return index;
 }
 
+/// The parameter that `value` reads: the load at its buffer's root, or
+/// the one behind ZeRO stage 3's gather of a parameter's rows (through the
+/// kernel that casts the rows before it). The gather counts as the
+/// parameter, not as a producer to inherit a layer from: it may be placed
+/// a layer ahead of its readers (memfit-optimizer's prefetch).
+static LoadParameterOp parameterRead(Value value) {
+  Operation *def = bufferRoot(value).getDefiningOp();
+  if (!def || !def->hasAttr(kRegatherAttr))
+    return dyn_cast_or_null<LoadParameterOp>(def);
+  Operation *rows = bufferRoot(def->getOperand(0)).getDefiningOp();
+  if (auto kernel = dyn_cast_or_null<KernelOp>(rows);
+      kernel && kernel.getInputs().size() == 1)
+    rows = bufferRoot(kernel.getInputs().front()).getDefiningOp();
+  return dyn_cast_or_null<LoadParameterOp>(rows);
+}
+
 /// The layer of every forward step: from the ONNX node name; else from the
 /// node's module scope when the exporter recorded one (a scope without a
 /// layer index is outside the layers); else from the parameters a step
-/// reads; a step with none of these inherits the layer of its latest
-/// forward producer. Sets each candidate's layer and whether it is a
-/// layer's input (a forward step of another layer reads it).
+/// reads (parameterRead); a step with none of these inherits the layer of
+/// its latest forward producer. Sets each candidate's layer and whether it
+/// is a layer's input (a forward step of another layer reads it).
 static void assignLayers(StepGraph &graph,
                          const DenseMap<Operation *, int> &stepOf) {
   int numForward = graph.numForward();
@@ -184,7 +200,7 @@ static void assignLayers(StepGraph &graph,
     int latestProducer = -1;
     for (Value operand : op->getOperands()) {
       Value root = bufferRoot(operand);
-      if (auto load = root.getDefiningOp<LoadParameterOp>()) {
+      if (LoadParameterOp load = parameterRead(operand)) {
         readsParameter = true;
         if (layer < 0)
           layer = std::max(layer, layerIndex(load.getName()));

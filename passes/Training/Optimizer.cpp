@@ -235,13 +235,22 @@ struct MemfitOptimizerPass
       for (auto [t, copy] : llvm::zip(trained, working))
         copy = addWorkingCopy(symbols, func, t.param);
 
-    if (shardParams)
+    // Stage 3: what the step reads (the parameter, or its working copy) is
+    // gathered per layer; a master kept in host memory, which only the
+    // update reads, is cut to the rank's rows alone.
+    if (shardParams) {
+      SmallVector<ParameterOp> read, masters;
       for (auto [t, copy] : llvm::zip(trained, working)) {
-        if (failed(shardParameterRows(module, t.param, shards, shardRank)))
-          return failure();
-        if (copy && failed(shardParameterRows(module, copy, shards, shardRank)))
-          return failure();
+        read.push_back(copy ? copy : t.param);
+        if (copy)
+          masters.push_back(t.param);
       }
+      if (failed(shardParameterRows(module, read, shards, shardRank,
+                                    zero3Prefetch)) ||
+          failed(shardParameterRows(module, masters, shards, shardRank,
+                                    zero3Prefetch)))
+        return failure();
+    }
 
     // This rank's slice of a parameter-shaped value: rows [r c, (r + 1) c)
     // of it padded with zero rows to N c; with `scatter`, of its mean over

@@ -3,14 +3,19 @@
 // Under ZeRO stage 3 a trained parameter is stored as this rank's rows
 // only, like its optimizer states (Optimizer.cpp). Its value in the module
 // is cut to those rows, so the executable each rank compiles holds its own
-// part of the weights; every read of the parameter becomes an all-gather of
-// the ranks' rows just before the op that reads it. The chains of
+// part of the weights; the reads of the parameter become all-gathers of
+// the ranks' rows, one for each layer pass that reads it: the function's
+// ops fall into runs of one transformer layer (memfit::layerOf) in the
+// forward or in the backward, and a run's readers of a parameter share one
+// gather, placed at the start of the run, or of the layer's run before it
+// (one layer of prefetch: the exchange may overlap that layer's compute);
+// outside the layers, just before the first reader. The chains of
 // per-element ops between a parameter and its readers (a transpose for a
 // contraction, the 16-bit working copy of mixed precision, a reshape) are
-// copied to each reader, so that nothing the size of a whole parameter is
-// kept from the forward to the backward: what the backward reads is
-// gathered again. A cast to fewer bits runs on the rows, before the
-// gather, so that the wire carries the narrower type.
+// copied to each run, so that nothing the size of a whole parameter is
+// kept from one layer pass to another: the backward gathers again. A cast
+// to fewer bits runs on the rows, before the gather, so that the wire
+// carries the narrower type.
 //
 //===----------------------------------------------------------------------===//
 
@@ -19,12 +24,13 @@
 #include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
-#include "mlir/IR/IRMapping.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/SetVector.h"
 
 #include <cstring>
 #include <functional>
+#include <optional>
 
 using namespace mlir;
 using namespace mlir::memfit;
@@ -78,21 +84,174 @@ ElementsAttr rowsOf(ParameterOp param, RankedTensorType sliceType,
   return elementsFromBytes(sliceType, mine, param.getSymName());
 }
 
-/// Rebuilds one reader's operand from the parameter's rows.
+/// Whether `op` was made by memfit-autodiff (or is a kernel of such ops).
+bool isBackward(Operation *op) {
+  if (op->hasAttr(kBackwardAttr))
+    return true;
+  if (auto kernel = dyn_cast<KernelOp>(op))
+    return llvm::any_of(kernel.getBodyOps(), [](Operation &inner) {
+      return inner.hasAttr(kBackwardAttr);
+    });
+  return false;
+}
+
+/// A block's ops in layer passes: runs of the steps (the ops that read
+/// more than weights) of one transformer layer (memfit::layerOf), in the
+/// forward (before the first of memfit-autodiff's ops) or in the backward
+/// (from it on). Each op belongs to the run of the latest step at or
+/// before it; the backward's first run starts at its first op.
+class LayerPasses {
+public:
+  explicit LayerPasses(Block &block);
+
+  /// Where the weights that `op`'s layer reads are gathered: at the start
+  /// of its run (its first step), or with `prefetch` at the start of the
+  /// layer's run before it in the same pass. A pass's first layer is not
+  /// prefetched (before it run the embeddings in the forward, the loss and
+  /// the LM head in the backward: their gathers and the layer's would meet
+  /// at the step's peak). Null outside the layers: there each weight is
+  /// gathered at its first reader, so that a model whose layers are not
+  /// known does not gather every weight at once.
+  Operation *gatherPoint(Operation *op, bool prefetch) const {
+    unsigned run = runOf(op);
+    if (run >= backward_.size() || layer_[run].empty())
+      return nullptr;
+    if (prefetch && run > 0 && backward_[run - 1] == backward_[run] &&
+        !layer_[run - 1].empty())
+      return firstStep_[run - 1];
+    return firstStep_[run];
+  }
+  unsigned runOf(Operation *op) const { return runOf_.lookup(op); }
+  bool inBackward(Operation *op) const {
+    unsigned run = runOf(op);
+    return run < backward_.size() && backward_[run];
+  }
+
+private:
+  DenseMap<Operation *, unsigned> runOf_;
+  // Of each run: its first step, whether it is in the backward, its layer
+  // (empty outside the layers).
+  SmallVector<Operation *> firstStep_;
+  SmallVector<bool> backward_;
+  SmallVector<std::string> layer_;
+};
+
+LayerPasses::LayerPasses(Block &block) {
+  // The ops that compute from weights alone: loads, constants and what
+  // reads only them (a cast of a weight, its transpose, a gather of rows).
+  DenseSet<Operation *> weightOnly;
+  DenseMap<Operation *, std::string> layerOfStep;
+  // The parameters that `op` reads, through the weight-only ops it reads.
+  auto parametersRead = [&](Operation *op, SmallVectorImpl<StringRef> &names) {
+    SmallVector<Operation *> work{op};
+    DenseSet<Operation *> seen;
+    while (!work.empty()) {
+      Operation *next = work.pop_back_val();
+      if (!seen.insert(next).second)
+        continue;
+      if (auto load = dyn_cast<LoadParameterOp>(next)) {
+        names.push_back(load.getName());
+        continue;
+      }
+      for (Value operand : next->getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && weightOnly.contains(def))
+          work.push_back(def);
+    }
+  };
+  bool backward = false;
+  // The current run's layer; none until its first step.
+  std::optional<std::string> layer;
+  for (Operation &op : block) {
+    // The backward starts a run at its first op, even one that reads
+    // only weights (its seed, a constant).
+    if (!backward && isBackward(&op)) {
+      backward = true;
+      if (firstStep_.empty()) { // a forward of weights alone
+        firstStep_.push_back(nullptr);
+        backward_.push_back(false);
+        layer_.emplace_back();
+      }
+      firstStep_.push_back(nullptr);
+      backward_.push_back(true);
+      layer_.emplace_back();
+      layer.reset();
+    }
+    bool step = false;
+    for (Value operand : op.getOperands()) {
+      Operation *def = operand.getDefiningOp();
+      step |= !def || !weightOnly.contains(def);
+    }
+    if (!step) {
+      if (!op.hasTrait<OpTrait::IsTerminator>())
+        weightOnly.insert(&op);
+      runOf_[&op] = firstStep_.empty() ? 0 : firstStep_.size() - 1;
+      continue;
+    }
+    // Its layer: by the parameters it reads and its location (a module
+    // scope outside the layers is outside them), as memfit-remat finds
+    // it; failing both, that of the latest step of the same pass it reads
+    // (a reshape that the exporter named after no module, an op that a
+    // pass made without a node); failing that, the current run's.
+    SmallVector<StringRef> names;
+    parametersRead(&op, names);
+    std::string stepLayer = layerOf(op.getLoc(), names);
+    if (stepLayer.empty() && names.empty() &&
+        onnxNodeScope(op.getLoc()).empty()) {
+      Operation *latest = nullptr;
+      for (Value operand : op.getOperands())
+        if (Operation *def = operand.getDefiningOp();
+            def && layerOfStep.count(def) &&
+            backward_[runOf_.lookup(def)] == backward &&
+            (!latest || latest->isBeforeInBlock(def)))
+          latest = def;
+      if (latest)
+        stepLayer = layerOfStep.lookup(latest);
+      else if (layer)
+        stepLayer = *layer;
+    }
+    if (firstStep_.empty() || (layer && *layer != stepLayer)) {
+      firstStep_.push_back(&op);
+      backward_.push_back(backward);
+      layer_.push_back(stepLayer);
+    }
+    if (!firstStep_.back()) {
+      firstStep_.back() = &op;
+      layer_.back() = stepLayer;
+    }
+    layer = stepLayer;
+    layerOfStep[&op] = std::move(stepLayer);
+    runOf_[&op] = firstStep_.size() - 1;
+  }
+}
+
+/// Rebuilds the readers' operands of one layer pass from the parameter's
+/// rows.
 class Regather {
 public:
   Regather(ParameterOp param, int64_t shards, int64_t rows)
       : param_(param), shards_(shards), rows_(rows) {}
 
-  /// `value` (the parameter's load or an op on its way) rebuilt at `b`'s
-  /// point for `reader`: its own load, the gather, and copies of the ops
-  /// between, all at the reader's location, so that they count as part of
-  /// the reader's layer (memfit-remat recomputes a layer's gathers with
-  /// it rather than keeping them from the forward).
-  Value wholeAt(OpBuilder &b, Value value, Operation *reader) {
-    at_ = reader->getLoc();
-    Piece piece = rebuild(b, value);
-    return piece.whole ? piece.value : gather(b, piece.value);
+  /// Starts a layer pass: its loads, casts and gathers go before
+  /// `gatherAt`, the ops after the gathers before `firstReader`, all at
+  /// `firstReader`'s location, so that they count as part of its layer
+  /// (memfit-remat recomputes a layer's gathers with it rather than
+  /// keeping them from the forward); in the backward, marked as
+  /// memfit-autodiff's ops.
+  void startPass(Operation *gatherAt, Operation *firstReader, bool backward) {
+    gatherAt_ = gatherAt;
+    useAt_ = firstReader;
+    at_ = firstReader->getLoc();
+    backward_ = backward;
+    built_.clear();
+    gathered_.clear();
+  }
+
+  /// `value` (the parameter's load or an op on its way) whole, for a
+  /// reader of the current pass.
+  Value whole(Value value) {
+    Piece piece = rebuild(value);
+    return piece.whole ? piece.value : gather(piece.value);
   }
 
 private:
@@ -101,53 +260,115 @@ private:
     bool whole; // gathered, or still this rank's rows
   };
 
-  Piece rebuild(OpBuilder &b, Value value) {
+  Operation *made(Operation *op) {
+    op->setLoc(at_);
+    if (backward_)
+      op->setAttr(kBackwardAttr, UnitAttr::get(op->getContext()));
+    return op;
+  }
+
+  Piece rebuild(Value value) {
+    if (auto it = built_.find(value); it != built_.end())
+      return it->second;
     Operation *def = value.getDefiningOp();
-    if (isa<LoadParameterOp>(def))
-      return {LoadParameterOp::create(
-                  b, at_, param_.getType(),
-                  FlatSymbolRefAttr::get(param_.getSymNameAttr())),
-              false};
-    Piece in = rebuild(b, def->getOperand(0));
-    if (!in.whole && commutesWithGather(def)) {
-      Operation *copy = b.clone(*def);
-      copy->setLoc(at_);
+    Piece piece;
+    if (isa<LoadParameterOp>(def)) {
+      OpBuilder b(gatherAt_);
+      piece = {LoadParameterOp::create(
+                   b, at_, param_.getType(),
+                   FlatSymbolRefAttr::get(param_.getSymNameAttr())),
+               false};
+    } else if (Piece in = rebuild(def->getOperand(0));
+               !in.whole && commutesWithGather(def)) {
+      OpBuilder b(gatherAt_);
+      Operation *copy = made(b.clone(*def));
       copy->setOperand(0, in.value);
       auto type = cast<RankedTensorType>(def->getResult(0).getType());
       copy->getResult(0).setType(
           withRows(type, cast<RankedTensorType>(in.value.getType())
                              .getDimSize(0)));
-      return {copy->getResult(0), false};
+      piece = {copy->getResult(0), false};
+    } else {
+      Value whole = in.whole ? in.value : gather(in.value);
+      OpBuilder b(useAt_);
+      Operation *copy = made(b.clone(*def));
+      copy->setOperand(0, whole);
+      piece = {copy->getResult(0), true};
     }
-    Value whole = in.whole ? in.value : gather(b, in.value);
-    Operation *copy = b.clone(*def);
-    copy->setLoc(at_);
-    copy->setOperand(0, whole);
-    return {copy->getResult(0), true};
+    built_[value] = piece;
+    return piece;
   }
 
   /// Every rank's rows, concatenated, less the padding rows.
-  Value gather(OpBuilder &b, Value rowsOfRank) {
-    Location loc = at_;
+  Value gather(Value rowsOfRank) {
+    Value &whole = gathered_[rowsOfRank];
+    if (whole)
+      return whole;
+    OpBuilder b(gatherAt_);
     auto gatherOp =
-        AllGatherOp::create(b, loc, rowsOfRank, shards_, DenseI64ArrayAttr());
-    // Numbered, so that CSE keeps one gather per reader rather than one
-    // whole parameter from the forward to the backward.
+        AllGatherOp::create(b, at_, rowsOfRank, shards_, DenseI64ArrayAttr());
+    made(gatherOp);
+    // Numbered, so that CSE keeps one gather per layer pass rather than
+    // one whole parameter from the forward to the backward.
     gatherOp->setAttr(kRegatherAttr, b.getI64IntegerAttr(count_++));
-    Value whole = gatherOp.getResult();
+    whole = gatherOp.getResult();
     auto type = cast<RankedTensorType>(whole.getType());
     if (type.getDimSize(0) > rows_)
-      whole = SliceOp::create(b, loc, whole, ArrayRef<int64_t>{0},
-                              ArrayRef<int64_t>{rows_}, ArrayRef<int64_t>{0},
-                              ArrayRef<int64_t>{1});
+      whole = made(SliceOp::create(b, at_, whole, ArrayRef<int64_t>{0},
+                                   ArrayRef<int64_t>{rows_},
+                                   ArrayRef<int64_t>{0}, ArrayRef<int64_t>{1}))
+                  ->getResult(0);
     return whole;
   }
 
   ParameterOp param_;
   int64_t shards_, rows_;
   int64_t count_ = 0;
+  Operation *gatherAt_ = nullptr, *useAt_ = nullptr;
   Location at_ = UnknownLoc::get(param_.getContext());
+  bool backward_ = false;
+  DenseMap<Value, Piece> built_;
+  DenseMap<Value, Value> gathered_;
 };
+
+/// One parameter's reads: its loads, the ops between them and the
+/// readers, and each reader with the value it reads.
+struct Reads {
+  SmallVector<LoadParameterOp> loads;
+  llvm::SetVector<Operation *> between;
+  SmallVector<std::pair<Operation *, Value>> readers;
+};
+
+Reads readsOf(ModuleOp module, ParameterOp param) {
+  Reads reads;
+  module.walk([&](LoadParameterOp load) {
+    if (load.getName() == param.getSymName())
+      reads.loads.push_back(load);
+  });
+  std::function<void(Value)> visit = [&](Value value) {
+    llvm::SetVector<Operation *> users(value.user_begin(), value.user_end());
+    for (Operation *user : users) {
+      if (passesThrough(user)) {
+        if (reads.between.insert(user))
+          visit(user->getResult(0));
+        continue;
+      }
+      reads.readers.push_back({user, value});
+    }
+  };
+  for (LoadParameterOp load : reads.loads)
+    visit(load.getResult());
+  return reads;
+}
+
+/// Whether an op between `from` and `to` (in one block) assigns `param`.
+bool assignedBetween(Operation *from, Operation *to, ParameterOp param) {
+  for (Operation *op = from; op && op != to; op = op->getNextNode())
+    if (auto assign = dyn_cast<AssignOp>(op);
+        assign && assign.getName() == param.getSymName())
+      return true;
+  return false;
+}
 
 } // namespace
 
@@ -158,41 +379,16 @@ RankedTensorType mlir::memfit::withRows(RankedTensorType type,
   return RankedTensorType::get(shape, type.getElementType());
 }
 
-LogicalResult mlir::memfit::shardParameterRows(ModuleOp module,
-                                               ParameterOp param,
-                                               int64_t shards, int64_t rank) {
+/// Cuts `param` to the rank's rows and gathers it for each layer pass
+/// that reads it.
+static LogicalResult
+shardOne(ModuleOp module, ParameterOp param, const Reads &reads,
+         int64_t shards, int64_t rank, bool prefetch,
+         const DenseMap<Block *, std::unique_ptr<LayerPasses>> &passes) {
   RankedTensorType type = param.getType();
-  if (type.getRank() == 0 || !type.hasStaticShape())
-    return param.emitError("ZeRO stage 3 shards parameters by rows; '")
-           << param.getSymName() << "' is " << type;
   const int64_t rows = type.getDimSize(0);
   const int64_t c = (rows + shards - 1) / shards;
-  RankedTensorType sliceType = withRows(type, c);
-
-  // The reads: each load, and through the ops a value passes, the ops that
-  // read it (the readers, each with the value it reads).
-  SmallVector<LoadParameterOp> loads;
-  module.walk([&](LoadParameterOp load) {
-    if (load.getName() == param.getSymName())
-      loads.push_back(load);
-  });
-  llvm::SetVector<Operation *> between;
-  SmallVector<std::pair<Operation *, Value>> readers;
-  std::function<void(Value)> visit = [&](Value value) {
-    llvm::SetVector<Operation *> users(value.user_begin(), value.user_end());
-    for (Operation *user : users) {
-      if (passesThrough(user)) {
-        if (between.insert(user))
-          visit(user->getResult(0));
-        continue;
-      }
-      readers.push_back({user, value});
-    }
-  };
-  for (LoadParameterOp load : loads)
-    visit(load.getResult());
-
-  ElementsAttr cut = rowsOf(param, sliceType, rank);
+  ElementsAttr cut = rowsOf(param, withRows(type, c), rank);
   if (!cut)
     return param.emitError("ZeRO stage 3: cannot cut the rows of '")
            << param.getSymName() << "' (its value is neither stored bytes "
@@ -202,17 +398,64 @@ LogicalResult mlir::memfit::shardParameterRows(ModuleOp module,
                  IntegerAttr::get(IntegerType::get(module.getContext(), 64),
                                   rows));
 
-  // Each reader gets its own gather, right before it.
+  // The readers by layer pass, in the order of their first reader.
+  llvm::MapVector<std::pair<Block *, unsigned>,
+                  SmallVector<std::pair<Operation *, Value>>>
+      byPass;
+  for (auto [reader, value] : reads.readers) {
+    Block *block = reader->getBlock();
+    byPass[{block, passes.at(block)->runOf(reader)}].push_back(
+        {reader, value});
+  }
   Regather regather(param, shards, rows);
-  for (auto [reader, value] : readers) {
-    OpBuilder b(reader);
-    Value whole = regather.wholeAt(b, value, reader);
-    reader->replaceUsesOfWith(value, whole);
+  for (auto &[key, readers] : byPass) {
+    const LayerPasses &layers = *passes.at(key.first);
+    Operation *first = readers.front().first;
+    for (auto [reader, value] : readers)
+      if (reader->isBeforeInBlock(first))
+        first = reader;
+    // At the start of the layer pass or of the one before (unless the
+    // parameter is assigned in between), else at the first reader.
+    Operation *at = layers.gatherPoint(first, prefetch);
+    if (!at || (at != first && (!at->isBeforeInBlock(first) ||
+                                assignedBetween(at, first, param))))
+      at = first;
+    regather.startPass(at, first, layers.inBackward(first));
+    for (auto [reader, value] : readers)
+      reader->replaceUsesOfWith(value, regather.whole(value));
   }
   // The old loads and the ops between, unread now.
-  for (Operation *op : llvm::reverse(between))
+  for (Operation *op : llvm::reverse(reads.between))
     op->erase();
-  for (LoadParameterOp load : loads)
+  for (LoadParameterOp load : reads.loads)
     load->erase();
+  return success();
+}
+
+LogicalResult mlir::memfit::shardParameterRows(ModuleOp module,
+                                               ArrayRef<ParameterOp> params,
+                                               int64_t shards, int64_t rank,
+                                               bool prefetch) {
+  // Every read first, and the layer passes of the blocks that read, from
+  // the step as it was: the gathers and loads that sharding adds compute
+  // from weights alone and change no run.
+  SmallVector<Reads> reads;
+  DenseMap<Block *, std::unique_ptr<LayerPasses>> passes;
+  for (ParameterOp param : params) {
+    RankedTensorType type = param.getType();
+    if (type.getRank() == 0 || !type.hasStaticShape())
+      return param.emitError("ZeRO stage 3 shards parameters by rows; '")
+             << param.getSymName() << "' is " << type;
+    reads.push_back(readsOf(module, param));
+    for (auto [reader, value] : reads.back().readers) {
+      std::unique_ptr<LayerPasses> &block = passes[reader->getBlock()];
+      if (!block)
+        block = std::make_unique<LayerPasses>(*reader->getBlock());
+    }
+  }
+  for (auto [param, paramReads] : llvm::zip(params, reads))
+    if (failed(shardOne(module, param, paramReads, shards, rank, prefetch,
+                        passes)))
+      return failure();
   return success();
 }

@@ -127,7 +127,7 @@ memfit.parameter @w2 = dense<2.500000e-01> : tensor<8x4xf32>
 // ZERO3: %[[R2:.+]] = memfit.load_parameter @w2 : tensor<4x4xf32>
 // ZERO3-NEXT: %[[W2:.+]] = memfit.all_gather %[[R2]] {group_size = 2 : i64, memfit.regather = 1 : i64} : tensor<4x4xf32> -> tensor<8x4xf32>
 // ZERO3-NEXT: memfit.matmul %{{.+}}, %[[W2]]
-// ZERO3: %[[B2:.+]] = memfit.all_gather %[[R2]] {group_size = 2 : i64, memfit.regather = 0 : i64{{.*}}} : tensor<4x4xf32> -> tensor<8x4xf32>
+// ZERO3: %[[B2:.+]] = memfit.all_gather %[[R2]] {group_size = 2 : i64, memfit.backward, memfit.regather = 0 : i64{{.*}}} : tensor<4x4xf32> -> tensor<8x4xf32>
 // ZERO3-NEXT: memfit.gemm %{{.+}}, %[[B2]] {memfit.backward, trans_b = true}
 // ZERO3: memfit.reduce_scatter mean %{{.+}} : tensor<8x4xf32> -> tensor<4x4xf32>
 // ZERO3: %[[U2:.+]]:2 = memfit.kernel(%[[R2]],

@@ -38,6 +38,18 @@ std::string onnxModulePath(Location loc);
 /// "/layers.1/mlp/MatMul" or "encoder.layer.0.attention", or -1.
 int layerIndex(StringRef name);
 
+/// The transformer layer of an op at `loc` that reads or writes the
+/// parameters named `parameters`, as a name: the first path component
+/// `name.N` of a parameter's name ("h.0" of h.0.attn.c_attn.weight), else
+/// of its location: the ONNX nodes' names ("h.0" of /h.0/attn/MatMul) and
+/// module scopes (onnx.scope, "/layers.3/layers.3.mlp/..." of the dynamo
+/// exporter, whose pre-transposed weights are named val_9), else a looser
+/// `nameN` in the parameters' names ("h4" of h4.proj). Names with "::"
+/// (the TorchScript exporter's onnx::MatMul_12, named after no module)
+/// are skipped: the nodes that read them name the module. Empty outside
+/// the layers.
+std::string layerOf(Location loc, ArrayRef<StringRef> parameters);
+
 } // namespace mlir::memfit
 
 #endif // MEMFIT_DIALECT_MEMFITDIALECT_H

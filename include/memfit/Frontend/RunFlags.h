@@ -284,10 +284,17 @@ struct RunFlags {
                              "gradients all-reduced; 1, states sharded; 2, "
                              "gradients too; 3, parameters too")};
   Opt<mlir::memfit::ByteSize> bucket{
-      "bucket", cl::cat(trainCategory),
+      "bucket", cl::Hidden, cl::cat(trainCategory),
       cl::desc("Data parallel, ZeRO stages 0 and 1: all-reduce the "
                "gradients in buckets of at most this size (default 25MiB, "
                "as PyTorch DDP; 0: one all-reduce per gradient)")};
+  Opt<bool> zero3Prefetch{
+      "zero3-prefetch", cl::init(true), cl::Hidden, cl::cat(trainCategory),
+      cl::desc("--zero=3: all-gather a transformer layer's parameters at "
+               "the start of the layer before it, forward and backward (one "
+               "layer of prefetch, for the exchange to overlap compute; the "
+               "peak may hold one more layer's weights); false: at the start "
+               "of the layer itself (default true)")};
   Opt<std::string> offload{
       "offload", cl::init("none"), cl::cat(trainCategory),
       cl::desc("none, or optimizer and/or activations (comma-separated): "

@@ -108,6 +108,10 @@ struct TrainOptions {
   int64_t zero = 0;
   /// zero >= 1: the rank compiled for (each rank's step holds its slices).
   int64_t rank = 0;
+  /// zero = 3: each transformer layer's parameters are gathered at the
+  /// start of the layer before it, forward and backward (one layer of
+  /// prefetch), rather than at the start of the layer itself.
+  bool zero3Prefetch = true;
   /// Stages 0 and 1: the gradients' all-reduces in buckets of at most this
   /// many bytes (PyTorch DDP's 25 MiB; 0: one all-reduce per gradient).
   int64_t bucketBytes = 26214400;

@@ -412,6 +412,19 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
     parameter and of the gradient (ops marked `memfit.shard_slice`) and a
     `memfit.all_gather` writes the ranks' updated rows into the parameter.
 
+    Under ZeRO stage 3 (`memfit.zero` = 3) each trained parameter also
+    keeps only the rank's rows (`memfit.whole_rows` records the whole's),
+    the update reads and writes them in place, and the parameter's reads
+    become `memfit.all_gather`s of the ranks' rows, numbered
+    (`memfit.regather`): one per layer pass that reads it (a run of one
+    transformer layer's ops in the forward or in the backward), shared by
+    that pass's readers, located at one of them and placed at the start of
+    the layer pass. With `zero3-prefetch` (the default) they are placed at
+    the start of the layer pass before it instead (one layer of prefetch),
+    so that the exchange may overlap that layer's compute; the forward's
+    and the backward's first layers are not prefetched. Outside the
+    layers each weight is gathered right before its first reader.
+
     With `accumulate=k` > 1 the function becomes `accumulate` (adds each
     gradient times 1/k into a zero-initialized `<p>.grad` buffer, role
     "gradient_accumulator", and returns the micro-batch loss) and a new
@@ -447,6 +460,11 @@ def MemfitOptimizerPass : Pass<"memfit-optimizer", "::mlir::ModuleOp"> {
            "ZeRO-Offload: keep the fp32 masters and the optimizer states in "
            "host memory (memfit.memory_space = \"host\"), the device reading "
            "working copies, and run the updates on the host (memfit.on_host)">,
+    Option<"zero3Prefetch", "zero3-prefetch", "bool", /*default=*/"true",
+           "Under ZeRO stage 3, gather a transformer layer's parameters at "
+           "the start of the layer before it, in the forward and in the "
+           "backward (one layer of prefetch), rather than at the start of "
+           "the layer itself">,
   ];
 }
 

@@ -267,6 +267,13 @@ struct TrainPipelineOptions
       llvm::cl::desc("memfit-shard: the gradients' all-reduce buckets, at "
                      "most this many bytes (0: one all-reduce per gradient)"),
       llvm::cl::init(26214400)};
+  Option<bool> zero3Prefetch{
+      *this, "zero3-prefetch",
+      llvm::cl::desc("zero=3: gather a transformer layer's parameters at "
+                     "the start of the layer before it, in the forward and "
+                     "in the backward (one layer of prefetch), rather than "
+                     "at the start of the layer itself"),
+      llvm::cl::init(true)};
   Option<bool> offloadOptimizer{
       *this, "offload-optimizer",
       llvm::cl::desc("ZeRO-Offload: keep the fp32 masters and optimizer "
