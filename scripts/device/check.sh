@@ -14,9 +14,12 @@
 #      and which of cuBLASLt's epilogues had no algorithm on the GPU;
 #   3. with QUANT_CHECKS set, quantize/dequantize codes and 8-bit AdamW
 #      against bitsandbytes' references, and the step with 8-bit states;
-#      with OFFLOAD_CHECKS set, gpt_ts trained with its optimizer states in
-#      pinned host memory (--offload=optimizer) against on the device (the
-#      same losses), and GPT-2 small's offloaded step with --predict;
+#      with OFFLOAD_CHECKS set, gpt_ts trained with its fp32 masters and
+#      optimizer states in pinned host memory (--offload=optimizer, whose
+#      host kernels the cuda backend runs in its stream over the bus) and
+#      with offloaded activations (--offload=activations under a budget,
+#      the copies in its stream) against on the device (the same losses),
+#      and GPT-2 small's offloaded step with --predict;
 #   4. with WEIGHT_BENCH set, the step with frozen weights in nf4 and fp32;
 #      with COMPRESS_BENCH set, the step keeping 30% of the activation
 #      memory, with and without activations saved compressed; with
@@ -94,10 +97,21 @@ grep -h "has no algorithm for its" "$OUT"/bench-*.txt 2>/dev/null |
 echo "epilogues without a cuBLASLt algorithm: $(wc -l < "$OUT/epilogue-fallbacks.txt") kinds (epilogue-fallbacks.txt)" |
   tee -a "$OUT/probe.txt"
 
-# --offload=optimizer on the GPU: the states in pinned host memory, updated
-# over the bus; the same losses as on the device, and the step's time next
-# to --predict's (which prices the bus), GPT-2 small 4x512.
+# --offload=optimizer on the GPU: the masters and states in pinned host
+# memory, updated over the bus; the same losses as on the device, and the
+# step's time next to --predict's (which prices the bus), GPT-2 small
+# 4x512; --offload=activations' copies through mapped memory, the same
+# losses as saving everything.
 if [ -n "${OFFLOAD_CHECKS:-}" ]; then
+  for how in "--remat=none" "--remat=auto --budget=2150000 --offload=activations"; do
+    name=saved; [ "$how" = "--remat=none" ] || name=offloaded
+    timeout 120 build/bin/memfit-run test/models/gpt_ts.onnx --train --device=cuda \
+      --loss=cross-entropy --corpus=test/models/corpus.txt --input-shape=input_ids=8x64 \
+      --steps=5 --optimizer=adamw $how --losses="$OUT/activations-$name.csv" \
+      > "$OUT/activations-$name.txt" 2>&1
+    echo "activation offload check ($name): rc $?" | tee -a "$OUT/probe.txt"
+  done
+  cmp "$OUT/activations-saved.csv" "$OUT/activations-offloaded.csv" && echo "activation offload: same losses" | tee -a "$OUT/probe.txt"
   for where in device host; do
     flag=; [ "$where" = host ] && flag=--offload=optimizer
     timeout 120 build/bin/memfit-run test/models/gpt_ts.onnx --train --device=cuda \

@@ -322,7 +322,10 @@ void testCollectivesBeside(bool overlap) {
   bool caller = !twin->threads.empty() &&
                 twin->threads[0] == std::this_thread::get_id();
   CHECK(caller == !overlap);
-  CHECK((session.timings().collectiveWaitSeconds > 0.01) == overlap);
+  // In the step, the steps' wait is what the collectives took (2 runs of
+  // at least 30 ms).
+  if (!overlap)
+    CHECK(session.timings().collectiveWaitSeconds >= 0.06);
 }
 
 void testRules() {
