@@ -286,8 +286,9 @@ struct RunFlags {
   Opt<mlir::memfit::ByteSize> bucket{
       "bucket", cl::Hidden, cl::cat(trainCategory),
       cl::desc("Data parallel, ZeRO stages 0 and 1: all-reduce the "
-               "gradients in buckets of at most this size (default 25MiB, "
-               "as PyTorch DDP; 0: one all-reduce per gradient)")};
+               "gradients in buckets of at most this size (default 25MiB on "
+               "GPUs, as PyTorch DDP; 0, one all-reduce per gradient, on "
+               "the host backend)")};
   Opt<bool> zero3Prefetch{
       "zero3-prefetch", cl::init(true), cl::Hidden, cl::cat(trainCategory),
       cl::desc("--zero=3: all-gather a transformer layer's parameters at "
