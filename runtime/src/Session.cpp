@@ -67,10 +67,16 @@ struct Session::Impl {
   /// device's bytes; 0: none).
   uint64_t hostOffset = 0;
 
-  // Host tasks (Backend::startHostKernel) and collectives that run beside
-  // the steps (Backend::startCollective), and the bytes of those not seen
-  // finish.
+  // Host tasks (Backend::startHostKernel), collectives and copies that run
+  // beside the steps, and the bytes of those not seen finish.
   mutable SideQueues side;
+
+  /// What the side queues still hold (after a run that failed) ends before
+  /// the communicator and the backend they use go.
+  ~Impl() {
+    if (backend)
+      (void)waitForSideQueues();
+  }
 
   /// Waits for the side queues' tasks that touch [offset, offset + bytes).
   Status waitForHostTasks(uint64_t offset, uint64_t bytes) const {
@@ -586,12 +592,10 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
   if (step.kind == StepKind::Kernel)
     return backend->launchKernel(step.index, offsets).withContext(label);
   const Contraction &c = manifest.contractions[step.index];
-  const std::string context =
-      where + ": step " + std::to_string(i) + " (contraction '" + c.name + "')";
   if (c.epilogue == Epilogue::None)
     return backend->runContraction(c, offsets[0], offsets[1], offsets[2])
-        .withContext(context);
-  return runEpilogue(c, context);
+        .withContext(label);
+  return runEpilogue(c, label);
 }
 
 /// A contraction with an epilogue: the backend's, else the fallback kernel
