@@ -192,8 +192,9 @@ class Model:
     @property
     def host_bytes(self) -> int:
         """Bytes the session holds in host memory apart from the device's
-        allocation: the optimizer states with TrainConfig(offload=
-        "optimizer") (pinned on a GPU), else 0."""
+        allocation: with TrainConfig(offload="optimizer") the fp32 masters,
+        the optimizer states and what the host's update reads (pinned on a
+        GPU), else 0."""
         return self.session.host_bytes
 
     def _set_inputs(self, entry: str, arrays: Mapping[str, Any],
