@@ -92,9 +92,7 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
            "without an optimizer";
   if (options.offloadOptimizer && states8bit(options))
     return "offload-optimizer with 8-bit optimizer states is not built yet";
-  if (options.zero >= 1 && options.worldSize > 1 && states8bit(options))
-    return "zero=" + std::to_string(options.zero) +
-           " with 8-bit optimizer states is not built yet";
+
   if (options.zero >= 1 && options.worldSize > 1 &&
       options.optimizer == OptimizerKind::None)
     return "zero=" + std::to_string(options.zero) +

@@ -173,8 +173,20 @@ struct MemfitQuantizePass
       anyState = true;
       auto owner = param->getAttrOfType<FlatSymbolRefAttr>(kStateOfAttr);
       RankedTensorType type = param.getType();
-      if (!type.getElementType().isF32() ||
-          type.getNumElements() < min8bitSize ||
+      // Under ZeRO a state holds a rank's rows of its parameter: the size
+      // that decides is the whole state's, so that every world size stores
+      // the same states in 8 bits.
+      int64_t elements = type.getNumElements();
+      auto of = owner ? SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+                            param, owner)
+                      : ParameterOp();
+      if (of && type.getRank() > 0 && type.getDimSize(0) > 0 &&
+          of.getType().getRank() > 0) {
+        auto whole = of->getAttrOfType<IntegerAttr>(kWholeRowsAttr);
+        int64_t rows = whole ? whole.getInt() : of.getType().getDimSize(0);
+        elements = elements / type.getDimSize(0) * rows;
+      }
+      if (!type.getElementType().isF32() || elements < min8bitSize ||
           (owner && keep.match(owner.getValue())))
         continue;
       QuantizedState q;

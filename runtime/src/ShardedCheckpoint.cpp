@@ -207,6 +207,17 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
       out.variables.push_back(v);
       continue;
     }
+    // 8-bit states are codes and absmax of blocks of a rank's elements,
+    // not rows of the parameter's shape: they cannot be cut anew.
+    if (!std::equal(v.tensor.shape.begin() + 1, v.tensor.shape.end(),
+                    param->shape.begin() + 1, param->shape.end()))
+      return invalidArgument(
+          label + " is " + describe(v.tensor.dtype, v.tensor.shape) +
+          ", not rows of its parameter's " +
+          describe(param->dtype, param->shape) +
+          " (8-bit optimizer states: codes and absmax by blocks of each "
+          "rank's rows): it resumes only at the world size that saved it, " +
+          std::to_string(saved) + (saved == 1 ? " rank" : " ranks"));
     // A state (or a stage 3 parameter): the rows of the saved slices, in
     // rank order (or a whole one, which every rank holds alike: stage 1's
     // accumulators), then this rank's rows of the new division.
@@ -236,7 +247,7 @@ reshardCheckpoint(const std::vector<CheckpointFile> &files,
                              " rows in " + first.path +
                              ", which is neither its parameter's " +
                              std::to_string(rows) + " nor their share of " +
-                             std::to_string(saved) + " ranks");
+                             std::to_string(saved) + (saved == 1 ? " rank" : " ranks"));
     uint64_t rowBytes =
         v.tensor.data.size() / uint64_t(savedRows ? savedRows : 1);
     std::vector<uint8_t> whole;

@@ -670,9 +670,54 @@ def buckets(memfit_run, models, workdir):
     return report("data-parallel-buckets", failures)
 
 
+def eightbit(memfit_run, models, workdir):
+    """8-bit optimizer states (adamw8bit) under ZeRO stages 0 to 3 on 2
+    ranks, llama_ts: each rank stores its rows of the same states in 8 bits
+    (which states, by the whole state's size), half of stage 0's codes, and
+    every stage prints stage 0's losses to the bit (each rank's rows are
+    whole blocks here); a checkpoint of them resumes at the world size that
+    saved it, and at another one is refused with a message."""
+    failures = []
+    losses, codes = {}, {}
+    for zero in (0, 1, 2, 3):
+        folder = os.path.join(workdir, f"zero{zero}")
+        os.makedirs(folder)
+        out = mpirun(2, [memfit_run, os.path.join(models, "llama_ts.onnx"),
+                         "--train", "--device=host", "--loss=cross-entropy",
+                         f"--corpus={os.path.join(models, 'corpus.txt')}",
+                         "--input-shape=input_ids=2x16", "--steps=6",
+                         "--optimizer=adamw8bit", f"--zero={zero}",
+                         "--memory-report",
+                         f"--checkpoint={os.path.join(folder, 'ckpt')}",
+                         f"--losses={os.path.join(folder, 'losses.csv')}"])
+        match = re.search(r"^    state codes\s+([0-9,]+)", out, re.M)
+        codes[zero] = int(match.group(1).replace(",", "")) if match else 0
+        losses[zero] = open(os.path.join(folder, "losses.csv")).read()
+        print(f"zero={zero}: 8-bit codes {codes[zero]:,} bytes a rank")
+        if zero and losses[zero] != losses[0]:
+            failures.append(f"zero={zero}: the losses differ from zero=0's")
+        if zero and codes[zero] * 2 != codes[0]:
+            failures.append(f"zero={zero}: a rank's codes {codes[zero]} are "
+                            f"not half of zero=0's {codes[0]}")
+    # Stage 1's rank files onto one process: refused, with what to do.
+    done = subprocess.run(
+        [memfit_run, os.path.join(models, "llama_ts.onnx"), "--train",
+         "--device=host", "--loss=cross-entropy",
+         f"--corpus={os.path.join(models, 'corpus.txt')}",
+         "--input-shape=input_ids=4x16", "--steps=1",
+         "--optimizer=adamw8bit",
+         f"--resume={os.path.join(workdir, 'zero1', 'ckpt')}"],
+        capture_output=True, text=True)
+    said = done.stderr.strip().splitlines()[-1] if done.stderr else ""
+    print(f"2 ranks' 8-bit states onto 1: {said}")
+    if done.returncode == 0 or "resumes only at the world size" not in said:
+        failures.append("8-bit states resumed at another world size")
+    return report("data-parallel-8bit", failures)
+
+
 if __name__ == "__main__":
     mode, *rest = sys.argv[1:]
     os.makedirs(rest[2], exist_ok=True)
     sys.exit({"curve": curve, "plan": plan, "fault": fault,
               "resume": resume, "reshard": reshard,
-              "buckets": buckets}[mode](*rest))
+              "buckets": buckets, "eightbit": eightbit}[mode](*rest))
