@@ -90,8 +90,6 @@ mlir::memfit::verifyTrainPipelineOptions(const TrainPipelineOptions &options) {
   if (options.offloadOptimizer && options.optimizer == OptimizerKind::None)
     return "offload-optimizer: there are no optimizer states to offload "
            "without an optimizer";
-  if (options.offloadOptimizer && states8bit(options))
-    return "offload-optimizer with 8-bit optimizer states is not built yet";
 
   if (options.zero >= 1 && options.worldSize > 1 &&
       options.optimizer == OptimizerKind::None)

@@ -398,6 +398,9 @@ struct MemfitQuantizePass
       param->setAttr(kQuantizedAttr, StringAttr::get(ctx, what));
       if (Attribute owner = q.state->getAttr(kStateOfAttr))
         param->setAttr(kStateOfAttr, owner);
+      // A state kept in host memory (offload-states) stays there in 8 bits.
+      if (Attribute space = q.state->getAttr(kMemorySpaceAttr))
+        param->setAttr(kMemorySpaceAttr, space);
     }
     auto scheme = QuantSchemeAttr::get(ctx, q.scheme);
     auto blockSize =

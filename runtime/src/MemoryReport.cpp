@@ -177,10 +177,13 @@ std::string formatMemoryReport(const Manifest &m) {
         p;
     bool quantized = false;
     double codes = categoryBytes(m, "state_codes", &quantized) / p;
-    const std::string offloadedStates =
-        std::string(kHostCategoryPrefix) + "optimizer_states";
-    double hostStates =
-        categoryBytes(m, offloadedStates.c_str(), &hasStates) / p;
+    // Offloaded states, in 8 bits too.
+    double hostStates = 0;
+    for (const char *name : {"optimizer_states", "state_codes", "state_scales"})
+      hostStates += categoryBytes(
+                        m, (std::string(kHostCategoryPrefix) + name).c_str(),
+                        &hasStates) /
+                    p;
     double states = (categoryBytes(m, "optimizer_states", &hasStates) +
                      categoryBytes(m, "state_codes", &hasStates) +
                      categoryBytes(m, "state_scales", &hasStates)) /
