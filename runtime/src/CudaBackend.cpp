@@ -90,6 +90,7 @@ CudaBackend::~CudaBackend() {
   flushAlgoCache();
   destroyGraphs();
   destroyEvents();
+  destroyCommStream();
   destroyNccl();
   destroyPlans();
   if (lt_ && blasLt_)
@@ -362,8 +363,13 @@ Status CudaBackend::synchronize() {
   MEMFIT_RT_RETURN_IF_ERROR(checkNotCapturing("waiting for the stream"));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   CUresult result = cu_.cuStreamSynchronize(stream_);
+  if (result == CUDA_SUCCESS && commStream_)
+    result = cu_.cuStreamSynchronize(commStream_);
   if (result == CUDA_SUCCESS) {
     flushAlgoCache(); // the choices of the plans this run made
+    // Every collective started is done: the next run reuses their events.
+    if (commWaited_ == commStarted_)
+      commBase_ = commStarted_;
     return Status::ok();
   }
   // Kernels report faults asynchronously, at the next synchronization.
@@ -484,6 +490,7 @@ createCudaBackend(const SessionOptions &options) {
   if (!cu)
     return cu.status();
   auto backend = std::make_unique<CudaBackend>(**cu, options.tf32);
+  backend->setSideStreams(options.overlapHostTasks && !options.profileSteps);
   int ordinal = options.cudaDevice;
   if (options.cudaDeviceByRank && deviceCount > 0 && ordinal >= 0)
     ordinal %= deviceCount;

@@ -132,6 +132,18 @@ public:
                          const std::vector<uint64_t> &offsets) override;
   Status runCollective(const Collective &c, uint64_t in, uint64_t out,
                        Communicator &comm) override;
+  /// Collectives run through NCCL on a stream of their own (made at the
+  /// first), after what the step's stream did before them (an event it
+  /// waits for) and beside what it does after: a later step that touches
+  /// their bytes makes the step's stream wait for their end (waitQueue),
+  /// on the GPU, without the host waiting. In the step's stream when
+  /// SessionOptions::overlapHostTasks is off, when profiling, and while
+  /// capturing a graph.
+  StatusOr<bool> startCollective(const Collective &c, uint64_t in,
+                                 uint64_t out, Communicator &comm) override;
+  Status waitQueue(SideQueue queue, uint64_t count) override;
+  uint64_t queueFinished(SideQueue queue) const override;
+  void setSideStreams(bool on) { sideStreams_ = on; }
   Status synchronize() override;
 
   bool recordsGraphs() const override { return true; }
@@ -247,6 +259,20 @@ private:
 
   const NcclSymbols *nccl_ = nullptr;
   ncclComm_t ncclComm_ = nullptr; // made at the first collective
+
+  /// Enqueues `c` through NCCL on `stream`.
+  Status enqueueCollective(const Collective &c, uint64_t in, uint64_t out,
+                           Communicator &comm, CUstream stream);
+  /// The collectives' stream and its events: for the collective started
+  /// k-th in a run, 2k (recorded on the step's stream before it) and 2k + 1
+  /// (on the collectives' stream after it); a run reuses them from the
+  /// start once synchronize found every one waited for.
+  Status commEvent(size_t slot, CUevent &event);
+  void destroyCommStream();
+  bool sideStreams_ = true;
+  CUstream commStream_ = nullptr;
+  std::vector<CUevent> commEvents_;
+  uint64_t commStarted_ = 0, commWaited_ = 0, commBase_ = 0;
 };
 
 } // namespace memfit::rt::cuda

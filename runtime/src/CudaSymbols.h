@@ -125,7 +125,8 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(cuEventRecord, "cuEventRecord", CUevent, CUstream)                         \
   X(cuEventSynchronize, "cuEventSynchronize", CUevent)                         \
   X(cuEventElapsedTime, "cuEventElapsedTime", float *, CUevent, CUevent)       \
-  X(cuEventDestroy, "cuEventDestroy_v2", CUevent)
+  X(cuEventDestroy, "cuEventDestroy_v2", CUevent)                              \
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUstream, CUevent, unsigned int)
 
 struct DriverSymbols {
 #define MEMFIT_CU_PFN(member, symbol, ...)                                     \

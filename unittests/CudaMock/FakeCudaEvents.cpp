@@ -108,6 +108,22 @@ CUresult cuEventRecord(void *handle, void *stream) {
   return kSuccess;
 }
 
+/// The fake does the work when it is issued, so every event is already
+/// recorded: a wait only checks its handles and counts.
+CUresult cuStreamWaitEvent(void *stream, void *handle, unsigned int flags) {
+  const char *entry = "cuStreamWaitEvent";
+  FAKE_ENTER(entry);
+  if (!findEvent(handle))
+    return violation(kInvalidHandle, entry, "not a live event");
+  if ((stream && !mockcuda::streamValid(stream)) || flags != 0)
+    return violation(kInvalidValue, entry,
+                     "not a live stream of the current context, or flags");
+  if (mockcuda::capturing(stream))
+    return violation(kInvalidValue, entry, "the stream is capturing");
+  mockcuda::recordEvent(entry);
+  return kSuccess;
+}
+
 CUresult cuEventSynchronize(void *handle) {
   const char *entry = "cuEventSynchronize";
   FAKE_ENTER(entry);

@@ -343,9 +343,29 @@ void runCudaGraphTests() {
       CHECK(mocknccl::calls("ncclCommInitRank") == 1);
       CHECK(mocknccl::calls("ncclAllReduce") == 2);
       CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 0);
+      // On a stream of its own: made once, each run's all-reduce after an
+      // event of the step's stream, and the reader of z (getOutput's copy,
+      // the end of the run) after the all-reduce's event.
+      CHECK(mockcuda::calls("cuStreamCreate") == 2);
+      CHECK(mockcuda::calls("cuStreamWaitEvent") == 4);
       s.reset();
     }
     expectClean("collective through NCCL");
+
+    // Without the overlap: in the step's stream.
+    SessionOptions inStep = options;
+    inStep.overlapHostTasks = false;
+    s = openSession(reduced, inStep);
+    if (s) {
+      CHECK(runWith(*s, 3.0f));
+      StatusOr<Tensor> y = s->getOutput("y"), z = s->getOutput("z");
+      if (CHECK_OK(y.status()) && CHECK_OK(z.status()))
+        CHECK(y->data == z->data);
+      CHECK(mockcuda::calls("cuStreamCreate") == 1);
+      CHECK(mockcuda::calls("cuStreamWaitEvent") == 0);
+      s.reset();
+    }
+    expectClean("collective through NCCL in the step's stream");
 
     // NCCL's failure names the collective, the device and the rank.
     s = openSession(reduced, options);
