@@ -90,7 +90,7 @@ CudaBackend::~CudaBackend() {
   flushAlgoCache();
   destroyGraphs();
   destroyEvents();
-  destroyCommStream();
+  destroySideStreams();
   destroyNccl();
   destroyPlans();
   if (lt_ && blasLt_)
@@ -328,6 +328,12 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
 
 Status CudaBackend::launchKernel(uint32_t kernel,
                                  const std::vector<uint64_t> &offsets) {
+  return launchOn(kernel, offsets, stream_);
+}
+
+Status CudaBackend::launchOn(uint32_t kernel,
+                             const std::vector<uint64_t> &offsets,
+                             CUstream stream) {
   if (kernel >= kernels_.size())
     return invalidArgument(
         "kernel " + std::to_string(kernel) + " is out of range: " +
@@ -345,7 +351,7 @@ Status CudaBackend::launchKernel(uint32_t kernel,
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   CUresult result = cu_.cuLaunchKernel(
       k.function, k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1],
-      k.block[2], k.sharedBytes, stream_,
+      k.block[2], k.sharedBytes, stream,
       params.empty() ? nullptr : params.data(), nullptr);
   if (result == CUDA_SUCCESS)
     return Status::ok();
@@ -363,13 +369,9 @@ Status CudaBackend::synchronize() {
   MEMFIT_RT_RETURN_IF_ERROR(checkNotCapturing("waiting for the stream"));
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   CUresult result = cu_.cuStreamSynchronize(stream_);
-  if (result == CUDA_SUCCESS && commStream_)
-    result = cu_.cuStreamSynchronize(commStream_);
   if (result == CUDA_SUCCESS) {
+    MEMFIT_RT_RETURN_IF_ERROR(synchronizeSides());
     flushAlgoCache(); // the choices of the plans this run made
-    // Every collective started is done: the next run reuses their events.
-    if (commWaited_ == commStarted_)
-      commBase_ = commStarted_;
     return Status::ok();
   }
   // Kernels report faults asynchronously, at the next synchronization.

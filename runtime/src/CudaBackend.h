@@ -132,15 +132,18 @@ public:
                          const std::vector<uint64_t> &offsets) override;
   Status runCollective(const Collective &c, uint64_t in, uint64_t out,
                        Communicator &comm) override;
-  /// Collectives run through NCCL on a stream of their own (made at the
-  /// first), after what the step's stream did before them (an event it
-  /// waits for) and beside what it does after: a later step that touches
-  /// their bytes makes the step's stream wait for their end (waitQueue),
-  /// on the GPU, without the host waiting. In the step's stream when
-  /// SessionOptions::overlapHostTasks is off, when profiling, and while
-  /// capturing a graph.
+  /// Collectives (through NCCL) and the copies of offloaded activations
+  /// (Kernel::copyQueue) run on streams of their own, one each, made at the
+  /// first: after what the step's stream did before them (an event it
+  /// records, which theirs waits for) and beside what it does after; a
+  /// later step that touches their bytes makes the step's stream wait for
+  /// their end (waitQueue), on the GPU, without the host waiting. In the
+  /// step's stream when SessionOptions::overlapHostTasks is off, when
+  /// profiling, and while capturing a graph.
   StatusOr<bool> startCollective(const Collective &c, uint64_t in,
                                  uint64_t out, Communicator &comm) override;
+  StatusOr<bool> startCopyKernel(uint32_t kernel,
+                                 const std::vector<uint64_t> &offsets) override;
   Status waitQueue(SideQueue queue, uint64_t count) override;
   uint64_t queueFinished(SideQueue queue) const override;
   void setSideStreams(bool on) { sideStreams_ = on; }
@@ -263,16 +266,28 @@ private:
   /// Enqueues `c` through NCCL on `stream`.
   Status enqueueCollective(const Collective &c, uint64_t in, uint64_t out,
                            Communicator &comm, CUstream stream);
-  /// The collectives' stream and its events: for the collective started
-  /// k-th in a run, 2k (recorded on the step's stream before it) and 2k + 1
-  /// (on the collectives' stream after it); a run reuses them from the
-  /// start once synchronize found every one waited for.
-  Status commEvent(size_t slot, CUevent &event);
-  void destroyCommStream();
+  /// Launches kernel `kernel` on `stream`.
+  Status launchOn(uint32_t kernel, const std::vector<uint64_t> &offsets,
+                  CUstream stream);
+
+  /// A stream beside the step's and its events: for the task started k-th
+  /// since the last synchronize (`base`), 2k (recorded on the step's stream
+  /// before it) and 2k + 1 (on this stream after it), reused after each
+  /// synchronize, which finds every task done.
+  struct SideStream {
+    CUstream stream = nullptr;
+    std::vector<CUevent> events;
+    uint64_t started = 0, waited = 0, base = 0;
+  };
+  /// Runs `enqueue` on `side`'s stream after the step's stream's work so
+  /// far, and records its end.
+  Status startOnSide(SideStream &side,
+                     const std::function<Status(CUstream)> &enqueue);
+  Status sideEvent(SideStream &side, size_t slot, CUevent &event);
+  Status synchronizeSides();
+  void destroySideStreams();
   bool sideStreams_ = true;
-  CUstream commStream_ = nullptr;
-  std::vector<CUevent> commEvents_;
-  uint64_t commStarted_ = 0, commWaited_ = 0, commBase_ = 0;
+  SideStream sides_[kSideQueues]; // the collectives' and the copies'
 };
 
 } // namespace memfit::rt::cuda

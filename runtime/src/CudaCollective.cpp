@@ -115,64 +115,6 @@ Status CudaBackend::runCollective(const Collective &c, uint64_t in,
   return enqueueCollective(c, in, out, comm, stream_);
 }
 
-Status CudaBackend::commEvent(size_t slot, CUevent &event) {
-  while (commEvents_.size() <= slot) {
-    CUevent made = nullptr;
-    // Not timed: ordering only.
-    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventCreate, &made, 2u);
-    commEvents_.push_back(made);
-  }
-  event = commEvents_[slot];
-  return Status::ok();
-}
-
-StatusOr<bool> CudaBackend::startCollective(const Collective &c, uint64_t in,
-                                            uint64_t out, Communicator &comm) {
-  if (!sideStreams_ || capturing_) {
-    MEMFIT_RT_RETURN_IF_ERROR(runCollective(c, in, out, comm));
-    return false;
-  }
-  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
-  if (!commStream_)
-    // Blocking, as the step's: ordered with the synchronous copies too.
-    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamCreate, &commStream_, 0u);
-  const size_t slot = 2 * size_t(commStarted_ - commBase_);
-  CUevent ready = nullptr, done = nullptr;
-  MEMFIT_RT_RETURN_IF_ERROR(commEvent(slot, ready));
-  MEMFIT_RT_RETURN_IF_ERROR(commEvent(slot + 1, done));
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, ready, stream_);
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, commStream_, ready, 0u);
-  MEMFIT_RT_RETURN_IF_ERROR(enqueueCollective(c, in, out, comm, commStream_));
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, done, commStream_);
-  ++commStarted_;
-  return true;
-}
-
-Status CudaBackend::waitQueue(SideQueue queue, uint64_t count) {
-  if (queue != Collectives || count <= commWaited_)
-    return Status::ok();
-  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
-  CUevent done = commEvents_[2 * size_t(count - 1 - commBase_) + 1];
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, stream_, done, 0u);
-  commWaited_ = count;
-  return Status::ok();
-}
-
-uint64_t CudaBackend::queueFinished(SideQueue queue) const {
-  return queue == Collectives ? commWaited_ : ~uint64_t(0);
-}
-
-void CudaBackend::destroyCommStream() {
-  if (commStream_)
-    (void)cu_.cuStreamSynchronize(commStream_);
-  for (CUevent event : commEvents_)
-    (void)cu_.cuEventDestroy(event);
-  commEvents_.clear();
-  if (commStream_)
-    (void)cu_.cuStreamDestroy(commStream_);
-  commStream_ = nullptr;
-}
-
 Status CudaBackend::enqueueCollective(const Collective &c, uint64_t in,
                                       uint64_t out, Communicator &comm,
                                       CUstream stream) {
