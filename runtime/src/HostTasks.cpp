@@ -1,15 +1,19 @@
 //===- HostTasks.cpp - tasks run in order beside the caller ----------------===//
+//
+// See HostTasks.h: the host backend's queues of work beside its steps, and
+// the bytes a session waits on.
+//
+//===----------------------------------------------------------------------===//
 
 #include "HostTasks.h"
 
 #include "Backend.h"
 
-#include <chrono>
-
-#include <algorithm>
-
 #include <pthread.h>
 #include <sched.h>
+
+#include <algorithm>
+#include <chrono>
 
 namespace memfit::rt {
 

@@ -1,4 +1,4 @@
-//===- HostTasks.h - tasks run in order beside the caller (internal) -*- C++ -*-===//
+//===- HostTasks.h - work beside the steps (internal) -----------*- C++ -*-===//
 
 #ifndef MEMFIT_RUNTIME_SRC_HOSTTASKS_H
 #define MEMFIT_RUNTIME_SRC_HOSTTASKS_H
