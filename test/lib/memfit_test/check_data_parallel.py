@@ -51,6 +51,24 @@ def ranks_of(launch):
     return [int(p) for p in out.split()]
 
 
+def wait_gone(pids, timeout=60):
+    """Until none of `pids` runs: a launch's ranks can outlive mpirun for a
+    moment on a loaded machine, and one that still writes its checkpoint
+    must not race with the resumed run's."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        alive = []
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                alive.append(pid)
+            except ProcessLookupError:
+                pass
+        if not alive:
+            return
+        time.sleep(0.05)
+
+
 def wait_for(path, launch, timeout=120):
     """Until `path` exists, the launch has ended, or `timeout` s passed."""
     deadline = time.monotonic() + timeout
@@ -396,6 +414,7 @@ def resume(memfit_run, models, workdir):
         if victims:
             os.kill(rng.choice(victims), signal.SIGKILL)
         launch.wait(timeout=120)
+        wait_gone(victims)
         at = checkpoint_step(os.path.join(folder, "ckpt"))
         got = complete(2, folder)
         same = got == ref2
@@ -452,6 +471,7 @@ def resume(memfit_run, models, workdir):
             if victims:
                 os.kill(rng.choice(victims), signal.SIGKILL)
             launch.wait(timeout=120)
+            wait_gone(victims)
         # The step the ranks will agree on: the earliest of their files.
         done = min(checkpoint_step(f) for f in files)
         if done < steps:
