@@ -304,13 +304,10 @@ public:
   /// after them: started at the first one.
   Status startHostKernel(uint32_t kernel,
                          const std::vector<uint64_t> &offsets) override {
-    Side &side = side_[HostTasks];
-    MEMFIT_RT_RETURN_IF_ERROR(startSide(side, taskThreads_));
-    side.queue->push([this, &side, kernel, offsets] {
-      return runKernel(*side.pool, kernel, offsets);
-    });
-    ++side.started;
-    return overlap_ ? Status::ok() : side.queue->waitFor(side.started);
+    MEMFIT_RT_RETURN_IF_ERROR(
+        queueKernel(side_[HostTasks], taskThreads_, kernel, offsets));
+    return overlap_ ? Status::ok()
+                    : side_[HostTasks].queue->waitFor(side_[HostTasks].started);
   }
   /// The copies of offloaded activations, likewise on a worker of their
   /// own (the host's copy stream).
@@ -320,12 +317,7 @@ public:
       MEMFIT_RT_RETURN_IF_ERROR(launchKernel(kernel, offsets));
       return false;
     }
-    Side &side = side_[Copies];
-    MEMFIT_RT_RETURN_IF_ERROR(startSide(side, 1));
-    side.queue->push([this, &side, kernel, offsets] {
-      return runKernel(*side.pool, kernel, offsets);
-    });
-    ++side.started;
+    MEMFIT_RT_RETURN_IF_ERROR(queueKernel(side_[Copies], 1, kernel, offsets));
     return true;
   }
   Status waitQueue(SideQueue queue, uint64_t count) override {
@@ -508,6 +500,17 @@ private:
     std::unique_ptr<HostTaskQueue> queue;
     uint64_t started = 0;
   };
+  /// Queues kernel `kernel` on `side`, whose workers (`threads` of them,
+  /// started with its first task) run its blocks.
+  Status queueKernel(Side &side, unsigned threads, uint32_t kernel,
+                     const std::vector<uint64_t> &offsets) {
+    MEMFIT_RT_RETURN_IF_ERROR(startSide(side, threads));
+    side.queue->push([this, &side, kernel, offsets] {
+      return runKernel(*side.pool, kernel, offsets);
+    });
+    ++side.started;
+    return Status::ok();
+  }
   /// Starts `side`'s queue and `threads` workers, at its first task.
   Status startSide(Side &side, unsigned threads) {
     if (side.queue)
@@ -609,6 +612,31 @@ Status HostBackend::runKernel(WorkerPool &pool, uint32_t kernel,
 
 } // namespace
 
+namespace {
+
+/// A thread count: `given` (an option, 0: unset), else $`variable`, else 0;
+/// each from 1 to 1024.
+StatusOr<unsigned> threadCount(unsigned given, const char *what,
+                               const char *variable) {
+  if (given > 1024)
+    return invalidArgument("host backend: " + std::to_string(given) + " " +
+                           what + ": expected a number of threads from 1 "
+                           "to 1024");
+  if (given != 0)
+    return given;
+  const char *env = std::getenv(variable);
+  if (!env || !*env)
+    return 0u;
+  char *end = nullptr;
+  unsigned long n = std::strtoul(env, &end, 10);
+  if (*end != '\0' || n == 0 || n > 1024)
+    return invalidArgument(std::string(variable) + "='" + env +
+                           "': expected a number of threads from 1 to 1024");
+  return unsigned(n);
+}
+
+} // namespace
+
 StatusOr<std::unique_ptr<Backend>>
 createHostBackend(const SessionOptions &options) {
   std::string command = options.hostCompiler;
@@ -620,51 +648,30 @@ createHostBackend(const SessionOptions &options) {
   std::vector<std::string> compiler = splitWords(command);
   if (compiler.empty())
     return invalidArgument("host backend: the host compiler command is empty");
-  unsigned threads = options.hostThreads;
-  if (threads > 1024)
-    return invalidArgument("host backend: " + std::to_string(threads) +
-                           " threads: expected a number of threads from 1 "
-                           "to 1024");
-  if (threads == 0)
-    if (const char *env = std::getenv("MEMFIT_HOST_THREADS"); env && *env) {
-      char *end = nullptr;
-      unsigned long n = std::strtoul(env, &end, 10);
-      if (*end != '\0' || n == 0 || n > 1024)
-        return invalidArgument(std::string("MEMFIT_HOST_THREADS='") + env +
-                               "': expected a number of threads from 1 to "
-                               "1024");
-      threads = unsigned(n);
-    }
-  if (threads == 0) {
+  StatusOr<unsigned> threads =
+      threadCount(options.hostThreads, "threads", "MEMFIT_HOST_THREADS");
+  if (!threads)
+    return threads.status();
+  if (*threads == 0) {
     // The CPUs this process may run on (taskset, a container's cpuset),
     // not every CPU of the machine.
     cpu_set_t cpus;
     if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-      threads = unsigned(CPU_COUNT(&cpus));
-    if (threads == 0)
-      threads = std::max(1u, std::thread::hardware_concurrency());
+      *threads = unsigned(CPU_COUNT(&cpus));
+    if (*threads == 0)
+      *threads = std::max(1u, std::thread::hardware_concurrency());
   }
   // The workers run the contractions, one single-threaded BLAS call each
   // (gemmBatched): OpenBLAS's own threads would spin beside them.
   static std::once_flag blasThreads;
   std::call_once(blasThreads, [] { openblas_set_num_threads(1); });
   auto backend = std::make_unique<HostBackend>(std::move(compiler));
-  unsigned taskThreads = options.hostTaskThreads;
-  if (taskThreads == 0)
-    if (const char *env = std::getenv("MEMFIT_HOST_TASK_THREADS"); env && *env) {
-      char *end = nullptr;
-      unsigned long n = std::strtoul(env, &end, 10);
-      if (*end != '\0' || n == 0 || n > 1024)
-        return invalidArgument(std::string("MEMFIT_HOST_TASK_THREADS='") +
-                               env + "': expected a number of threads from 1 "
-                               "to 1024");
-      taskThreads = unsigned(n);
-    }
-  if (taskThreads > 1024)
-    return invalidArgument("host backend: " + std::to_string(taskThreads) +
-                           " host task threads: expected 1 to 1024");
+  StatusOr<unsigned> taskThreads = threadCount(
+      options.hostTaskThreads, "host task threads", "MEMFIT_HOST_TASK_THREADS");
+  if (!taskThreads)
+    return taskThreads.status();
   MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(
-      threads, taskThreads ? taskThreads : 1, options.overlapHostTasks));
+      *threads, *taskThreads ? *taskThreads : 1, options.overlapHostTasks));
   return std::unique_ptr<Backend>(std::move(backend));
 }
 

@@ -95,11 +95,11 @@ void PendingHostTasks::dropFinished(uint64_t finished) {
     tasks_.pop_front();
 }
 
-void SideQueues::started(Queue queue, std::vector<Range> ranges) {
+void SideQueues::started(SideQueue queue, std::vector<Range> ranges) {
   pending_[queue].add(++started_[queue], std::move(ranges));
 }
 
-Status SideQueues::wait(Backend &backend, Queue queue, uint64_t count) {
+Status SideQueues::wait(Backend &backend, SideQueue queue, uint64_t count) {
   pending_[queue].dropFinished(count);
   auto begin = std::chrono::steady_clock::now();
   Status waited = backend.waitQueue(queue, count);
@@ -111,7 +111,7 @@ Status SideQueues::wait(Backend &backend, Queue queue, uint64_t count) {
 
 Status SideQueues::waitTouching(Backend &backend, uint64_t offset,
                                 uint64_t bytes, int except) {
-  for (Queue queue : {HostTasks, Collectives, Copies}) {
+  for (SideQueue queue : {HostTasks, Collectives, Copies}) {
     PendingHostTasks &pending = pending_[queue];
     if (queue == except || pending.empty() || bytes == 0)
       continue;
@@ -122,7 +122,7 @@ Status SideQueues::waitTouching(Backend &backend, uint64_t offset,
   return Status::ok();
 }
 
-Status SideQueues::waitAll(Backend &backend, Queue queue) {
+Status SideQueues::waitAll(Backend &backend, SideQueue queue) {
   if (pending_[queue].empty())
     return Status::ok();
   return wait(backend, queue, started_[queue]);

@@ -87,27 +87,23 @@ constexpr int kSideQueues = 3;
 /// bytes.
 class SideQueues {
 public:
-  using Queue = SideQueue;
-  static constexpr Queue HostTasks = SideQueue::HostTasks;
-  static constexpr Queue Collectives = SideQueue::Collectives;
-  static constexpr Queue Copies = SideQueue::Copies;
   using Range = PendingHostTasks::Range;
 
   /// The backend started the next task of `queue`, which touches `ranges`.
-  void started(Queue queue, std::vector<Range> ranges);
-  uint64_t count(Queue queue) const { return started_[queue]; }
+  void started(SideQueue queue, std::vector<Range> ranges);
+  uint64_t count(SideQueue queue) const { return started_[queue]; }
   /// Waits for the tasks that touch [offset, offset + bytes), of every
   /// queue but `except` (a task of a queue waits for none of its own: each
   /// runs after those before it).
   Status waitTouching(Backend &backend, uint64_t offset, uint64_t bytes,
                       int except = -1);
   /// Waits for every task of `queue`.
-  Status waitAll(Backend &backend, Queue queue);
+  Status waitAll(Backend &backend, SideQueue queue);
   /// The seconds spent waiting for each queue, over the session.
   double waitSeconds[kSideQueues] = {0, 0, 0};
 
 private:
-  Status wait(Backend &backend, Queue queue, uint64_t count);
+  Status wait(Backend &backend, SideQueue queue, uint64_t count);
 
   PendingHostTasks pending_[kSideQueues];
   uint64_t started_[kSideQueues] = {0, 0, 0};

@@ -79,7 +79,7 @@ struct Session::Impl {
   }
 
   /// Waits for the side queues' tasks that touch [offset, offset + bytes).
-  Status waitForHostTasks(uint64_t offset, uint64_t bytes) const {
+  Status waitForSideQueues(uint64_t offset, uint64_t bytes) const {
     return side.waitTouching(*backend, offset, bytes);
   }
   /// Waits for the side queues' tasks that touch the buffers of a step at
@@ -92,13 +92,33 @@ struct Session::Impl {
     return Status::ok();
   }
   Status waitForSideQueues() {
-    MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, SideQueues::HostTasks));
-    MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, SideQueues::Copies));
-    return side.waitAll(*backend, SideQueues::Collectives);
+    MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, HostTasks));
+    MEMFIT_RT_RETURN_IF_ERROR(side.waitAll(*backend, Copies));
+    return side.waitAll(*backend, Collectives);
+  }
+  /// Starts a step that `queue` runs beside the later ones, after the
+  /// other queues' tasks that touch its bytes: `start` queues it (true) or
+  /// runs it now (false). The call's time counts as the steps' wait for
+  /// `queue`: all of a step run now, the enqueueing of one queued.
+  Status startBeside(const Step &step, SideQueue queue,
+                     const std::string &label,
+                     const std::function<StatusOr<bool>()> &start) {
+    MEMFIT_RT_RETURN_IF_ERROR(
+        waitForSideQueues(step, queue).withContext(label));
+    auto begin = std::chrono::steady_clock::now();
+    StatusOr<bool> queued = start();
+    if (!queued)
+      return queued.status().withContext(label);
+    side.waitSeconds[queue] += std::chrono::duration<double>(
+                                   std::chrono::steady_clock::now() - begin)
+                                   .count();
+    if (*queued)
+      side.started(queue, stepRanges(step));
+    return Status::ok();
   }
   /// The step's buffers' bytes at `offsets`.
-  std::vector<SideQueues::Range> stepRanges(const Step &step) const {
-    std::vector<SideQueues::Range> ranges;
+  std::vector<PendingHostTasks::Range> stepRanges(const Step &step) const {
+    std::vector<PendingHostTasks::Range> ranges;
     for (size_t b = 0; b < offsets.size(); ++b)
       ranges.push_back(
           {offsets[b], offsets[b] + manifest.buffers[step.buffers[b]].bytes});
@@ -357,12 +377,12 @@ uint64_t Session::allocatedBytes() const {
 }
 uint64_t Session::hostBytes() const { return impl_->manifest.hostBytes; }
 const SessionTimings &Session::timings() const {
-  impl_->timings.hostTasks = impl_->side.count(SideQueues::HostTasks);
+  impl_->timings.hostTasks = impl_->side.count(HostTasks);
   impl_->timings.hostWaitSeconds =
-      impl_->side.waitSeconds[SideQueues::HostTasks];
+      impl_->side.waitSeconds[HostTasks];
   impl_->timings.collectiveWaitSeconds =
-      impl_->side.waitSeconds[SideQueues::Collectives];
-  impl_->timings.copyWaitSeconds = impl_->side.waitSeconds[SideQueues::Copies];
+      impl_->side.waitSeconds[Collectives];
+  impl_->timings.copyWaitSeconds = impl_->side.waitSeconds[Copies];
   return impl_->timings;
 }
 
@@ -385,7 +405,7 @@ Status Session::setInput(const std::string &name, const TensorView &tensor) {
         " bytes of data, expected " + std::to_string(buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(checkInputRanges(m, name, tensor));
   MEMFIT_RT_RETURN_IF_ERROR(
-      impl_->waitForHostTasks(impl_->offsetOf(id), buffer.bytes));
+      impl_->waitForSideQueues(impl_->offsetOf(id), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(
       impl_->backend
           ->upload(impl_->offsetOf(id), tensor.data, buffer.bytes)
@@ -447,7 +467,7 @@ Status Session::Impl::runEntry(size_t index) {
   // A run's collectives end with it: what the caller does with the
   // communicator next (the ranks agreeing to stop) comes after them.
   MEMFIT_RT_RETURN_IF_ERROR(
-      side.waitAll(*backend, SideQueues::Collectives).withContext(where));
+      side.waitAll(*backend, Collectives).withContext(where));
   MEMFIT_RT_RETURN_IF_ERROR(backend->synchronize());
   MEMFIT_RT_RETURN_IF_ERROR(checkIndexError(where));
   timings.runSeconds =
@@ -533,60 +553,23 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
                      : " (contraction '" +
                            manifest.contractions[step.index].name) +
       "')";
-  if (step.kind == StepKind::Kernel && manifest.kernels[step.index].onHost) {
-    // Host tasks run in order among themselves, beside the later steps.
-    MEMFIT_RT_RETURN_IF_ERROR(
-        waitForSideQueues(step, SideQueues::HostTasks).withContext(label));
-    // A backend that runs it in the step (no overlap) waits here.
-    auto begin = std::chrono::steady_clock::now();
-    MEMFIT_RT_RETURN_IF_ERROR(
-        backend->startHostKernel(step.index, offsets).withContext(label));
-    side.waitSeconds[SideQueues::HostTasks] += std::chrono::duration<double>(
-                            std::chrono::steady_clock::now() - begin)
-                            .count();
-    side.started(SideQueues::HostTasks, stepRanges(step));
-    return Status::ok();
-  }
-  if (step.kind == StepKind::Collective) {
-    // Collectives, too, where the backend runs them on a queue of their
-    // own.
-    MEMFIT_RT_RETURN_IF_ERROR(
-        waitForSideQueues(step, SideQueues::Collectives).withContext(label));
-    const Collective &c = manifest.collectives[step.index];
-    // Timed: a collective the backend runs in the step is the steps' wait.
-    auto begin = std::chrono::steady_clock::now();
-    StatusOr<bool> queued =
-        backend->startCollective(c, offsets[0], offsets[1], *communicator);
-    if (!queued)
-      return queued.status().withContext(label);
-    if (*queued)
-      side.started(SideQueues::Collectives, stepRanges(step));
-    else if (communicator->size() > 1)
-      side.waitSeconds[SideQueues::Collectives] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        begin)
-              .count();
-    return Status::ok();
-  }
+  if (step.kind == StepKind::Kernel && manifest.kernels[step.index].onHost)
+    return startBeside(step, HostTasks, label, [&]() -> StatusOr<bool> {
+      // A backend without the overlap runs it here.
+      MEMFIT_RT_RETURN_IF_ERROR(backend->startHostKernel(step.index, offsets));
+      return true;
+    });
+  if (step.kind == StepKind::Collective)
+    return startBeside(step, Collectives, label, [&] {
+      return backend->startCollective(manifest.collectives[step.index],
+                                      offsets[0], offsets[1], *communicator);
+    });
   if (step.kind == StepKind::Kernel && manifest.kernels[step.index].copyQueue) {
-    // An offloaded activation's copy to host memory or back, on the copy
-    // queue where the backend has one.
-    MEMFIT_RT_RETURN_IF_ERROR(
-        waitForSideQueues(step, SideQueues::Copies).withContext(label));
-    // Timed: a copy the backend runs in the step is the steps' wait.
-    auto begin = std::chrono::steady_clock::now();
-    StatusOr<bool> queued = backend->startCopyKernel(step.index, offsets);
-    if (!queued)
-      return queued.status().withContext(label);
+    // An offloaded activation's copy to host memory or back.
     ++timings.copies;
-    if (*queued)
-      side.started(SideQueues::Copies, stepRanges(step));
-    else
-      side.waitSeconds[SideQueues::Copies] +=
-          std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                        begin)
-              .count();
-    return Status::ok();
+    return startBeside(step, Copies, label, [&] {
+      return backend->startCopyKernel(step.index, offsets);
+    });
   }
   MEMFIT_RT_RETURN_IF_ERROR(waitForSideQueues(step, -1).withContext(label));
   if (step.kind == StepKind::Kernel)
@@ -636,7 +619,7 @@ Status Session::Impl::checkIndexError(const std::string &where) {
   if (manifest.indexErrorBuffer == kNoBuffer)
     return Status::ok();
   uint64_t at = offsetOf(manifest.indexErrorBuffer);
-  MEMFIT_RT_RETURN_IF_ERROR(waitForHostTasks(at, sizeof(IndexError)));
+  MEMFIT_RT_RETURN_IF_ERROR(waitForSideQueues(at, sizeof(IndexError)));
   IndexError error;
   MEMFIT_RT_RETURN_IF_ERROR(backend->download(at, &error, sizeof(error))
                                 .withContext(where + ": index-error word"));
@@ -703,7 +686,7 @@ StatusOr<Tensor> Session::getOutput(const std::string &name) const {
                            "' ran after it and may have overwritten it");
   Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
   MEMFIT_RT_RETURN_IF_ERROR(
-      impl_->waitForHostTasks(impl_->offsetOf(id), buffer.bytes));
+      impl_->waitForSideQueues(impl_->offsetOf(id), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
                                 ->download(impl_->offsetOf(id),
                                            tensor.data.data(), buffer.bytes)
@@ -721,7 +704,7 @@ StatusOr<Tensor> Session::readVariable(const std::string &name) const {
     return v.status();
   const Buffer &buffer = impl_->manifest.buffers[(*v)->buffer];
   Tensor tensor = Tensor::zeros(buffer.dtype, buffer.shape);
-  MEMFIT_RT_RETURN_IF_ERROR(impl_->waitForHostTasks(
+  MEMFIT_RT_RETURN_IF_ERROR(impl_->waitForSideQueues(
       impl_->offsetOf((*v)->buffer), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(impl_->backend
                                 ->download(impl_->offsetOf((*v)->buffer),
@@ -742,7 +725,7 @@ Status Session::writeVariable(const std::string &name, const Tensor &tensor) {
                            describe(tensor.dtype, tensor.shape) + " (" +
                            std::to_string(tensor.data.size()) + " bytes)");
   MEMFIT_RT_RETURN_IF_ERROR(
-      impl_->waitForHostTasks(impl_->offsetOf((*v)->buffer), buffer.bytes));
+      impl_->waitForSideQueues(impl_->offsetOf((*v)->buffer), buffer.bytes));
   MEMFIT_RT_RETURN_IF_ERROR(
       impl_->backend
           ->upload(impl_->offsetOf((*v)->buffer), tensor.data.data(),
@@ -762,9 +745,9 @@ Status Session::Impl::refreshWorkingCopies(const Variable *master) {
     std::string where = "working copy '" + copy.name + "'";
     std::vector<float> values(in.bytes / sizeof(float));
     MEMFIT_RT_RETURN_IF_ERROR(
-        waitForHostTasks(offsetOf(from->buffer), in.bytes));
+        waitForSideQueues(offsetOf(from->buffer), in.bytes));
     MEMFIT_RT_RETURN_IF_ERROR(
-        waitForHostTasks(offsetOf(copy.buffer), out.bytes));
+        waitForSideQueues(offsetOf(copy.buffer), out.bytes));
     MEMFIT_RT_RETURN_IF_ERROR(
         backend->download(offsetOf(from->buffer), values.data(), in.bytes)
             .withContext(where));
