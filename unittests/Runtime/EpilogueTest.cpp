@@ -56,14 +56,6 @@ extern "C" __global__ void column_sums(const float* __restrict__ g,
 
 constexpr int64_t kRows = 4, kIn = 8, kOut = 6;
 
-Buffer f32(const char *name, Region region, uint64_t offset,
-           std::vector<int64_t> shape) {
-  uint64_t elements = 1;
-  for (int64_t d : shape)
-    elements *= uint64_t(d);
-  return Buffer{name, region, offset, elements * 4, DType::f32, shape};
-}
-
 /// A packed contraction of `m`, `n`, `k` with an epilogue and its fallback.
 Contraction linear(const char *name, int64_t m, int64_t n, int64_t k,
                    bool transA, Epilogue epilogue, uint32_t fallback) {

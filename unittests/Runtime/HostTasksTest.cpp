@@ -107,10 +107,10 @@ Executable hostExecutable() {
   Manifest &m = e.manifest;
   m.model = "hand-written host update";
   m.source = kSource;
-  m.buffers = {Buffer{"w", Region::Host, 0, 32, DType::f32, {8}},
+  m.buffers = {f32("w", Region::Host, 0, {8}),
                Buffer{"w.working", Region::Weights, 0, 16, DType::bf16, {8}},
-               Buffer{"x", Region::Arena, 0, 32, DType::f32, {8}},
-               Buffer{"y", Region::Arena, 256, 32, DType::f32, {8}}};
+               f32("x", Region::Arena, 0, {8}),
+               f32("y", Region::Arena, 256, {8})};
   m.weightsBytes = 256;
   m.arenaBytes = 512;
   m.hostBytes = 256;
@@ -262,11 +262,11 @@ Executable collectiveExecutable() {
   Manifest &m = e.manifest;
   m.model = "hand-written collective";
   m.source = kCollectiveSource;
-  auto f32 = [](const char *name, uint64_t offset) {
-    return Buffer{name, Region::Arena, offset, 32, DType::f32, {8}};
+  auto arena = [](const char *name, uint64_t offset) {
+    return f32(name, Region::Arena, offset, {8});
   };
-  m.buffers = {f32("x", 0), f32("g", 256), f32("r", 512), f32("h", 768),
-               f32("y", 1024)};
+  m.buffers = {arena("x", 0), arena("g", 256), arena("r", 512),
+               arena("h", 768), arena("y", 1024)};
   m.weightsBytes = 0;
   m.arenaBytes = 1280;
   m.worldSize = 2;

@@ -52,6 +52,15 @@ inline bool checkError(const Status &status, const std::string &needle,
                    "' does not contain '" + needle + "'");
 }
 
+/// An f32 buffer of `shape` at `offset` of `region`.
+inline Buffer f32(const char *name, Region region, uint64_t offset,
+                  std::vector<int64_t> shape) {
+  uint64_t elements = 1;
+  for (int64_t d : shape)
+    elements *= uint64_t(d);
+  return Buffer{name, region, offset, elements * 4, DType::f32, shape};
+}
+
 /// A kernel of a 1-D grid of 1-D blocks.
 inline Kernel kernel(const std::string &name, uint32_t grid, uint32_t block,
                      bool barriers) {
