@@ -195,17 +195,14 @@ bool canFuse(KernelOp producer, KernelOp consumer, const Schedule &schedule,
   // larger than its result (a gradient's cast to f32: the narrower value
   // crosses), and none joins a device kernel.
   if (producer->hasAttr(kOnHostAttr) != consumer->hasAttr(kOnHostAttr)) {
-    auto bytesOf = [](TypeRange types) {
-      int64_t bytes = 0;
-      for (Type type : types)
-        bytes += tensorBytes(cast<RankedTensorType>(type));
-      return bytes;
-    };
     if (!consumer->hasAttr(kOnHostAttr) || !pointwise ||
         producer.getInputs().size() != 1 ||
-        readElsewhere(producer, consumer) ||
-        bytesOf(producer.getInputs().getTypes()) >
-            bytesOf(producer->getResultTypes()))
+        readElsewhere(producer, consumer))
+      return false;
+    int64_t results = 0;
+    for (Value result : producer->getResults())
+      results += bytesOf(result);
+    if (bytesOf(producer.getInputs()[0]) > results)
       return false;
   }
   // Only a pointwise kernel may read a parameter that it updates in
