@@ -695,10 +695,6 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
   };
   // Parameters and states kept in host memory: a region of their own, its
   // masters (with data) first.
-  auto inHost = [](ParameterOp param) {
-    auto space = param->getAttrOfType<StringAttr>(kMemorySpaceAttr);
-    return space && space.getValue() == "host";
-  };
   auto placeHost = [&](ParameterOp param) {
     layout.host[param.getSymName()] = layout.hostBytes;
     int64_t bytes = tensorBytes(param.getType());
@@ -706,7 +702,7 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
     layout.hostBytes = alignToPlan(layout.hostBytes + bytes);
   };
   for (ParameterOp param : withData)
-    inHost(param) ? placeHost(param) : place(param);
+    keptInHostMemory(param) ? placeHost(param) : place(param);
   result.initializedHostBytes = layout.hostBytes;
   for (func::FuncOp func : funcs)
     for (Operation &op : func.getBody().front())
@@ -720,7 +716,7 @@ FailureOr<ModulePlan> mlir::memfit::planModule(ModuleOp module,
   // States kept in host memory follow the masters there (they start as
   // zeros, like every state placed here).
   for (ParameterOp param : zeroStates)
-    inHost(param) ? placeHost(param) : place(param);
+    keptInHostMemory(param) ? placeHost(param) : place(param);
   // The index-error word of the kernels that check indices, which the
   // session zero-fills with the states and clears after a failed run.
   bool checks = false;

@@ -36,6 +36,16 @@ StringRef mlir::memfit::parameterRole(ParameterOp param) {
   return {};
 }
 
+bool mlir::memfit::keptInHostMemory(ParameterOp param) {
+  auto space = param->getAttrOfType<StringAttr>(kMemorySpaceAttr);
+  return space && space.getValue() == "host";
+}
+
+void mlir::memfit::keepInHostMemory(ParameterOp param) {
+  param->setAttr(kMemorySpaceAttr,
+                 StringAttr::get(param.getContext(), "host"));
+}
+
 DictionaryAttr mlir::memfit::namedValueAttrs(MLIRContext *context,
                                              StringRef name) {
   return DictionaryAttr::get(

@@ -399,8 +399,8 @@ struct MemfitQuantizePass
       if (Attribute owner = q.state->getAttr(kStateOfAttr))
         param->setAttr(kStateOfAttr, owner);
       // A state kept in host memory (offload-states) stays there in 8 bits.
-      if (Attribute space = q.state->getAttr(kMemorySpaceAttr))
-        param->setAttr(kMemorySpaceAttr, space);
+      if (keptInHostMemory(q.state))
+        keepInHostMemory(param);
     }
     auto scheme = QuantSchemeAttr::get(ctx, q.scheme);
     auto blockSize =

@@ -35,11 +35,9 @@ namespace {
 bool inHostMemory(Value value) {
   Value root = bufferRoot(value);
   if (auto load = root.getDefiningOp<LoadParameterOp>()) {
-    auto param =
-        SymbolTable::lookupNearestSymbolFrom<ParameterOp>(load, load.getNameAttr());
-    auto space = param ? param->getAttrOfType<StringAttr>(kMemorySpaceAttr)
-                       : StringAttr();
-    return space && space.getValue() == "host";
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+        load, load.getNameAttr());
+    return param && keptInHostMemory(param);
   }
   Operation *def = root.getDefiningOp();
   return def && (def->hasAttr(kOnHostAttr) || def->hasAttr(kToHostAttr));

@@ -222,7 +222,7 @@ struct MemfitOptimizerPass
         if (state) {
           state->setAttr(kStateOfAttr, owner);
           if (offloadStates)
-            state->setAttr(kMemorySpaceAttr, StringAttr::get(ctx, "host"));
+            keepInHostMemory(state);
         }
       if (s.second)
         s.second->setAttr(kNonNegativeAttr, UnitAttr::get(ctx));

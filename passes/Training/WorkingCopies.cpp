@@ -45,7 +45,6 @@ RankedTensorType readType(ArrayRef<LoadParameterOp> loads,
 ParameterOp mlir::memfit::addWorkingCopy(SymbolTable &symbols,
                                          func::FuncOp func,
                                          ParameterOp master) {
-  MLIRContext *ctx = master.getContext();
   SmallVector<LoadParameterOp> loads;
   func.walk([&](LoadParameterOp load) {
     if (load.getName() == master.getSymName())
@@ -57,7 +56,7 @@ ParameterOp mlir::memfit::addWorkingCopy(SymbolTable &symbols,
                        type, kRoleWorkingCopy);
   copy->setAttr(kWorkingCopyOfAttr,
                 FlatSymbolRefAttr::get(master.getSymNameAttr()));
-  master->setAttr(kMemorySpaceAttr, StringAttr::get(ctx, "host"));
+  keepInHostMemory(master);
   auto ref = FlatSymbolRefAttr::get(copy.getSymNameAttr());
   for (LoadParameterOp load : loads) {
     OpBuilder b(load);

@@ -157,6 +157,11 @@ bool isTrainableCandidate(ParameterOp param);
 /// module).
 StringRef parameterRole(ParameterOp param);
 
+/// Whether the parameter is kept in host memory (kMemorySpaceAttr), and
+/// marking it so.
+bool keptInHostMemory(ParameterOp param);
+void keepInHostMemory(ParameterOp param);
+
 /// The `memfit.*` attributes of `op`, in its order (what
 /// copyMemfitAttrs copies: kernels of one kind of step carry the same).
 SmallVector<NamedAttribute> memfitAttrs(Operation *op);
