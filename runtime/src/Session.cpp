@@ -124,10 +124,12 @@ struct Session::Impl {
           {offsets[b], offsets[b] + manifest.buffers[step.buffers[b]].bytes});
     return ranges;
   }
-  /// Fills the working copies of `master` (every one when null) from their
-  /// masters (Variable::workingCopyOf), converted as the update's cast
-  /// converts.
-  Status refreshWorkingCopies(const Variable *master);
+  /// Fills every working copy from its master (Variable::workingCopyOf),
+  /// as the session starts.
+  Status refreshWorkingCopies();
+  /// Writes working copy `copy` from its master's values, converted as the
+  /// update's cast converts.
+  Status writeWorkingCopy(const Variable &copy, const float *master);
 
   /// Offset of a buffer in the one allocation.
   uint64_t offsetOf(uint32_t id) const {
@@ -359,7 +361,7 @@ Session::create(const Executable &executable, DeviceKind device,
   if (hostPart)
     MEMFIT_RT_RETURN_IF_ERROR(b.upload(
         impl->hostOffset, executable.weights.data() + devicePart, hostPart));
-  MEMFIT_RT_RETURN_IF_ERROR(impl->refreshWorkingCopies(nullptr));
+  MEMFIT_RT_RETURN_IF_ERROR(impl->refreshWorkingCopies());
   MEMFIT_RT_RETURN_IF_ERROR(
       b.prepareKernels(impl->manifest, options, impl->timings));
   return std::unique_ptr<Session>(new Session(std::move(impl)));
@@ -731,40 +733,45 @@ Status Session::writeVariable(const std::string &name, const Tensor &tensor) {
           ->upload(impl_->offsetOf((*v)->buffer), tensor.data.data(),
                    buffer.bytes)
           .withContext("variable '" + name + "'"));
-  return impl_->refreshWorkingCopies(*v);
+  // Its working copies, from the values written.
+  for (const Variable &copy : impl_->manifest.variables)
+    if (copy.kind == VariableKind::WorkingCopy && copy.workingCopyOf == name)
+      MEMFIT_RT_RETURN_IF_ERROR(
+          impl_->writeWorkingCopy(copy, tensor.as<float>()));
+  return Status::ok();
 }
 
-Status Session::Impl::refreshWorkingCopies(const Variable *master) {
+Status Session::Impl::refreshWorkingCopies() {
   for (const Variable &copy : manifest.variables) {
-    if (copy.kind != VariableKind::WorkingCopy ||
-        (master && copy.workingCopyOf != master->name))
+    if (copy.kind != VariableKind::WorkingCopy)
       continue;
     const Variable *from = manifest.findVariable(copy.workingCopyOf);
     const Buffer &in = manifest.buffers[from->buffer];
-    const Buffer &out = manifest.buffers[copy.buffer];
-    std::string where = "working copy '" + copy.name + "'";
     std::vector<float> values(in.bytes / sizeof(float));
     MEMFIT_RT_RETURN_IF_ERROR(
-        waitForSideQueues(offsetOf(from->buffer), in.bytes));
-    MEMFIT_RT_RETURN_IF_ERROR(
-        waitForSideQueues(offsetOf(copy.buffer), out.bytes));
-    MEMFIT_RT_RETURN_IF_ERROR(
         backend->download(offsetOf(from->buffer), values.data(), in.bytes)
-            .withContext(where));
-    std::vector<uint16_t> halves;
-    const void *bytes = values.data();
-    if (out.dtype != DType::f32) {
-      halves.resize(values.size());
-      for (size_t i = 0; i < values.size(); ++i)
-        halves[i] = out.dtype == DType::bf16 ? floatToBf16(values[i])
-                                             : floatToHalf(values[i]);
-      bytes = halves.data();
-    }
-    MEMFIT_RT_RETURN_IF_ERROR(
-        backend->upload(offsetOf(copy.buffer), bytes, out.bytes)
-            .withContext(where));
+            .withContext("working copy '" + copy.name + "'"));
+    MEMFIT_RT_RETURN_IF_ERROR(writeWorkingCopy(copy, values.data()));
   }
   return Status::ok();
+}
+
+Status Session::Impl::writeWorkingCopy(const Variable &copy,
+                                       const float *master) {
+  const Buffer &out = manifest.buffers[copy.buffer];
+  const size_t count = out.bytes / dtypeSize(out.dtype);
+  std::vector<uint16_t> halves;
+  const void *bytes = master;
+  if (out.dtype != DType::f32) {
+    halves.resize(count);
+    for (size_t i = 0; i < count; ++i)
+      halves[i] = out.dtype == DType::bf16 ? floatToBf16(master[i])
+                                           : floatToHalf(master[i]);
+    bytes = halves.data();
+  }
+  MEMFIT_RT_RETURN_IF_ERROR(waitForSideQueues(offsetOf(copy.buffer), out.bytes));
+  return backend->upload(offsetOf(copy.buffer), bytes, out.bytes)
+      .withContext("working copy '" + copy.name + "'");
 }
 
 } // namespace memfit::rt
