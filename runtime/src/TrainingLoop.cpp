@@ -196,21 +196,24 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                    (long long)options.steps, summary.seconds,
                    summary.seconds * 1e3 / double(options.steps),
                    double(summary.losses.back().second));
-    if (const SessionTimings &t = session.timings(); t.hostTasks)
+    // What ran beside the steps, and the steps' waits for it, a step.
+    const SessionTimings &t = session.timings();
+    const double perStep = 1.0 / double(options.steps);
+    if (t.hostTasks)
       *log << format("host updates (--offload=optimizer): %.1f kernels a "
                      "step on the host's threads, beside the device; the "
                      "device waited %.1f ms a step for them\n",
-                     double(t.hostTasks) / double(options.steps),
-                     t.hostWaitSeconds * 1e3 / double(options.steps));
-    if (const SessionTimings &t = session.timings(); t.copies)
+                     double(t.hostTasks) * perStep,
+                     t.hostWaitSeconds * 1e3 * perStep);
+    if (t.copies)
       *log << format("offloaded activations: %.1f copies a step; the steps "
                      "waited %.1f ms a step for them\n",
-                     double(t.copies) / double(options.steps),
-                     t.copyWaitSeconds * 1e3 / double(options.steps));
-    if (const SessionTimings &t = session.timings(); t.collectiveWaitSeconds)
+                     double(t.copies) * perStep,
+                     t.copyWaitSeconds * 1e3 * perStep);
+    if (t.collectiveWaitSeconds)
       *log << format("collectives: the steps waited %.1f ms a step for "
                      "the collectives\n",
-                     t.collectiveWaitSeconds * 1e3 / double(options.steps));
+                     t.collectiveWaitSeconds * 1e3 * perStep);
     if (trainer.scalesLoss())
       *log << format("loss scaling: %lld of %lld steps skipped (inf or NaN "
                      "gradients)\n",
