@@ -71,6 +71,43 @@ struct MemfitHostTransfersPass
         operand.set(copy);
       }
     }
+    for (KernelOp kernel : onHost)
+      copyResultsToDevice(kernel);
+  }
+
+  /// Where an on-host kernel's result is read or stored outside host
+  /// memory (the new working copy, stored into the device's), the kernel
+  /// writes host memory and a copy kernel marked to_device brings it to the
+  /// device, right after it: the host cannot write device memory.
+  void copyResultsToDevice(KernelOp kernel) {
+    OpBuilder builder(kernel->getContext());
+    builder.setInsertionPointAfter(kernel);
+    for (Value result : kernel->getResults()) {
+      SmallVector<OpOperand *> deviceUses;
+      for (OpOperand &use : result.getUses())
+        if (!readsInHostMemory(use.getOwner()))
+          deviceUses.push_back(&use);
+      if (deviceUses.empty())
+        continue;
+      KernelOp transfer = copyKernel(builder, kernel.getLoc(), result);
+      transfer->setAttr(kToDeviceAttr, builder.getUnitAttr());
+      for (OpOperand *use : deviceUses)
+        use->set(transfer->getResult(0));
+      ++numDeviceCopies;
+    }
+  }
+
+  /// Whether `user` reads its operand in host memory: a host kernel, or the
+  /// store into a parameter kept there.
+  static bool readsInHostMemory(Operation *user) {
+    if (user->hasAttr(kOnHostAttr))
+      return true;
+    auto assign = dyn_cast<AssignOp>(user);
+    if (!assign)
+      return false;
+    auto param = SymbolTable::lookupNearestSymbolFrom<ParameterOp>(
+        assign, assign.getNameAttr());
+    return param && keptInHostMemory(param);
   }
 };
 

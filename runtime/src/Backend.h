@@ -87,8 +87,11 @@ public:
   // later step (or a copy in or out) that touches their bytes wait for
   // them. The default runs each in order, at once.
 
-  /// Starts host task number `hostTasksStarted()`: kernel `kernel` on the
-  /// buffers at `offsets`, after every host task started before it.
+  /// Starts the next host task: kernel `kernel` on the buffers at
+  /// `offsets`, after every host task started before it. A Kernel::onHost
+  /// kernel runs on the host's cores, on host memory; a Kernel::toDevice
+  /// kernel (the copy of a host kernel's result to the device) runs on the
+  /// device.
   virtual Status startHostKernel(uint32_t kernel,
                                  const std::vector<uint64_t> &offsets) {
     return launchKernel(kernel, offsets);

@@ -682,14 +682,17 @@ Status validateWorkingCopy(const Manifest &m, const Variable &v,
   return Status::ok();
 }
 
-/// An on-host kernel's steps touch no arena buffer: the host may run it
-/// after the device has reused the arena.
+/// An on-host kernel's steps touch the host region only: the host reaches
+/// no device memory, and may run it after the device has gone on.
 Status validateOnHost(const Manifest &m) {
-  for (size_t i = 0; i < m.kernels.size(); ++i)
-    if (m.kernels[i].onHost && m.kernels[i].copyQueue)
+  for (size_t i = 0; i < m.kernels.size(); ++i) {
+    const Kernel &k = m.kernels[i];
+    if (int(k.onHost) + int(k.copyQueue) + int(k.toDevice) > 1)
       return invalidArgument("manifest: kernels[" + std::to_string(i) +
-                             "] ('" + m.kernels[i].name +
-                             "') is both a host kernel and a copy");
+                             "] ('" + k.name +
+                             "') is more than one of a host kernel, a copy "
+                             "queue's copy and a copy to the device");
+  }
   for (const Entry &e : m.entries)
     for (size_t s = 0; s < e.steps.size(); ++s) {
       const Step &step = e.steps[s];
@@ -697,12 +700,13 @@ Status validateOnHost(const Manifest &m) {
           !m.kernels[step.index].onHost)
         continue;
       for (uint32_t id : step.buffers)
-        if (id < m.buffers.size() && m.buffers[id].region == Region::Arena)
+        if (id < m.buffers.size() && m.buffers[id].region != Region::Host)
           return invalidArgument(
               "manifest: entry '" + e.name + "' step " + std::to_string(s) +
               ": kernel '" + m.kernels[step.index].name +
               "' runs on the host but reads or writes " + bufferLabel(m, id) +
-              " of the arena");
+              " of the " + regionName(m.buffers[id].region) +
+              " region, in device memory");
     }
   return Status::ok();
 }

@@ -105,6 +105,8 @@ std::string manifestToJson(const Manifest &m) {
       o.set("onHost", true);
     if (k.copyQueue)
       o.set("copyQueue", true);
+    if (k.toDevice)
+      o.set("toDevice", true);
     o.set("onnxNodes", stringArray(k.onnxNodes));
     if (!k.indexChecks.empty())
       o.set("indexChecks", stringArray(k.indexChecks));
@@ -474,7 +476,7 @@ Status readKernel(const ObjectReader &r, Kernel &k) {
   MEMFIT_RT_RETURN_IF_ERROR(r.checkFields(
       {"name", "grid", "block", "sharedBytes", "usesBarriers", "onnxNodes"},
       {"indexChecks", "threadLoops", "kind", "bytes", "flops", "onHost",
-       "copyQueue"}));
+       "copyQueue", "toDevice"}));
   if (r.has("kind")) {
     std::string kind;
     MEMFIT_RT_RETURN_IF_ERROR(r.string("kind", kind));
@@ -492,6 +494,8 @@ Status readKernel(const ObjectReader &r, Kernel &k) {
     MEMFIT_RT_RETURN_IF_ERROR(r.boolean("onHost", k.onHost));
   if (r.has("copyQueue"))
     MEMFIT_RT_RETURN_IF_ERROR(r.boolean("copyQueue", k.copyQueue));
+  if (r.has("toDevice"))
+    MEMFIT_RT_RETURN_IF_ERROR(r.boolean("toDevice", k.toDevice));
   if (r.has("indexChecks"))
     MEMFIT_RT_RETURN_IF_ERROR(r.strings("indexChecks", k.indexChecks));
   MEMFIT_RT_RETURN_IF_ERROR(r.string("name", k.name));

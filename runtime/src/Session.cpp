@@ -325,14 +325,19 @@ Session::create(const Executable &executable, DeviceKind device,
   Backend &b = *impl->backend;
   impl->warn = options.warn;
   // A profile waits for every step, and collectives run on the host between
-  // steps: neither can be captured.
+  // steps: neither can be captured. Nor can the host's updates overlap the
+  // steps after them in a graph, whose end waits for all it holds: they
+  // run in a graph only where they run in the step anyway.
   for (const Entry &e : manifest.entries) {
-    bool collectives =
-        std::any_of(e.steps.begin(), e.steps.end(), [](const Step &step) {
-          return step.kind == StepKind::Collective;
+    bool uncaptured =
+        std::any_of(e.steps.begin(), e.steps.end(), [&](const Step &step) {
+          return step.kind == StepKind::Collective ||
+                 (step.kind == StepKind::Kernel &&
+                  manifest.kernels[step.index].onHost &&
+                  options.overlapHostTasks);
         });
     impl->graphs.push_back(options.graphs && b.recordsGraphs() &&
-                                   !options.profileSteps && !collectives
+                                   !options.profileSteps && !uncaptured
                                ? Impl::Graph::FirstRun
                                : Impl::Graph::Off);
   }
@@ -379,7 +384,6 @@ uint64_t Session::allocatedBytes() const {
 }
 uint64_t Session::hostBytes() const { return impl_->manifest.hostBytes; }
 const SessionTimings &Session::timings() const {
-  impl_->timings.hostTasks = impl_->side.count(HostTasks);
   impl_->timings.hostWaitSeconds =
       impl_->side.waitSeconds[HostTasks];
   impl_->timings.collectiveWaitSeconds =
@@ -555,12 +559,16 @@ Status Session::Impl::runStep(const Entry &entry, size_t i,
                      : " (contraction '" +
                            manifest.contractions[step.index].name) +
       "')";
-  if (step.kind == StepKind::Kernel && manifest.kernels[step.index].onHost)
+  if (step.kind == StepKind::Kernel &&
+      (manifest.kernels[step.index].onHost ||
+       manifest.kernels[step.index].toDevice)) {
+    timings.hostTasks += manifest.kernels[step.index].onHost;
     return startBeside(step, HostTasks, label, [&]() -> StatusOr<bool> {
       // A backend without the overlap runs it here.
       MEMFIT_RT_RETURN_IF_ERROR(backend->startHostKernel(step.index, offsets));
       return true;
     });
+  }
   if (step.kind == StepKind::Collective)
     return startBeside(step, Collectives, label, [&] {
       return backend->startCollective(manifest.collectives[step.index],

@@ -45,3 +45,35 @@ func.func @step() {
   memfit.assign @master, %w : tensor<4xf32>
   return
 }
+
+// The host cannot write device memory: a host kernel's result that is
+// stored into a parameter on the device (the new working copy) or read by a
+// device kernel is copied there, once, by a kernel marked memfit.to_device
+// right after it; its store into the host's master reads it in place.
+// CHECK-LABEL: func.func @update
+// CHECK: %[[NEW:.*]]:2 = memfit.kernel({{.*}}) {memfit.on_host}
+// CHECK: %[[UP:.*]] = memfit.kernel(%[[NEW]]#1) {memfit.to_device}
+// CHECK-NEXT: ^bb0(%[[B:.*]]: tensor<4xbf16>):
+// CHECK-NEXT: memfit.yield %[[B]]
+// CHECK-NOT: memfit.to_device
+// CHECK: memfit.kernel(%[[UP]])
+// CHECK: memfit.assign @master, %[[NEW]]#0
+// CHECK: memfit.assign @master.working, %[[UP]]
+memfit.parameter @master.working = dense<1.000000e+00> : tensor<4xbf16> {memfit.role = "working_copy", memfit.working_copy_of = @master}
+func.func @update() {
+  %m = memfit.load_parameter @master : tensor<4xf32>
+  %u:2 = memfit.kernel(%m) {memfit.on_host} : (tensor<4xf32>) -> (tensor<4xf32>, tensor<4xbf16>) {
+  ^bb0(%a: tensor<4xf32>):
+    %t = memfit.add %a, %a : tensor<4xf32>, tensor<4xf32> -> tensor<4xf32>
+    %c = memfit.cast %t : tensor<4xf32> to tensor<4xbf16>
+    memfit.yield %t, %c : tensor<4xf32>, tensor<4xbf16>
+  }
+  %d = memfit.kernel(%u#1) : (tensor<4xbf16>) -> tensor<4xbf16> {
+  ^bb0(%a: tensor<4xbf16>):
+    %t = memfit.tanh %a : tensor<4xbf16>
+    memfit.yield %t : tensor<4xbf16>
+  }
+  memfit.assign @master, %u#0 : tensor<4xf32>
+  memfit.assign @master.working, %u#1 : tensor<4xbf16>
+  return
+}

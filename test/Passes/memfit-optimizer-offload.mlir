@@ -6,9 +6,11 @@
 // cast). The update is one kernel marked memfit.on_host that writes the
 // master, the states and the new working copy; memfit-host-transfers copies
 // what it reads from the device (the gradient, AdamW's step size, bias
-// correction and decay factor) to host memory first (memfit.to_host). The
-// memory plan lays the master out first in the host region, then the
-// states, then the transfers, live to the step's end.
+// correction and decay factor) to host memory first (memfit.to_host), and
+// the new working copy, which the host writes in host memory, to the device
+// after it (memfit.to_device). The memory plan lays the master out first in
+// the host region, then the states, then the transfers (the new working
+// copy among them), live to the step's end.
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true' | FileCheck %s
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true precision=bf16' | FileCheck %s --check-prefix=BF16
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true' --memfit-memory-plan='buffers=true' -o /dev/null | FileCheck %s --check-prefix=PLAN
@@ -29,8 +31,9 @@
 // CHECK-COUNT-3: memfit.kernel(%{{.*}}) {memfit.to_host} : (tensor<f32>) -> tensor<f32>
 // CHECK: %[[UPDATE:.*]]:4 = memfit.kernel(%[[MASTER]], %[[COPY]], {{.*}}) {memfit.on_host}
 // CHECK: memfit.yield %[[NEW:[0-9]+]], %{{.*}}, %{{.*}}, %[[NEW]] :
+// CHECK: %[[UP:.*]] = memfit.kernel(%[[UPDATE]]#3) {memfit.to_device}
 // CHECK: memfit.assign @w, %[[UPDATE]]#0
-// CHECK: memfit.assign @w.working, %[[UPDATE]]#3
+// CHECK: memfit.assign @w.working, %[[UP]]
 
 // BF16: memfit.parameter @w.working = dense<0.000000e+00> : tensor<8x4xbf16> {memfit.role = "working_copy", memfit.working_copy_of = @w}
 // BF16: %[[WORKING:.*]] = memfit.load_parameter @w.working : tensor<8x4xbf16>
@@ -41,18 +44,20 @@
 // BF16: memfit.kernel({{.*}}) {memfit.on_host}
 // BF16: memfit.cast %{{.*}} {memfit.backward, memfit.gradient_of = @w, reason = "gradient"} : tensor<8x4xbf16> to tensor<8x4xf32>
 // BF16: memfit.cast %{{.*}} {reason = "working-copy"} : tensor<8x4xf32> to tensor<8x4xbf16>
+// BF16: memfit.kernel(%{{.*}}) {memfit.to_device} : (tensor<8x4xbf16>) -> tensor<8x4xbf16>
 // BF16: memfit.assign @w.working, %{{.*}} : tensor<8x4xbf16>
 
 // PLAN: total: {{[0-9]+}} bytes
-// PLAN-NEXT: host region: 1792 bytes (kept in host memory, not in the device's total)
+// PLAN-NEXT: host region: 2048 bytes (kept in host memory, not in the device's total)
 // PLAN: weights parameters offset 0 bytes 128 steps {{.*}} w.working
 // PLAN: host parameters offset 0 bytes 128 steps {{.*}} w
 // PLAN: host optimizer_states offset 256 bytes 128 steps {{.*}} w.exp_avg
 // PLAN: host optimizer_states offset 512 bytes 128 steps {{.*}} w.exp_avg_sq
 // PLAN: host host_transfers offset 768 bytes 128 steps [[FIRST:[0-9]+]]..[[END:[0-9]+]] memfit.kernel
-// PLAN: host host_transfers offset 1024 bytes 4 steps {{[0-9]+}}..[[END]] memfit.kernel
+// PLAN: host host_transfers offset {{[0-9]+}} bytes 4 steps {{[0-9]+}}..[[END]] memfit.kernel
 // PLAN: host parameters offset 0 bytes 128 steps [[UPDATE:[0-9]+]]..[[UPDATE]] memfit.kernel
-// PLAN: weights parameters offset 0 bytes 128 steps [[UPDATE]]..[[UPDATE]] memfit.kernel
+// PLAN: host host_transfers offset {{[0-9]+}} bytes 128 steps [[UPDATE]]..[[END]] memfit.kernel
+// PLAN: weights parameters offset 0 bytes 128 steps [[COPY:[0-9]+]]..[[COPY]] memfit.kernel
 
 // DEVICE-NOT: host region
 

@@ -4,8 +4,9 @@
 // order beside the caller and reports the first failure once;
 // PendingHostTasks says which task a range of bytes waits for; and a
 // hand-written executable whose update is a host kernel (Kernel::onHost)
-// that writes an fp32 master in the host region and its bf16 working copy
-// on the device, read by the next run's first step, is run through Session
+// that writes an fp32 master and its bf16 working copy in the host region,
+// copied to the device by the next host task (Kernel::toDevice) and read
+// by the next run's first step, is run through Session
 // with the overlap on and off: every read sees the update, the working copy
 // starts as (and is refreshed to) the master's rounding, and checkpoints
 // leave it out. The manifest's rules for host kernels and working copies
@@ -96,12 +97,18 @@ extern "C" __global__ void host_update(const float* master, float* updated,
     working[i] = __float2bfloat16_rn(v);
   }
 }
+extern "C" __global__ void copy_up(const __nv_bfloat16* __restrict__ staged,
+                                   __nv_bfloat16* __restrict__ working) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < 8) working[i] = staged[i];
+}
 )cuda";
 
 /// Buffers: the master w (f32 [8], host region, initialized by the blob's
-/// tail), its working copy (bf16 [8], weights region), x and y (arena).
-/// Steps: y = working + x (the device), then the host's update of the
-/// master and the working copy in place.
+/// tail), its working copy (bf16 [8], weights region), x and y (arena),
+/// the new working copy staged in the host region. Steps: y = working + x
+/// (the device), the host's update of the master in place and of the
+/// staged copy, then the staged copy's copy to the device.
 Executable hostExecutable() {
   Executable e;
   Manifest &m = e.manifest;
@@ -110,17 +117,21 @@ Executable hostExecutable() {
   m.buffers = {f32("w", Region::Host, 0, {8}),
                Buffer{"w.working", Region::Weights, 0, 16, DType::bf16, {8}},
                f32("x", Region::Arena, 0, {8}),
-               f32("y", Region::Arena, 256, {8})};
+               f32("y", Region::Arena, 256, {8}),
+               Buffer{"staged", Region::Host, 256, 16, DType::bf16, {8}}};
   m.weightsBytes = 256;
   m.arenaBytes = 512;
-  m.hostBytes = 256;
+  m.hostBytes = 512;
   m.initializedHostBytes = 32;
   m.kernels = {kernel("device_read", 1, 32, false),
-               kernel("host_update", 1, 32, false)};
+               kernel("host_update", 1, 32, false),
+               kernel("copy_up", 1, 32, false)};
   m.kernels[1].onHost = true;
+  m.kernels[2].toDevice = true;
   m.entries = {{"main",
                 {{StepKind::Kernel, 0, {1, 2, 3}},
-                 {StepKind::Kernel, 1, {0, 0, 1}}},
+                 {StepKind::Kernel, 1, {0, 0, 4}},
+                 {StepKind::Kernel, 2, {4, 1}}},
                 {{"x", 2}},
                 {{"y", 3}}}};
   m.variables = {{"w", 0, VariableKind::Parameter},
@@ -335,7 +346,8 @@ void testRules() {
     e.manifest.kernels[0].onHost = true;
     CHECK_ERROR(e.manifest.validate(),
                 "kernel 'device_read' runs on the host but reads or writes "
-                "buffer 2 ('x') of the arena");
+                "buffer 1 ('w.working') of the weights region, in device "
+                "memory");
   }
   {
     Executable e = hostExecutable();
@@ -356,9 +368,25 @@ void testRules() {
   }
   {
     Executable e = hostExecutable();
-    e.manifest.initializedHostBytes = 512;
+    e.manifest.initializedHostBytes = 1024;
     CHECK_ERROR(e.manifest.validate(),
-                "initializedHostBytes 512 exceeds hostBytes 256");
+                "initializedHostBytes 1024 exceeds hostBytes 512");
+  }
+  {
+    // The host cannot write the device's working copy itself.
+    Executable e = hostExecutable();
+    e.manifest.entries[0].steps[1].buffers = {0, 0, 1};
+    CHECK_ERROR(e.manifest.validate(),
+                "kernel 'host_update' runs on the host but reads or writes "
+                "buffer 1 ('w.working') of the weights region, in device "
+                "memory");
+  }
+  {
+    Executable e = hostExecutable();
+    e.manifest.kernels[2].onHost = true;
+    CHECK_ERROR(e.manifest.validate(),
+                "('copy_up') is more than one of a host kernel, a copy "
+                "queue's copy and a copy to the device");
   }
 }
 

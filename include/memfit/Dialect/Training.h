@@ -99,6 +99,10 @@ constexpr char kWorkingCopyOfAttr[] = "memfit.working_copy_of";
 /// read there first, with kernels marked kToHostAttr.
 constexpr char kOnHostAttr[] = "memfit.on_host";
 constexpr char kToHostAttr[] = "memfit.to_host";
+/// On the copy of an on-host kernel's result to the device (the new working
+/// copy): run after the host kernels, in their queue (the runtime's
+/// `toDevice`).
+constexpr char kToDeviceAttr[] = "memfit.to_device";
 /// memfit-remat offload-activations: on the kernel that copies a saved
 /// value to host memory after its last forward use (its result lives in
 /// the host region), and on the one that copies it back before a backward

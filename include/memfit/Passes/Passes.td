@@ -490,11 +490,26 @@ def MemfitHostTransfersPass
     %u:4 = memfit.kernel(%master, %h, %m, %v, ...) {memfit.on_host} ...
     ```
 
+    The host cannot write device memory either: where an on-host kernel's
+    result is read or stored outside host memory (the new working copy that
+    the device reads), the kernel writes it in the host region and a copy
+    kernel marked `memfit.to_device`, right after it, brings it to the
+    device. The runtime runs that copy in the host kernels' queue, after
+    them, so that the device waits for neither until it reads the copy.
+
+    ```mlir
+    %u:4 = memfit.kernel(...) {memfit.on_host} ...
+    %w = memfit.kernel(%u#3) {memfit.to_device} ...
+    memfit.assign @"wte.weight.working", %w
+    ```
+
     The train pipeline runs it last, after memfit-early-updates.
   }];
   let dependentDialects = ["::mlir::memfit::MemfitDialect"];
   let statistics = [
     Statistic<"numCopies", "copies", "Values copied to host memory">,
+    Statistic<"numDeviceCopies", "device-copies",
+              "Host kernels' results copied to the device">,
   ];
 }
 

@@ -146,6 +146,7 @@ ExecutableBuilder::emitKernelSource(KernelOp kernel,
     return failure();
   info->kind = cuda::kernelKind(kernel);
   info->onHost = kernel->hasAttr(kOnHostAttr);
+  info->toDevice = kernel->hasAttr(kToDeviceAttr);
   info->copyQueue =
       kernel->hasAttr(kOffloadedAttr) || kernel->hasAttr(kFetchedAttr);
   info->cost = cuda::stepCost(kernel);

@@ -136,11 +136,15 @@ struct Kernel {
   KernelKind kind = KernelKind::ElementWise;
   StepCost cost;
   /// Runs on the host's cores, not the device (--offload=optimizer's
-  /// updates): its buffers are in the host region or the weights region,
-  /// never the arena, so a backend may run it beside the device's later
-  /// steps, each of which waits for it only where it touches the same
-  /// bytes (Session). A backend without host tasks runs it in order.
+  /// updates): its buffers are all in the host region, so a backend may run
+  /// it beside the device's later steps, each of which waits for it only
+  /// where it touches the same bytes (Session). A backend without host
+  /// tasks runs it in order.
   bool onHost = false;
+  /// Runs on the device, but in the host tasks' queue, after the host
+  /// kernels before it: the copy of what a host kernel wrote (the new
+  /// working copy) from the host region to the device.
+  bool toDevice = false;
   /// A copy of an offloaded activation to the host region or back
   /// (--offload=activations): a backend may run it on a copy queue beside
   /// the later steps, which wait for it where they touch its bytes.

@@ -83,9 +83,11 @@ struct SessionTimings {
   bool cacheHit = false;
   double runSeconds = 0;     // last run(), synchronized
   bool graphReplayed = false; // the last run() replayed a CUDA graph
-  /// Host tasks (Kernel::onHost) started over the session, and the seconds
-  /// the steps after them (and reads and writes) waited for them: with
-  /// SessionOptions::overlapHostTasks off, the seconds they took.
+  /// Host kernels (Kernel::onHost) started over the session, and the
+  /// seconds the steps after them (and reads and writes) waited for the
+  /// host tasks' queue (those kernels and the copies of their results to
+  /// the device): with SessionOptions::overlapHostTasks off, the seconds
+  /// they took.
   uint64_t hostTasks = 0;
   double hostWaitSeconds = 0;
   /// The seconds steps and the end of each run waited for the collectives
