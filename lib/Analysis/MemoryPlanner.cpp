@@ -517,13 +517,17 @@ private:
       if (buffer.region != BufferRegion::Arena ||
           buffer.category != BufferCategory::Activation)
         continue;
-      // What the host's update kernels read and write: the host may run
-      // them after the device has gone on, to the step's end.
+      // What the host's update kernels read: the host may run them after
+      // the device has gone on, to the step's end, so what the device
+      // wrote for them stays. What they write (the new working copies)
+      // only the host tasks' queue touches, in order: those keep their
+      // live ranges, in bytes of their own (placeArena).
       if (Operation *def = buffer.value.getDefiningOp();
           def && (def->hasAttr(kToHostAttr) || def->hasAttr(kOnHostAttr))) {
         buffer.region = BufferRegion::Host;
         buffer.category = BufferCategory::HostTransfer;
-        buffer.lastStep = int64_t(plan.schedule.size()) + 1;
+        if (!def->hasAttr(kOnHostAttr))
+          buffer.lastStep = int64_t(plan.schedule.size()) + 1;
         continue;
       }
       // memfit-remat's copy of a saved value in host memory.
@@ -595,21 +599,29 @@ private:
   }
 
   /// The arena, and in the host region past its states the host transfers
-  /// and then the offloaded activations: each packed by placeLive.
+  /// (those the device writes, then those the host's kernels write: apart,
+  /// so that the device never waits for the host to reuse their bytes) and
+  /// then the offloaded activations: each packed by placeLive.
   void placeArena() {
     plan.arenaBytes = placeLive([](const PlannedBuffer &buffer) {
       return buffer.region == BufferRegion::Arena;
     }, 0);
+    auto hostWritten = [](const PlannedBuffer &buffer) {
+      Operation *def = buffer.value.getDefiningOp();
+      return def && def->hasAttr(kOnHostAttr);
+    };
     int64_t at = alignToPlan(layout.hostBytes);
-    for (BufferCategory category :
-         {BufferCategory::HostTransfer, BufferCategory::OffloadedActivation}) {
+    for (int pool = 0; pool < 3; ++pool) {
+      BufferCategory category = pool < 2 ? BufferCategory::HostTransfer
+                                         : BufferCategory::OffloadedActivation;
       int64_t end = placeLive(
           [&](const PlannedBuffer &buffer) {
             return buffer.region == BufferRegion::Host &&
-                   buffer.category == category;
+                   buffer.category == category &&
+                   (pool == 2 || hostWritten(buffer) == (pool == 1));
           },
           at);
-      plan.hostPackedBytes[category == BufferCategory::HostTransfer] =
+      plan.hostPackedBytes[category == BufferCategory::HostTransfer] +=
           end - at;
       at = end;
     }

@@ -9,8 +9,8 @@
 // correction and decay factor) to host memory first (memfit.to_host), and
 // the new working copy, which the host writes in host memory, to the device
 // after it (memfit.to_device). The memory plan lays the master out first in
-// the host region, then the states, then the transfers (the new working
-// copy among them), live to the step's end.
+// the host region, then the transfers the device writes, live to the
+// step's end, then the new working copy, live until its copy.
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true' | FileCheck %s
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true precision=bf16' | FileCheck %s --check-prefix=BF16
 // RUN: memfit-opt %s --memfit-train-pipeline='optimizer=adamw offload-optimizer=true' --memfit-memory-plan='buffers=true' -o /dev/null | FileCheck %s --check-prefix=PLAN
@@ -56,8 +56,8 @@
 // PLAN: host host_transfers offset 768 bytes 128 steps [[FIRST:[0-9]+]]..[[END:[0-9]+]] memfit.kernel
 // PLAN: host host_transfers offset {{[0-9]+}} bytes 4 steps {{[0-9]+}}..[[END]] memfit.kernel
 // PLAN: host parameters offset 0 bytes 128 steps [[UPDATE:[0-9]+]]..[[UPDATE]] memfit.kernel
-// PLAN: host host_transfers offset {{[0-9]+}} bytes 128 steps [[UPDATE]]..[[END]] memfit.kernel
-// PLAN: weights parameters offset 0 bytes 128 steps [[COPY:[0-9]+]]..[[COPY]] memfit.kernel
+// PLAN: host host_transfers offset {{[0-9]+}} bytes 128 steps [[UPDATE]]..[[COPY:[0-9]+]] memfit.kernel
+// PLAN: weights parameters offset 0 bytes 128 steps [[COPY]]..[[COPY]] memfit.kernel
 
 // DEVICE-NOT: host region
 
