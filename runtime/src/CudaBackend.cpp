@@ -323,7 +323,7 @@ Status CudaBackend::prepareKernels(const Manifest &manifest,
                            " bytes of dynamic shared memory"));
     kernels_.push_back(std::move(loaded));
   }
-  return Status::ok();
+  return prepareHostKernels(manifest, options, timings);
 }
 
 Status CudaBackend::launchKernel(uint32_t kernel,

@@ -17,7 +17,11 @@
 //    objects);
 //  - each entry's steps captured from the stream as a CUDA graph and
 //    replayed as one launch (Backend::beginGraph);
-//  - collectives through NCCL on the stream (CudaCollective.cpp).
+//  - collectives through NCCL, and the copies of offloaded activations, on
+//    streams of their own beside the step's (CudaSideStreams.cpp);
+//  - the host's kernels (Kernel::onHost, --offload=optimizer's updates)
+//    compiled by the host C++ compiler and run over the host's cores, on
+//    the pinned host region, from a host-task stream (CudaHostTasks.cpp).
 //
 // Every entry point makes the context current on the calling thread first,
 // so a session may be used from any one thread at a time.
@@ -29,10 +33,16 @@
 
 #include "Backend.h"
 #include "CudaSymbols.h"
+#include "HostKernels.h"
+#include "HostWorkers.h"
 #include "NcclSymbols.h"
 
 #include <array>
+#include <deque>
 #include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -144,6 +154,15 @@ public:
                                  uint64_t out, Communicator &comm) override;
   StatusOr<bool> startCopyKernel(uint32_t kernel,
                                  const std::vector<uint64_t> &offsets) override;
+  /// A host kernel runs on the host's worker threads, called from the
+  /// host-task stream (cuLaunchHostFunc) after the step's stream's work so
+  /// far; a Kernel::toDevice copy runs on that stream after it. The step's
+  /// stream waits for them where a later step touches their bytes, and the
+  /// end of a run does not: the update overlaps the next step's forward
+  /// until it reads a working copy. In the step's stream when the others
+  /// run there (see startCollective).
+  Status startHostKernel(uint32_t kernel,
+                         const std::vector<uint64_t> &offsets) override;
   Status waitQueue(SideQueue queue, uint64_t count) override;
   uint64_t queueFinished(SideQueue queue) const override;
   void setSideStreams(bool on) { sideStreams_ = on; }
@@ -164,6 +183,7 @@ private:
     std::array<uint32_t, 3> grid, block;
     uint32_t sharedBytes;
     CUfunction function;
+    bool onHost = false;
   };
 
   Status makeCurrent() const {
@@ -270,24 +290,67 @@ private:
   Status launchOn(uint32_t kernel, const std::vector<uint64_t> &offsets,
                   CUstream stream);
 
-  /// A stream beside the step's and its events: for the task started k-th
-  /// since the last synchronize (`base`), 2k (recorded on the step's stream
-  /// before it) and 2k + 1 (on this stream after it), reused after each
-  /// synchronize, which finds every task done.
+  /// A task started on a side stream: its number in the queue, the event
+  /// the step's stream recorded before it and the one its stream recorded
+  /// after it (null for a task run in the step's stream).
+  struct SideTask {
+    uint64_t number;
+    CUevent ready, done;
+  };
+  /// A stream beside the step's, the tasks started on it and not seen
+  /// finish (oldest first), and the events of those seen, for reuse.
   struct SideStream {
     CUstream stream = nullptr;
-    std::vector<CUevent> events;
-    uint64_t started = 0, waited = 0, base = 0;
+    std::deque<SideTask> inFlight;
+    std::vector<CUevent> spare;
+    uint64_t started = 0, finished = 0, waited = 0;
   };
   /// Runs `enqueue` on `side`'s stream after the step's stream's work so
   /// far, and records its end.
   Status startOnSide(SideStream &side,
                      const std::function<Status(CUstream)> &enqueue);
-  Status sideEvent(SideStream &side, size_t slot, CUevent &event);
+  /// Counts a task of `side`'s queue run in the step's stream, after the
+  /// step's stream waited for those in flight.
+  Status runInStep(SideStream &side,
+                   const std::function<Status(CUstream)> &enqueue);
+  /// Forgets the tasks of `side` that have finished (all of them when
+  /// `synchronized`), keeping their events for reuse.
+  Status retireFinished(SideStream &side, bool synchronized);
+  Status sideEvent(SideStream &side, CUevent &event);
   Status synchronizeSides();
   void destroySideStreams();
   bool sideStreams_ = true;
-  SideStream sides_[kSideQueues]; // the collectives' and the copies'
+  SideStream sides_[kSideQueues];
+
+  // Host tasks (CudaHostTasks.cpp).
+
+  /// A host kernel's launch as the host-task stream's host function sees
+  /// it; kept for the backend's life, since a CUDA graph may call it at
+  /// every replay.
+  struct HostCall {
+    CudaBackend *backend;
+    uint32_t kernel;
+    std::vector<void *> pointers; // in the host region
+  };
+  static void runHostCall(void *call);
+  /// Compiles the manifest's host kernels for the host, if it has any.
+  Status prepareHostKernels(const Manifest &manifest,
+                            const SessionOptions &options,
+                            SessionTimings &timings);
+  /// The call for `kernel` on the buffers at `offsets`, made at its first
+  /// launch; fails where a buffer is not in the host region.
+  StatusOr<HostCall *> hostCall(uint32_t kernel,
+                                const std::vector<uint64_t> &offsets);
+  /// The first failure of a host kernel, once.
+  Status hostFailure();
+  std::unique_ptr<HostKernels> hostKernels_;
+  std::unique_ptr<WorkerPool> hostWorkers_; // goes before the kernels
+  std::map<std::pair<uint32_t, std::vector<uint64_t>>,
+           std::unique_ptr<HostCall>>
+      hostCalls_;
+  std::mutex hostRunMutex_, hostFailureMutex_;
+  Status hostFailure_ = Status::ok();
+  bool hostFailed_ = false, hostFailureReported_ = false;
 };
 
 } // namespace memfit::rt::cuda

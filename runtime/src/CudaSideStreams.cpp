@@ -1,23 +1,43 @@
 //===- CudaSideStreams.cpp - collectives and copies beside the steps ------===//
 //
-// The cuda backend's side queues (Backend.h): collectives through NCCL and
-// the copies of offloaded activations, each on a stream of its own beside
-// the step's, ordered by events (see CudaBackend.h).
+// The cuda backend's side queues (Backend.h): collectives through NCCL, the
+// copies of offloaded activations and the host's tasks, each on a stream of
+// its own beside the step's, ordered by events (see CudaBackend.h).
 //
 //===----------------------------------------------------------------------===//
 
 #include "CudaBackend.h"
 
+#include <algorithm>
+
 namespace memfit::rt::cuda {
 
-Status CudaBackend::sideEvent(SideStream &side, size_t slot, CUevent &event) {
-  while (side.events.size() <= slot) {
-    CUevent made = nullptr;
-    // Not timed: ordering only.
-    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventCreate, &made, 2u);
-    side.events.push_back(made);
+Status CudaBackend::sideEvent(SideStream &side, CUevent &event) {
+  if (!side.spare.empty()) {
+    event = side.spare.back();
+    side.spare.pop_back();
+    return Status::ok();
   }
-  event = side.events[slot];
+  // Not timed: ordering only.
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventCreate, &event, 2u);
+  return Status::ok();
+}
+
+Status CudaBackend::retireFinished(SideStream &side, bool synchronized) {
+  while (!side.inFlight.empty()) {
+    SideTask &task = side.inFlight.front();
+    if (task.done && !synchronized) {
+      CUresult result = cu_.cuEventQuery(task.done);
+      if (result == CUDA_ERROR_NOT_READY)
+        break;
+      MEMFIT_RT_RETURN_IF_ERROR(cu_.check(result, "cuEventQuery"));
+    }
+    for (CUevent event : {task.ready, task.done})
+      if (event)
+        side.spare.push_back(event);
+    side.finished = task.number + 1;
+    side.inFlight.pop_front();
+  }
   return Status::ok();
 }
 
@@ -27,15 +47,33 @@ Status CudaBackend::startOnSide(
   if (!side.stream)
     // Blocking, as the step's: ordered with the synchronous copies too.
     MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamCreate, &side.stream, 0u);
-  const size_t slot = 2 * size_t(side.started - side.base);
-  CUevent ready = nullptr, done = nullptr;
-  MEMFIT_RT_RETURN_IF_ERROR(sideEvent(side, slot, ready));
-  MEMFIT_RT_RETURN_IF_ERROR(sideEvent(side, slot + 1, done));
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, ready, stream_);
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, side.stream, ready, 0u);
-  MEMFIT_RT_RETURN_IF_ERROR(enqueue(side.stream));
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, done, side.stream);
+  MEMFIT_RT_RETURN_IF_ERROR(retireFinished(side, false));
+  SideTask task{side.started, nullptr, nullptr};
+  MEMFIT_RT_RETURN_IF_ERROR(sideEvent(side, task.ready));
+  Status made = sideEvent(side, task.done);
+  if (!made.isOk()) {
+    side.spare.push_back(task.ready);
+    return made;
+  }
+  // Kept before anything can fail, so that its events are destroyed.
+  side.inFlight.push_back(task);
   ++side.started;
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, task.ready, stream_);
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, side.stream, task.ready,
+                            0u);
+  MEMFIT_RT_RETURN_IF_ERROR(enqueue(side.stream));
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuEventRecord, task.done, side.stream);
+  return Status::ok();
+}
+
+Status CudaBackend::runInStep(SideStream &side,
+                              const std::function<Status(CUstream)> &enqueue) {
+  // After the tasks before it, as the queue's order says.
+  MEMFIT_RT_RETURN_IF_ERROR(waitQueue(SideQueue(&side - sides_), side.started));
+  MEMFIT_RT_RETURN_IF_ERROR(enqueue(stream_));
+  side.inFlight.push_back({side.started, nullptr, nullptr});
+  ++side.started;
+  side.waited = side.started;
   return Status::ok();
 }
 
@@ -66,45 +104,48 @@ StatusOr<bool> CudaBackend::startCopyKernel(
 }
 
 Status CudaBackend::waitQueue(SideQueue queue, uint64_t count) {
-  if (queue == HostTasks)
-    return Status::ok(); // run in the step's stream
   SideStream &side = sides_[queue];
-  if (count <= side.waited)
+  if (count <= std::max(side.waited, side.finished))
     return Status::ok();
-  // Done before the last synchronize: nothing to wait for.
-  if (count <= side.base) {
-    side.waited = count;
-    return Status::ok();
+  // The last task among the first `count` that ran on the side stream: the
+  // others ran in the step's stream, or before it on the side stream.
+  for (auto task = side.inFlight.rbegin(); task != side.inFlight.rend();
+       ++task) {
+    if (task->number >= count || !task->done)
+      continue;
+    MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
+    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, stream_, task->done, 0u);
+    break;
   }
-  MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
-  CUevent done = side.events[2 * size_t(count - 1 - side.base) + 1];
-  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, stream_, done, 0u);
   side.waited = count;
-  return Status::ok();
+  return queue == HostTasks ? hostFailure() : Status::ok();
 }
 
 uint64_t CudaBackend::queueFinished(SideQueue queue) const {
-  return queue == HostTasks ? ~uint64_t(0) : sides_[queue].waited;
+  return std::max(sides_[queue].waited, sides_[queue].finished);
 }
 
 Status CudaBackend::synchronizeSides() {
-  for (SideStream &side : sides_) {
-    if (!side.stream)
-      continue;
-    MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamSynchronize, side.stream);
-    // Every task started is done: the next run reuses their events.
-    side.base = side.started;
+  for (int queue = 0; queue < kSideQueues; ++queue) {
+    SideStream &side = sides_[queue];
+    // The host's updates go on past the end of a run, beside the next
+    // one's forward: what is done of them is seen without waiting.
+    bool wait = queue != HostTasks && side.stream;
+    if (wait)
+      MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamSynchronize, side.stream);
+    MEMFIT_RT_RETURN_IF_ERROR(retireFinished(side, wait || !side.stream));
   }
-  return Status::ok();
+  return hostFailure();
 }
 
 void CudaBackend::destroySideStreams() {
   for (SideStream &side : sides_) {
     if (side.stream)
       (void)cu_.cuStreamSynchronize(side.stream);
-    for (CUevent event : side.events)
+    (void)retireFinished(side, true);
+    for (CUevent event : side.spare)
       (void)cu_.cuEventDestroy(event);
-    side.events.clear();
+    side.spare.clear();
     if (side.stream)
       (void)cu_.cuStreamDestroy(side.stream);
     side.stream = nullptr;

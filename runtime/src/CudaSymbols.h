@@ -39,6 +39,9 @@ using CUcontext = struct CUctx_st *;
 using CUmodule = struct CUmod_st *;
 using CUfunction = struct CUfunc_st *;
 using CUstream = struct CUstream_st *;
+/// A function the driver calls on a thread of its own, in a stream's order
+/// (cuLaunchHostFunc); it must not call the driver.
+using CUhostFn = void (*)(void *userData);
 using CUgraph = struct CUgraph_st *;
 using CUgraphExec = struct CUgraphExec_st *;
 using CUevent = struct CUevent_st *;
@@ -56,6 +59,7 @@ constexpr CUresult CUDA_ERROR_INVALID_IMAGE = 200;
 constexpr CUresult CUDA_ERROR_NO_BINARY_FOR_GPU = 209;
 constexpr CUresult CUDA_ERROR_UNSUPPORTED_PTX_VERSION = 222;
 constexpr CUresult CUDA_ERROR_NOT_FOUND = 500;
+constexpr CUresult CUDA_ERROR_NOT_READY = 600;
 constexpr CUresult CUDA_ERROR_SYSTEM_DRIVER_MISMATCH = 803;
 constexpr CUresult CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE = 804;
 
@@ -126,7 +130,9 @@ constexpr int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
   X(cuEventSynchronize, "cuEventSynchronize", CUevent)                         \
   X(cuEventElapsedTime, "cuEventElapsedTime", float *, CUevent, CUevent)       \
   X(cuEventDestroy, "cuEventDestroy_v2", CUevent)                              \
-  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUstream, CUevent, unsigned int)
+  X(cuStreamWaitEvent, "cuStreamWaitEvent", CUstream, CUevent, unsigned int)  \
+  X(cuEventQuery, "cuEventQuery", CUevent)                                     \
+  X(cuLaunchHostFunc, "cuLaunchHostFunc", CUstream, CUhostFn, void *)
 
 struct DriverSymbols {
 #define MEMFIT_CU_PFN(member, symbol, ...)                                     \

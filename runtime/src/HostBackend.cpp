@@ -12,6 +12,7 @@
 #include "HostCompiler.h"
 #include "HostKernels.h"
 #include "HostTasks.h"
+#include "HostWorkers.h"
 
 #define MEMFIT_HOST_ABI_ONLY
 #include "host/memfit_cuda_host.h"
@@ -35,110 +36,9 @@
 #include <type_traits>
 #include <unistd.h>
 
-#ifndef MEMFIT_HOST_CXX
-#define MEMFIT_HOST_CXX "c++"
-#endif
-
 namespace memfit::rt {
 
 namespace {
-
-//===----------------------------------------------------------------------===//
-// Worker threads
-//===----------------------------------------------------------------------===//
-
-/// Threads that run the blocks of a launch. Every block of a kernel runs on
-/// one of them (never on the caller), so the compiled library's per-thread
-/// state lives on threads the backend owns and releases.
-class WorkerPool {
-public:
-  ~WorkerPool() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      stop_ = true;
-    }
-    wake_.notify_all();
-    for (pthread_t &t : threads_)
-      pthread_join(t, nullptr);
-  }
-
-  /// With `batch`, the workers run at batch priority (host tasks).
-  Status start(unsigned count, bool batch = false) {
-    batch_ = batch;
-    for (unsigned i = 0; i < count; ++i) {
-      pthread_t thread;
-      int error = pthread_create(&thread, nullptr, &WorkerPool::entry, this);
-      if (error != 0)
-        return internalError("cannot start host worker thread " +
-                             std::to_string(i) + ": " + std::strerror(error));
-      threads_.push_back(thread);
-    }
-    return Status::ok();
-  }
-
-  unsigned size() const { return static_cast<unsigned>(threads_.size()); }
-
-  /// Called by each worker before it exits (set before the first run).
-  void setExitHooks(std::vector<void (*)()> hooks) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    exitHooks_ = std::move(hooks);
-  }
-
-  /// Runs task(i) for every i in [0, count) on the workers and waits.
-  void run(size_t count, const std::function<void(size_t)> &task) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    task_ = &task;
-    count_ = count;
-    next_.store(0);
-    active_ = threads_.size();
-    ++generation_;
-    wake_.notify_all();
-    done_.wait(lock, [&] { return active_ == 0; });
-    task_ = nullptr;
-  }
-
-private:
-  static void *entry(void *self) {
-    static_cast<WorkerPool *>(self)->loop();
-    return nullptr;
-  }
-
-  void loop() {
-    if (batch_)
-      lowerToBatchPriority();
-    uint64_t seen = 0;
-    std::unique_lock<std::mutex> lock(mutex_);
-    while (true) {
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_)
-        break;
-      seen = generation_;
-      const std::function<void(size_t)> *task = task_;
-      size_t count = count_;
-      lock.unlock();
-      for (size_t i = next_.fetch_add(1); i < count; i = next_.fetch_add(1))
-        (*task)(i);
-      lock.lock();
-      if (--active_ == 0)
-        done_.notify_one();
-    }
-    std::vector<void (*)()> hooks = exitHooks_;
-    lock.unlock();
-    for (void (*hook)() : hooks)
-      hook();
-  }
-
-  std::vector<pthread_t> threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_, done_;
-  const std::function<void(size_t)> *task_ = nullptr;
-  size_t count_ = 0;
-  std::atomic<size_t> next_{0};
-  size_t active_ = 0;
-  uint64_t generation_ = 0;
-  bool stop_ = false, batch_ = false;
-  std::vector<void (*)()> exitHooks_;
-};
 
 //===----------------------------------------------------------------------===//
 // Contractions
@@ -574,93 +474,28 @@ Status HostBackend::runKernel(WorkerPool &pool, uint32_t kernel,
   if (kernel >= kernels_.size())
     return internalError("host backend: no kernel " + std::to_string(kernel));
   const KernelEntry &k = kernels_[kernel];
-  memfit_host_launcher launcher = kernelLibraries_->launchers[kernel];
   std::vector<void *> pointers(offsets.size());
-  std::vector<void *> args(offsets.size());
   for (size_t i = 0; i < offsets.size(); ++i) {
     MEMFIT_RT_RETURN_IF_ERROR(checkRange("kernel argument", offsets[i], 0));
     pointers[i] = memory_ + offsets[i];
-    args[i] = &pointers[i];
   }
-
-  uint64_t blocks = uint64_t(k.grid[0]) * k.grid[1] * k.grid[2];
-  uint64_t perTask =
-      std::max<uint64_t>(1, blocks / (uint64_t(pool.size()) * 4));
-  size_t tasks = static_cast<size_t>((blocks + perTask - 1) / perTask);
-  std::vector<std::string> errors(tasks);
-  pool.run(tasks, [&](size_t task) {
-    char message[1024] = "";
-    memfit_host_launch launch;
-    std::memset(&launch, 0, sizeof(launch));
-    for (int d = 0; d < 3; ++d) {
-      launch.grid[d] = k.grid[d];
-      launch.block[d] = k.block[d];
-    }
-    launch.blockBegin = task * perTask;
-    launch.blockEnd = std::min<uint64_t>(blocks, (task + 1) * perTask);
-    launch.numArgs = static_cast<unsigned>(args.size());
-    launch.error = message;
-    launch.errorSize = sizeof(message);
-    if (launcher(&launch, args.data()) != 0)
-      errors[task] = message[0] ? message : "unknown error";
-  });
-  for (const std::string &error : errors)
-    if (!error.empty())
-      return invalidArgument(error); // Session names the step and kernel
-  return Status::ok();
-}
-
-} // namespace
-
-namespace {
-
-/// A thread count: `given` (an option, 0: unset), else $`variable`, else 0;
-/// each from 1 to 1024.
-StatusOr<unsigned> threadCount(unsigned given, const char *what,
-                               const char *variable) {
-  if (given > 1024)
-    return invalidArgument("host backend: " + std::to_string(given) + " " +
-                           what + ": expected a number of threads from 1 "
-                           "to 1024");
-  if (given != 0)
-    return given;
-  const char *env = std::getenv(variable);
-  if (!env || !*env)
-    return 0u;
-  char *end = nullptr;
-  unsigned long n = std::strtoul(env, &end, 10);
-  if (*end != '\0' || n == 0 || n > 1024)
-    return invalidArgument(std::string(variable) + "='" + env +
-                           "': expected a number of threads from 1 to 1024");
-  return unsigned(n);
+  return runHostKernel(pool, kernelLibraries_->launchers[kernel], k.grid,
+                       k.block, pointers);
 }
 
 } // namespace
 
 StatusOr<std::unique_ptr<Backend>>
 createHostBackend(const SessionOptions &options) {
-  std::string command = options.hostCompiler;
-  if (command.empty())
-    if (const char *env = std::getenv("MEMFIT_HOST_CXX"); env && *env)
-      command = env;
-  if (command.empty())
-    command = MEMFIT_HOST_CXX;
-  std::vector<std::string> compiler = splitWords(command);
+  std::vector<std::string> compiler = splitWords(hostCompilerCommand(options));
   if (compiler.empty())
     return invalidArgument("host backend: the host compiler command is empty");
   StatusOr<unsigned> threads =
       threadCount(options.hostThreads, "threads", "MEMFIT_HOST_THREADS");
   if (!threads)
     return threads.status();
-  if (*threads == 0) {
-    // The CPUs this process may run on (taskset, a container's cpuset),
-    // not every CPU of the machine.
-    cpu_set_t cpus;
-    if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0)
-      *threads = unsigned(CPU_COUNT(&cpus));
-    if (*threads == 0)
-      *threads = std::max(1u, std::thread::hardware_concurrency());
-  }
+  if (*threads == 0)
+    *threads = usableCpus();
   // The workers run the contractions, one single-threaded BLAS call each
   // (gemmBatched): OpenBLAS's own threads would spin beside them.
   static std::once_flag blasThreads;

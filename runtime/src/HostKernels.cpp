@@ -497,7 +497,11 @@ Status loadHostKernels(const Manifest &manifest,
                        const std::vector<std::string> &compiler,
                        const std::string &version,
                        const SessionOptions &options, unsigned jobs,
-                       SessionTimings &timings, HostKernels &out) {
+                       SessionTimings &timings, HostKernels &out,
+                       bool onHostOnly) {
+  auto wanted = [&](size_t i) {
+    return !onHostOnly || manifest.kernels[i].onHost;
+  };
   KernelCache cache(options);
   std::string compilerId = joinWords(compiler) + "\n" + version + "\n" + cpuKey();
   std::string flags = "host" + compileFlags();
@@ -527,6 +531,8 @@ Status loadHostKernels(const Manifest &manifest,
     if (!handle)
       return handle.status();
     for (size_t i = 0; i < manifest.kernels.size(); ++i) {
+      if (!wanted(i))
+        continue;
       std::string symbol = MEMFIT_HOST_LAUNCHER_PREFIX + std::to_string(i);
       out.launchers[i] = Loader::find(*handle, symbol);
       if (!out.launchers[i])
@@ -560,6 +566,8 @@ Status loadHostKernels(const Manifest &manifest,
   std::vector<size_t> missing;
   std::set<std::string> missingKeys;
   for (size_t i = 0; i < keys.size(); ++i) {
+    if (!wanted(i))
+      continue;
     if (cache.enabled())
       if (std::optional<std::vector<char>> index = cache.load(indexPaths[i])) {
         std::string library =
@@ -622,7 +630,7 @@ Status loadHostKernels(const Manifest &manifest,
   if (!failure.isOk())
     return failure;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (out.launchers[i])
+    if (out.launchers[i] || !wanted(i))
       continue;
     out.launchers[i] = Loader::find(handleOfKey.at(keys[i]), launcherOf(keys[i]));
     if (!out.launchers[i])

@@ -55,12 +55,15 @@ struct HostKernels {
 /// Compiles (or loads from the cache) the kernels of `manifest` with
 /// `compiler` (its `--version` line is `version`) and loads them into
 /// `out`, in up to `jobs` compiler processes at a time. `timings` gets the
-/// compile time (wall clock) and whether nothing had to be compiled.
+/// compile time (wall clock) and whether nothing had to be compiled. With
+/// `onHostOnly` (a device backend's host tasks), only the Kernel::onHost
+/// kernels get a launcher; the others stay null.
 Status loadHostKernels(const Manifest &manifest,
                        const std::vector<std::string> &compiler,
                        const std::string &version,
                        const SessionOptions &options, unsigned jobs,
-                       SessionTimings &timings, HostKernels &out);
+                       SessionTimings &timings, HostKernels &out,
+                       bool onHostOnly = false);
 
 } // namespace memfit::rt
 

@@ -68,6 +68,8 @@ const char *stepGroupName(StepGroup group) {
     return "attention";
   case StepGroup::Collectives:
     return "collectives";
+  case StepGroup::HostTasks:
+    return "host tasks";
   }
   return "?";
 }
@@ -81,6 +83,8 @@ StepGroup stepGroup(const Manifest &manifest, const Step &step) {
   case StepKind::Kernel:
     break;
   }
+  if (manifest.kernels[step.index].onHost)
+    return StepGroup::HostTasks;
   switch (manifest.kernels[step.index].kind) {
   case KernelKind::ElementWise:
     return StepGroup::ElementWise;
@@ -102,7 +106,8 @@ EntryPrediction predictEntry(const Manifest &manifest, size_t entry,
   for (const Step &step : manifest.entries[entry].steps) {
     PredictedStep p;
     p.group = stepGroup(manifest, step);
-    if (p.group == StepGroup::Collectives) {
+    if (p.group == StepGroup::Collectives ||
+        p.group == StepGroup::HostTasks) {
       prediction.steps.push_back(p);
       continue;
     }
@@ -164,7 +169,8 @@ std::string formatPrediction(const Manifest &manifest, const GpuSpec &gpu,
          "share\n";
     for (int g = 0; g < kStepGroups; ++g) {
       const Group &group = groups[g];
-      if (!group.steps || StepGroup(g) == StepGroup::Collectives)
+      if (!group.steps || StepGroup(g) == StepGroup::Collectives ||
+          StepGroup(g) == StepGroup::HostTasks)
         continue;
       s += format("  %-14s %6d  %12d %9.2f %8.2f %9.3f %5.1f%%\n",
                   stepGroupName(StepGroup(g)), group.steps, group.memoryBound,
@@ -174,7 +180,8 @@ std::string formatPrediction(const Manifest &manifest, const GpuSpec &gpu,
     }
     size_t launches = 0;
     for (const PredictedStep &step : p.steps)
-      launches += step.group != StepGroup::Collectives;
+      launches += step.group != StepGroup::Collectives &&
+                  step.group != StepGroup::HostTasks;
     s +=
         format("  total %.3f ms (%.0f launches, %.3f ms of them); floor "
                "%.3f ms (%.2fx)\n",
@@ -184,6 +191,10 @@ std::string formatPrediction(const Manifest &manifest, const GpuSpec &gpu,
     if (int collectives = groups[int(StepGroup::Collectives)].steps)
       s += "  (" + std::to_string(collectives) +
            " collectives not priced: their time is the interconnect's)\n";
+    if (int tasks = groups[int(StepGroup::HostTasks)].steps)
+      s += "  (" + std::to_string(tasks) +
+           " host tasks not priced: the host's cores run them beside the "
+           "device)\n";
     if (!p.complete)
       s += "  (some steps have no cost in the manifest: an executable from an "
            "older memfit; the times are too low)\n";
@@ -217,7 +228,8 @@ std::string formatMeasuredAgainstPredicted(const Manifest &manifest,
     for (int g = 0; g < kStepGroups; ++g) {
       if (!steps[g])
         continue;
-      if (StepGroup(g) == StepGroup::Collectives) {
+      if (StepGroup(g) == StepGroup::Collectives ||
+          StepGroup(g) == StepGroup::HostTasks) {
         s += format("  %-14s %6d steps  measured %9.3f  (not predicted)\n",
                     stepGroupName(StepGroup(g)), steps[g], measured[g] * 1e3);
         continue;
@@ -231,7 +243,7 @@ std::string formatMeasuredAgainstPredicted(const Manifest &manifest,
                   predicted[g] > 0 ? measured[g] / predicted[g] : 0);
     }
     s += format("  total          measured %9.3f  predicted %9.3f  %6.2fx; "
-                "floor %.3f (collectives left out)\n",
+                "floor %.3f (collectives and host tasks left out)\n",
                 totalMeasured * 1e3, totalPredicted * 1e3,
                 totalPredicted > 0 ? totalMeasured / totalPredicted : 0,
                 p.floorSeconds * 1e3);

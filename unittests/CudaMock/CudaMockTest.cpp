@@ -362,6 +362,7 @@ int main(int argc, char **argv) {
                                 test::runContractionTests();
                                 test::runCudaSessionTests();
                                 test::runCudaGraphTests();
+                                test::runCudaHostTaskTests();
                                 test::runCudaEpilogueTests();
                               });
 }

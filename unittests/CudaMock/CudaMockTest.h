@@ -51,6 +51,7 @@ void runKernelTests();
 void runContractionTests();
 void runCudaSessionTests();
 void runCudaGraphTests();
+void runCudaHostTaskTests();
 void runCudaEpilogueTests();
 
 } // namespace memfit::rt::test

@@ -124,6 +124,31 @@ CUresult cuStreamWaitEvent(void *stream, void *handle, unsigned int flags) {
   return kSuccess;
 }
 
+CUresult cuEventQuery(void *handle) {
+  const char *entry = "cuEventQuery";
+  FAKE_ENTER(entry);
+  if (!findEvent(handle))
+    return violation(kInvalidHandle, entry, "not a live event");
+  return kSuccess; // the fake's work is done when issued
+}
+
+/// The function runs when the stream's work before it is done: at once,
+/// or at each launch of the graph being captured (a host node).
+CUresult cuLaunchHostFunc(void *stream, void (*fn)(void *), void *userData) {
+  const char *entry = "cuLaunchHostFunc";
+  FAKE_ENTER(entry);
+  if (!fn)
+    return violation(kInvalidValue, entry, "no function");
+  if (stream && !mockcuda::streamValid(stream))
+    return violation(kInvalidHandle, entry,
+                     "not a live stream of the current context");
+  mockcuda::submit(stream, [fn, userData] {
+    mockcuda::recordEvent("cuLaunchHostFunc");
+    fn(userData);
+  });
+  return kSuccess;
+}
+
 CUresult cuEventSynchronize(void *handle) {
   const char *entry = "cuEventSynchronize";
   FAKE_ENTER(entry);

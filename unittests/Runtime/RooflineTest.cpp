@@ -106,6 +106,16 @@ void testPredict() {
   CHECK(near(bus.steps[0].seconds,
              1015000000.0 / (3.35e12 * 0.9) + 2e9 / 50e9 + 2e-6));
   CHECK(near(bus.floorSeconds, 2e9 / 50e9));
+  // The same kernel run by the host's cores (Kernel::onHost): not the
+  // device's time, and not its bus's.
+  offloaded.kernels[offloaded.entries[0].steps[0].index].onHost = true;
+  EntryPrediction beside = predictEntry(offloaded, 0, h100);
+  CHECK(beside.steps[0].group == StepGroup::HostTasks &&
+        beside.steps[0].seconds == 0);
+  CHECK(beside.seconds < bus.seconds - 2e9 / 50e9);
+  std::string table = formatPrediction(offloaded, h100);
+  CHECK(table.find("(1 host tasks not priced: the host's cores run them "
+                   "beside the device)") != std::string::npos);
   // A step without a cost (an older executable) makes it incomplete.
   m.kernels[1].cost = {};
   CHECK(!predictEntry(m, 0, h100).complete);
@@ -140,7 +150,7 @@ void testTables() {
   CHECK(measured.find("  collectives         1 steps  measured     2.000  "
                       "(not predicted)") != std::string::npos);
   CHECK(measured.find("  total          measured     6.000  predicted     "
-                      "3.006    2.00x; floor 0.750 (collectives left out)") !=
+                      "3.006    2.00x; floor 0.750 (collectives and host tasks left out)") !=
         std::string::npos);
 }
 

@@ -67,11 +67,12 @@ enum class StepGroup {
   Rows,
   Optimizer,
   Attention,
-  Collectives
+  Collectives,
+  HostTasks // Kernel::onHost: on the host's cores, beside the device
 };
-constexpr int kStepGroups = 6;
+constexpr int kStepGroups = 7;
 /// "contractions", "element-wise", "rows", "optimizer", "attention",
-/// "collectives".
+/// "collectives", "host tasks".
 const char *stepGroupName(StepGroup group);
 /// The group of step `step` of an entry.
 StepGroup stepGroup(const Manifest &manifest, const Step &step);
@@ -92,7 +93,10 @@ struct EntryPrediction {
 };
 
 /// Prices entry `entry` of `manifest` on `gpu`. Collectives are priced at 0
-/// (their time is the interconnect's, not the device's).
+/// (their time is the interconnect's, not the device's), and so are host
+/// tasks (the host's cores run them beside the device; the copies to and
+/// from the host region that feed them are device steps, priced at the
+/// bus's rate).
 EntryPrediction predictEntry(const Manifest &manifest, size_t entry,
                              const GpuSpec &gpu, bool tf32 = false);
 
