@@ -110,6 +110,15 @@ public:
   virtual Status waitQueue(SideQueue queue, uint64_t count) {
     return Status::ok();
   }
+  /// Makes the next task started on queue `waiter` run after the first
+  /// `count` tasks of `queue`, without the steps waiting for them (a host
+  /// task that reads what a copy wrote). A backend that would run that
+  /// task in the step makes the steps wait instead, as waitQueue does (the
+  /// default).
+  virtual Status orderQueues(SideQueue waiter, SideQueue queue,
+                             uint64_t count) {
+    return waitQueue(queue, count);
+  }
   /// How many tasks of `queue` have finished, without waiting.
   virtual uint64_t queueFinished(SideQueue queue) const {
     return ~uint64_t(0);

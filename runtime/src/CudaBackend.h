@@ -164,6 +164,10 @@ public:
   Status startHostKernel(uint32_t kernel,
                          const std::vector<uint64_t> &offsets) override;
   Status waitQueue(SideQueue queue, uint64_t count) override;
+  /// The waiter's stream waits for `queue`'s event, on the GPU; where the
+  /// waiter's tasks run in the step's stream, that stream waits.
+  Status orderQueues(SideQueue waiter, SideQueue queue,
+                     uint64_t count) override;
   uint64_t queueFinished(SideQueue queue) const override;
   void setSideStreams(bool on) { sideStreams_ = on; }
   Status synchronize() override;
@@ -309,6 +313,11 @@ private:
   /// far, and records its end.
   Status startOnSide(SideStream &side,
                      const std::function<Status(CUstream)> &enqueue);
+  /// The last task among the first `count` of `side` that ran on its
+  /// stream and is not known to have finished (null: none).
+  const SideTask *lastOnStream(const SideStream &side, uint64_t count) const;
+  /// Makes `side`'s stream, if it has none yet.
+  Status makeSideStream(SideStream &side);
   /// Counts a task of `side`'s queue run in the step's stream, after the
   /// step's stream waited for those in flight.
   Status runInStep(SideStream &side,

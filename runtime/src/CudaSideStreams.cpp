@@ -41,12 +41,17 @@ Status CudaBackend::retireFinished(SideStream &side, bool synchronized) {
   return Status::ok();
 }
 
-Status CudaBackend::startOnSide(
-    SideStream &side, const std::function<Status(CUstream)> &enqueue) {
+Status CudaBackend::makeSideStream(SideStream &side) {
   MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
   if (!side.stream)
     // Blocking, as the step's: ordered with the synchronous copies too.
     MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamCreate, &side.stream, 0u);
+  return Status::ok();
+}
+
+Status CudaBackend::startOnSide(
+    SideStream &side, const std::function<Status(CUstream)> &enqueue) {
+  MEMFIT_RT_RETURN_IF_ERROR(makeSideStream(side));
   MEMFIT_RT_RETURN_IF_ERROR(retireFinished(side, false));
   SideTask task{side.started, nullptr, nullptr};
   MEMFIT_RT_RETURN_IF_ERROR(sideEvent(side, task.ready));
@@ -103,22 +108,43 @@ StatusOr<bool> CudaBackend::startCopyKernel(
   return true;
 }
 
+const CudaBackend::SideTask *
+CudaBackend::lastOnStream(const SideStream &side, uint64_t count) const {
+  // The others ran in the step's stream, or before it on the side stream.
+  for (auto task = side.inFlight.rbegin(); task != side.inFlight.rend();
+       ++task)
+    if (task->number < count && task->done)
+      return &*task;
+  return nullptr;
+}
+
 Status CudaBackend::waitQueue(SideQueue queue, uint64_t count) {
   SideStream &side = sides_[queue];
   if (count <= std::max(side.waited, side.finished))
     return Status::ok();
-  // The last task among the first `count` that ran on the side stream: the
-  // others ran in the step's stream, or before it on the side stream.
-  for (auto task = side.inFlight.rbegin(); task != side.inFlight.rend();
-       ++task) {
-    if (task->number >= count || !task->done)
-      continue;
+  if (const SideTask *task = lastOnStream(side, count)) {
     MEMFIT_RT_RETURN_IF_ERROR(makeCurrent());
     MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, stream_, task->done, 0u);
-    break;
   }
   side.waited = count;
   return queue == HostTasks ? hostFailure() : Status::ok();
+}
+
+Status CudaBackend::orderQueues(SideQueue waiter, SideQueue queue,
+                                uint64_t count) {
+  if (!sideStreams_ || capturing_ || waiter == Collectives)
+    return waitQueue(queue, count);
+  const SideStream &side = sides_[queue];
+  if (count <= std::max(side.waited, side.finished))
+    return Status::ok();
+  const SideTask *task = lastOnStream(side, count);
+  if (!task)
+    return Status::ok();
+  SideStream &next = sides_[waiter];
+  MEMFIT_RT_RETURN_IF_ERROR(makeSideStream(next));
+  MEMFIT_CU_RETURN_IF_ERROR(cu_, cuStreamWaitEvent, next.stream, task->done,
+                            0u);
+  return Status::ok();
 }
 
 uint64_t CudaBackend::queueFinished(SideQueue queue) const {

@@ -224,6 +224,17 @@ public:
     const Side &side = side_[queue];
     return side.queue ? side.queue->waitFor(count) : Status::ok();
   }
+  /// The waiter's next task waits for `queue`'s first `count` on its own
+  /// thread before it runs; where that task would run in the step (a copy
+  /// without the overlap), the step waits.
+  Status orderQueues(SideQueue waiter, SideQueue queue,
+                     uint64_t count) override {
+    if (waiter == Collectives || (waiter == Copies && !overlap_))
+      return waitQueue(queue, count);
+    uint64_t &after = side_[waiter].after[queue];
+    after = std::max(after, count);
+    return Status::ok();
+  }
   uint64_t queueFinished(SideQueue queue) const override {
     const Side &side = side_[queue];
     return side.queue ? side.queue->finished() : 0;
@@ -399,13 +410,26 @@ private:
     std::unique_ptr<WorkerPool> pool;
     std::unique_ptr<HostTaskQueue> queue;
     uint64_t started = 0;
+    /// How many tasks of each queue its next task waits for first
+    /// (orderQueues).
+    uint64_t after[kSideQueues] = {0, 0, 0};
   };
   /// Queues kernel `kernel` on `side`, whose workers (`threads` of them,
-  /// started with its first task) run its blocks.
+  /// started with its first task) run its blocks, after the other queues'
+  /// tasks it was ordered after.
   Status queueKernel(Side &side, unsigned threads, uint32_t kernel,
                      const std::vector<uint64_t> &offsets) {
     MEMFIT_RT_RETURN_IF_ERROR(startSide(side, threads));
-    side.queue->push([this, &side, kernel, offsets] {
+    std::vector<std::pair<HostTaskQueue *, uint64_t>> first;
+    for (int q = 0; q < kSideQueues; ++q) {
+      if (side.after[q] && side_[q].queue)
+        first.push_back({side_[q].queue.get(), side.after[q]});
+      side.after[q] = 0;
+    }
+    side.queue->push([this, &side, kernel, offsets, first] {
+      // Each was started before this task: no cycle.
+      for (auto [queue, count] : first)
+        MEMFIT_RT_RETURN_IF_ERROR(queue->waitFor(count));
       return runKernel(*side.pool, kernel, offsets);
     });
     ++side.started;

@@ -110,13 +110,20 @@ Status SideQueues::wait(Backend &backend, SideQueue queue, uint64_t count) {
 }
 
 Status SideQueues::waitTouching(Backend &backend, uint64_t offset,
-                                uint64_t bytes, int except) {
+                                uint64_t bytes, int except, int waiter) {
   for (SideQueue queue : {HostTasks, Collectives, Copies}) {
     PendingHostTasks &pending = pending_[queue];
-    if (queue == except || pending.empty() || bytes == 0)
+    if (queue == except || queue == waiter || pending.empty() || bytes == 0)
       continue;
     pending.dropFinished(backend.queueFinished(queue));
-    if (uint64_t need = pending.mustFinish(offset, offset + bytes))
+    uint64_t need = pending.mustFinish(offset, offset + bytes);
+    if (!need)
+      continue;
+    // The steps have not waited: the tasks stay pending for them.
+    if (waiter >= 0)
+      MEMFIT_RT_RETURN_IF_ERROR(
+          backend.orderQueues(SideQueue(waiter), queue, need));
+    else
       MEMFIT_RT_RETURN_IF_ERROR(wait(backend, queue, need));
   }
   return Status::ok();

@@ -94,9 +94,11 @@ public:
   uint64_t count(SideQueue queue) const { return started_[queue]; }
   /// Waits for the tasks that touch [offset, offset + bytes), of every
   /// queue but `except` (a task of a queue waits for none of its own: each
-  /// runs after those before it).
+  /// runs after those before it). With `waiter`, the next task of that
+  /// queue is what must come after them: the backend orders it after them
+  /// (Backend::orderQueues) rather than the steps waiting.
   Status waitTouching(Backend &backend, uint64_t offset, uint64_t bytes,
-                      int except = -1);
+                      int except = -1, int waiter = -1);
   /// Waits for every task of `queue`.
   Status waitAll(Backend &backend, SideQueue queue);
   /// The seconds spent waiting for each queue, over the session.

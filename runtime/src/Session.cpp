@@ -83,12 +83,14 @@ struct Session::Impl {
     return side.waitTouching(*backend, offset, bytes);
   }
   /// Waits for the side queues' tasks that touch the buffers of a step at
-  /// `offsets`, but for those of its own queue `except`.
-  Status waitForSideQueues(const Step &step, int except) const {
+  /// `offsets`, but for those of its own queue `except`; with `waiter`, a
+  /// step started on that queue, which the backend orders after them.
+  Status waitForSideQueues(const Step &step, int except,
+                           int waiter = -1) const {
     for (size_t i = 0; i < step.buffers.size(); ++i)
       MEMFIT_RT_RETURN_IF_ERROR(side.waitTouching(
           *backend, offsets[i], manifest.buffers[step.buffers[i]].bytes,
-          except));
+          except, waiter));
     return Status::ok();
   }
   Status waitForSideQueues() {
@@ -103,8 +105,11 @@ struct Session::Impl {
   Status startBeside(const Step &step, SideQueue queue,
                      const std::string &label,
                      const std::function<StatusOr<bool>()> &start) {
+    // A host task or a copy waits in its queue, not in the steps; a
+    // collective (which may run in the step) in the steps.
     MEMFIT_RT_RETURN_IF_ERROR(
-        waitForSideQueues(step, queue).withContext(label));
+        waitForSideQueues(step, queue, queue == Collectives ? -1 : queue)
+            .withContext(label));
     auto begin = std::chrono::steady_clock::now();
     StatusOr<bool> queued = start();
     if (!queued)

@@ -206,8 +206,9 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                      double(t.hostTasks) * perStep,
                      t.hostWaitSeconds * 1e3 * perStep);
     if (t.copies)
-      *log << format("offloaded activations: %.1f copies a step; the steps "
-                     "waited %.1f ms a step for them\n",
+      *log << format("copies to and from host memory beside the steps: "
+                     "%.1f a step; the steps waited %.1f ms a step for "
+                     "them\n",
                      double(t.copies) * perStep,
                      t.copyWaitSeconds * 1e3 * perStep);
     if (t.collectiveWaitSeconds)

@@ -2,7 +2,8 @@
 //
 // --offload=optimizer's flow on the CUDA backend, on the FAKE driver: a
 // device kernel copies a value into the host region (the gradient's
-// to_host copy, "twice" emulated), a host kernel (Kernel::onHost) updates
+// to_host copy, "twice" emulated, on the copy stream), a host kernel
+// (Kernel::onHost), ordered after it on the GPU, updates
 // a master there and writes the new working copy there too, compiled by
 // the host C++ compiler and run on the host's threads from the host-task
 // stream's host function, and a device kernel (Kernel::toDevice) copies it
@@ -40,8 +41,9 @@ extern "C" __global__ void update(float* m, float* w, const float* g) {
 }
 )cuda";
 
-/// x (input, arena) -> g = 2x (host region) -> update(m, s, g) on the host
-/// -> w = 2s (the device's working copy).
+/// x (input, arena) -> g = 2x (host region, on the copy queue) ->
+/// update(m, s, g) on the host -> w = 2s (the device's working copy), and
+/// y = 2x on the device.
 Executable hostTaskExecutable() {
   Executable e;
   Manifest &m = e.manifest;
@@ -55,22 +57,24 @@ Executable hostTaskExecutable() {
       Buffer{"g", Region::Host, 256, 16, DType::f32, {4}},
       Buffer{"s", Region::Host, 512, 16, DType::f32, {4}},
       Buffer{"y", Region::Arena, 256, 16, DType::f32, {4}},
+      Buffer{"n", Region::Weights, 512, 8, DType::i64, {1}},
   };
-  m.weightsBytes = 264;
+  m.weightsBytes = 520;
   m.arenaBytes = 512;
   m.hostBytes = 768;
   m.initializedHostBytes = 16;
   Kernel toHost = testKernel("twice", 1, 32, 0);
+  toHost.copyQueue = true;
   Kernel update = testKernel("update", 1, 32, 0);
   update.onHost = true;
   Kernel toDevice = testKernel("twice", 1, 32, 0);
   toDevice.toDevice = true;
-  m.kernels = {toHost, update, toDevice};
+  m.kernels = {toHost, update, toDevice, testKernel("twice", 1, 32, 0)};
   m.entries = {{"main",
                 {{StepKind::Kernel, 0, {4, 2, 1}},
                  {StepKind::Kernel, 1, {3, 5, 4}},
                  {StepKind::Kernel, 2, {0, 5, 1}},
-                 {StepKind::Kernel, 0, {6, 2, 1}}},
+                 {StepKind::Kernel, 3, {6, 2, 7}}},
                 {{"x", 2}},
                 {{"y", 6}}}};
   m.variables = {{"w", 0, VariableKind::Parameter},
@@ -79,6 +83,7 @@ Executable hostTaskExecutable() {
   e.weights.assign(m.weightsBytes + 16, 0);
   int64_t count = 4;
   std::memcpy(&e.weights[256], &count, 8);
+  std::memcpy(&e.weights[512], &count, 8);
   const float masters[4] = {1, 2, 3, 4};
   std::memcpy(&e.weights[m.weightsBytes], masters, 16);
   return e;
@@ -114,9 +119,10 @@ void runCudaHostTaskTests() {
   options.hostTaskThreads = 2;
   const Executable executable = hostTaskExecutable();
 
-  // Beside the steps: one host function a run on the host-task stream (the
-  // second stream), after an event of the step's stream, and its copy to
-  // the device after it there; no graph (it would wait for the update).
+  // Beside the steps: the copy to the host on the copy stream, one host
+  // function a run on the host-task stream, after an event of the step's
+  // stream and the copy's, and its copy to the device after it there; no
+  // graph (it would wait for the update).
   {
     emulateTwice();
     StatusOr<std::unique_ptr<Session>> s =
@@ -124,13 +130,19 @@ void runCudaHostTaskTests() {
     if (CHECK_OK(s.status())) {
       checkRuns(**s, 3, "beside the steps");
       CHECK(mockcuda::calls("cuLaunchHostFunc") == 3);
-      CHECK(mockcuda::calls("cuStreamCreate") == 2);
+      CHECK(mockcuda::calls("cuStreamCreate") == 3);
       CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 0);
       // The host-task stream waits for the step's twice a run (the update
       // and its copy); the step's stream waits for the host task only at
       // runs 2 and 3's first step, which rewrites the g the update read,
       // and where m is read: not at the end of a run.
-      CHECK(mockcuda::calls("cuStreamWaitEvent") == 2 * 3 + 2 + 1);
+      // A run: the copy and the host-task stream's two tasks each wait for
+      // the step's stream (3), the update for the copy (1, on the GPU),
+      // and the last step, which reads the x the copy read, for the copy
+      // (1); from the second run the copy, which rewrites the g the last
+      // update read, for the host-task stream (1). The step's stream waits
+      // for the host tasks only where m is read, not at a run's end.
+      CHECK(mockcuda::calls("cuStreamWaitEvent") == 5 + 6 + 6 + 1);
       s->reset();
     }
     expectClean("host kernels beside the steps");

@@ -147,8 +147,12 @@ ExecutableBuilder::emitKernelSource(KernelOp kernel,
   info->kind = cuda::kernelKind(kernel);
   info->onHost = kernel->hasAttr(kOnHostAttr);
   info->toDevice = kernel->hasAttr(kToDeviceAttr);
-  info->copyQueue =
-      kernel->hasAttr(kOffloadedAttr) || kernel->hasAttr(kFetchedAttr);
+  // The copies between device and host memory that the steps after them
+  // need not wait for: an offloaded activation's, and a value the host's
+  // update reads (the host task waits for it in its queue).
+  info->copyQueue = kernel->hasAttr(kOffloadedAttr) ||
+                    kernel->hasAttr(kFetchedAttr) ||
+                    kernel->hasAttr(kToHostAttr);
   info->cost = cuda::stepCost(kernel);
   // A view's kernel reads the viewed value's buffer at the view's offset
   // and strides (KernelWriter::viewOf).

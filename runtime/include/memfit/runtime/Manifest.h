@@ -146,8 +146,10 @@ struct Kernel {
   /// working copy) from the host region to the device.
   bool toDevice = false;
   /// A copy of an offloaded activation to the host region or back
-  /// (--offload=activations): a backend may run it on a copy queue beside
-  /// the later steps, which wait for it where they touch its bytes.
+  /// (--offload=activations), or of what a host kernel reads to the host
+  /// region (--offload=optimizer's gradients): a backend may run it on a
+  /// copy queue beside the later steps, which wait for it where they touch
+  /// its bytes.
   bool copyQueue = false;
 };
 
