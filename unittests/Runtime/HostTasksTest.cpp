@@ -2,7 +2,9 @@
 //
 // The pieces of --offload=optimizer's runtime: HostTaskQueue runs tasks in
 // order beside the caller and reports the first failure once;
-// PendingHostTasks says which task a range of bytes waits for; and a
+// PendingHostTasks says which task a range of bytes waits for; SideQueues
+// orders a side queue's task after another queue's in its queue and makes
+// the device's steps wait; and a
 // hand-written executable whose update is a host kernel (Kernel::onHost)
 // that writes an fp32 master and its bf16 working copy in the host region,
 // copied to the device by the next host task (Kernel::toDevice) and read
@@ -17,6 +19,7 @@
 #include "TestUtil.h"
 
 #include "../../runtime/src/Half.h"
+#include "../../runtime/src/Backend.h"
 #include "../../runtime/src/HostTasks.h"
 
 #include "memfit/runtime/Checkpoint.h"
@@ -76,6 +79,68 @@ void testPending() {
   CHECK(pending.mustFinish(16, 17) == 2);
   pending.dropFinished(2);
   CHECK(pending.empty());
+}
+
+/// A backend that only records the side queues' waits and orderings.
+class RecordingBackend final : public Backend {
+public:
+  std::string description() const override { return "recording"; }
+  Status allocate(uint64_t) override { return Status::ok(); }
+  uint64_t allocatedBytes() const override { return 0; }
+  Status upload(uint64_t, const void *, uint64_t) override {
+    return Status::ok();
+  }
+  Status download(uint64_t, void *, uint64_t) override { return Status::ok(); }
+  Status prepareKernels(const Manifest &, const SessionOptions &,
+                        SessionTimings &) override {
+    return Status::ok();
+  }
+  Status launchKernel(uint32_t, const std::vector<uint64_t> &) override {
+    return Status::ok();
+  }
+  Status runContraction(const Contraction &, uint64_t, uint64_t,
+                        uint64_t) override {
+    return Status::ok();
+  }
+  Status runCollective(const Collective &, uint64_t, uint64_t,
+                       Communicator &) override {
+    return Status::ok();
+  }
+  Status synchronize() override { return Status::ok(); }
+  Status waitQueue(SideQueue queue, uint64_t count) override {
+    calls.push_back("wait " + std::to_string(queue) + " " +
+                    std::to_string(count));
+    return Status::ok();
+  }
+  Status orderQueues(SideQueue waiter, SideQueue queue,
+                     uint64_t count) override {
+    calls.push_back("order " + std::to_string(waiter) + " after " +
+                    std::to_string(queue) + " " + std::to_string(count));
+    return Status::ok();
+  }
+  uint64_t queueFinished(SideQueue) const override { return 0; }
+
+  std::vector<std::string> calls;
+};
+
+/// A step started on a side queue is ordered after the other queues'
+/// tasks that touch its bytes, in its queue, and the steps' own waits for
+/// those tasks are still owed; a step of the device's waits.
+void testOrder() {
+  RecordingBackend backend;
+  SideQueues side;
+  side.started(Copies, {{0, 16}});     // a gradient's copy to the host
+  side.started(HostTasks, {{0, 16}, {64, 80}}); // the update that reads it
+  // The next copy rewrites the copy's bytes: after the update, in its
+  // queue (not after itself).
+  CHECK_OK(side.waitTouching(backend, 8, 4, Copies, Copies));
+  // A host task reading the copy: after it, in the host tasks' queue.
+  CHECK_OK(side.waitTouching(backend, 0, 16, HostTasks, HostTasks));
+  // The device's step reusing those bytes waits for both.
+  CHECK_OK(side.waitTouching(backend, 0, 16));
+  CHECK(backend.calls == (std::vector<std::string>{
+                             "order 2 after 0 1", "order 0 after 2 1",
+                             "wait 0 1", "wait 2 1"}));
 }
 
 const char *kSource = R"cuda(
@@ -395,6 +460,7 @@ void testRules() {
 void runHostTasksTests() {
   testQueue();
   testPending();
+  testOrder();
   testSession(/*overlap=*/true);
   testSession(/*overlap=*/false);
   testCollectivesBeside(/*overlap=*/true);
