@@ -42,13 +42,13 @@ Status CudaBackend::prepareHostKernels(const Manifest &manifest,
     return version.status().withContext(
         "the host's kernels (--offload=optimizer) need a host C++ compiler "
         "(set SessionOptions::hostCompiler or $MEMFIT_HOST_CXX)");
-  // Every CPU but the one that launches the device's steps.
+  // This rank's share of the CPUs but the one that launches its steps.
   StatusOr<unsigned> threads =
       threadCount(options.hostTaskThreads, "host task threads",
                   "MEMFIT_HOST_TASK_THREADS");
   if (!threads)
     return threads.status();
-  unsigned count = *threads ? *threads : std::max(1u, usableCpus() - 1);
+  unsigned count = *threads ? *threads : hostTaskCpus();
   auto kernels = std::make_unique<HostKernels>();
   SessionTimings hostTimings;
   MEMFIT_RT_RETURN_IF_ERROR(

@@ -150,6 +150,25 @@ unsigned usableCpus() {
   return count;
 }
 
+unsigned hostTaskCpus() {
+  unsigned cpus = usableCpus();
+  unsigned ranks = 1;
+  for (const char *variable : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"})
+    if (const char *env = std::getenv(variable); env && *env) {
+      char *end = nullptr;
+      unsigned long n = std::strtoul(env, &end, 10);
+      if (*end == '\0' && n > 0 && n <= 4096) {
+        ranks = unsigned(n);
+        break;
+      }
+    }
+  // Bound to a part of the machine already: that part is this rank's.
+  if (cpus < std::thread::hardware_concurrency())
+    ranks = 1;
+  unsigned share = std::max(1u, cpus / ranks);
+  return std::max(1u, share - 1);
+}
+
 std::string hostCompilerCommand(const SessionOptions &options) {
   if (!options.hostCompiler.empty())
     return options.hostCompiler;

@@ -82,6 +82,13 @@ StatusOr<unsigned> threadCount(unsigned given, const char *what,
 /// every CPU of the machine; at least 1.
 unsigned usableCpus();
 
+/// The threads a device backend's host tasks get by default: this
+/// process's share of the CPUs but one (which launches the device's
+/// steps). Ranks on one machine ($LOCAL_WORLD_SIZE from torchrun,
+/// $OMPI_COMM_WORLD_LOCAL_SIZE from mpirun) share its CPUs, unless each is
+/// bound to CPUs of its own already (mpirun's binding); at least 1.
+unsigned hostTaskCpus();
+
 /// The host C++ compiler's command: SessionOptions::hostCompiler, else
 /// $MEMFIT_HOST_CXX, else the compiler memfit was built with.
 std::string hostCompilerCommand(const SessionOptions &options);

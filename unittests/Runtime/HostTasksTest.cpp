@@ -21,6 +21,7 @@
 #include "../../runtime/src/Half.h"
 #include "../../runtime/src/Backend.h"
 #include "../../runtime/src/HostTasks.h"
+#include "../../runtime/src/HostWorkers.h"
 
 #include "memfit/runtime/Checkpoint.h"
 #include "memfit/runtime/Communicator.h"
@@ -141,6 +142,25 @@ void testOrder() {
   CHECK(backend.calls == (std::vector<std::string>{
                              "order 2 after 0 1", "order 0 after 2 1",
                              "wait 0 1", "wait 2 1"}));
+}
+
+/// A device backend's host task threads: the CPUs but one, shared by the
+/// ranks on the machine unless bound apart; at least 1 always.
+void testHostTaskCpus() {
+  unsigned cpus = usableCpus();
+  bool bound = cpus < std::thread::hardware_concurrency();
+  ::unsetenv("LOCAL_WORLD_SIZE");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  unsigned alone = hostTaskCpus();
+  CHECK(alone == std::max(1u, cpus - 1));
+  std::string many = std::to_string(cpus * 2);
+  ::setenv("LOCAL_WORLD_SIZE", many.c_str(), 1);
+  CHECK(hostTaskCpus() == (bound ? alone : 1u));
+  ::setenv("LOCAL_WORLD_SIZE", "two", 1); // not a count: ignored
+  ::setenv("OMPI_COMM_WORLD_LOCAL_SIZE", many.c_str(), 1);
+  CHECK(hostTaskCpus() == (bound ? alone : 1u));
+  ::unsetenv("LOCAL_WORLD_SIZE");
+  ::unsetenv("OMPI_COMM_WORLD_LOCAL_SIZE");
 }
 
 const char *kSource = R"cuda(
@@ -461,6 +481,7 @@ void runHostTasksTests() {
   testQueue();
   testPending();
   testOrder();
+  testHostTaskCpus();
   testSession(/*overlap=*/true);
   testSession(/*overlap=*/false);
   testCollectivesBeside(/*overlap=*/true);

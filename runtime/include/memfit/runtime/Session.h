@@ -39,9 +39,11 @@ struct SessionOptions {
   /// Host backend: worker threads for blocks and contractions (0:
   /// $MEMFIT_HOST_THREADS, else one per CPU the process may run on).
   unsigned hostThreads = 0;
-  /// Host backend: threads for the host tasks (Kernel::onHost, the updates
-  /// of --offload=optimizer), which run beside the workers above (0:
-  /// $MEMFIT_HOST_TASK_THREADS, else 1). With `overlapHostTasks` false
+  /// Threads for the host tasks (Kernel::onHost, the updates of
+  /// --offload=optimizer), which run beside the device (0:
+  /// $MEMFIT_HOST_TASK_THREADS, else on the host backend 1, beside the
+  /// workers above, and on a GPU this rank's share of the CPUs but one,
+  /// hostTaskCpus in HostWorkers.h). With `overlapHostTasks` false
   /// each runs in order, in the step (to measure what the overlap hides),
   /// and so does each collective, which otherwise runs on a thread of its
   /// own where the communicator allows (MPI serialized).
