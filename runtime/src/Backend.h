@@ -119,6 +119,9 @@ public:
                              uint64_t count) {
     return waitQueue(queue, count);
   }
+  /// Whether waitQueue and orderQueues wait on the device (a GPU's streams)
+  /// rather than on the calling thread.
+  virtual bool waitsOnDevice() const { return false; }
   /// How many tasks of `queue` have finished, without waiting.
   virtual uint64_t queueFinished(SideQueue queue) const {
     return ~uint64_t(0);

@@ -169,6 +169,7 @@ public:
   Status orderQueues(SideQueue waiter, SideQueue queue,
                      uint64_t count) override;
   uint64_t queueFinished(SideQueue queue) const override;
+  bool waitsOnDevice() const override { return true; }
   void setSideStreams(bool on) { sideStreams_ = on; }
   Status synchronize() override;
 

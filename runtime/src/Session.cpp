@@ -391,6 +391,7 @@ uint64_t Session::hostBytes() const { return impl_->manifest.hostBytes; }
 const SessionTimings &Session::timings() const {
   impl_->timings.hostWaitSeconds =
       impl_->side.waitSeconds[HostTasks];
+  impl_->timings.waitsOnDevice = impl_->backend->waitsOnDevice();
   impl_->timings.collectiveWaitSeconds =
       impl_->side.waitSeconds[Collectives];
   impl_->timings.copyWaitSeconds = impl_->side.waitSeconds[Copies];

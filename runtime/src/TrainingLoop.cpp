@@ -196,16 +196,27 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                    (long long)options.steps, summary.seconds,
                    summary.seconds * 1e3 / double(options.steps),
                    double(summary.losses.back().second));
-    // What ran beside the steps, and the steps' waits for it, a step.
+    // What ran beside the steps, and the steps' waits for it, a step. A
+    // GPU's streams wait for one another on the GPU, untimed.
     const SessionTimings &t = session.timings();
     const double perStep = 1.0 / double(options.steps);
-    if (t.hostTasks)
+    if (t.hostTasks && t.waitsOnDevice)
+      *log << format("host updates (--offload=optimizer): %.1f kernels a "
+                     "step on the host's threads, beside the GPU, whose "
+                     "streams wait for them where they read what they "
+                     "wrote\n",
+                     double(t.hostTasks) * perStep);
+    else if (t.hostTasks)
       *log << format("host updates (--offload=optimizer): %.1f kernels a "
                      "step on the host's threads, beside the device; the "
                      "device waited %.1f ms a step for them\n",
                      double(t.hostTasks) * perStep,
                      t.hostWaitSeconds * 1e3 * perStep);
-    if (t.copies)
+    if (t.copies && t.waitsOnDevice)
+      *log << format("copies to and from host memory beside the steps: "
+                     "%.1f a step, on a copy stream\n",
+                     double(t.copies) * perStep);
+    else if (t.copies)
       *log << format("copies to and from host memory beside the steps: "
                      "%.1f a step; the steps waited %.1f ms a step for "
                      "them\n",

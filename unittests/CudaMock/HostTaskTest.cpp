@@ -129,6 +129,8 @@ void runCudaHostTaskTests() {
         Session::create(executable, DeviceKind::Cuda, options);
     if (CHECK_OK(s.status())) {
       checkRuns(**s, 3, "beside the steps");
+      // Counted as host tasks; the GPU's streams did the waiting.
+      CHECK((*s)->timings().hostTasks == 3 && (*s)->timings().waitsOnDevice);
       CHECK(mockcuda::calls("cuLaunchHostFunc") == 3);
       CHECK(mockcuda::calls("cuStreamCreate") == 3);
       CHECK(mockcuda::calls("cuStreamBeginCapture_v2") == 0);

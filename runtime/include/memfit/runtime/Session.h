@@ -101,6 +101,10 @@ struct SessionTimings {
   /// the seconds they took).
   uint64_t copies = 0;
   double copyWaitSeconds = 0;
+  /// The steps wait for what runs beside them on the device (a GPU's
+  /// streams wait for one another's events), not on the host: the wait
+  /// seconds above are only the launching thread's.
+  bool waitsOnDevice = false;
 };
 
 /// The time one step of an entry (a kernel or a contraction) took over the
