@@ -14,7 +14,6 @@ steps waited for the collectives (memfit-run's line after training).
     .venv/bin/python bench/data-parallel-step.py [--rounds 2] [--steps 5]
 """
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -22,10 +21,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import interleaved  # noqa: E402
 
-ROOT = interleaved.ROOT
 CONFIGS = {
-    "buckets, beside the backward": [],
-    "buckets, in the step": ["--no-host-overlap"],
+    # memfit-run's default on the host backend is one by one: buckets are
+    # asked for (DDP's 25 MiB, the GPUs' default).
+    "buckets, beside the backward": ["--bucket=25MiB"],
+    "buckets, in the step": ["--bucket=25MiB", "--no-host-overlap"],
     "one by one, beside the backward": ["--bucket=0"],
     "one by one, in the step": ["--bucket=0", "--no-host-overlap"],
 }
@@ -36,20 +36,15 @@ MPI_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
 
 
 def run(model, steps, flags):
-    cmd = ["mpirun", "-np", "2", os.path.join(ROOT, "build/bin/memfit-run"),
-           model, "--train", "--device=host", "--host-threads=1",
-           "--loss=cross-entropy", "--input-shape=input_ids=1x128",
-           "--optimizer=adamw", f"--steps={steps}"] + flags
+    cmd = ["mpirun", "-np", "2"] + interleaved.train_command(model, steps,
+                                                             flags)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True,
                          env=dict(os.environ, **MPI_ENV)).stdout
-    times = [float(m) for m in re.findall(r"^step \d+/\d+ loss \S+ lr \S+ "
-                                          r"([0-9.]+) ms", out, re.M)][1:]
-    collectives = re.search(r"(\d+) collectives", out)
-    wait = re.search(r"waited ([0-9.]+) ms a step for the collectives", out)
-    loss = re.search(r"last loss ([0-9.]+)", out)
-    return (statistics.median(times),
-            int(collectives.group(1)) if collectives else 0,
-            float(wait.group(1)) if wait else 0.0, loss.group(1))
+    return (interleaved.step_ms(out),
+            interleaved.number(r"(\d+) collectives", out, int),
+            interleaved.number(r"waited ([0-9.]+) ms a step for the "
+                               r"collectives", out),
+            interleaved.last_loss(out))
 
 
 def main():

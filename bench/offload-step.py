@@ -21,7 +21,6 @@ the step): their column is the device's wait for them.
     .venv/bin/python bench/offload-step.py [--rounds 3] [--steps 6]
 """
 import os
-import re
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import interleaved  # noqa: E402
 
-ROOT = interleaved.ROOT
 CONFIGS = {
     "device": [],
     "overlap": ["--offload=optimizer"],
@@ -38,23 +36,15 @@ CONFIGS = {
 
 
 def run(model, steps, flags):
-    cmd = [os.path.join(ROOT, "build/bin/memfit-run"), model, "--train",
-           "--device=host", "--host-threads=1", "--loss=cross-entropy",
-           "--input-shape=input_ids=1x128", "--optimizer=adamw",
-           f"--steps={steps}"] + flags
-    out = subprocess.run(cmd, check=True, capture_output=True,
-                         text=True).stdout
-    # Every step but the first (page faults, the kernel cache).
-    times = [float(m) for m in re.findall(r"^step \d+/\d+ loss \S+ lr \S+ "
-                                          r"([0-9.]+) ms", out, re.M)][1:]
-    wait = re.search(r"^host updates.*waited ([0-9.]+) ms a step", out, re.M)
-    copies = re.search(r"^copies to and from host memory.*waited ([0-9.]+) "
-                       r"ms a step", out, re.M)
-    alloc = re.search(r"^allocated: ([0-9,]+) bytes", out, re.M)
-    loss = re.search(r"last loss ([0-9.]+)", out)
-    return (statistics.median(times), float(wait.group(1)) if wait else 0.0,
-            int(alloc.group(1).replace(",", "")),
-            float(copies.group(1)) if copies else 0.0, loss.group(1))
+    out = subprocess.run(interleaved.train_command(model, steps, flags),
+                         check=True, capture_output=True, text=True).stdout
+    return (interleaved.step_ms(out),
+            interleaved.number(r"^host updates.*waited ([0-9.]+) ms a step",
+                               out),
+            interleaved.number(r"^allocated: ([0-9,]+) bytes", out, int),
+            interleaved.number(r"^copies to and from host memory.*waited "
+                               r"([0-9.]+) ms a step", out),
+            interleaved.last_loss(out))
 
 
 def main():
