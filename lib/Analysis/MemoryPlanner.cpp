@@ -606,25 +606,29 @@ private:
     plan.arenaBytes = placeLive([](const PlannedBuffer &buffer) {
       return buffer.region == BufferRegion::Arena;
     }, 0);
-    auto hostWritten = [](const PlannedBuffer &buffer) {
-      Operation *def = buffer.value.getDefiningOp();
-      return def && def->hasAttr(kOnHostAttr);
-    };
     int64_t at = alignToPlan(layout.hostBytes);
-    for (int pool = 0; pool < 3; ++pool) {
-      BufferCategory category = pool < 2 ? BufferCategory::HostTransfer
-                                         : BufferCategory::OffloadedActivation;
+    // The host-region buffers of `category` that `which` selects, packed
+    // from `at` on.
+    auto pack = [&](BufferCategory category, auto which) {
       int64_t end = placeLive(
           [&](const PlannedBuffer &buffer) {
             return buffer.region == BufferRegion::Host &&
-                   buffer.category == category &&
-                   (pool == 2 || hostWritten(buffer) == (pool == 1));
+                   buffer.category == category && which(buffer);
           },
           at);
       plan.hostPackedBytes[category == BufferCategory::HostTransfer] +=
           end - at;
       at = end;
-    }
+    };
+    auto hostWritten = [](const PlannedBuffer &buffer) {
+      Operation *def = buffer.value.getDefiningOp();
+      return def && def->hasAttr(kOnHostAttr);
+    };
+    pack(BufferCategory::HostTransfer,
+         [&](const PlannedBuffer &buffer) { return !hostWritten(buffer); });
+    pack(BufferCategory::HostTransfer, hostWritten);
+    pack(BufferCategory::OffloadedActivation,
+         [](const PlannedBuffer &) { return true; });
     plan.hostBytes = std::max(plan.hostBytes, at);
   }
 

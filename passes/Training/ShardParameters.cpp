@@ -21,6 +21,7 @@
 
 #include "ShardParameters.h"
 
+#include "memfit/Analysis/MemoryPlan.h"
 #include "memfit/Dialect/Training.h"
 
 #include "mlir/IR/Builders.h"
@@ -82,17 +83,6 @@ ElementsAttr rowsOf(ParameterOp param, RankedTensorType sliceType,
     std::memcpy(mine.data(), bytes.data() + uint64_t(begin) * rowBytes,
                 uint64_t(end - begin) * rowBytes);
   return elementsFromBytes(sliceType, mine, param.getSymName());
-}
-
-/// Whether `op` was made by memfit-autodiff (or is a kernel of such ops).
-bool isBackward(Operation *op) {
-  if (op->hasAttr(kBackwardAttr))
-    return true;
-  if (auto kernel = dyn_cast<KernelOp>(op))
-    return llvm::any_of(kernel.getBodyOps(), [](Operation &inner) {
-      return inner.hasAttr(kBackwardAttr);
-    });
-  return false;
 }
 
 /// A block's ops in layer passes: runs of the steps (the ops that read
@@ -165,7 +155,7 @@ LayerPasses::LayerPasses(Block &block) {
   for (Operation &op : block) {
     // The backward starts a run at its first op, even one that reads
     // only weights (its seed, a constant).
-    if (!backward && isBackward(&op)) {
+    if (!backward && isBackwardStep(&op)) {
       backward = true;
       if (firstStep_.empty()) { // a forward of weights alone
         firstStep_.push_back(nullptr);

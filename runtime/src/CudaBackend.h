@@ -319,9 +319,9 @@ private:
   const SideTask *lastOnStream(const SideStream &side, uint64_t count) const;
   /// Makes `side`'s stream, if it has none yet.
   Status makeSideStream(SideStream &side);
-  /// Counts a task of `side`'s queue run in the step's stream, after the
-  /// step's stream waited for those in flight.
-  Status runInStep(SideStream &side,
+  /// Counts a task of `queue` run in the step's stream, after the step's
+  /// stream waited for those in flight.
+  Status runInStep(SideQueue queue,
                    const std::function<Status(CUstream)> &enqueue);
   /// Forgets the tasks of `side` that have finished (all of them when
   /// `synchronized`), keeping their events for reuse.

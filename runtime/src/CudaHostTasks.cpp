@@ -42,13 +42,12 @@ Status CudaBackend::prepareHostKernels(const Manifest &manifest,
     return version.status().withContext(
         "the host's kernels (--offload=optimizer) need a host C++ compiler "
         "(set SessionOptions::hostCompiler or $MEMFIT_HOST_CXX)");
-  // This rank's share of the CPUs but the one that launches its steps.
-  StatusOr<unsigned> threads =
-      threadCount(options.hostTaskThreads, "host task threads",
-                  "MEMFIT_HOST_TASK_THREADS");
+  // By default this rank's share of the CPUs but the one that launches its
+  // steps.
+  StatusOr<unsigned> threads = hostTaskThreads(options, hostTaskCpus());
   if (!threads)
     return threads.status();
-  unsigned count = *threads ? *threads : hostTaskCpus();
+  const unsigned count = *threads;
   auto kernels = std::make_unique<HostKernels>();
   SessionTimings hostTimings;
   MEMFIT_RT_RETURN_IF_ERROR(
@@ -144,10 +143,9 @@ Status CudaBackend::startHostKernel(uint32_t kernel,
       return launchOn(kernel, offsets, stream);
     };
   }
-  SideStream &side = sides_[HostTasks];
   if (!sideStreams_ || capturing_)
-    return runInStep(side, enqueue);
-  return startOnSide(side, enqueue);
+    return runInStep(HostTasks, enqueue);
+  return startOnSide(sides_[HostTasks], enqueue);
 }
 
 } // namespace memfit::rt::cuda

@@ -71,10 +71,11 @@ Status CudaBackend::startOnSide(
   return Status::ok();
 }
 
-Status CudaBackend::runInStep(SideStream &side,
+Status CudaBackend::runInStep(SideQueue queue,
                               const std::function<Status(CUstream)> &enqueue) {
+  SideStream &side = sides_[queue];
   // After the tasks before it, as the queue's order says.
-  MEMFIT_RT_RETURN_IF_ERROR(waitQueue(SideQueue(&side - sides_), side.started));
+  MEMFIT_RT_RETURN_IF_ERROR(waitQueue(queue, side.started));
   MEMFIT_RT_RETURN_IF_ERROR(enqueue(stream_));
   side.inFlight.push_back({side.started, nullptr, nullptr});
   ++side.started;

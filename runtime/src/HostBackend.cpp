@@ -207,7 +207,8 @@ public:
     MEMFIT_RT_RETURN_IF_ERROR(
         queueKernel(side_[HostTasks], taskThreads_, kernel, offsets));
     return overlap_ ? Status::ok()
-                    : side_[HostTasks].queue->waitFor(side_[HostTasks].started);
+                    : side_[HostTasks].queue->waitFor(
+                          side_[HostTasks].queue->pushed());
   }
   /// The copies of offloaded activations, likewise on a worker of their
   /// own (the host's copy stream).
@@ -409,7 +410,6 @@ private:
   struct Side {
     std::unique_ptr<WorkerPool> pool;
     std::unique_ptr<HostTaskQueue> queue;
-    uint64_t started = 0;
     /// How many tasks of each queue its next task waits for first
     /// (orderQueues).
     uint64_t after[kSideQueues] = {0, 0, 0};
@@ -432,7 +432,6 @@ private:
         MEMFIT_RT_RETURN_IF_ERROR(queue->waitFor(count));
       return runKernel(*side.pool, kernel, offsets);
     });
-    ++side.started;
     return Status::ok();
   }
   /// Starts `side`'s queue and `threads` workers, at its first task.
@@ -525,12 +524,11 @@ createHostBackend(const SessionOptions &options) {
   static std::once_flag blasThreads;
   std::call_once(blasThreads, [] { openblas_set_num_threads(1); });
   auto backend = std::make_unique<HostBackend>(std::move(compiler));
-  StatusOr<unsigned> taskThreads = threadCount(
-      options.hostTaskThreads, "host task threads", "MEMFIT_HOST_TASK_THREADS");
+  StatusOr<unsigned> taskThreads = hostTaskThreads(options, 1);
   if (!taskThreads)
     return taskThreads.status();
-  MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(
-      *threads, *taskThreads ? *taskThreads : 1, options.overlapHostTasks));
+  MEMFIT_RT_RETURN_IF_ERROR(backend->startWorkers(*threads, *taskThreads,
+                                                  options.overlapHostTasks));
   return std::unique_ptr<Backend>(std::move(backend));
 }
 

@@ -33,6 +33,7 @@ void HostTaskQueue::push(std::function<Status()> task) {
     std::lock_guard<std::mutex> lock(mutex_);
     queue_.push_back(std::move(task));
   }
+  ++pushed_;
   wake_.notify_one();
 }
 

@@ -37,6 +37,8 @@ public:
   /// Waits until the first `count` tasks pushed have finished.
   Status waitFor(uint64_t count);
   uint64_t finished() const { return finished_.load(); }
+  /// How many tasks were pushed.
+  uint64_t pushed() const { return pushed_; }
 
 private:
   void loop();
@@ -45,6 +47,7 @@ private:
   std::condition_variable wake_, done_;
   std::deque<std::function<Status()>> queue_;
   std::atomic<uint64_t> finished_{0};
+  uint64_t pushed_ = 0; // by the pushing thread only
   Status failure_ = Status::ok();
   bool failed_ = false, reported_ = false, stop_ = false;
   std::thread thread_;

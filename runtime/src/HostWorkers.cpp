@@ -150,6 +150,16 @@ unsigned usableCpus() {
   return count;
 }
 
+StatusOr<unsigned> hostTaskThreads(const SessionOptions &options,
+                                   unsigned byDefault) {
+  StatusOr<unsigned> threads =
+      threadCount(options.hostTaskThreads, "host task threads",
+                  "MEMFIT_HOST_TASK_THREADS");
+  if (threads && *threads == 0)
+    return byDefault;
+  return threads;
+}
+
 unsigned hostTaskCpus() {
   unsigned cpus = usableCpus();
   unsigned ranks = 1;

@@ -82,6 +82,11 @@ StatusOr<unsigned> threadCount(unsigned given, const char *what,
 /// every CPU of the machine; at least 1.
 unsigned usableCpus();
 
+/// The threads for the host tasks: SessionOptions::hostTaskThreads, else
+/// $MEMFIT_HOST_TASK_THREADS, else `byDefault`.
+StatusOr<unsigned> hostTaskThreads(const SessionOptions &options,
+                                   unsigned byDefault);
+
 /// The threads a device backend's host tasks get by default: this
 /// process's share of the CPUs but one (which launches the device's
 /// steps). Ranks on one machine ($LOCAL_WORLD_SIZE from torchrun,

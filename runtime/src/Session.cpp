@@ -329,6 +329,7 @@ Session::create(const Executable &executable, DeviceKind device,
   impl->backend = std::move(*backend);
   Backend &b = *impl->backend;
   impl->warn = options.warn;
+  impl->timings.waitsOnDevice = b.waitsOnDevice();
   // A profile waits for every step, and collectives run on the host between
   // steps: neither can be captured. Nor can the host's updates overlap the
   // steps after them in a graph, whose end waits for all it holds: they
@@ -391,7 +392,6 @@ uint64_t Session::hostBytes() const { return impl_->manifest.hostBytes; }
 const SessionTimings &Session::timings() const {
   impl_->timings.hostWaitSeconds =
       impl_->side.waitSeconds[HostTasks];
-  impl_->timings.waitsOnDevice = impl_->backend->waitsOnDevice();
   impl_->timings.collectiveWaitSeconds =
       impl_->side.waitSeconds[Collectives];
   impl_->timings.copyWaitSeconds = impl_->side.waitSeconds[Copies];

@@ -197,31 +197,32 @@ StatusOr<TrainingSummary> runTraining(Session &session, Trainer &trainer,
                    summary.seconds * 1e3 / double(options.steps),
                    double(summary.losses.back().second));
     // What ran beside the steps, and the steps' waits for it, a step. A
-    // GPU's streams wait for one another on the GPU, untimed.
+    // GPU's streams wait for one another on the GPU, untimed: `onGpu` says
+    // so instead.
     const SessionTimings &t = session.timings();
     const double perStep = 1.0 / double(options.steps);
-    if (t.hostTasks && t.waitsOnDevice)
+    auto waited = [&](const char *who, double seconds, const char *onGpu) {
+      return t.waitsOnDevice
+                 ? std::string(onGpu)
+                 : format("; %s waited %.1f ms a step for them", who,
+                          seconds * 1e3 * perStep);
+    };
+    if (t.hostTasks)
       *log << format("host updates (--offload=optimizer): %.1f kernels a "
-                     "step on the host's threads, beside the GPU, whose "
-                     "streams wait for them where they read what they "
-                     "wrote\n",
-                     double(t.hostTasks) * perStep);
-    else if (t.hostTasks)
-      *log << format("host updates (--offload=optimizer): %.1f kernels a "
-                     "step on the host's threads, beside the device; the "
-                     "device waited %.1f ms a step for them\n",
+                     "step on the host's threads, beside the %s%s\n",
                      double(t.hostTasks) * perStep,
-                     t.hostWaitSeconds * 1e3 * perStep);
-    if (t.copies && t.waitsOnDevice)
+                     t.waitsOnDevice ? "GPU" : "device",
+                     waited("the device", t.hostWaitSeconds,
+                            ", whose streams wait for them where they read "
+                            "what they wrote")
+                         .c_str());
+    if (t.copies)
       *log << format("copies to and from host memory beside the steps: "
-                     "%.1f a step, on a copy stream\n",
-                     double(t.copies) * perStep);
-    else if (t.copies)
-      *log << format("copies to and from host memory beside the steps: "
-                     "%.1f a step; the steps waited %.1f ms a step for "
-                     "them\n",
+                     "%.1f a step%s\n",
                      double(t.copies) * perStep,
-                     t.copyWaitSeconds * 1e3 * perStep);
+                     waited("the steps", t.copyWaitSeconds,
+                            ", on a copy stream")
+                         .c_str());
     if (t.collectiveWaitSeconds)
       *log << format("collectives: the steps waited %.1f ms a step for "
                      "the collectives\n",

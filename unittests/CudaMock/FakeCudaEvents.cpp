@@ -58,6 +58,15 @@ Event *findEvent(void *handle) {
       return violation(201, entry, "no current context");                      \
   } while (false)
 
+/// cuEventQuery and cuEventSynchronize: the fake's work is done when
+/// issued, so a live event has always happened.
+CUresult eventDone(const char *entry, void *handle) {
+  FAKE_ENTER(entry);
+  if (!findEvent(handle))
+    return violation(kInvalidHandle, entry, "not a live event");
+  return kSuccess;
+}
+
 } // namespace
 
 namespace mockcuda {
@@ -125,11 +134,7 @@ CUresult cuStreamWaitEvent(void *stream, void *handle, unsigned int flags) {
 }
 
 CUresult cuEventQuery(void *handle) {
-  const char *entry = "cuEventQuery";
-  FAKE_ENTER(entry);
-  if (!findEvent(handle))
-    return violation(kInvalidHandle, entry, "not a live event");
-  return kSuccess; // the fake's work is done when issued
+  return eventDone("cuEventQuery", handle);
 }
 
 /// The function runs when the stream's work before it is done: at once,
@@ -150,11 +155,7 @@ CUresult cuLaunchHostFunc(void *stream, void (*fn)(void *), void *userData) {
 }
 
 CUresult cuEventSynchronize(void *handle) {
-  const char *entry = "cuEventSynchronize";
-  FAKE_ENTER(entry);
-  if (!findEvent(handle))
-    return violation(kInvalidHandle, entry, "not a live event");
-  return kSuccess; // the fake's work is done when issued
+  return eventDone("cuEventSynchronize", handle);
 }
 
 CUresult cuEventElapsedTime(float *ms, void *start, void *end) {

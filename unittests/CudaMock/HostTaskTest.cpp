@@ -22,6 +22,9 @@ namespace memfit::rt::test {
 
 namespace {
 
+/// "twice" as kTestKernels has it, and the update; kTestKernels itself
+/// does not compile for the host (its "reverse" uses dynamic shared
+/// memory, which the host's emulation leaves out).
 const char *const kHostTaskKernels = R"cuda(
 // y[i] = 2 * x[i] for i < n[0].
 extern "C" __global__ void twice(float* y, const float* x,
@@ -50,13 +53,13 @@ Executable hostTaskExecutable() {
   m.model = "hand-written";
   m.source = kHostTaskKernels;
   m.buffers = {
-      Buffer{"w", Region::Weights, 0, 16, DType::f32, {4}},
+      f32("w", Region::Weights, 0, {4}),
       Buffer{"count", Region::Weights, 256, 8, DType::i64, {1}},
-      Buffer{"x", Region::Arena, 0, 16, DType::f32, {4}},
-      Buffer{"m", Region::Host, 0, 16, DType::f32, {4}},
-      Buffer{"g", Region::Host, 256, 16, DType::f32, {4}},
-      Buffer{"s", Region::Host, 512, 16, DType::f32, {4}},
-      Buffer{"y", Region::Arena, 256, 16, DType::f32, {4}},
+      f32("x", Region::Arena, 0, {4}),
+      f32("m", Region::Host, 0, {4}),
+      f32("g", Region::Host, 256, {4}),
+      f32("s", Region::Host, 512, {4}),
+      f32("y", Region::Arena, 256, {4}),
       Buffer{"n", Region::Weights, 512, 8, DType::i64, {1}},
   };
   m.weightsBytes = 520;

@@ -84,8 +84,9 @@ enum class BufferCategory {
   /// (the host region), from its last forward use to its last backward one.
   OffloadedActivation,
   /// offload-states: what the host's update kernels read that the device
-  /// computed (memfit-host-transfers' copies) and what they write that no
-  /// assignment stores, in the host region until the step's end.
+  /// computed (memfit-host-transfers' copies), in the host region until
+  /// the step's end, and what they write that no assignment stores (the
+  /// new working copies before their copy to the device), by live range.
   HostTransfer,
 };
 constexpr unsigned kNumBufferCategories = 22;
