@@ -349,6 +349,10 @@ Status validateKernel(const Kernel &k, size_t i) {
       "manifest: kernels[" + std::to_string(i) + "] ('" + k.name + "')";
   if (!isIdentifier(k.name))
     return invalidArgument(where + ": name is not a C identifier");
+  if (int(k.onHost) + int(k.copyQueue) + int(k.toDevice) > 1)
+    return invalidArgument(where + " is more than one of a host kernel, a "
+                                   "copy queue's copy and a copy to the "
+                                   "device");
   static const uint32_t gridLimit[3] = {0x7fffffffu, 65535, 65535};
   static const uint32_t blockLimit[3] = {1024, 1024, 64};
   for (int d = 0; d < 3; ++d) {
@@ -685,14 +689,6 @@ Status validateWorkingCopy(const Manifest &m, const Variable &v,
 /// An on-host kernel's steps touch the host region only: the host reaches
 /// no device memory, and may run it after the device has gone on.
 Status validateOnHost(const Manifest &m) {
-  for (size_t i = 0; i < m.kernels.size(); ++i) {
-    const Kernel &k = m.kernels[i];
-    if (int(k.onHost) + int(k.copyQueue) + int(k.toDevice) > 1)
-      return invalidArgument("manifest: kernels[" + std::to_string(i) +
-                             "] ('" + k.name +
-                             "') is more than one of a host kernel, a copy "
-                             "queue's copy and a copy to the device");
-  }
   for (const Entry &e : m.entries)
     for (size_t s = 0; s < e.steps.size(); ++s) {
       const Step &step = e.steps[s];
